@@ -1,0 +1,168 @@
+// The ChainerMN MNIST tutorial model (train_mnist.py) in C++: an MLP 784-unit-unit-10 with
+// ReLU, Classifier (softmax cross-entropy + accuracy), Adam, evaluation on the test set after
+// every epoch, a log, a printed report, a progress bar, a graph dump and snapshots.
+//   build/apps/mnist_mlp [-b 100] [-e 20] [-u 1000] [-o result] [-r SNAPSHOT] [--data DIR]
+#include <chainer.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+
+namespace F = chainer::functions;
+namespace L = chainer::links;
+namespace E = chainer::training::extensions;
+using chainer::Error;
+using chainer::Variable;
+
+namespace {
+
+// The tutorial's network: two hidden layers with ReLU (bias + ReLU fused), then the output.
+class MLP : public chainer::Chain {
+ public:
+  MLP(int64_t n_units, int64_t n_out) {
+    l1 = add_link("l1", std::make_shared<L::Linear>(n_units));  // input size inferred
+    l2 = add_link("l2", std::make_shared<L::Linear>(n_units));
+    l3 = add_link("l3", std::make_shared<L::Linear>(n_out));
+  }
+  Variable forward(const Variable& x) override {
+    Variable h1 = l1->forward_relu(x);
+    Variable h2 = l2->forward_relu(h1);
+    return (*l3)(h2);
+  }
+
+ private:
+  std::shared_ptr<L::Linear> l1, l2, l3;
+};
+
+struct Options {
+  int64_t batchsize = 100;
+  int64_t epoch = 20;
+  int64_t unit = 1000;
+  int64_t frequency = -1;
+  int64_t seed = 0;
+  int threads = 0;
+  std::string out = "result";
+  std::string resume;
+  std::string data;
+};
+
+const char* kUsage = R"(usage: mnist_mlp [options]
+Trains the ChainerMN tutorial MLP on MNIST.
+  -b, --batchsize N   examples per mini-batch (default 100)
+  -e, --epoch N       passes over the training set (default 20)
+  -u, --unit N        units in each hidden layer (default 1000)
+  -o, --out DIR       directory for the log, graph and snapshots (default result)
+  -r, --resume FILE   resume from a snapshot written by an earlier run
+  -f, --frequency N   snapshot every N epochs (default -1: once, at the end)
+      --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)
+      --seed N        random seed for initialization and shuffling (default 0)
+      --threads N     compute threads (default: cores / processes on this node)
+  -h, --help          show this help
+)";
+
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t min) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty())
+    throw Error(chainer::str(flag, " expects an integer, got '", text, "'"));
+  if (v < min) throw Error(chainer::str(flag, " must be at least ", min, ", got ", v));
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i], value;
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    }
+    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) value = a.substr(eq + 1), a = a.substr(0, eq);
+    auto next = [&]() -> std::string {
+      if (!value.empty()) return value;
+      if (i + 1 >= argc) throw Error(chainer::str(a, " needs a value"));
+      return argv[++i];
+    };
+    if (a == "-b" || a == "--batchsize") o.batchsize = parse_int("-b/--batchsize", next(), 1);
+    else if (a == "-e" || a == "--epoch") o.epoch = parse_int("-e/--epoch", next(), 1);
+    else if (a == "-u" || a == "--unit") o.unit = parse_int("-u/--unit", next(), 1);
+    else if (a == "-f" || a == "--frequency") o.frequency = parse_int("-f/--frequency", next(), -1);
+    else if (a == "--seed") o.seed = parse_int("--seed", next(), 0);
+    else if (a == "--threads") o.threads = int(parse_int("--threads", next(), 1));
+    else if (a == "-o" || a == "--out") o.out = next();
+    else if (a == "-r" || a == "--resume") o.resume = next();
+    else if (a == "--data") o.data = next();
+    else throw Error(chainer::str("unknown option '", a, "' (see --help)"));
+  }
+  if (o.frequency == 0) throw Error("-f/--frequency must be -1 or positive, got 0");
+  return o;
+}
+
+// --data, then $MNIST_DIR, then ./data/mnist, then ../shared/datasets/mnist.
+std::string find_data(const Options& o) {
+  std::vector<std::string> candidates;
+  if (!o.data.empty()) candidates = {o.data};
+  else {
+    if (const char* env = std::getenv("MNIST_DIR")) candidates.push_back(env);
+    candidates.push_back("data/mnist");
+    candidates.push_back("../shared/datasets/mnist");
+  }
+  for (const auto& c : candidates)
+    if (std::filesystem::is_directory(c)) return c;
+  std::string looked;
+  for (const auto& c : candidates) looked += "\n  " + c;
+  throw Error(chainer::str("cannot find the MNIST directory; looked in:", looked,
+                           "\nPut the four IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+                           "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz, from http://yann.lecun.com/exdb/mnist/) "
+                           "in one of them, or pass --data DIR"));
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  if (o.threads > 0) chainer::set_num_threads(o.threads);
+  const std::string data_dir = find_data(o);
+  std::cout << "# unit: " << o.unit << "\n# Minibatch-size: " << o.batchsize << "\n# epoch: " << o.epoch
+            << "\n# threads: " << chainer::num_threads() << "\n# data: " << data_dir << "\n\n"
+            << std::flush;
+
+  chainer::random::seed(uint64_t(o.seed));
+  auto model = std::make_shared<L::Classifier>(std::make_shared<MLP>(o.unit, 10));
+  auto optimizer = std::make_shared<chainer::optimizers::Adam>();
+  optimizer->setup(model);
+
+  auto [train, test] = chainer::datasets::get_mnist(data_dir);
+  auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true, uint64_t(o.seed));
+  auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
+
+  auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);
+  chainer::training::Trainer trainer(updater, {double(o.epoch), chainer::training::Unit::Epoch}, o.out);
+  trainer.extend(std::make_shared<E::Evaluator>(test_iter, model));
+  trainer.extend(E::dump_graph("main/loss"));
+  const double frequency = o.frequency == -1 ? double(o.epoch) : double(o.frequency);
+  trainer.extend(E::snapshot(), "", chainer::training::IntervalTrigger(frequency, chainer::training::Unit::Epoch));
+  trainer.extend(std::make_shared<E::LogReport>());
+  trainer.extend(std::make_shared<E::PrintReport>(std::vector<std::string>{
+      "epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
+  trainer.extend(std::make_shared<E::ProgressBar>());
+  if (!o.resume.empty()) chainer::training::load_snapshot(o.resume, trainer);
+  trainer.run();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "mnist_mlp: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,120 @@
+// The backward engine. Counts, for every function reachable from the root, how many consumers
+// will send it gradients; then runs functions from a ready queue (latest-created first, the
+// order PyTorch uses), summing gradients per variable before its creator runs. Leaf gradients
+// are accumulated the moment they are final, and their hooks fire then, so a distributed
+// reducer can start communicating while the rest of backward is still running.
+#include <queue>
+#include <unordered_map>
+
+#include "autograd/function_node.h"
+#include "core/ops.h"
+
+namespace chainer {
+
+namespace {
+struct BySequence {
+  bool operator()(const std::shared_ptr<FunctionNode>& a, const std::shared_ptr<FunctionNode>& b) const {
+    return a->sequence_number() < b->sequence_number();
+  }
+};
+
+void add_into(Tensor& acc, Tensor g) {
+  acc = acc.defined() ? ops::add(acc, g) : std::move(g);
+}
+}  // namespace
+
+void Variable::backward(const BackwardOptions& options) const {
+  VariableNode* root = node();
+  Tensor root_grad = root->grad;
+  if (!root_grad.defined()) {
+    if (root->data.numel() != 1)
+      throw Error(str("backward: the variable has shape ", shape_str(root->data.shape()),
+                      "; backward from a non-scalar needs an initial gradient (set grad first)"));
+    root_grad = Tensor::ones(root->data.shape(), root->data.dtype());
+  } else if (root_grad.shape() != root->data.shape()) {
+    throw Error(str("backward: the initial gradient has shape ", shape_str(root_grad.shape()),
+                    " but the variable has shape ", shape_str(root->data.shape())));
+  }
+  if (!root->creator) return;  // a leaf: its grad already is the answer
+
+  // Pass 1: dependency counts of functions and of leaves (for hook timing).
+  std::unordered_map<FunctionNode*, int> deps;
+  std::unordered_map<VariableNode*, int> leaf_uses;
+  std::vector<FunctionNode*> stack{root->creator.get()};
+  deps[root->creator.get()] = 0;
+  while (!stack.empty()) {
+    FunctionNode* f = stack.back();
+    stack.pop_back();
+    if (f->released())
+      throw Error(str("backward: the graph through ", f->name(),
+                      " has already been freed by an earlier backward; pass retain_graph = true to the first one"));
+    for (const auto& in : f->inputs()) {
+      if (!in->requires_grad) continue;
+      if (FunctionNode* g = in->creator.get()) {
+        auto [it, fresh] = deps.try_emplace(g, 0);
+        ++it->second;
+        if (fresh) stack.push_back(g);
+      } else {
+        ++leaf_uses[in.get()];
+      }
+    }
+  }
+
+  // Pass 2: run functions as their gradients become complete.
+  std::unordered_map<VariableNode*, std::pair<std::shared_ptr<VariableNode>, Tensor>> pending;
+  // The queue owns its functions: releasing a function's inputs may drop the last other
+  // reference to a producer that is already queued.
+  std::priority_queue<std::shared_ptr<FunctionNode>, std::vector<std::shared_ptr<FunctionNode>>, BySequence> ready;
+  pending[root] = {nullptr, root_grad};
+  ready.push(root->creator);
+
+  while (!ready.empty()) {
+    std::shared_ptr<FunctionNode> f = ready.top();
+    ready.pop();
+    std::vector<Tensor> gys;
+    gys.reserve(f->outputs().size());
+    for (size_t i = 0; i < f->outputs().size(); ++i) {
+      std::shared_ptr<VariableNode> out = f->outputs()[i].lock();
+      Tensor g;
+      if (out) {
+        if (auto it = pending.find(out.get()); it != pending.end()) {
+          g = std::move(it->second.second);
+          pending.erase(it);
+        }
+      }
+      gys.push_back(g.defined() ? std::move(g) : Tensor::zeros(f->output_shapes()[i], f->output_dtype()));
+    }
+    std::vector<Tensor> gxs = f->backward(gys);
+    CHAINER_ASSERT(gxs.size() == f->inputs().size(), f->name(), " returned ", gxs.size(), " gradients for ",
+                   f->inputs().size(), " inputs");
+    for (size_t i = 0; i < gxs.size(); ++i) {
+      const std::shared_ptr<VariableNode>& in = f->inputs()[i];
+      if (!in->requires_grad) continue;
+      Tensor& gx = gxs[i];
+      if (gx.defined())
+        CHAINER_ASSERT(gx.shape() == in->data.shape(), f->name(), " returned a gradient of shape ",
+                       shape_str(gx.shape()), " for input ", i, " of shape ", shape_str(in->data.shape()));
+      if (const std::shared_ptr<FunctionNode>& g = in->creator) {
+        if (gx.defined()) {
+          auto& slot = pending[in.get()];
+          slot.first = in;
+          add_into(slot.second, gx);
+          if (in->retain_grad) in->grad = slot.second;
+        }
+        if (--deps[g.get()] == 0) ready.push(g);
+      } else {
+        if (gx.defined()) {
+          // A gradient may be shared (add passes gy through to both inputs, a pending sum may
+          // hold it); leaves must own theirs, since optimizers and reducers update grads in place.
+          if (in->grad.defined()) in->grad = ops::add(in->grad, gx);
+          else in->grad = gx.storage().use_count() > 1 ? gx.clone() : std::move(gx);
+        }
+        if (--leaf_uses[in.get()] == 0)
+          for (auto& hook : in->grad_hooks) hook(*in);
+      }
+    }
+    if (!options.retain_graph) f->release();
+  }
+}
+
+}  // namespace chainer

@@ -1,0 +1,49 @@
+#include "autograd/function_node.h"
+
+#include <atomic>
+
+namespace chainer {
+
+namespace {
+std::atomic<int64_t> g_sequence{0};
+}
+
+void FunctionNode::release() {
+  inputs_.clear();
+  release_saved();
+  released_ = true;
+}
+
+bool needs_recording(const std::vector<Variable>& inputs) {
+  if (!is_backprop_enabled()) return false;
+  for (const Variable& v : inputs)
+    if (v.defined() && v.requires_grad()) return true;
+  return false;
+}
+
+std::vector<Variable> record(const std::shared_ptr<FunctionNode>& node, const std::vector<Variable>& inputs,
+                             std::vector<Tensor> outputs) {
+  node->inputs_.reserve(inputs.size());
+  for (const Variable& v : inputs) node->inputs_.push_back(v.node_ptr());
+  node->sequence_ = g_sequence.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Variable> result;
+  result.reserve(outputs.size());
+  for (Tensor& t : outputs) {
+    node->output_shapes_.push_back(t.shape());
+    node->output_dtype_ = t.dtype();
+    Variable v(std::move(t), true);
+    v.node()->creator = node;
+    node->outputs_.push_back(v.node_ptr());
+    result.push_back(std::move(v));
+  }
+  return result;
+}
+
+std::vector<Variable> wrap_outputs(std::vector<Tensor> outputs) {
+  std::vector<Variable> result;
+  result.reserve(outputs.size());
+  for (Tensor& t : outputs) result.emplace_back(std::move(t));
+  return result;
+}
+
+}  // namespace chainer

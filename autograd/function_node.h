@@ -1,0 +1,61 @@
+// FunctionNode: one recorded application of a differentiable function. Forward computes on
+// tensors directly; when some input needs a gradient, the function builds a node holding only
+// what its backward needs and calls record(), which links the outputs to it.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/variable.h"
+
+namespace chainer {
+
+class FunctionNode {
+ public:
+  virtual ~FunctionNode() = default;
+  virtual std::string name() const = 0;
+  // One gradient per output in, one per input out (an undefined Tensor where an input needs no
+  // gradient). Gradients of outputs nobody used arrive as zeros.
+  virtual std::vector<Tensor> backward(const std::vector<Tensor>& grad_outputs) = 0;
+
+  const std::vector<std::shared_ptr<VariableNode>>& inputs() const { return inputs_; }
+  bool input_requires_grad(size_t i) const { return inputs_[i]->requires_grad; }
+  const std::vector<Shape>& output_shapes() const { return output_shapes_; }
+  const std::vector<std::weak_ptr<VariableNode>>& outputs() const { return outputs_; }
+  int64_t sequence_number() const { return sequence_; }
+  bool released() const { return released_; }
+
+  // Drops the inputs and saved tensors once backward has run (unless the graph is retained).
+  void release();
+
+ protected:
+  // Frees what the subclass saved for backward.
+  virtual void release_saved() {}
+
+ private:
+  friend std::vector<Variable> record(const std::shared_ptr<FunctionNode>&, const std::vector<Variable>&,
+                                      std::vector<Tensor>);
+  std::vector<std::shared_ptr<VariableNode>> inputs_;
+  std::vector<std::weak_ptr<VariableNode>> outputs_;
+  std::vector<Shape> output_shapes_;
+  DType output_dtype_ = DType::Float32;
+  int64_t sequence_ = 0;
+  bool released_ = false;
+
+ public:
+  DType output_dtype() const { return output_dtype_; }
+};
+
+// True when a function applied to INPUTS must record itself: backprop is enabled and some
+// input requires a gradient.
+bool needs_recording(const std::vector<Variable>& inputs);
+
+// Wraps OUTPUTS in variables created by NODE, whose inputs become INPUTS. Call only when
+// needs_recording(inputs) is true.
+std::vector<Variable> record(const std::shared_ptr<FunctionNode>& node, const std::vector<Variable>& inputs,
+                             std::vector<Tensor> outputs);
+
+// Wraps OUTPUTS in fresh variables (no graph): the path taken when nothing needs a gradient.
+std::vector<Variable> wrap_outputs(std::vector<Tensor> outputs);
+
+}  // namespace chainer

@@ -1,0 +1,27 @@
+// Finite-difference gradient checks, as chainer.gradient_check.check_backward: the function
+// runs in float64, and the gradients from backward are compared with central differences of
+// sum(f(x) * gy) for a random gy. Integer inputs (labels) pass through unchecked.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "autograd/variable.h"
+
+namespace chainer {
+
+struct GradientCheckOptions {
+  double eps = 1e-3;
+  double atol = 1e-5;
+  double rtol = 1e-4;
+  uint64_t seed = 0;               // for the random output gradient
+  std::vector<bool> no_grads = {};  // per input: true to skip its check
+};
+
+// Throws chainer::Error describing the first mismatch (input, element, analytic, numeric).
+void check_backward(const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f,
+                    const std::vector<Tensor>& inputs, const GradientCheckOptions& options = {});
+// Shorthand for single-output functions.
+void check_backward(const std::function<Variable(const std::vector<Variable>&)>& f, const std::vector<Tensor>& inputs,
+                    const GradientCheckOptions& options = {});
+
+}  // namespace chainer

@@ -1,0 +1,138 @@
+#include <cmath>
+
+#include "core/cpu/kernels.h"
+#include "core/parallel.h"
+
+namespace chainer::cpu {
+
+namespace {
+constexpr int64_t kGrain = 1 << 15;
+
+// Strides of A seen through the broadcast to OUT's shape (0 on broadcast axes).
+std::vector<int64_t> broadcast_strides(const Tensor& a, const Shape& out) {
+  const int64_t nd = int64_t(out.size()), shift = nd - a.ndim();
+  std::vector<int64_t> s(size_t(nd), 0);
+  for (int64_t d = 0; d < a.ndim(); ++d) s[size_t(d + shift)] = a.shape()[size_t(d)] == 1 ? 0 : a.strides()[size_t(d)];
+  return s;
+}
+
+template <class T, class F>
+void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* po = out.data<T>();
+  const int64_t n = out.numel();
+  if (a.shape() == out.shape() && b.shape() == out.shape() && a.is_contiguous() && b.is_contiguous()) {
+    parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) po[i] = f(pa[i], pb[i]);
+    });
+    return;
+  }
+  // A row broadcast (b is the last axes of out, contiguous), the hot case of bias addition.
+  if (a.shape() == out.shape() && a.is_contiguous() && b.is_contiguous() && b.numel() > 0 &&
+      n % b.numel() == 0 && broadcast_strides(b, out.shape()) == [&] {
+        auto s = contiguous_strides(out.shape());
+        int64_t lead = out.ndim() - b.ndim();
+        for (int64_t d = 0; d < lead; ++d) s[size_t(d)] = 0;
+        return s;
+      }()) {
+    const int64_t m = b.numel(), rows = n / m;
+    parallel_for(rows, std::max<int64_t>(1, kGrain / m), [&](int64_t s, int64_t e) {
+      for (int64_t r = s; r < e; ++r)
+        for (int64_t j = 0; j < m; ++j) po[r * m + j] = f(pa[r * m + j], pb[j]);
+    });
+    return;
+  }
+  auto sa = broadcast_strides(a, out.shape()), sb = broadcast_strides(b, out.shape());
+  const Shape& shape = out.shape();
+  const int64_t nd = out.ndim();
+  std::vector<int64_t> idx(size_t(nd), 0);
+  int64_t oa = 0, ob = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    po[k] = f(pa[oa], pb[ob]);
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++idx[size_t(d)] < shape[size_t(d)]) {
+        oa += sa[size_t(d)];
+        ob += sb[size_t(d)];
+        break;
+      }
+      oa -= sa[size_t(d)] * (shape[size_t(d)] - 1);
+      ob -= sb[size_t(d)] * (shape[size_t(d)] - 1);
+      idx[size_t(d)] = 0;
+    }
+  }
+}
+
+template <class T, class F>
+void map_kernel(const Tensor& a, Tensor& out, F f) {
+  Tensor ac = a.contiguous();
+  const T* pa = ac.data<T>();
+  T* po = out.data<T>();
+  parallel_for(out.numel(), kGrain, [&](int64_t s, int64_t e) {
+    for (int64_t i = s; i < e; ++i) po[i] = f(pa[i]);
+  });
+}
+}  // namespace
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  CHAINER_DISPATCH_ALL(out.dtype(), "binary", [&] {
+    using T = scalar_t;
+    switch (op) {
+      case BinaryOp::Add: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x + y); });
+      case BinaryOp::Sub: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x - y); });
+      case BinaryOp::Mul: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x * y); });
+      case BinaryOp::Div: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x / y); });
+    }
+  });
+}
+
+void unary(UnaryOp op, const Tensor& a, Tensor& out) {
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "unary", [&] {
+    using T = scalar_t;
+    switch (op) {
+      case UnaryOp::Neg: return map_kernel<T>(a, out, [](T x) { return -x; });
+      case UnaryOp::Exp: return map_kernel<T>(a, out, [](T x) { return std::exp(x); });
+      case UnaryOp::Log: return map_kernel<T>(a, out, [](T x) { return std::log(x); });
+      case UnaryOp::Sqrt: return map_kernel<T>(a, out, [](T x) { return std::sqrt(x); });
+      case UnaryOp::Square: return map_kernel<T>(a, out, [](T x) { return x * x; });
+      case UnaryOp::Relu: return map_kernel<T>(a, out, [](T x) { return x > T(0) ? x : T(0); });
+      case UnaryOp::Sigmoid:
+        return map_kernel<T>(a, out, [](T x) { return T(0.5) * std::tanh(T(0.5) * x) + T(0.5); });
+      case UnaryOp::Tanh: return map_kernel<T>(a, out, [](T x) { return std::tanh(x); });
+    }
+  });
+}
+
+void affine(const Tensor& a, double mul, double add, Tensor& out) {
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "affine", [&] {
+    using T = scalar_t;
+    const T m = T(mul), c = T(add);
+    map_kernel<T>(a, out, [=](T x) { return x * m + c; });
+  });
+}
+
+void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) {
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "activation_grad", [&] {
+    using T = scalar_t;
+    switch (op) {
+      case GradOp::Relu: return binary_kernel<T>(y, gy, out, [](T v, T g) { return v > T(0) ? g : T(0); });
+      case GradOp::Sigmoid: return binary_kernel<T>(y, gy, out, [](T v, T g) { return g * v * (T(1) - v); });
+      case GradOp::Tanh: return binary_kernel<T>(y, gy, out, [](T v, T g) { return g * (T(1) - v * v); });
+    }
+  });
+}
+
+void axpy(Tensor& y, double alpha, const Tensor& x) {
+  CHAINER_DISPATCH_FLOATING(y.dtype(), "axpy", [&] {
+    using T = scalar_t;
+    Tensor xc = x.contiguous();
+    const T* px = xc.data<T>();
+    T* py = y.data<T>();
+    const T a = T(alpha);
+    parallel_for(y.numel(), kGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) py[i] += a * px[i];
+    });
+  });
+}
+
+}  // namespace chainer::cpu

@@ -1,0 +1,210 @@
+// Matrix products. float32 on AVX-512 machines goes through our own packed GEMM (BLIS-style
+// blocking with a 12x32 register-tiled micro-kernel); Eigen's product served as the baseline
+// and runs at about a third of the rate on this machine's shapes (see docs/performance.md), so
+// it stays only for float64 (gradient checks) and CPUs without AVX-512.
+#include <Eigen/Core>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/cpu/kernels.h"
+#include "core/parallel.h"
+
+namespace chainer::cpu {
+
+namespace {
+template <class T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+template <class T>
+void eigen_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, double alpha, double beta, Tensor& c) {
+  Eigen::Map<const RowMat<T>> A(a.data<T>(), a.size(0), a.size(1));
+  Eigen::Map<const RowMat<T>> B(b.data<T>(), b.size(0), b.size(1));
+  Eigen::Map<RowMat<T>> C(c.data<T>(), c.size(0), c.size(1));
+  if (beta == 0) C.setZero();
+  else if (beta != 1) C *= T(beta);
+  const T al = T(alpha);
+  if (!ta && !tb) C.noalias() += al * A * B;
+  else if (ta && !tb) C.noalias() += al * A.transpose() * B;
+  else if (!ta && tb) C.noalias() += al * A * B.transpose();
+  else C.noalias() += al * A.transpose() * B.transpose();
+}
+
+#if defined(__AVX512F__)
+constexpr int64_t MR = 12;   // rows of a micro-tile: 12 x 2 accumulators = 24 of 32 zmm registers
+constexpr int64_t NR = 32;   // columns of a micro-tile: two zmm vectors
+constexpr int64_t KC = 256;  // depth of a packed block: a B micro-panel (KC x NR) is 32 KiB
+constexpr int64_t MC = 120;  // rows of a packed A block (MC x KC floats stay in L2)
+constexpr int64_t NC = 4096;  // columns of a packed B block
+
+// A(i, p) of op(A) where op is transpose when TRANS.
+struct Operand {
+  const float* p;
+  int64_t ld;
+  bool trans;
+  float at(int64_t r, int64_t c) const { return trans ? p[c * ld + r] : p[r * ld + c]; }
+};
+
+// Packs rows [i0, i0+mc) x depth [p0, p0+kc) of op(A) into MR-row micro-panels, zero-padded.
+void pack_a(const Operand& A, int64_t m, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst, int64_t panel) {
+  const int64_t ir = panel * MR;
+  float* d = dst + ir * kc;
+  const int64_t rows = std::min(MR, m - (i0 + ir));
+  if (!A.trans) {
+    for (int64_t r = 0; r < MR; ++r) {
+      if (r < rows) {
+        const float* src = A.p + (i0 + ir + r) * A.ld + p0;
+        for (int64_t k = 0; k < kc; ++k) d[k * MR + r] = src[k];
+      } else {
+        for (int64_t k = 0; k < kc; ++k) d[k * MR + r] = 0.f;
+      }
+    }
+  } else {
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* src = A.p + (p0 + k) * A.ld + i0 + ir;
+      for (int64_t r = 0; r < MR; ++r) d[k * MR + r] = r < rows ? src[r] : 0.f;
+    }
+  }
+  (void)mc;
+}
+
+// Packs depth [p0, p0+kc) x columns [j0+jr, ...) of op(B) into one NR-column micro-panel.
+void pack_b(const Operand& B, int64_t n, int64_t j0, int64_t p0, int64_t kc, float* dst, int64_t panel) {
+  const int64_t jr = panel * NR;
+  float* d = dst + jr * kc;
+  const int64_t cols = std::min(NR, n - (j0 + jr));
+  if (!B.trans) {
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* src = B.p + (p0 + k) * B.ld + j0 + jr;
+      if (cols == NR) {
+        _mm512_store_ps(d + k * NR, _mm512_loadu_ps(src));
+        _mm512_store_ps(d + k * NR + 16, _mm512_loadu_ps(src + 16));
+      } else {
+        for (int64_t c = 0; c < NR; ++c) d[k * NR + c] = c < cols ? src[c] : 0.f;
+      }
+    }
+  } else {
+    // B^T stored row-major: column j of op(B) is row j in memory, contiguous along k.
+    for (int64_t c = 0; c < NR; ++c) {
+      if (c < cols) {
+        const float* src = B.p + (j0 + jr + c) * B.ld + p0;
+        for (int64_t k = 0; k < kc; ++k) d[k * NR + c] = src[k];
+      } else {
+        for (int64_t k = 0; k < kc; ++k) d[k * NR + c] = 0.f;
+      }
+    }
+  }
+}
+
+// acc = a_panel (kc x MR) ^T * b_panel (kc x NR); then C = alpha * acc + beta * C on the valid
+// rows x cols.
+void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha, float beta,
+                  int64_t rows, int64_t cols) {
+  __m512 acc[MR][2];
+  for (int64_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b + k * NR), b1 = _mm512_load_ps(b + k * NR + 16);
+    _mm_prefetch(reinterpret_cast<const char*>(b + (k + 8) * NR), _MM_HINT_T0);
+#pragma GCC unroll 12
+    for (int64_t r = 0; r < MR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[k * MR + r]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  const __mmask16 m0 = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
+  const __mmask16 m1 = cols >= 32 ? __mmask16(0xffff) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* cr = c + r * ldc;
+    __m512 v0 = _mm512_mul_ps(acc[r][0], va), v1 = _mm512_mul_ps(acc[r][1], va);
+    if (beta != 0.f) {
+      v0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, cr), vb, v0);
+      v1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, cr + 16), vb, v1);
+    }
+    _mm512_mask_storeu_ps(cr, m0, v0);
+    _mm512_mask_storeu_ps(cr + 16, m1, v1);
+  }
+}
+
+float* aligned_buffer(std::unique_ptr<float, decltype(&std::free)>& buf, size_t floats) {
+  if (!buf) buf.reset(static_cast<float*>(std::aligned_alloc(64, floats * sizeof(float))));
+  return buf.get();
+}
+
+// C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C, on the team of num_threads().
+// The team packs each block of A and B together, then splits the NR-column panels of C among
+// its threads (static split, so results never depend on timing).
+void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Operand& B, float alpha, float beta, float* C,
+                  int64_t ldc) {
+  // Packing buffers of the calling thread, shared by its team; reused call after call.
+  thread_local std::unique_ptr<float, decltype(&std::free)> abuf(nullptr, &std::free), bbuf(nullptr, &std::free);
+  float* pa = aligned_buffer(abuf, size_t(MC * KC));
+  float* pb = aligned_buffer(bbuf, size_t(KC * NC));
+  const int64_t max_panels = (std::min(n, NC) + NR - 1) / NR;
+  const int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads(), max_panels)));
+#pragma omp parallel num_threads(threads)
+  for (int64_t j0 = 0; j0 < n; j0 += NC) {
+    const int64_t nc = std::min(NC, n - j0), npanels = (nc + NR - 1) / NR;
+    for (int64_t p0 = 0; p0 < k; p0 += KC) {
+      const int64_t kc = std::min(KC, k - p0);
+      const float beta_pass = p0 == 0 ? beta : 1.f;
+#pragma omp for schedule(static) nowait
+      for (int64_t jp = 0; jp < npanels; ++jp) pack_b(B, n, j0, p0, kc, pb, jp);
+      for (int64_t i0 = 0; i0 < m; i0 += MC) {
+        const int64_t mc = std::min(MC, m - i0), mpanels = (mc + MR - 1) / MR;
+#pragma omp for schedule(static)
+        for (int64_t ip = 0; ip < mpanels; ++ip) pack_a(A, m, i0, mc, p0, kc, pa, ip);
+#pragma omp for schedule(static)
+        for (int64_t jp = 0; jp < npanels; ++jp) {
+          const int64_t cols = std::min(NR, nc - jp * NR);
+          for (int64_t ip = 0; ip < mpanels; ++ip) {
+            const int64_t rows = std::min(MR, mc - ip * MR);
+            micro_kernel(kc, pa + ip * MR * kc, pb + jp * NR * kc, C + (i0 + ip * MR) * ldc + j0 + jp * NR, ldc, alpha,
+                         beta_pass, rows, cols);
+          }
+        }
+      }
+    }
+  }
+}
+#endif
+}  // namespace
+
+const char* gemm_backend() {
+#if defined(__AVX512F__)
+  static const bool eigen = [] {
+    const char* v = std::getenv("CHAINER_GEMM");
+    return v && std::strcmp(v, "eigen") == 0;
+  }();
+  return eigen ? "eigen" : "packed-avx512";
+#else
+  return "eigen";
+#endif
+}
+
+void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c) {
+#if defined(__AVX512F__)
+  if (c.dtype() == DType::Float32 && gemm_backend()[0] == 'p') {
+    const int64_t m = c.size(0), n = c.size(1), k = trans_a ? a.size(0) : a.size(1);
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+      if (beta == 0) c.fill_(0.0);
+      else affine(c, beta, 0.0, c);
+      return;
+    }
+    packed_sgemm(m, n, k, {a.data<float>(), a.size(1), trans_a}, {b.data<float>(), b.size(1), trans_b}, float(alpha),
+                 float(beta), c.data<float>(), n);
+    return;
+  }
+#endif
+  CHAINER_DISPATCH_FLOATING(c.dtype(), "matmul",
+                            [&] { eigen_gemm<scalar_t>(a, trans_a, b, trans_b, alpha, beta, c); });
+}
+
+}  // namespace chainer::cpu

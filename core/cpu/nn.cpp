@@ -1,0 +1,175 @@
+// Fused kernels behind nn/functions: the linear epilogue, softmax backward, softmax cross
+// entropy, dropout masks and accuracy. Each does in one pass what a chain of generic ops would
+// do in several passes with temporaries.
+#include <algorithm>
+#include <cmath>
+
+#include "core/cpu/kernels.h"
+#include "core/parallel.h"
+#include "core/random.h"
+
+namespace chainer::cpu {
+
+namespace {
+constexpr int64_t kGrain = 1 << 15;
+
+// (outer, len, inner) view of a tensor around AXIS.
+struct AxisView {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+AxisView axis_view(const Shape& shape, int64_t axis) {
+  AxisView v;
+  v.len = shape[size_t(axis)];
+  for (int64_t d = 0; d < axis; ++d) v.outer *= shape[size_t(d)];
+  for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d) v.inner *= shape[size_t(d)];
+  return v;
+}
+
+// Rows per parallel chunk for rows of LEN elements: about kGrain elements a chunk.
+int64_t row_grain(int64_t len) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)); }
+}  // namespace
+
+void add_bias(Tensor& y, const Tensor& b, bool relu) {
+  CHAINER_DISPATCH_FLOATING(y.dtype(), "add_bias", [&] {
+    using T = scalar_t;
+    T* py = y.data<T>();
+    const int64_t rows = y.size(0), cols = y.size(1);
+    const Tensor bc = b.defined() ? b.contiguous() : Tensor();
+    const T* pb = bc.defined() ? bc.data<T>() : nullptr;
+    parallel_for(rows, row_grain(cols), [&](int64_t s, int64_t e) {
+      for (int64_t r = s; r < e; ++r) {
+        T* row = py + r * cols;
+        if (pb && relu) {
+          for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j] + pb[j], T(0));
+        } else if (pb) {
+          for (int64_t j = 0; j < cols; ++j) row[j] += pb[j];
+        } else if (relu) {
+          for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j], T(0));
+        }
+      }
+    });
+  });
+}
+
+void softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis, bool log, Tensor& gx) {
+  CHAINER_DISPATCH_FLOATING(y.dtype(), "softmax_grad", [&] {
+    using T = scalar_t;
+    const Tensor yc = y.contiguous(), gc = gy.contiguous();
+    const T* py = yc.data<T>();
+    const T* pg = gc.data<T>();
+    T* po = gx.data<T>();
+    const AxisView v = axis_view(y.shape(), axis);
+    const int64_t st = v.inner;  // stride between classes
+    parallel_for(v.outer * v.inner, row_grain(v.len), [&](int64_t s, int64_t e) {
+      for (int64_t r = s; r < e; ++r) {
+        const int64_t base = (r / v.inner) * v.len * v.inner + r % v.inner;
+        const T* yr = py + base;
+        const T* gr = pg + base;
+        T* o = po + base;
+        T acc = 0;
+        if (log) {  // y = log softmax: gx = gy - softmax * sum(gy)
+          for (int64_t k = 0; k < v.len; ++k) acc += gr[k * st];
+          for (int64_t k = 0; k < v.len; ++k) o[k * st] = gr[k * st] - std::exp(yr[k * st]) * acc;
+        } else {  // y = softmax: gx = y * (gy - sum(gy * y))
+          for (int64_t k = 0; k < v.len; ++k) acc += gr[k * st] * yr[k * st];
+          for (int64_t k = 0; k < v.len; ++k) o[k * st] = yr[k * st] * (gr[k * st] - acc);
+        }
+      }
+    });
+  });
+}
+
+int64_t softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label, Tensor& loss, Tensor& lse,
+                              int64_t& count) {
+  const Tensor tc = t.contiguous();
+  const int32_t* pt = tc.data<int32_t>();
+  const int64_t n = x.size(0), c = x.size(1);
+  // Labels first (serially, they are few): a bad one must fail before any work is done.
+  count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (pt[i] == ignore_label) continue;
+    if (pt[i] < 0 || pt[i] >= c) return i;
+    ++count;
+  }
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "softmax_cross_entropy", [&] {
+    using T = scalar_t;
+    const Tensor xc = x.contiguous();
+    const T* px = xc.data<T>();
+    T* pl = loss.data<T>();
+    T* pz = lse.data<T>();
+    parallel_for(n, row_grain(c), [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) {
+        const T* row = px + i * c;
+        T m = row[0];
+        for (int64_t j = 1; j < c; ++j) m = std::max(m, row[j]);
+        T z = 0;
+        for (int64_t j = 0; j < c; ++j) z += std::exp(row[j] - m);
+        const T log_z = std::log(z);
+        pz[i] = m + log_z;
+        // (m - x_t) + log z rather than lse - x_t: no cancellation when logits are large.
+        pl[i] = pt[i] == ignore_label ? T(0) : (m - row[pt[i]]) + log_z;
+      }
+    });
+  });
+  return -1;
+}
+
+void softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss, double scale,
+                                int64_t ignore_label, Tensor& gx) {
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "softmax_cross_entropy_grad", [&] {
+    using T = scalar_t;
+    const Tensor xc = x.contiguous(), tc = t.contiguous(), zc = lse.contiguous(), gc = gloss.contiguous();
+    const T* px = xc.data<T>();
+    const int32_t* pt = tc.data<int32_t>();
+    const T* pz = zc.data<T>();
+    const T* pg = gc.data<T>();
+    const bool per_row = gloss.numel() != 1;
+    T* po = gx.data<T>();
+    const int64_t n = x.size(0), c = x.size(1);
+    parallel_for(n, row_grain(c), [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) {
+        const T* row = px + i * c;
+        T* o = po + i * c;
+        if (pt[i] == ignore_label) {
+          std::fill(o, o + c, T(0));
+          continue;
+        }
+        const T coeff = T(double(pg[per_row ? i : 0]) * scale);
+        for (int64_t j = 0; j < c; ++j) o[j] = coeff * std::exp(row[j] - pz[i]);
+        o[pt[i]] -= coeff;
+      }
+    });
+  });
+}
+
+void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
+  CHAINER_DISPATCH_FLOATING(mask.dtype(), "dropout", [&] {
+    using T = scalar_t;
+    const T scale = T(1.0 / (1.0 - ratio));
+    T* p = mask.data<T>();
+    // Serial: the generator's stream must not depend on the thread count.
+    for (int64_t i = 0, n = mask.numel(); i < n; ++i) p[i] = gen.uniform() >= ratio ? scale : T(0);
+  });
+}
+
+void accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label, int64_t& correct, int64_t& total) {
+  CHAINER_DISPATCH_FLOATING(y.dtype(), "accuracy", [&] {
+    using T = scalar_t;
+    const Tensor yc = y.contiguous(), tc = t.contiguous();
+    const T* py = yc.data<T>();
+    const int32_t* pt = tc.data<int32_t>();
+    const AxisView v = axis_view(y.shape(), 1);
+    correct = total = 0;
+    for (int64_t r = 0; r < v.outer * v.inner; ++r) {
+      if (pt[r] == ignore_label) continue;
+      ++total;
+      const T* p = py + (r / v.inner) * v.len * v.inner + r % v.inner;
+      int64_t best = 0;  // the first maximum, as numpy's argmax
+      for (int64_t k = 1; k < v.len; ++k)
+        if (p[k * v.inner] > p[best * v.inner]) best = k;
+      correct += best == pt[r];
+    }
+  });
+}
+
+}  // namespace chainer::cpu

@@ -1,0 +1,67 @@
+#include <limits>
+
+#include "core/cpu/kernels.h"
+
+namespace chainer::cpu {
+
+// Views the reduction as (outer, reduced..., inner) blocks by walking every element once and
+// accumulating into its output slot; double accumulators keep float32 sums accurate.
+void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
+  CHAINER_DISPATCH_ALL(a.dtype(), "sum", [&] {
+    using T = scalar_t;
+    const Tensor ac = a.contiguous();
+    const T* pa = ac.data<T>();
+    const int64_t nd = a.ndim();
+    const Shape& shape = a.shape();
+    // Fast path: reduce the leading axis of a 2-D-like view (bias gradients).
+    int64_t lead = 0;
+    while (lead < nd && reduce[size_t(lead)]) ++lead;
+    bool rest_kept = true;
+    for (int64_t d = lead; d < nd; ++d) rest_kept &= !reduce[size_t(d)];
+    std::vector<double> acc(size_t(out.numel()), 0.0);
+    if (rest_kept) {
+      int64_t rows = 1, cols = 1;
+      for (int64_t d = 0; d < lead; ++d) rows *= shape[size_t(d)];
+      for (int64_t d = lead; d < nd; ++d) cols *= shape[size_t(d)];
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < cols; ++j) acc[size_t(j)] += double(pa[r * cols + j]);
+    } else {
+      std::vector<int64_t> ostr(size_t(nd), 0);
+      int64_t s = 1;
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        if (!reduce[size_t(d)]) {
+          ostr[size_t(d)] = s;
+          s *= shape[size_t(d)];
+        }
+      }
+      for_each_offset(shape, ostr, [&, k = int64_t(0)](int64_t o) mutable { acc[size_t(o)] += double(pa[k++]); });
+    }
+    T* po = out.data<T>();
+    for (size_t i = 0; i < acc.size(); ++i) po[i] = T(acc[i]);
+  });
+}
+
+void max_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax) {
+  CHAINER_DISPATCH_ALL(a.dtype(), "max", [&] {
+    using T = scalar_t;
+    const Tensor ac = a.contiguous();
+    const T* pa = ac.data<T>();
+    int64_t outer = 1, inner = 1, len = a.shape()[size_t(axis)];
+    for (int64_t d = 0; d < axis; ++d) outer *= a.shape()[size_t(d)];
+    for (int64_t d = axis + 1; d < a.ndim(); ++d) inner *= a.shape()[size_t(d)];
+    T* po = out.defined() ? out.data<T>() : nullptr;
+    int32_t* pi = argmax ? argmax->data<int32_t>() : nullptr;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const T* p = pa + o * len * inner + i;
+        T best = p[0];
+        int64_t at = 0;
+        for (int64_t k = 1; k < len; ++k)
+          if (p[k * inner] > best) best = p[k * inner], at = k;
+        if (po) po[o * inner + i] = best;
+        if (pi) pi[o * inner + i] = int32_t(at);
+      }
+  });
+}
+
+}  // namespace chainer::cpu

@@ -1,0 +1,92 @@
+// Tensor math: the device-independent entry points. Each checks its arguments (errors name the op
+// and the values) and dispatches on the device in core/ops.cpp -- the one place that knows which
+// devices exist. Results are new contiguous tensors unless the name ends in '_' (in place).
+// Float kernels run in float32 and float64 (float64 serves the gradient checks).
+#pragma once
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace chainer {
+class Generator;
+}
+
+namespace chainer::ops {
+
+// numpy broadcasting of two shapes; OP names the caller in the error.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+// Elementwise arithmetic with numpy broadcasting.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add_scalar(const Tensor& a, double s);
+Tensor mul_scalar(const Tensor& a, double s);
+Tensor neg(const Tensor& a);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor square(const Tensor& a);
+Tensor relu(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor tanh(const Tensor& a);
+// Backward helpers taking the forward output Y: gy*(y>0), gy*y*(1-y), gy*(1-y*y).
+Tensor relu_grad(const Tensor& y, const Tensor& gy);
+Tensor sigmoid_grad(const Tensor& y, const Tensor& gy);
+Tensor tanh_grad(const Tensor& y, const Tensor& gy);
+
+// y += alpha * x (same shape), in place.
+void axpy_(Tensor& y, double alpha, const Tensor& x);
+// y *= alpha, in place.
+void scale_(Tensor& y, double alpha);
+
+// Sum over AXES (all axes when empty).
+Tensor sum(const Tensor& a, const std::vector<int64_t>& axes = {}, bool keepdims = false);
+// Sums A down to SHAPE, undoing a broadcast from SHAPE to a.shape().
+Tensor sum_to(const Tensor& a, const Shape& shape);
+Tensor broadcast_to(const Tensor& a, const Shape& shape);
+Tensor max(const Tensor& a, int64_t axis, bool keepdims = false);
+Tensor argmax(const Tensor& a, int64_t axis);  // int32 indices
+
+// Matrix products of 2-D tensors: op(a) @ op(b), op = transpose when the flag is set.
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// c = alpha * op(a) @ op(b) + beta * c, c preallocated with the right shape.
+void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
+
+Tensor softmax(const Tensor& x, int64_t axis = 1);
+Tensor log_softmax(const Tensor& x, int64_t axis = 1);
+
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+Tensor stack(const std::vector<Tensor>& xs, int64_t axis);
+
+// ---- Fused steps of the differentiable functions in nn/functions ----
+
+// y[i, :] += b for every row of the contiguous 2-D Y (skipped when B is undefined), then
+// y = max(y, 0) when RELU: the one-pass epilogue of linear layers, in place.
+void add_bias_(Tensor& y, const Tensor& b, bool relu = false);
+// Backward of softmax / log_softmax along AXIS, from the forward output Y.
+Tensor softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis = 1);
+Tensor log_softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis = 1);
+
+// Softmax cross entropy of logits X (N, C) against int32 labels T (N,), per example, by
+// log-sum-exp. Rows labelled IGNORE_LABEL get loss 0 and are not counted.
+struct CrossEntropyResult {
+  Tensor loss;    // (N,) per-example losses
+  Tensor lse;     // (N,) log-sum-exp of each row, for the gradient
+  int64_t count;  // rows not ignored
+};
+CrossEntropyResult softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label = -1);
+// Its gradient: gx[i] = (softmax(x[i]) - onehot(t[i])) * gloss[i] * scale (gloss may have one
+// element, shared by all rows); zero on ignored rows.
+Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
+                                  double scale, int64_t ignore_label = -1);
+
+// A dropout mask of SHAPE: 1/(1-ratio) with probability 1-ratio, else 0, drawn from GEN.
+Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Generator& gen);
+
+// Fraction (a scalar of y's dtype) of argmax(y, axis 1) == t over labels other than
+// IGNORE_LABEL; 0 when every label is ignored. T has y's shape without axis 1.
+Tensor accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label = -1);
+
+}  // namespace chainer::ops

@@ -1,0 +1,44 @@
+// Random numbers with a state that can be saved and restored (snapshots resume bit for bit).
+// xoshiro256** seeded through splitmix64; normals by Box-Muller. Same seed, same stream, on
+// every platform, unlike std::normal_distribution.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace chainer {
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed = 0) { this->seed(seed); }
+  void seed(uint64_t seed);
+  uint64_t next_u64();
+  double uniform();                           // [0, 1)
+  double normal();                            // N(0, 1)
+  uint64_t below(uint64_t n);                 // uniform integer in [0, n), unbiased
+  std::vector<int64_t> permutation(int64_t n);  // Fisher-Yates
+
+  // Saved/restored by snapshots: 4 words of state, then the cached normal (flag, bits).
+  std::vector<uint64_t> state() const;
+  void set_state(const std::vector<uint64_t>& state);
+
+ private:
+  std::array<uint64_t, 4> s_{};
+  bool has_cached_normal_ = false;
+  double cached_normal_ = 0.0;
+};
+
+namespace random {
+// The process-wide generator used by initializers and dropout unless one is passed explicitly.
+Generator& default_generator();
+void seed(uint64_t seed);
+// Tensors filled from GEN (the default generator when null).
+Tensor normal(const Shape& shape, double mean = 0.0, double stddev = 1.0, DType dtype = DType::Float32,
+              Generator* gen = nullptr);
+Tensor uniform(const Shape& shape, double low = 0.0, double high = 1.0, DType dtype = DType::Float32,
+               Generator* gen = nullptr);
+}  // namespace random
+
+}  // namespace chainer

@@ -1,0 +1,17 @@
+// Shapes are small vectors of extents; strides are counted in elements, not bytes.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace chainer {
+
+using Shape = std::vector<int64_t>;
+
+int64_t shape_numel(const Shape& shape);
+std::string shape_str(const Shape& shape);          // "(100, 784)", "()" for a scalar
+std::vector<int64_t> contiguous_strides(const Shape& shape);
+// Resolves a possibly negative axis against ndim; OP names the caller in the error.
+int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op);
+
+}  // namespace chainer

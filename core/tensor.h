@@ -1,0 +1,114 @@
+// Tensor: an n-d array (shape, strides in elements, dtype, device) over a shared Storage.
+// Views (reshape of a contiguous tensor, transpose, narrow, operator[]) share the storage;
+// kernels mostly require contiguous inputs and call contiguous(), which copies only if needed.
+// Math on tensors lives in core/ops.h; this class only describes and moves memory.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "core/storage.h"
+
+namespace chainer {
+
+class Tensor {
+ public:
+  Tensor() = default;  // an undefined tensor: defined() is false
+
+  static Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = {});
+  static Tensor zeros(const Shape& shape, DType dtype = DType::Float32, Device device = {});
+  static Tensor ones(const Shape& shape, DType dtype = DType::Float32, Device device = {});
+  static Tensor full(const Shape& shape, double value, DType dtype = DType::Float32, Device device = {});
+  static Tensor scalar(double value, DType dtype = DType::Float32);
+  // Copies VALUES into a new tensor of SHAPE (numel must match).
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& values, const Shape& shape);
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& values) { return from_vector(values, {int64_t(values.size())}); }
+  static Tensor arange(int64_t n, DType dtype = DType::Float32);
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  Device device() const;
+  const Shape& shape() const { return shape_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  int64_t ndim() const { return int64_t(shape_.size()); }
+  int64_t numel() const { return shape_numel(shape_); }
+  int64_t size(int64_t axis) const;  // negative axes count from the end
+  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
+  size_t itemsize() const { return dtype_size(dtype_); }
+  bool is_contiguous() const;
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  int64_t offset() const { return offset_; }  // in elements
+  bool shares_storage(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
+
+  // Typed pointer to the first element; throws if T does not match dtype().
+  template <class T> T* data();
+  template <class T> const T* data() const;
+  void* raw_data();
+  const void* raw_data() const;
+
+  Tensor contiguous() const;  // *this if already contiguous, else a packed copy
+  Tensor clone() const;       // always a fresh contiguous copy
+  Tensor reshape(const Shape& shape) const;  // one extent may be -1; a view when contiguous
+  Tensor transpose(std::vector<int64_t> axes = {}) const;  // view; default reverses the axes
+  Tensor narrow(int64_t axis, int64_t start, int64_t length) const;  // view
+  Tensor operator[](int64_t index) const;  // view of one slice along axis 0, that axis dropped
+  Tensor astype(DType dtype) const;        // a converted copy (a copy even for the same dtype)
+
+  Tensor& fill_(double value);
+  Tensor& copy_(const Tensor& src);  // same shape, any layout; converts dtype
+
+  template <class T> T item() const;  // the value of a one-element tensor
+  double item_double() const;
+  template <class T> std::vector<T> to_vector() const;  // row-major values, converted to T
+
+  std::string to_string() const;  // numpy-like text
+
+ private:
+  Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape shape, std::vector<int64_t> strides,
+         DType dtype);
+  void check_dtype(DType expected, const char* what) const;
+
+  std::shared_ptr<Storage> storage_;
+  int64_t offset_ = 0;
+  Shape shape_;
+  std::vector<int64_t> strides_;
+  DType dtype_ = DType::Float32;
+};
+
+// Calls fn(offset) for the element offset of every index of SHAPE/STRIDES in row-major order.
+template <class Fn>
+void for_each_offset(const Shape& shape, const std::vector<int64_t>& strides, Fn&& fn) {
+  const int64_t nd = int64_t(shape.size());
+  const int64_t n = shape_numel(shape);
+  if (n == 0) return;
+  std::vector<int64_t> idx(nd, 0);
+  int64_t off = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    fn(off);
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) { off += strides[d]; break; }
+      off -= strides[d] * (shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+template <class T>
+T* Tensor::data() {
+  check_dtype(dtype_of<T>(), "data");
+  return static_cast<T*>(storage_->data()) + offset_;
+}
+template <class T>
+const T* Tensor::data() const {
+  check_dtype(dtype_of<T>(), "data");
+  return static_cast<const T*>(storage_->data()) + offset_;
+}
+
+}  // namespace chainer

@@ -1,0 +1,31 @@
+// Dataset: random access to examples, as Chainer's dataset protocol (len + get_example).
+// An Example holds one tensor per field, e.g. {image (784,) float32, label () int32}.
+// get_batch gathers many examples into one tensor per field; the default stacks get_example
+// results, and in-memory datasets override it with a direct row gather. Datasets are immutable
+// and shared as std::shared_ptr<const Dataset>, so iterators and subsets can hold them cheaply.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace chainer::datasets {
+
+using Example = std::vector<Tensor>;
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual size_t size() const = 0;
+  virtual Example get_example(size_t i) const = 0;  // throws chainer::Error when i >= size()
+  // One tensor per field with the examples stacked along a new axis 0, in the order of INDICES.
+  virtual std::vector<Tensor> get_batch(const std::vector<size_t>& indices) const;
+
+ protected:
+  void check_index(size_t i) const;  // the out-of-range error, naming i and size()
+};
+
+using DatasetPtr = std::shared_ptr<const Dataset>;
+
+}  // namespace chainer::datasets

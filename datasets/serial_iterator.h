@@ -1,0 +1,37 @@
+// SerialIterator: reads batches in the calling thread, as Chainer's
+// chainer.iterators.SerialIterator, with the same epoch accounting (see iterator_state.h).
+// With shuffle each epoch visits the examples in a fresh permutation drawn from
+// Generator(seed); without it, in index order.
+#pragma once
+#include "datasets/iterator.h"
+#include "datasets/iterator_state.h"
+
+namespace chainer::iterators {
+
+class SerialIterator : public Iterator {
+ public:
+  SerialIterator(datasets::DatasetPtr dataset, int64_t batch_size, bool repeat = true, bool shuffle = true,
+                 uint64_t seed = 0);
+
+  std::vector<Tensor> next_batch() override;
+  std::vector<Example> next() override;
+  bool has_next() const override { return state_.has_next(); }
+
+  int64_t epoch() const override { return state_.epoch(); }
+  double epoch_detail() const override { return state_.epoch_detail(); }
+  std::optional<double> previous_epoch_detail() const override { return state_.previous_epoch_detail(); }
+  bool is_new_epoch() const override { return state_.is_new_epoch(); }
+  int64_t batch_size() const override { return state_.batch_size(); }
+  int64_t current_position() const override { return state_.current_position(); }
+
+  void reset() override { state_.reset(); }
+  void serialize(Serializer& serializer) override { state_.serialize(serializer); }
+
+  const datasets::DatasetPtr& dataset() const { return dataset_; }
+
+ private:
+  datasets::DatasetPtr dataset_;
+  IteratorState state_;
+};
+
+}  // namespace chainer::iterators

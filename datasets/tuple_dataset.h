@@ -1,0 +1,28 @@
+// TupleDataset: a dataset of in-memory arrays that share their first axis, as Chainer's
+// chainer.datasets.TupleDataset. Example i is the row views {fields[0][i], fields[1][i], ...};
+// get_batch copies rows straight into one batch tensor per field. fields() exposes the
+// arrays so a distributed layer can serialize or scatter the data.
+#pragma once
+#include <vector>
+
+#include "datasets/dataset.h"
+
+namespace chainer::datasets {
+
+class TupleDataset : public Dataset {
+ public:
+  // Every field needs at least one axis, and all need the same length along axis 0.
+  explicit TupleDataset(std::vector<Tensor> fields);
+
+  size_t size() const override { return size_; }
+  Example get_example(size_t i) const override;
+  std::vector<Tensor> get_batch(const std::vector<size_t>& indices) const override;
+
+  const std::vector<Tensor>& fields() const { return fields_; }  // contiguous
+
+ private:
+  std::vector<Tensor> fields_;
+  size_t size_ = 0;
+};
+
+}  // namespace chainer::datasets

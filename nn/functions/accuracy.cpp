@@ -1,0 +1,12 @@
+#include "nn/functions/accuracy.h"
+
+#include "core/ops.h"
+
+namespace chainer::functions {
+
+Variable accuracy(const Variable& y, const Variable& t, int64_t ignore_label) {
+  if (!y.defined() || !t.defined()) throw Error("accuracy: y and t must be defined");
+  return Variable(ops::accuracy(y.data(), t.data(), ignore_label));
+}
+
+}  // namespace chainer::functions

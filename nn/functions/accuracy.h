@@ -1,0 +1,13 @@
+// Classification accuracy, as chainer.functions.accuracy: the fraction of examples whose
+// argmax over axis 1 of Y equals the label in T (int32, y's shape without axis 1), ignoring
+// examples labelled IGNORE_LABEL. Not differentiable: the result has no creator.
+#pragma once
+#include <cstdint>
+
+#include "autograd/variable.h"
+
+namespace chainer::functions {
+
+Variable accuracy(const Variable& y, const Variable& t, int64_t ignore_label = -1);
+
+}  // namespace chainer::functions

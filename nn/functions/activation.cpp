@@ -1,0 +1,37 @@
+#include "nn/functions/activation.h"
+
+#include "autograd/function_node.h"
+#include "core/ops.h"
+
+namespace chainer::functions {
+
+namespace {
+// One node class for the three activations: they differ only in the name and the gradient op.
+class ActivationNode : public FunctionNode {
+ public:
+  using GradFn = Tensor (*)(const Tensor&, const Tensor&);
+  ActivationNode(const char* name, GradFn grad, Tensor y) : name_(name), grad_(grad), y_(std::move(y)) {}
+  std::string name() const override { return name_; }
+  std::vector<Tensor> backward(const std::vector<Tensor>& gy) override { return {grad_(y_, gy[0])}; }
+
+ protected:
+  void release_saved() override { y_ = Tensor(); }
+
+ private:
+  const char* name_;
+  GradFn grad_;
+  Tensor y_;
+};
+
+Variable apply(const Variable& x, const char* name, Tensor (*forward)(const Tensor&), ActivationNode::GradFn grad) {
+  Tensor y = forward(x.data());
+  if (!needs_recording({x})) return Variable(std::move(y));
+  return record(std::make_shared<ActivationNode>(name, grad, y), {x}, {y})[0];
+}
+}  // namespace
+
+Variable relu(const Variable& x) { return apply(x, "ReLU", ops::relu, ops::relu_grad); }
+Variable sigmoid(const Variable& x) { return apply(x, "Sigmoid", ops::sigmoid, ops::sigmoid_grad); }
+Variable tanh(const Variable& x) { return apply(x, "Tanh", ops::tanh, ops::tanh_grad); }
+
+}  // namespace chainer::functions

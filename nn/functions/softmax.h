@@ -1,0 +1,13 @@
+// Softmax and log-softmax along an axis (default 1, the class axis), as Chainer's. Both are
+// computed stably (the maximum is subtracted first); backward needs only the output.
+#pragma once
+#include <cstdint>
+
+#include "autograd/variable.h"
+
+namespace chainer::functions {
+
+Variable softmax(const Variable& x, int64_t axis = 1);
+Variable log_softmax(const Variable& x, int64_t axis = 1);
+
+}  // namespace chainer::functions

@@ -1,0 +1,140 @@
+#include "nn/link.h"
+
+#include <algorithm>
+
+#include "core/npz.h"
+
+namespace chainer {
+
+Variable Link::forward(const Variable&) {
+  throw Error("Link: this link does not define forward(x); override forward or forward_args");
+}
+
+std::vector<Variable> Link::forward_args(const std::vector<Variable>& args) {
+  if (args.size() != 1)
+    throw Error(str("Link: forward takes one input but ", args.size(),
+                    " were given; override forward_args for links with several inputs"));
+  return {forward(args[0])};
+}
+
+Variable& Link::add_param(const std::string& name, Tensor initial) {
+  if (name.empty() || name.find('/') != std::string::npos)
+    throw Error(str("add_param: '", name, "' is not a valid parameter name (non-empty, no '/')"));
+  if (params_.count(name) || persistents_.count(name)) throw Error(str("add_param: '", name, "' is already registered"));
+  return params_.emplace(name, Variable(std::move(initial), true, name)).first->second;
+}
+
+void Link::add_persistent(const std::string& name, Tensor value) {
+  if (params_.count(name) || persistents_.count(name))
+    throw Error(str("add_persistent: '", name, "' is already registered"));
+  persistents_.emplace(name, std::move(value));
+}
+
+Variable& Link::param(const std::string& name) {
+  auto it = params_.find(name);
+  if (it == params_.end()) throw Error(str("param: this link has no parameter '", name, "'"));
+  return it->second;
+}
+
+Tensor& Link::persistent(const std::string& name) {
+  auto it = persistents_.find(name);
+  if (it == persistents_.end()) throw Error(str("persistent: this link has no persistent value '", name, "'"));
+  return it->second;
+}
+
+void Link::collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const {
+  for (const auto& [name, p] : params_) out.emplace_back(prefix + "/" + name, p);
+  std::vector<std::pair<std::string, Link*>> children;
+  collect_children(children);
+  for (const auto& [name, child] : children) child->collect(prefix + "/" + name, out);
+}
+
+std::vector<std::pair<std::string, Variable>> Link::namedparams() const {
+  std::vector<std::pair<std::string, Variable>> out;
+  collect("", out);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+std::vector<Variable> Link::params() const {
+  std::vector<Variable> out;
+  for (auto& [name, p] : namedparams()) out.push_back(p);
+  return out;
+}
+
+std::vector<std::pair<std::string, Link*>> Link::namedlinks(bool skipself) {
+  std::vector<std::pair<std::string, Link*>> out;
+  if (!skipself) out.emplace_back("/", this);
+  std::vector<std::pair<std::string, Link*>> stack{{"", this}};
+  while (!stack.empty()) {
+    auto [prefix, link] = stack.back();
+    stack.pop_back();
+    std::vector<std::pair<std::string, Link*>> children;
+    link->collect_children(children);
+    for (auto& [name, child] : children) {
+      out.emplace_back(prefix + "/" + name, child);
+      stack.emplace_back(prefix + "/" + name, child);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+void Link::cleargrads() {
+  for (auto& [name, p] : namedparams()) p.cleargrad();
+}
+
+int64_t Link::count_params() const {
+  int64_t n = 0;
+  for (const auto& [name, p] : namedparams())
+    if (p.data().defined()) n += p.numel();
+  return n;
+}
+
+bool Link::has_uninitialized_params() const {
+  for (const auto& [name, p] : namedparams())
+    if (!p.data().defined()) return true;
+  return false;
+}
+
+void Link::serialize(Serializer& s) {
+  for (auto& [name, p] : params_) {
+    if (s.is_reader() && !p.data().defined() && !s.contains(name)) continue;
+    if (!s.is_reader() && !p.data().defined()) continue;  // uninitialized: nothing to save yet
+    s.tensor(name, p.data());
+  }
+  for (auto& [name, t] : persistents_) s.tensor(name, t);
+}
+
+void Chain::register_child(const std::string& name, std::shared_ptr<Link> child) {
+  if (name.empty() || name.find('/') != std::string::npos)
+    throw Error(str("add_link: '", name, "' is not a valid link name (non-empty, no '/')"));
+  if (!child) throw Error(str("add_link: the link '", name, "' is null"));
+  if (children_.count(name)) throw Error(str("add_link: '", name, "' is already registered"));
+  children_.emplace(name, std::move(child));
+}
+
+void Chain::collect_children(std::vector<std::pair<std::string, Link*>>& out) const {
+  for (const auto& [name, child] : children_) out.emplace_back(name, child.get());
+}
+
+void Chain::serialize(Serializer& s) {
+  Link::serialize(s);
+  for (auto& [name, child] : children_) {
+    Serializer sub = s[name];
+    child->serialize(sub);
+  }
+}
+
+void save_npz(const std::string& path, Link& link) {
+  Serializer s = Serializer::writer();
+  link.serialize(s);
+  save_npz(path, s.entries());
+}
+
+void load_npz(const std::string& path, Link& link) {
+  Serializer s = Serializer::reader(load_npz(path));
+  link.serialize(s);
+}
+
+}  // namespace chainer

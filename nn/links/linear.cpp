@@ -1,0 +1,41 @@
+#include "nn/links/linear.h"
+
+#include "nn/functions.h"
+#include "nn/initializers.h"
+
+namespace chainer::links {
+
+Linear::Linear(int64_t out_size) : Linear(std::nullopt, out_size) {}
+
+Linear::Linear(std::optional<int64_t> in_size, int64_t out_size, bool nobias) : out_size_(out_size), nobias_(nobias) {
+  if (out_size <= 0) throw Error(str("Linear: out_size must be positive, got ", out_size));
+  add_param("W");
+  if (!nobias) add_param("b", Tensor::zeros({out_size}));
+  if (in_size) {
+    if (*in_size <= 0) throw Error(str("Linear: in_size must be positive, got ", *in_size));
+    initialize(*in_size);
+  }
+}
+
+void Linear::initialize(int64_t in_size) {
+  in_size_ = in_size;
+  W().set_data(initializers::lecun_normal({out_size_, in_size}));
+}
+
+void Linear::ensure_initialized(const Variable& x) {
+  if (W().data().defined()) return;
+  if (x.ndim() < 1) throw Error("Linear: the input must have a batch axis");
+  initialize(x.ndim() == 1 ? x.shape()[0] : x.numel() / std::max<int64_t>(x.shape()[0], 1));
+}
+
+Variable Linear::forward(const Variable& x) {
+  ensure_initialized(x);
+  return functions::linear(x, W(), nobias_ ? Variable() : *b());
+}
+
+Variable Linear::forward_relu(const Variable& x) {
+  ensure_initialized(x);
+  return functions::linear_relu(x, W(), nobias_ ? Variable() : *b());
+}
+
+}  // namespace chainer::links

@@ -1,0 +1,34 @@
+// Linear link, as chainer.links.Linear: y = x W^T + b with W (out_size, in_size) drawn from
+// LeCunNormal and b zeros. Constructed with only out_size, the input size is taken from the
+// first input (W is created then), as Chainer's Linear(None, out) / Linear(out).
+#pragma once
+#include <optional>
+
+#include "nn/link.h"
+
+namespace chainer::links {
+
+class Linear : public Link {
+ public:
+  // Linear(out_size): the input size is inferred at the first call.
+  explicit Linear(int64_t out_size);
+  // Linear(in_size, out_size, nobias); in_size = std::nullopt infers it, as Chainer's None.
+  Linear(std::optional<int64_t> in_size, int64_t out_size, bool nobias = false);
+
+  Variable forward(const Variable& x) override;
+  // relu(linear(x)) in one fused function: the hot path of MLPs.
+  Variable forward_relu(const Variable& x);
+
+  int64_t in_size() const { return in_size_; }
+  int64_t out_size() const { return out_size_; }
+  Variable& W() { return param("W"); }
+  Variable* b() { return nobias_ ? nullptr : &param("b"); }
+
+ private:
+  void initialize(int64_t in_size);
+  void ensure_initialized(const Variable& x);
+  int64_t in_size_ = 0, out_size_;
+  bool nobias_;
+};
+
+}  // namespace chainer::links

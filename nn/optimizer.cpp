@@ -1,0 +1,75 @@
+#include "nn/optimizer.h"
+
+namespace chainer {
+
+void Optimizer::setup(std::shared_ptr<Link> target) {
+  if (!target) throw Error("Optimizer.setup: the target link is null");
+  target_ = std::move(target);
+  t_ = 0;
+  epoch_ = 0;
+  states_.clear();
+}
+
+void Optimizer::require_target(const char* what) const {
+  if (!target_) throw Error(str("Optimizer.", what, ": call setup(link) first"));
+}
+
+Link& Optimizer::target() const {
+  require_target("target");
+  return *target_;
+}
+
+void Optimizer::add_hook(std::shared_ptr<OptimizerHook> hook) {
+  if (!hook) throw Error("Optimizer.add_hook: the hook is null");
+  for (const auto& h : hooks_)
+    if (h->name() == hook->name()) throw Error(str("Optimizer.add_hook: a hook named '", hook->name(), "' is already added"));
+  hooks_.push_back(std::move(hook));
+}
+
+void Optimizer::update() {
+  require_target("update");
+  auto params = target_->namedparams();
+  for (auto& [name, p] : params)
+    if (p.data().defined() && !p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype()));
+  for (auto& hook : hooks_) (*hook)(*this);
+  ++t_;
+  for (auto& [name, p] : params) {
+    if (!p.data().defined()) continue;  // not initialized yet (lazy input size)
+    update_one(p, states_[name]);
+  }
+}
+
+void Optimizer::update(const std::function<Variable()>& lossfun) {
+  require_target("update");
+  Variable loss = lossfun();
+  target_->cleargrads();
+  loss.backward();
+  update();
+}
+
+const TensorMap& Optimizer::state(const std::string& name) const {
+  static const TensorMap empty;
+  auto it = states_.find(name);
+  return it == states_.end() ? empty : it->second;
+}
+
+void Optimizer::serialize(Serializer& s) {
+  require_target("serialize");
+  s.value("t", t_);
+  s.value("epoch", epoch_);
+  for (auto& [name, p] : target_->namedparams()) {
+    Serializer sub = s[name.substr(1)];
+    if (s.is_reader()) {
+      for (const std::string& key : state_names())
+        if (sub.contains(key)) {
+          Tensor t;
+          sub.tensor(key, t);
+          states_[name][key] = t;
+        }
+    } else if (auto it = states_.find(name); it != states_.end()) {
+      for (auto& [key, t] : it->second) sub.tensor(key, t);
+    }
+  }
+}
+
+}  // namespace chainer

@@ -1,0 +1,64 @@
+// Optimizer, as chainer.Optimizer: setup(link) binds the parameters; update() applies one step
+// to the current gradients (parameters without a gradient get zeros, as Chainer does), after
+// running the hooks (WeightDecay, GradientClipping). Per-parameter state ("m", "v", ...) is
+// created lazily at a parameter's first update and saved in snapshots under its name.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/link.h"
+
+namespace chainer {
+
+class Optimizer;
+
+// Runs before every update, on the gradients (Chainer's 'pre' timing).
+class OptimizerHook {
+ public:
+  virtual ~OptimizerHook() = default;
+  virtual std::string name() const = 0;
+  virtual void operator()(Optimizer& optimizer) = 0;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  virtual void setup(std::shared_ptr<Link> target);
+  Link& target() const;
+  const std::shared_ptr<Link>& target_ptr() const { return target_; }
+
+  // One step on the gradients currently held by the parameters.
+  virtual void update();
+  // Clears grads, runs LOSSFUN, backpropagates the loss it returns, then steps.
+  void update(const std::function<Variable()>& lossfun);
+
+  virtual int64_t t() const { return t_; }
+  virtual int64_t epoch() const { return epoch_; }
+  virtual void new_epoch() { ++epoch_; }
+  virtual void add_hook(std::shared_ptr<OptimizerHook> hook);
+  virtual void serialize(Serializer& s);
+
+  // The state of parameter NAME ("/l1/W"); empty until its first update.
+  const TensorMap& state(const std::string& name) const;
+
+ protected:
+  // One parameter's step; STATE belongs to this parameter and starts empty. t() already counts
+  // this step.
+  virtual void update_one(Variable& param, TensorMap& state) = 0;
+  // Names of the per-parameter state tensors, for deserialization.
+  virtual std::vector<std::string> state_names() const = 0;
+  void require_target(const char* what) const;
+
+ private:
+  std::shared_ptr<Link> target_;
+  int64_t t_ = 0;
+  int64_t epoch_ = 0;
+  std::vector<std::shared_ptr<OptimizerHook>> hooks_;
+  std::map<std::string, TensorMap> states_;
+};
+
+}  // namespace chainer

@@ -1,0 +1,21 @@
+// Adam, as chainer.optimizers.Adam (alpha 0.001, beta1 0.9, beta2 0.999, eps 1e-8) with the
+// bias-corrected step lr = alpha * sqrt(1 - beta2^t) / (1 - beta1^t), eps outside the sqrt,
+// and optional decoupled weight decay (AdamW's weight_decay_rate) and schedule multiplier eta.
+#pragma once
+#include "nn/optimizer.h"
+
+namespace chainer::optimizers {
+
+class Adam : public Optimizer {
+ public:
+  explicit Adam(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double eta = 1.0,
+                double weight_decay_rate = 0.0);
+  double alpha, beta1, beta2, eps, eta, weight_decay_rate;
+  double lr() const;  // the bias-corrected step at the current t()
+
+ protected:
+  void update_one(Variable& param, TensorMap& state) override;
+  std::vector<std::string> state_names() const override { return {"m", "v"}; }
+};
+
+}  // namespace chainer::optimizers

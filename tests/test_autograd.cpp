@@ -1,0 +1,158 @@
+// The backward engine, tested with small functions defined here so it does not depend on nn/.
+#include <catch2/catch.hpp>
+
+#include "autograd/computational_graph.h"
+#include "autograd/function_node.h"
+#include "autograd/gradient_check.h"
+#include "core/ops.h"
+
+using namespace chainer;
+
+namespace {
+class SquareNode : public FunctionNode {
+ public:
+  explicit SquareNode(Tensor x, double wrong = 1.0) : x_(std::move(x)), wrong_(wrong) {}
+  std::string name() const override { return "Square"; }
+  std::vector<Tensor> backward(const std::vector<Tensor>& gy) override {
+    return {ops::mul_scalar(ops::mul(x_, gy[0]), 2.0 * wrong_)};
+  }
+
+ protected:
+  void release_saved() override { x_ = Tensor(); }
+
+ private:
+  Tensor x_;
+  double wrong_;
+};
+
+class AddNode : public FunctionNode {
+ public:
+  std::string name() const override { return "Add"; }
+  std::vector<Tensor> backward(const std::vector<Tensor>& gy) override { return {gy[0], gy[0]}; }
+};
+
+class SumNode : public FunctionNode {
+ public:
+  explicit SumNode(Shape s) : shape_(std::move(s)) {}
+  std::string name() const override { return "Sum"; }
+  std::vector<Tensor> backward(const std::vector<Tensor>& gy) override {
+    return {ops::broadcast_to(gy[0].reshape({1}), {shape_numel(shape_)}).reshape(shape_)};
+  }
+
+ private:
+  Shape shape_;
+};
+
+Variable square(const Variable& x, double wrong = 1.0) {
+  Tensor y = ops::square(x.data());
+  if (!needs_recording({x})) return Variable(y);
+  return record(std::make_shared<SquareNode>(x.data(), wrong), {x}, {y})[0];
+}
+Variable add(const Variable& a, const Variable& b) {
+  Tensor y = ops::add(a.data(), b.data());
+  if (!needs_recording({a, b})) return Variable(y);
+  return record(std::make_shared<AddNode>(), {a, b}, {y})[0];
+}
+Variable sum(const Variable& x) {
+  Tensor y = ops::sum(x.data());
+  if (!needs_recording({x})) return Variable(y);
+  return record(std::make_shared<SumNode>(x.shape()), {x}, {y})[0];
+}
+Tensor vec(std::vector<double> v) { return Tensor::from_vector(v); }
+}  // namespace
+
+TEST_CASE("autograd: diamond graph sums gradients before running a node") {
+  Variable x(vec({1, 2, 3}), true);
+  Variable h = square(x);              // x^2
+  Variable y = sum(add(h, square(h)));  // sum(x^2 + x^4)
+  y.backward();
+  // d/dx = 2x + 4x^3
+  REQUIRE(x.grad().to_vector<double>() == std::vector<double>{6, 36, 114});
+  REQUIRE_FALSE(h.grad().defined());  // non-leaf grads are not kept by default
+}
+
+TEST_CASE("autograd: retain_grad, retain_graph and freed graphs") {
+  Variable x(vec({1, -2}), true);
+  Variable h = square(x);
+  h.set_retain_grad();
+  Variable y = sum(h);
+  y.backward({.retain_graph = true});
+  REQUIRE(h.grad().to_vector<double>() == std::vector<double>{1, 1});
+  REQUIRE(x.grad().to_vector<double>() == std::vector<double>{2, -4});
+  y.backward();  // accumulates into x.grad
+  REQUIRE(x.grad().to_vector<double>() == std::vector<double>{4, -8});
+  REQUIRE_THROWS_WITH(y.backward(), Catch::Contains("freed") && Catch::Contains("retain_graph"));
+}
+
+TEST_CASE("autograd: backward from a non-scalar needs an initial gradient") {
+  Variable x(vec({1, 2}), true);
+  Variable y = square(x);
+  REQUIRE_THROWS_WITH(y.backward(), Catch::Contains("(2,)") && Catch::Contains("initial gradient"));
+  y.set_grad(vec({1, 10}));
+  y.backward();
+  REQUIRE(x.grad().to_vector<double>() == std::vector<double>{2, 40});
+  Variable z = square(x);
+  z.set_grad(vec({1, 2, 3}));
+  REQUIRE_THROWS_WITH(z.backward(), Catch::Contains("(3,)") && Catch::Contains("(2,)"));
+}
+
+TEST_CASE("autograd: recording only when needed; no_backprop_mode; unchain") {
+  Variable c(vec({1, 2}), false);
+  REQUIRE(square(c).is_leaf());
+  Variable x(vec({1, 2}), true);
+  {
+    NoBackpropMode guard;
+    REQUIRE(square(x).is_leaf());
+    ForceBackpropMode force;
+    REQUIRE_FALSE(square(x).is_leaf());
+  }
+  REQUIRE_FALSE(square(x).is_leaf());
+  Variable h = square(square(x));
+  std::weak_ptr<FunctionNode> inner = h.creator()->inputs()[0]->creator;
+  REQUIRE_FALSE(inner.expired());
+  h.unchain_backward();
+  REQUIRE(h.is_leaf());
+  REQUIRE(inner.expired());  // the graph behind h is freed
+}
+
+TEST_CASE("autograd: leaf hooks fire once, with the final gradient, before backward ends") {
+  Variable x(vec({3}), true);
+  std::vector<double> seen;
+  x.register_grad_hook([&](VariableNode& n) { seen.push_back(n.grad.to_vector<double>()[0]); });
+  Variable y = sum(add(square(x), add(x, x)));  // x^2 + 2x -> 2x + 2 = 8
+  y.backward();
+  REQUIRE(seen == std::vector<double>{8});
+}
+
+TEST_CASE("autograd: leaves own their gradients even when a function passes gy through") {
+  Variable a(vec({1, 2}), true), b(vec({3, 4}), true);
+  Variable y = add(a, b);
+  y.set_grad(vec({1, 1}));
+  y.backward();
+  REQUIRE_FALSE(a.grad().shares_storage(b.grad()));
+  REQUIRE_FALSE(a.grad().shares_storage(y.grad()));
+}
+
+TEST_CASE("autograd: deep graphs run without recursion") {
+  Variable x(vec({1.0}), true);
+  Variable h = x;
+  for (int i = 0; i < 20000; ++i) h = add(h, Variable(vec({0.0})));
+  sum(h).backward();
+  REQUIRE(x.grad().to_vector<double>() == std::vector<double>{1});
+}
+
+TEST_CASE("autograd: graphviz export names functions and shapes") {
+  Variable x(vec({1, 2}), true, "x");
+  Variable y = sum(square(x));
+  std::string dot = build_computational_graph_dot({y});
+  REQUIRE_THAT(dot, Catch::StartsWith("digraph"));
+  REQUIRE_THAT(dot, Catch::Contains("Square") && Catch::Contains("Sum") && Catch::Contains("x: (2,), float64"));
+  REQUIRE(std::count(dot.begin(), dot.end(), '>') == 4);  // x->Square->h->Sum->y
+}
+
+TEST_CASE("gradient_check: accepts a right gradient and rejects a wrong one") {
+  Tensor x = vec({0.5, -1.5, 2.0});
+  check_backward([](const std::vector<Variable>& v) { return square(v[0]); }, {x});
+  REQUIRE_THROWS_WITH(check_backward([](const std::vector<Variable>& v) { return square(v[0], 1.01); }, {x}),
+                      Catch::Contains("finite differences"));
+}

@@ -1,0 +1,150 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "nn/functions.h"
+#include "nn/links/linear.h"
+#include "nn/optimizer_hooks.h"
+#include "nn/optimizers/adam.h"
+#include "nn/optimizers/momentum_sgd.h"
+#include "nn/optimizers/sgd.h"
+
+using namespace chainer;
+namespace F = chainer::functions;
+
+namespace {
+// One float64 parameter vector, its gradient set by hand.
+struct Param : Link {
+  explicit Param(std::vector<double> v) { add_param("w", Tensor::from_vector(v)); }
+};
+
+const std::vector<std::vector<double>> kGrads = {{0.1, -0.2}, {0.3, 0.1}, {-0.2, 0.05}};
+
+std::vector<double> run(Optimizer& opt, std::vector<double> start = {1.0, -0.5}) {
+  auto link = std::make_shared<Param>(start);
+  opt.setup(link);
+  for (const auto& g : kGrads) {
+    link->param("w").set_grad(Tensor::from_vector(g));
+    opt.update();
+  }
+  return link->param("w").data().to_vector<double>();
+}
+
+// Least squares y = x A^T + c on a fixed random problem; returns the final loss.
+double fit(Optimizer& opt, int steps) {
+  Generator gen(7);
+  Tensor x = random::normal({64, 5}, 0, 1, DType::Float32, &gen);
+  Tensor A = random::normal({3, 5}, 0, 1, DType::Float32, &gen);
+  Tensor y = F::linear(Variable(x), Variable(A)).data();
+  random::seed(1);
+  auto model = std::make_shared<links::Linear>(5, 3);
+  opt.setup(model);
+  double loss = 0;
+  for (int i = 0; i < steps; ++i) {
+    opt.update([&] {
+      Variable l = F::mean_squared_error((*model)(Variable(x)), Variable(y));
+      loss = l.item();
+      return l;
+    });
+  }
+  return loss;
+}
+}  // namespace
+
+TEST_CASE("optimizers: three steps equal hand-computed values") {
+  SECTION("Adam (Chainer's defaults, bias-corrected step)") {
+    optimizers::Adam adam;
+    auto w = run(adam);
+    REQUIRE(adam.t() == 3);
+    REQUIRE(w[0] == Approx(0.9978243193740721).epsilon(1e-12));
+    REQUIRE(w[1] == Approx(-0.49867227614028903).epsilon(1e-12));
+    REQUIRE(adam.state("/w").at("m").to_vector<double>()[0] == Approx(0.0151).epsilon(1e-12));
+    REQUIRE(adam.state("/w").at("v").to_vector<double>()[0] == Approx(0.00013989001).epsilon(1e-9));
+  }
+  SECTION("MomentumSGD") {
+    optimizers::MomentumSGD msgd(0.1, 0.9);
+    auto w = run(msgd);
+    REQUIRE(w[0] == Approx(0.9359).epsilon(1e-12));
+    REQUIRE(w[1] == Approx(-0.4698).epsilon(1e-12));
+  }
+  SECTION("SGD") {
+    optimizers::SGD sgd(0.5);
+    auto w = run(sgd);
+    REQUIRE(w[0] == Approx(1.0 - 0.5 * 0.2).epsilon(1e-12));
+    REQUIRE(w[1] == Approx(-0.5 - 0.5 * -0.05).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("optimizers: state is created lazily, parameters without grads get zeros") {
+  optimizers::Adam adam;
+  auto link = std::make_shared<Param>(std::vector<double>{1, 2});
+  adam.setup(link);
+  REQUIRE(adam.state("/w").empty());
+  adam.update();  // no gradient: Chainer fills zeros, so the parameter stays put
+  REQUIRE(adam.state("/w").size() == 2);
+  REQUIRE(link->param("w").data().to_vector<double>() == std::vector<double>{1, 2});
+}
+
+TEST_CASE("optimizers: hooks") {
+  SECTION("WeightDecay adds rate * w to the gradient") {
+    optimizers::SGD sgd(1.0);
+    sgd.add_hook(std::make_shared<optimizer_hooks::WeightDecay>(0.1));
+    auto link = std::make_shared<Param>(std::vector<double>{1, -2});
+    sgd.setup(link);
+    sgd.add_hook(std::make_shared<optimizer_hooks::GradientClipping>(100.0));
+    link->param("w").set_grad(Tensor::from_vector<double>({0.5, 0.5}));
+    sgd.update();
+    REQUIRE(link->param("w").data().to_vector<double>() == std::vector<double>{1 - 0.6, -2 - 0.3});
+    REQUIRE_THROWS_WITH(sgd.add_hook(std::make_shared<optimizer_hooks::WeightDecay>(0.1)),
+                        Catch::Contains("WeightDecay"));
+  }
+  SECTION("GradientClipping rescales to the threshold norm") {
+    optimizers::SGD sgd(1.0);
+    auto link = std::make_shared<Param>(std::vector<double>{0, 0});
+    sgd.setup(link);
+    sgd.add_hook(std::make_shared<optimizer_hooks::GradientClipping>(1.0));
+    link->param("w").set_grad(Tensor::from_vector<double>({3, 4}));
+    sgd.update();
+    auto w = link->param("w").data().to_vector<double>();
+    REQUIRE(w[0] == Approx(-0.6));
+    REQUIRE(w[1] == Approx(-0.8));
+  }
+  REQUIRE_THROWS_WITH(optimizer_hooks::WeightDecay(-1), Catch::Contains("-1"));
+  REQUIRE_THROWS_WITH(optimizers::Adam(0.001, 1.5), Catch::Contains("beta1") && Catch::Contains("1.5"));
+}
+
+TEST_CASE("optimizers: each converges on a least-squares problem") {
+  optimizers::SGD sgd(0.1);
+  optimizers::MomentumSGD msgd(0.05, 0.9);
+  optimizers::Adam adam(0.05);
+  double initial;
+  {
+    optimizers::SGD probe(1e-12);
+    initial = fit(probe, 1);
+  }
+  REQUIRE(initial > 1.0);
+  CHECK(fit(sgd, 300) < 1e-4 * initial);
+  CHECK(fit(msgd, 300) < 1e-4 * initial);
+  CHECK(fit(adam, 300) < 1e-3 * initial);
+}
+
+TEST_CASE("optimizers: state survives serialization") {
+  optimizers::Adam a, b;
+  auto la = std::make_shared<Param>(std::vector<double>{1.0, -0.5});
+  a.setup(la);
+  la->param("w").set_grad(Tensor::from_vector<double>({0.1, 0.2}));
+  a.update();
+  Serializer w = Serializer::writer();
+  a.serialize(w);
+  REQUIRE(w.entries().count("w/m") == 1);
+  auto lb = std::make_shared<Param>(std::vector<double>{1.0, -0.5});
+  b.setup(lb);
+  Serializer r = Serializer::reader(w.entries());
+  b.serialize(r);
+  REQUIRE(b.t() == 1);
+  for (auto* l : {la.get(), lb.get()}) l->param("w").set_grad(Tensor::from_vector<double>({0.3, -0.1}));
+  lb->param("w").data().copy_(la->param("w").data());
+  a.update();
+  b.update();
+  REQUIRE(la->param("w").data().to_vector<double>() == lb->param("w").data().to_vector<double>());
+}

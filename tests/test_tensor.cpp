@@ -1,0 +1,119 @@
+#include <catch2/catch.hpp>
+
+#include "core/ops.h"
+#include "core/random.h"
+#include "core/tensor.h"
+
+using namespace chainer;
+
+TEST_CASE("tensor: creation, shape and element access") {
+  Tensor t = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  REQUIRE(t.shape() == Shape{2, 3});
+  REQUIRE(t.numel() == 6);
+  REQUIRE(t.is_contiguous());
+  REQUIRE(t.dtype() == DType::Float32);
+  REQUIRE(t.data<float>()[4] == 5.f);
+  REQUIRE_THROWS_WITH(t.data<int32_t>(), Catch::Contains("float32") && Catch::Contains("int32"));
+  REQUIRE(Tensor::zeros({3}, DType::Int32).to_vector<int32_t>() == std::vector<int32_t>{0, 0, 0});
+  REQUIRE(Tensor::full({2}, 2.5, DType::Float64).to_vector<double>() == std::vector<double>{2.5, 2.5});
+  REQUIRE(Tensor::scalar(7, DType::Int64).item<int64_t>() == 7);
+  REQUIRE_THROWS_WITH(Tensor::from_vector<float>({1, 2}, {3}), Catch::Contains("(3,)"));
+}
+
+TEST_CASE("tensor: views share storage") {
+  Tensor t = Tensor::arange(12).reshape({3, 4});
+  Tensor row = t[1];
+  REQUIRE(row.shape() == Shape{4});
+  REQUIRE(row.shares_storage(t));
+  REQUIRE(row.to_vector<float>() == std::vector<float>{4, 5, 6, 7});
+  row.fill_(0);
+  REQUIRE(t.to_vector<float>()[5] == 0.f);
+
+  Tensor tt = t.transpose();
+  REQUIRE(tt.shape() == Shape{4, 3});
+  REQUIRE_FALSE(tt.is_contiguous());
+  REQUIRE(tt.shares_storage(t));
+  REQUIRE(tt.contiguous().to_vector<float>() == std::vector<float>{0, 0, 8, 1, 0, 9, 2, 0, 10, 3, 0, 11});
+
+  Tensor col = t.narrow(1, 1, 2);
+  REQUIRE(col.shape() == Shape{3, 2});
+  REQUIRE(col.to_vector<float>() == std::vector<float>{1, 2, 0, 0, 9, 10});
+  REQUIRE(t.reshape({-1}).shape() == Shape{12});
+  REQUIRE_THROWS_WITH(t.reshape({5, -1}), Catch::Contains("(3, 4)") && Catch::Contains("(5, -1)"));
+  REQUIRE_THROWS_WITH(t[3], Catch::Contains("out of range"));
+}
+
+TEST_CASE("tensor: dtype conversion and copy across layouts") {
+  Tensor a = Tensor::from_vector<double>({1.5, -2.5, 3.25, 4}, {2, 2});
+  Tensor b = a.astype(DType::Float32);
+  REQUIRE(b.to_vector<float>() == std::vector<float>{1.5f, -2.5f, 3.25f, 4.f});
+  Tensor c = Tensor::empty({2, 2}, DType::Float64);
+  c.copy_(a.transpose());
+  REQUIRE(c.to_vector<double>() == std::vector<double>{1.5, 3.25, -2.5, 4});
+  REQUIRE_THROWS_WITH(c.copy_(Tensor::zeros({3})), Catch::Contains("(3,)") && Catch::Contains("(2, 2)"));
+}
+
+TEST_CASE("ops: broadcasting arithmetic and reductions") {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor row = Tensor::from_vector<float>({10, 20, 30}, {3});
+  REQUIRE(ops::add(x, row).to_vector<float>() == std::vector<float>{11, 22, 33, 14, 25, 36});
+  Tensor col = Tensor::from_vector<float>({1, 2}, {2, 1});
+  REQUIRE(ops::mul(x, col).to_vector<float>() == std::vector<float>{1, 2, 3, 8, 10, 12});
+  REQUIRE(ops::sub(x.transpose(), Tensor::from_vector<float>({1, 1}, {2})).to_vector<float>() ==
+          std::vector<float>{0, 3, 1, 4, 2, 5});
+  REQUIRE_THROWS_WITH(ops::add(x, Tensor::zeros({4})), Catch::Contains("(2, 3)") && Catch::Contains("(4,)"));
+  REQUIRE(ops::sum(x).item<float>() == 21.f);
+  REQUIRE(ops::sum(x, {0}).to_vector<float>() == std::vector<float>{5, 7, 9});
+  REQUIRE(ops::sum(x, {-1}, true).shape() == Shape{2, 1});
+  REQUIRE(ops::sum(x, {1}).to_vector<float>() == std::vector<float>{6, 15});
+  REQUIRE(ops::sum_to(x, {1, 3}).to_vector<float>() == std::vector<float>{5, 7, 9});
+  REQUIRE(ops::argmax(Tensor::from_vector<float>({1, 9, 3, 7, 2, 8}, {2, 3}), 1).to_vector<int32_t>() ==
+          std::vector<int32_t>{1, 2});
+  REQUIRE(ops::concat({x, x}, 0).shape() == Shape{4, 3});
+  REQUIRE(ops::stack({x, x}, 1).shape() == Shape{2, 2, 3});
+}
+
+TEST_CASE("ops: matrix products match a naive reference in every transpose mode") {
+  Generator gen(3);
+  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {7, 5, 3}, {64, 33, 17}, {100, 130, 257}}) {
+    for (int mode = 0; mode < 4; ++mode) {
+      const bool ta = mode & 1, tb = mode & 2;
+      Tensor a = random::normal(ta ? Shape{k, m} : Shape{m, k}, 0, 1, DType::Float64, &gen);
+      Tensor b = random::normal(tb ? Shape{n, k} : Shape{k, n}, 0, 1, DType::Float64, &gen);
+      Tensor c = ops::matmul(a, b, ta, tb);
+      Tensor c32 = ops::matmul(a.astype(DType::Float32), b.astype(DType::Float32), ta, tb);
+      auto A = a.to_vector<double>(), B = b.to_vector<double>();
+      auto C = c.to_vector<double>(), C32 = c32.to_vector<double>();
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          double ref = 0;
+          for (int p = 0; p < k; ++p) ref += A[ta ? p * m + i : i * k + p] * B[tb ? j * k + p : p * n + j];
+          REQUIRE(C[i * n + j] == Approx(ref).margin(1e-9));
+          REQUIRE(C32[i * n + j] == Approx(ref).margin(1e-3 * std::sqrt(double(k))));
+        }
+    }
+  }
+  REQUIRE_THROWS_WITH(ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 2})), Catch::Contains("not aligned"));
+}
+
+TEST_CASE("random: seeded streams repeat and restore") {
+  Generator a(42), b(42);
+  REQUIRE(a.next_u64() == b.next_u64());
+  a.normal();
+  auto state = a.state();
+  double x = a.normal(), y = a.normal();
+  a.set_state(state);
+  REQUIRE(a.normal() == x);
+  REQUIRE(a.normal() == y);
+  auto perm = Generator(1).permutation(100);
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 100; ++i) REQUIRE(sorted[size_t(i)] == i);
+  Tensor n = random::normal({20000}, 0, 2, DType::Float64, &b);
+  auto v = n.to_vector<double>();
+  double mean = 0, var = 0;
+  for (double e : v) mean += e / double(v.size());
+  for (double e : v) var += (e - mean) * (e - mean) / double(v.size());
+  REQUIRE(mean == Approx(0).margin(0.05));
+  REQUIRE(var == Approx(4).epsilon(0.05));
+}

@@ -1,0 +1,42 @@
+#include "training/extensions/evaluator.h"
+
+#include "core/config.h"
+
+namespace chainer::training::extensions {
+
+Evaluator::Evaluator(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Link> target, EvalFunction eval_func,
+                     std::string name)
+    : iterator_(std::move(iterator)), target_(std::move(target)), eval_func_(std::move(eval_func)), name_(std::move(name)) {
+  if (!iterator_) throw Error("Evaluator: the iterator is null");
+  if (!target_) throw Error("Evaluator: the target link is null");
+}
+
+void Evaluator::operator()(Trainer&) { report(evaluate()); }
+
+Observation Evaluator::evaluate() {
+  Reporter reporter;
+  const std::string prefix = name_ + "/main";
+  reporter.add_observer(prefix, target_.get());
+  reporter.add_observers(prefix, target_->namedlinks(true));
+  DictSummary summary;
+  iterator_->reset();
+  example_count_ = 0;
+  NoBackpropMode no_backprop;
+  config::TrainScope eval_mode(false);
+  while (iterator_->has_next()) {
+    std::vector<Tensor> arrays = iterator_->next_batch();
+    if (!arrays.empty() && arrays[0].ndim() > 0) example_count_ += arrays[0].size(0);
+    std::vector<Variable> inputs;
+    for (Tensor& a : arrays) inputs.emplace_back(std::move(a));
+    Observation observation;
+    {
+      Reporter::Scope scope(reporter, observation);
+      if (eval_func_) eval_func_(inputs);
+      else target_->forward_args(inputs);
+    }
+    summary.add(observation);
+  }
+  return summary.compute_mean();
+}
+
+}  // namespace chainer::training::extensions

@@ -1,0 +1,43 @@
+// Evaluator, as chainer.training.extensions.Evaluator: runs the target over a whole
+// (non-repeating) iterator with backprop off and config.train false, and reports the mean of
+// the per-batch reports under "<name>/" ("validation/main/loss"). evaluate() is virtual, and
+// the last run's example count is kept, so a multi-node evaluator can weight ranks by it.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "datasets/iterator.h"
+#include "nn/link.h"
+#include "nn/reporter.h"
+#include "training/extension.h"
+
+namespace chainer::training::extensions {
+
+class Evaluator : public Extension {
+ public:
+  using EvalFunction = std::function<void(const std::vector<Variable>& arrays)>;
+  Evaluator(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Link> target, EvalFunction eval_func = {},
+            std::string name = "validation");
+
+  void operator()(Trainer& trainer) override;
+  std::string default_name() const override { return name_; }
+  IntervalTrigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }
+  int priority() const override { return PRIORITY_WRITER; }
+
+  // Evaluates the whole iterator; keys are prefixed with "<name>/".
+  virtual Observation evaluate();
+  int64_t last_example_count() const { return example_count_; }
+  iterators::Iterator& iterator() { return *iterator_; }
+  Link& target() { return *target_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::shared_ptr<iterators::Iterator> iterator_;
+  std::shared_ptr<Link> target_;
+  EvalFunction eval_func_;
+  std::string name_;
+  int64_t example_count_ = 0;
+};
+
+}  // namespace chainer::training::extensions

@@ -1,0 +1,98 @@
+#include "training/extensions/log_report.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "training/trainer.h"
+
+namespace chainer::training::extensions {
+
+LogReport::LogReport(std::vector<std::string> keys, IntervalTrigger trigger, std::string log_name)
+    : keys_(std::move(keys)), trigger_(trigger), log_name_(std::move(log_name)) {}
+
+void LogReport::operator()(Trainer& trainer) {
+  Observation selected;
+  for (const auto& [k, v] : trainer.observation())
+    if (keys_.empty() || std::find(keys_.begin(), keys_.end(), k) != keys_.end()) selected[k] = v;
+  summary_.add(selected);
+  if (!trigger_(trainer)) return;
+  Observation entry = summary_.compute_mean();
+  entry["epoch"] = double(trainer.updater().epoch());
+  entry["iteration"] = double(trainer.updater().iteration());
+  entry["elapsed_time"] = trainer.elapsed_time();
+  log_.push_back(entry);
+  summary_ = DictSummary();
+  if (log_name_.empty()) return;
+  const std::filesystem::path path = std::filesystem::path(trainer.out()) / log_name_;
+  const std::string tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << to_json(log_);
+    if (!f.flush()) throw Error(str("LogReport: cannot write '", tmp, "'"));
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+namespace {
+std::string number(double v) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";  // as Python's json
+  if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(int64_t(v));
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back exactly
+  return std::string(buf, end);
+}
+}  // namespace
+
+std::string LogReport::to_json(const std::vector<Observation>& log) {
+  std::string out = "[";
+  for (size_t i = 0; i < log.size(); ++i) {
+    out += i ? ",\n    {" : "\n    {";
+    bool first = true;
+    for (const auto& [k, v] : log[i]) {
+      out += first ? "\n        \"" : ",\n        \"";
+      out += k + "\": " + number(v);
+      first = false;
+    }
+    out += "\n    }";
+  }
+  return out + (log.empty() ? "]" : "\n]");
+}
+
+std::vector<Observation> LogReport::from_json(const std::string& text) {
+  // Reads back what to_json writes: a list of flat objects of numbers.
+  std::vector<Observation> log;
+  size_t at = 0;
+  while ((at = text.find('{', at)) != std::string::npos) {
+    const size_t end = text.find('}', at);
+    if (end == std::string::npos) throw Error("LogReport: the saved log is corrupt");
+    Observation entry;
+    for (size_t q = text.find('"', at); q != std::string::npos && q < end; q = text.find('"', q)) {
+      const size_t q2 = text.find('"', q + 1);
+      const std::string key = text.substr(q + 1, q2 - q - 1);
+      size_t v0 = text.find(':', q2) + 1;
+      while (text[v0] == ' ') ++v0;
+      size_t v1 = text.find_first_of(",\n}", v0);
+      const std::string val = text.substr(v0, v1 - v0);
+      entry[key] = val == "NaN" ? NAN : val == "Infinity" ? INFINITY : val == "-Infinity" ? -INFINITY : std::stod(val);
+      q = v1;
+    }
+    log.push_back(entry);
+    at = end + 1;
+  }
+  return log;
+}
+
+void LogReport::serialize(Serializer& s) {
+  Serializer t = s["_trigger"];
+  trigger_.serialize(t);
+  Serializer sum = s["_summary"];
+  summary_.serialize(sum);
+  std::string text = s.is_reader() ? std::string() : to_json(log_);
+  s.value("_log", text);
+  if (s.is_reader()) log_ = from_json(text);
+}
+
+}  // namespace chainer::training::extensions

@@ -1,0 +1,70 @@
+#include "training/extensions/progress_bar.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "training/trainer.h"
+
+namespace chainer::training::extensions {
+
+ProgressBar::ProgressBar(std::optional<IntervalTrigger> training_length, int64_t update_interval, int bar_length,
+                         std::ostream& out)
+    : length_(training_length), update_interval_(update_interval), bar_length_(bar_length), out_(out) {
+  if (update_interval <= 0) throw Error(str("ProgressBar: update_interval must be positive, got ", update_interval));
+}
+
+namespace {
+std::string bar(double fraction, int length) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  const int filled = int(fraction * length);
+  return "[" + std::string(size_t(filled), '#') + std::string(size_t(length - filled), '.') + "]";
+}
+}  // namespace
+
+void ProgressBar::operator()(Trainer& trainer) {
+  const Updater& u = trainer.updater();
+  const int64_t iteration = u.iteration();
+  const auto now = std::chrono::steady_clock::now();
+  recent_.emplace_back(iteration, now);
+  if (recent_.size() > 10) recent_.pop_front();
+  if (iteration % update_interval_ != 0) return;
+  const IntervalTrigger length = length_.value_or(trainer.stop_trigger());
+  const bool by_epoch = length.unit() == Unit::Epoch;
+  const double done = by_epoch ? u.epoch_detail() : double(iteration);
+  const double total_fraction = done / length.period();
+  const double epoch_fraction = u.epoch_detail() - std::floor(u.epoch_detail());
+  double speed = 0;
+  if (recent_.size() > 1) {
+    const double dt = std::chrono::duration<double>(recent_.back().second - recent_.front().second).count();
+    if (dt > 0) speed = double(recent_.back().first - recent_.front().first) / dt;
+  }
+  char buf[512];
+  std::string text;
+  if (drawn_) text += "\033[4A";  // back to the top of the previous drawing
+  std::snprintf(buf, sizeof buf, "\033[J     total %s %6.2f%%\n", bar(total_fraction, bar_length_).c_str(), 100 * total_fraction);
+  text += buf;
+  std::snprintf(buf, sizeof buf, "this epoch %s %6.2f%%\n", bar(epoch_fraction, bar_length_).c_str(), 100 * epoch_fraction);
+  text += buf;
+  std::snprintf(buf, sizeof buf, "%10lld iter, %lld epoch / %s\n", (long long)iteration, (long long)u.epoch(), length.str().c_str());
+  text += buf;
+  if (speed > 0) {
+    const double left_iterations =
+        by_epoch ? (length.period() - u.epoch_detail()) * double(iteration) / std::max(u.epoch_detail(), 1e-12)
+                 : length.period() - double(iteration);
+    const long long secs = (long long)std::max(0.0, left_iterations / speed);
+    std::snprintf(buf, sizeof buf, "%10.5g iters/sec. Estimated time to finish: %lld:%02lld:%02lld.\n", speed, secs / 3600,
+                  secs / 60 % 60, secs % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%10s iters/sec. Estimated time to finish: unknown.\n", "");
+  }
+  text += buf;
+  out_ << text << std::flush;
+  drawn_ = true;
+}
+
+void ProgressBar::finalize() {
+  if (drawn_) out_ << "\033[4A\033[J" << std::flush;  // leave the terminal as the report left it
+  drawn_ = false;
+}
+
+}  // namespace chainer::training::extensions

@@ -1,0 +1,31 @@
+// ProgressBar, as Chainer's: every update_interval iterations, redraws on stderr the overall
+// bar, this epoch's bar, the iteration and epoch, iterations per second and the estimated time
+// left.
+#pragma once
+#include <chrono>
+#include <deque>
+#include <iostream>
+#include <optional>
+
+#include "training/extension.h"
+
+namespace chainer::training::extensions {
+
+class ProgressBar : public Extension {
+ public:
+  explicit ProgressBar(std::optional<IntervalTrigger> training_length = {}, int64_t update_interval = 100,
+                       int bar_length = 50, std::ostream& out = std::cerr);
+  void operator()(Trainer& trainer) override;
+  std::string default_name() const override { return "ProgressBar"; }
+  void finalize() override;
+
+ private:
+  std::optional<IntervalTrigger> length_;
+  int64_t update_interval_;
+  int bar_length_;
+  std::ostream& out_;
+  std::deque<std::pair<int64_t, std::chrono::steady_clock::time_point>> recent_;
+  bool drawn_ = false;
+};
+
+}  // namespace chainer::training::extensions

@@ -1,0 +1,116 @@
+#include "training/trainer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "core/npz.h"
+#include "core/random.h"
+
+namespace chainer::training {
+
+Trainer::Trainer(std::shared_ptr<Updater> updater, IntervalTrigger stop_trigger, std::string out)
+    : updater_(std::move(updater)), stop_trigger_(stop_trigger), out_(std::move(out)) {
+  if (!updater_) throw Error("Trainer: the updater is null");
+  for (auto& [name, opt] : updater_->get_all_optimizers()) {
+    Link& target = opt->target();
+    reporter_.add_observer(name, &target);
+    for (auto& [path, link] : target.namedlinks(true)) reporter_.add_observer(name + path, link);
+  }
+}
+
+void Trainer::extend(std::shared_ptr<Extension> ext, std::string name, std::optional<IntervalTrigger> trigger,
+                     std::optional<int> priority) {
+  if (!ext) throw Error("Trainer.extend: the extension is null");
+  if (name.empty()) name = ext->default_name();
+  std::string unique = name;
+  for (int k = 1; std::any_of(extensions_.begin(), extensions_.end(), [&](const Entry& e) { return e.name == unique; }); ++k)
+    unique = name + "_" + std::to_string(k);
+  extensions_.push_back({unique, ext, trigger.value_or(ext->default_trigger()), priority.value_or(ext->priority())});
+  // Stable: extensions of equal priority run in the order they were added.
+  std::stable_sort(extensions_.begin(), extensions_.end(), [](const Entry& a, const Entry& b) { return a.priority > b.priority; });
+}
+
+Extension& Trainer::get_extension(const std::string& name) {
+  for (Entry& e : extensions_)
+    if (e.name == name) return *e.extension;
+  throw Error(str("Trainer: no extension named '", name, "'"));
+}
+
+double Trainer::elapsed_time() const {
+  if (!running_) return elapsed_before_;
+  return elapsed_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Trainer::run() {
+  if (running_) throw Error("Trainer.run: the trainer is already running");
+  std::error_code ec;
+  std::filesystem::create_directories(out_, ec);
+  const std::string probe = (std::filesystem::path(out_) / ".write_test").string();
+  if (ec || !std::ofstream(probe))
+    throw Error(str("Trainer: cannot write to the output directory '", out_, "'",
+                    ec ? " (" + ec.message() + ")" : std::string(), "; pass a writable directory with -o/--out"));
+  std::filesystem::remove(probe, ec);
+
+  start_ = std::chrono::steady_clock::now();
+  running_ = true;
+  for (Entry& e : extensions_) e.extension->initialize(*this);
+  try {
+    while (!stop_trigger_(*this)) {
+      observation_.clear();
+      Reporter::Scope scope(reporter_, observation_);
+      updater_->update();
+      for (Entry& e : extensions_)
+        if (e.trigger(*this)) (*e.extension)(*this);
+    }
+  } catch (...) {
+    for (Entry& e : extensions_) e.extension->finalize();
+    updater_->finalize();
+    elapsed_before_ = elapsed_time();
+    running_ = false;
+    throw;
+  }
+  for (Entry& e : extensions_) e.extension->finalize();
+  updater_->finalize();
+  elapsed_before_ = elapsed_time();
+  running_ = false;
+}
+
+void Trainer::serialize(Serializer& s) {
+  Serializer u = s["updater"];
+  updater_->serialize(u);
+  Serializer st = s["stop_trigger"];
+  stop_trigger_.serialize(st);
+  for (Entry& e : extensions_) {
+    Serializer ext = s["extensions"][e.name];
+    e.extension->serialize(ext);
+    Serializer trig = s["extension_triggers"][e.name];
+    e.trigger.serialize(trig);
+  }
+  double elapsed = elapsed_time();
+  s.value("elapsed_time", elapsed);
+  if (s.is_reader()) elapsed_before_ = elapsed;
+  // The default generator drives dropout and initializers; restoring it makes a resumed run
+  // continue exactly as an uninterrupted one.
+  std::vector<uint64_t> rng = random::default_generator().state();
+  s.value("random/default_generator", rng);
+  if (s.is_reader()) random::default_generator().set_state(rng);
+}
+
+void load_snapshot(const std::string& path, Trainer& trainer) {
+  if (!std::filesystem::exists(path)) throw Error(str("resume: the snapshot '", path, "' does not exist"));
+  TensorMap entries;
+  try {
+    entries = load_npz(path);
+  } catch (const Error& e) {
+    throw Error(str("resume: cannot read the snapshot '", path, "': ", e.what()));
+  }
+  Serializer s = Serializer::reader(std::move(entries));
+  try {
+    trainer.serialize(s);
+  } catch (const Error& e) {
+    throw Error(str("resume: the snapshot '", path, "' does not match this trainer: ", e.what()));
+  }
+}
+
+}  // namespace chainer::training

@@ -1,0 +1,60 @@
+// Trainer, as chainer.training.Trainer: runs updater.update() until the stop trigger fires,
+// running each extension when its trigger fires, all inside a reporter scope whose observation
+// collects what the model and the extensions report this iteration.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/reporter.h"
+#include "training/extension.h"
+#include "training/trigger.h"
+#include "training/updater.h"
+
+namespace chainer::training {
+
+class Trainer {
+ public:
+  Trainer(std::shared_ptr<Updater> updater, IntervalTrigger stop_trigger = IntervalTrigger(20, Unit::Epoch),
+          std::string out = "result");
+
+  // Registers EXT under NAME (its default name when empty; "_1", "_2" appended on clashes),
+  // with TRIGGER (its default when unset) and PRIORITY (its default when unset).
+  void extend(std::shared_ptr<Extension> ext, std::string name = "", std::optional<IntervalTrigger> trigger = {},
+              std::optional<int> priority = {});
+  void run();
+
+  Updater& updater() const { return *updater_; }
+  Reporter& reporter() { return reporter_; }
+  const Observation& observation() const { return observation_; }
+  const std::string& out() const { return out_; }
+  const IntervalTrigger& stop_trigger() const { return stop_trigger_; }
+  double elapsed_time() const;  // seconds of training, including those before a resume
+  Extension& get_extension(const std::string& name);
+
+  void serialize(Serializer& s);
+
+ private:
+  struct Entry {
+    std::string name;
+    std::shared_ptr<Extension> extension;
+    IntervalTrigger trigger;
+    int priority;
+  };
+  std::shared_ptr<Updater> updater_;
+  IntervalTrigger stop_trigger_;
+  std::string out_;
+  Reporter reporter_;
+  Observation observation_;
+  std::vector<Entry> extensions_;
+  std::chrono::steady_clock::time_point start_;
+  double elapsed_before_ = 0;  // restored from a snapshot
+  bool running_ = false;
+};
+
+// Loads a snapshot written by extensions::snapshot into TRAINER (call before run()).
+void load_snapshot(const std::string& path, Trainer& trainer);
+
+}  // namespace chainer::training

@@ -1,0 +1,13 @@
+// The training loop: Trainer, updaters, triggers and the standard extensions.
+#pragma once
+
+#include "training/extension.h"
+#include "training/extensions/dump_graph.h"
+#include "training/extensions/evaluator.h"
+#include "training/extensions/log_report.h"
+#include "training/extensions/print_report.h"
+#include "training/extensions/progress_bar.h"
+#include "training/extensions/snapshot.h"
+#include "training/trainer.h"
+#include "training/trigger.h"
+#include "training/updater.h"

@@ -1,0 +1,76 @@
+#include "training/updater.h"
+
+namespace chainer::training {
+
+StandardUpdater::StandardUpdater(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Optimizer> optimizer,
+                                 LossFunction loss_func)
+    : StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>>{{"main", std::move(iterator)}},
+                      std::map<std::string, std::shared_ptr<Optimizer>>{{"main", std::move(optimizer)}},
+                      std::move(loss_func)) {}
+
+StandardUpdater::StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators,
+                                 std::map<std::string, std::shared_ptr<Optimizer>> optimizers, LossFunction loss_func)
+    : iterators_(std::move(iterators)), optimizers_(std::move(optimizers)), loss_func_(std::move(loss_func)) {
+  if (!iterators_.count("main") || !iterators_.at("main")) throw Error("StandardUpdater: a 'main' iterator is required");
+  if (!optimizers_.count("main") || !optimizers_.at("main")) throw Error("StandardUpdater: a 'main' optimizer is required");
+  for (auto& [name, opt] : optimizers_)
+    if (!opt->target_ptr()) throw Error(str("StandardUpdater: optimizer '", name, "' has no target; call setup(model) first"));
+}
+
+void StandardUpdater::update() {
+  update_core();
+  ++iteration_;
+}
+
+void StandardUpdater::update_core() {
+  iterators::Iterator& it = *iterators_.at("main");
+  std::vector<Tensor> arrays = it.next_batch();
+  std::vector<Variable> inputs;
+  inputs.reserve(arrays.size());
+  for (Tensor& a : arrays) inputs.emplace_back(std::move(a));
+  Optimizer& opt = *optimizers_.at("main");
+  opt.update([&] { return loss_func_ ? loss_func_(inputs) : opt.target().forward_args(inputs).at(0); });
+  if (it.is_new_epoch()) opt.new_epoch();
+}
+
+int64_t StandardUpdater::epoch() const { return iterators_.at("main")->epoch(); }
+double StandardUpdater::epoch_detail() const { return iterators_.at("main")->epoch_detail(); }
+bool StandardUpdater::is_new_epoch() const { return iterators_.at("main")->is_new_epoch(); }
+
+Optimizer& StandardUpdater::get_optimizer(const std::string& name) {
+  auto it = optimizers_.find(name);
+  if (it == optimizers_.end()) throw Error(str("StandardUpdater: no optimizer named '", name, "'"));
+  return *it->second;
+}
+
+std::map<std::string, Optimizer*> StandardUpdater::get_all_optimizers() {
+  std::map<std::string, Optimizer*> out;
+  for (auto& [name, opt] : optimizers_) out[name] = opt.get();
+  return out;
+}
+
+iterators::Iterator& StandardUpdater::get_iterator(const std::string& name) {
+  auto it = iterators_.find(name);
+  if (it == iterators_.end()) throw Error(str("StandardUpdater: no iterator named '", name, "'"));
+  return *it->second;
+}
+
+void StandardUpdater::serialize(Serializer& s) {
+  for (auto& [name, it] : iterators_) {
+    Serializer sub = s["iterator:" + name];
+    it->serialize(sub);
+  }
+  for (auto& [name, opt] : optimizers_) {
+    Serializer sub = s["optimizer:" + name];
+    opt->serialize(sub);
+    Serializer model = s["model:" + name];
+    opt->target().serialize(model);
+  }
+  s.value("iteration", iteration_);
+}
+
+void StandardUpdater::finalize() {
+  for (auto& [name, it] : iterators_) it->finalize();
+}
+
+}  // namespace chainer::training
