@@ -29,10 +29,14 @@ size_t IteratorState::index_at(int64_t position) const {
   return size_t(order_ ? (*order_)[size_t(position)] : position);
 }
 
-std::vector<size_t> IteratorState::next_indices() {
+void IteratorState::check_has_next() const {
   if (!has_next())
     throw StopIteration(str(owner_, ": no more batches (repeat is false and the epoch is complete); ",
                             "call reset() to iterate again"));
+}
+
+std::vector<size_t> IteratorState::next_indices() {
+  check_has_next();
   previous_epoch_detail_ = epoch_detail();
   std::vector<size_t> indices;
   indices.reserve(size_t(batch_size_));

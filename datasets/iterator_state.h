@@ -26,6 +26,7 @@ class IteratorState {
                 uint64_t seed);
 
   bool has_next() const { return size_ > 0 && (repeat_ || epoch_ == 0); }
+  void check_has_next() const;         // throws StopIteration when !has_next()
   std::vector<size_t> next_indices();  // advances; throws StopIteration when !has_next()
 
   int64_t epoch() const { return epoch_; }

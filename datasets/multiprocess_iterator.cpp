@@ -54,7 +54,7 @@ void MultiprocessIterator::stop() {
 
 std::vector<Tensor> MultiprocessIterator::next_batch() {
   if (error_) std::rethrow_exception(error_);
-  if (!state_.has_next()) state_.next_indices();  // throws StopIteration
+  state_.check_has_next();
   if (!worker_.joinable()) worker_ = std::thread(&MultiprocessIterator::produce, this, state_);
 
   std::unique_lock lock(mutex_);

@@ -50,55 +50,76 @@ struct Operand {
   float at(int64_t r, int64_t c) const { return trans ? p[c * ld + r] : p[r * ld + c]; }
 };
 
-// Packs rows [i0, i0+mc) x depth [p0, p0+kc) of op(A) into MR-row micro-panels, zero-padded.
-void pack_a(const Operand& A, int64_t m, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst, int64_t panel) {
-  const int64_t ir = panel * MR;
-  float* d = dst + ir * kc;
-  const int64_t rows = std::min(MR, m - (i0 + ir));
-  if (!A.trans) {
-    for (int64_t r = 0; r < MR; ++r) {
-      if (r < rows) {
-        const float* src = A.p + (i0 + ir + r) * A.ld + p0;
-        for (int64_t k = 0; k < kc; ++k) d[k * MR + r] = src[k];
-      } else {
-        for (int64_t k = 0; k < kc; ++k) d[k * MR + r] = 0.f;
-      }
-    }
-  } else {
-    for (int64_t k = 0; k < kc; ++k) {
-      const float* src = A.p + (p0 + k) * A.ld + i0 + ir;
-      for (int64_t r = 0; r < MR; ++r) d[k * MR + r] = r < rows ? src[r] : 0.f;
-    }
+// Transposes the 16x16 block held in r[0..15] (row i in r[i]) in place: afterwards r[j] holds
+// column j. 64 shuffles instead of 256 scalar moves.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
   }
-  (void)mc;
+  for (int i = 0; i < 16; i += 4) {
+    u[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    u[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  // u[4q + j] holds, in 128-bit lane L, column 4L + j of rows 4q..4q+3.
+  for (int j = 0; j < 4; ++j) {
+    const __m512 v = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), w = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), w2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+    r[j] = _mm512_shuffle_f32x4(v, v2, 0x88);
+    r[4 + j] = _mm512_shuffle_f32x4(w, w2, 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(v, v2, 0xDD);
+    r[12 + j] = _mm512_shuffle_f32x4(w, w2, 0xDD);
+  }
 }
 
-// Packs depth [p0, p0+kc) x columns [j0+jr, ...) of op(B) into one NR-column micro-panel.
-void pack_b(const Operand& B, int64_t n, int64_t j0, int64_t p0, int64_t kc, float* dst, int64_t panel) {
-  const int64_t jr = panel * NR;
-  float* d = dst + jr * kc;
-  const int64_t cols = std::min(NR, n - (j0 + jr));
-  if (!B.trans) {
-    for (int64_t k = 0; k < kc; ++k) {
-      const float* src = B.p + (p0 + k) * B.ld + j0 + jr;
-      if (cols == NR) {
-        _mm512_store_ps(d + k * NR, _mm512_loadu_ps(src));
-        _mm512_store_ps(d + k * NR + 16, _mm512_loadu_ps(src + 16));
-      } else {
-        for (int64_t c = 0; c < NR; ++c) d[k * NR + c] = c < cols ? src[c] : 0.f;
-      }
+// dst[k * width + r] = src[r * ld + k] for r < rows (zero for rows <= r < width), k < kc: the
+// packing of a panel whose source runs along k (A not transposed, or B transposed).
+void pack_transposed(const float* src, int64_t ld, int64_t rows, int64_t width, int64_t kc, float* dst) {
+  for (int64_t r0 = 0; r0 < width; r0 += 16) {
+    const int64_t group = std::min<int64_t>(16, width - r0);
+    const __mmask16 store_mask = __mmask16((1u << group) - 1);
+    int64_t k0 = 0;
+    for (; k0 + 16 <= kc; k0 += 16) {
+      __m512 r[16];
+      for (int64_t i = 0; i < 16; ++i)
+        r[i] = r0 + i < rows ? _mm512_loadu_ps(src + (r0 + i) * ld + k0) : _mm512_setzero_ps();
+      transpose16(r);
+      for (int64_t k = 0; k < 16; ++k) _mm512_mask_storeu_ps(dst + (k0 + k) * width + r0, store_mask, r[k]);
     }
-  } else {
-    // B^T stored row-major: column j of op(B) is row j in memory, contiguous along k.
-    for (int64_t c = 0; c < NR; ++c) {
-      if (c < cols) {
-        const float* src = B.p + (j0 + jr + c) * B.ld + p0;
-        for (int64_t k = 0; k < kc; ++k) d[k * NR + c] = src[k];
-      } else {
-        for (int64_t k = 0; k < kc; ++k) d[k * NR + c] = 0.f;
-      }
-    }
+    for (; k0 < kc; ++k0)
+      for (int64_t i = 0; i < group; ++i) dst[k0 * width + r0 + i] = r0 + i < rows ? src[(r0 + i) * ld + k0] : 0.f;
   }
+}
+
+// dst[k * width + c] = src[k * ld + c] for c < cols (zero for cols <= c < width): the packing of
+// a panel whose source already runs along the panel's width (A transposed, B not transposed).
+void pack_direct(const float* src, int64_t ld, int64_t cols, int64_t width, int64_t kc, float* dst) {
+  for (int64_t c0 = 0; c0 < width; c0 += 16) {
+    const int64_t group = std::clamp<int64_t>(cols - c0, 0, 16);
+    const __mmask16 load_mask = __mmask16((1u << group) - 1);
+    const __mmask16 store_mask = __mmask16((1u << std::min<int64_t>(16, width - c0)) - 1);
+    for (int64_t k = 0; k < kc; ++k)
+      _mm512_mask_storeu_ps(dst + k * width + c0, store_mask, _mm512_maskz_loadu_ps(load_mask, src + k * ld + c0));
+  }
+}
+
+// Packs micro-panel PANEL (MR rows) of rows [i0, i0+mc) x depth [p0, p0+kc) of op(A).
+void pack_a(const Operand& A, int64_t m, int64_t i0, int64_t p0, int64_t kc, float* dst, int64_t panel) {
+  const int64_t row = i0 + panel * MR, rows = std::min(MR, m - row);
+  float* d = dst + panel * MR * kc;
+  if (A.trans) pack_direct(A.p + p0 * A.ld + row, A.ld, rows, MR, kc, d);
+  else pack_transposed(A.p + row * A.ld + p0, A.ld, rows, MR, kc, d);
+}
+
+// Packs micro-panel PANEL (NR columns) of depth [p0, p0+kc) x columns [j0, ...) of op(B).
+void pack_b(const Operand& B, int64_t n, int64_t j0, int64_t p0, int64_t kc, float* dst, int64_t panel) {
+  const int64_t col = j0 + panel * NR, cols = std::min(NR, n - col);
+  float* d = dst + panel * NR * kc;
+  if (B.trans) pack_transposed(B.p + col * B.ld + p0, B.ld, cols, NR, kc, d);
+  else pack_direct(B.p + p0 * B.ld + col, B.ld, cols, NR, kc, d);
 }
 
 // acc = a_panel (kc x MR) ^T * b_panel (kc x NR); then C = alpha * acc + beta * C on the valid
@@ -159,7 +180,7 @@ void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Opera
       for (int64_t i0 = 0; i0 < m; i0 += MC) {
         const int64_t mc = std::min(MC, m - i0), mpanels = (mc + MR - 1) / MR;
 #pragma omp for schedule(static)
-        for (int64_t ip = 0; ip < mpanels; ++ip) pack_a(A, m, i0, mc, p0, kc, pa, ip);
+        for (int64_t ip = 0; ip < mpanels; ++ip) pack_a(A, m, i0, p0, kc, pa, ip);
 #pragma omp for schedule(static)
         for (int64_t jp = 0; jp < npanels; ++jp) {
           const int64_t cols = std::min(NR, nc - jp * NR);

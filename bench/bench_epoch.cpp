@@ -1,0 +1,100 @@
+// Training-epoch time of the tutorial model (MLP 784-1000-1000-10, ReLU, Classifier, Adam,
+// batch 100, shuffled): seconds per epoch and images per second, training only, plus the
+// test accuracy after the last epoch so a fast-but-wrong engine cannot hide.
+//   build/bench/bench_epoch [--epochs 3] [--threads 2] [--data DIR] [--unfused]
+// Prints one line per epoch in the peers' format, then a JSON line.
+#include <chainer.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+namespace F = chainer::functions;
+namespace L = chainer::links;
+using chainer::Tensor;
+using chainer::Variable;
+
+namespace {
+struct MLP : chainer::Chain {
+  std::shared_ptr<L::Linear> l1, l2, l3;
+  bool fused = true;
+  explicit MLP(int64_t units) {
+    l1 = add_link("l1", std::make_shared<L::Linear>(784, units));
+    l2 = add_link("l2", std::make_shared<L::Linear>(units, units));
+    l3 = add_link("l3", std::make_shared<L::Linear>(units, 10));
+  }
+  Variable forward(const Variable& x) override {
+    if (fused) return (*l3)(l2->forward_relu(l1->forward_relu(x)));
+    return (*l3)(F::relu((*l2)(F::relu((*l1)(x)))));
+  }
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+  int epochs = 3, threads = 2;
+  bool fused = true;
+  std::string data = "../shared/datasets/mnist";
+  if (const char* env = std::getenv("MNIST_DIR")) data = env;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--epochs") && i + 1 < argc) epochs = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
+    else if (!std::strcmp(argv[i], "--unfused")) fused = false;
+    else {
+      std::fprintf(stderr, "usage: bench_epoch [--epochs N] [--threads N] [--data DIR] [--unfused]\n");
+      return 2;
+    }
+  }
+  try {
+    chainer::set_num_threads(threads);
+    chainer::random::seed(0);
+    auto [train, test] = chainer::datasets::get_mnist(data);
+    auto mlp = std::make_shared<MLP>(1000);
+    mlp->fused = fused;
+    auto model = std::make_shared<L::Classifier>(mlp);
+    chainer::optimizers::Adam adam;
+    adam.setup(model);
+    chainer::iterators::SerialIterator it(train, 100, true, true, 0);
+    double total = 0, last_acc = 0;
+    for (int e = 1; e <= epochs; ++e) {
+      double loss_sum = 0, acc_sum = 0;
+      int64_t n = 0;
+      const auto start = std::chrono::steady_clock::now();
+      do {
+        std::vector<Tensor> batch = it.next_batch();
+        Variable x(batch[0]), t(batch[1]);
+        adam.update([&] {
+          Variable loss = model->forward_args({x, t})[0];
+          loss_sum += loss.item();
+          acc_sum += model->accuracy().item();
+          ++n;
+          return loss;
+        });
+      } while (!it.is_new_epoch());
+      const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      total += train_s;
+      // Test accuracy (not timed as training).
+      chainer::NoBackpropMode no_backprop;
+      chainer::iterators::SerialIterator test_it(test, 100, false, false);
+      double test_acc = 0, test_loss = 0;
+      int64_t m = 0;
+      while (test_it.has_next()) {
+        std::vector<Tensor> batch = test_it.next_batch();
+        test_loss += model->forward_args({Variable(batch[0]), Variable(batch[1])})[0].item();
+        test_acc += model->accuracy().item();
+        ++m;
+      }
+      last_acc = test_acc / double(m);
+      std::printf("epoch %d train_loss %.4f train_acc %.4f test_loss %.4f test_acc %.4f train_s %.3f images_per_s %.0f\n", e,
+                  loss_sum / double(n), acc_sum / double(n), test_loss / double(m), last_acc, train_s,
+                  double(n * 100) / train_s);
+      std::fflush(stdout);
+    }
+    std::printf("{\"engine\": \"chainermn-cpp\", \"threads\": %d, \"fused\": %s, \"epochs\": %d, \"mean_train_s\": %.3f, "
+                "\"test_acc\": %.4f}\n",
+                threads, fused ? "true" : "false", epochs, total / epochs, last_acc);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_epoch: error: %s\n", e.what());
+    return 1;
+  }
+}

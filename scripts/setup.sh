@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what the build needs (Debian 12, as root, or with sudo) and builds into build/.
+#   bash scripts/setup.sh            # idempotent: installs only what is missing
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(meson ninja-build g++ pkg-config libeigen3-dev catch2 zlib1g-dev mpich libmpich-dev python3-numpy)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}" >/tmp/chainermn-apt.log 2>&1 || {
+    echo "setup: apt-get install failed; see /tmp/chainermn-apt.log" >&2
+    exit 1
+  }
+fi
+
+if [[ ! -f build/build.ninja ]]; then
+  meson setup build --buildtype=release >/tmp/chainermn-meson-setup.log 2>&1 || {
+    cat /tmp/chainermn-meson-setup.log >&2
+    exit 1
+  }
+fi
+ninja -C build
