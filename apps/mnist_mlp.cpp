@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -62,7 +63,8 @@ Trains the ChainerMN tutorial MLP on MNIST.
   -h, --help          show this help
 )";
 
-int64_t parse_int(const std::string& flag, const std::string& text, int64_t min) {
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t min,
+                  int64_t max = std::numeric_limits<int64_t>::max()) {
   size_t used = 0;
   int64_t v = 0;
   try {
@@ -73,29 +75,32 @@ int64_t parse_int(const std::string& flag, const std::string& text, int64_t min)
   if (used != text.size() || text.empty())
     throw Error(chainer::str(flag, " expects an integer, got '", text, "'"));
   if (v < min) throw Error(chainer::str(flag, " must be at least ", min, ", got ", v));
+  if (v > max) throw Error(chainer::str(flag, " must be at most ", max, ", got ", v));
   return v;
 }
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i], value;
+    std::string a = argv[i];
+    std::optional<std::string> value;  // from --flag=value
     if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       std::exit(0);
     }
     if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) value = a.substr(eq + 1), a = a.substr(0, eq);
     auto next = [&]() -> std::string {
-      if (!value.empty()) return value;
-      if (i + 1 >= argc) throw Error(chainer::str(a, " needs a value"));
-      return argv[++i];
+      if (!value && i + 1 >= argc) throw Error(chainer::str(a, " needs a value"));
+      std::string v = value ? *value : argv[++i];
+      if (v.empty()) throw Error(chainer::str(a, " needs a value, got an empty one"));
+      return v;
     };
     if (a == "-b" || a == "--batchsize") o.batchsize = parse_int("-b/--batchsize", next(), 1);
     else if (a == "-e" || a == "--epoch") o.epoch = parse_int("-e/--epoch", next(), 1);
     else if (a == "-u" || a == "--unit") o.unit = parse_int("-u/--unit", next(), 1);
     else if (a == "-f" || a == "--frequency") o.frequency = parse_int("-f/--frequency", next(), -1);
     else if (a == "--seed") o.seed = parse_int("--seed", next(), 0);
-    else if (a == "--threads") o.threads = int(parse_int("--threads", next(), 1));
+    else if (a == "--threads") o.threads = int(parse_int("--threads", next(), 1, 1024));
     else if (a == "-o" || a == "--out") o.out = next();
     else if (a == "-r" || a == "--resume") o.resume = next();
     else if (a == "--data") o.data = next();

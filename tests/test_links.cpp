@@ -87,9 +87,21 @@ TEST_CASE("links: save_npz / load_npz restore parameters") {
   TensorMap raw = load_npz(path);
   REQUIRE(raw.count("l1/W") == 1);  // keys as chainer.serializers.save_npz writes them
   load_npz(path, *b);
+  const std::string path2 = path + ".copy.npz";
+  std::filesystem::copy_file(path, path2, std::filesystem::copy_options::overwrite_existing);
   std::filesystem::remove(path);
   auto pa = a->namedparams(), pb = b->namedparams();
   for (size_t i = 0; i < pa.size(); ++i)
     REQUIRE(pa[i].second.data().to_vector<float>() == pb[i].second.data().to_vector<float>());
   REQUIRE_THROWS_WITH(load_npz("/nonexistent.npz", *b), Catch::Contains("/nonexistent.npz"));
+  // A lazily sized link takes its input size from the file, and refuses a W of the wrong size.
+  auto lazy = std::make_shared<MLP>(6, 2);
+  load_npz(path2, *lazy);
+  REQUIRE(lazy->l1->in_size() == 4);
+  std::filesystem::remove(path2);
+  L::Linear nobias(4, 6, true);
+  save_npz(path2, nobias);
+  L::Linear wrong(std::nullopt, 7, true);  // without a bias, only the W check can catch it
+  REQUIRE_THROWS_WITH(load_npz(path2, wrong), Catch::Contains("W") && Catch::Contains("(6, 4)"));
+  std::filesystem::remove(path2);
 }

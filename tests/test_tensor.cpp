@@ -75,7 +75,8 @@ TEST_CASE("ops: broadcasting arithmetic and reductions") {
 
 TEST_CASE("ops: matrix products match a naive reference in every transpose mode") {
   Generator gen(3);
-  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {7, 5, 3}, {64, 33, 17}, {100, 130, 257}}) {
+  // Shapes crossing every blocking edge of the packed GEMM: partial tiles, K > KC, M > MC, N > NC.
+  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {7, 5, 3}, {64, 33, 17}, {100, 130, 257}, {250, 70, 600}, {3, 4200, 5}}) {
     for (int mode = 0; mode < 4; ++mode) {
       const bool ta = mode & 1, tb = mode & 2;
       Tensor a = random::normal(ta ? Shape{k, m} : Shape{m, k}, 0, 1, DType::Float64, &gen);
@@ -94,6 +95,17 @@ TEST_CASE("ops: matrix products match a naive reference in every transpose mode"
     }
   }
   REQUIRE_THROWS_WITH(ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 2})), Catch::Contains("not aligned"));
+}
+
+TEST_CASE("ops: gemm accumulates with alpha and beta") {
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  Tensor c = Tensor::from_vector<float>({10, 20, 30, 40}, {2, 2});
+  ops::gemm(a, false, a, true, 2.0, 0.5, c);  // 2 * a a^T + 0.5 c
+  REQUIRE(c.to_vector<float>() == std::vector<float>{15, 32, 37, 70});
+  Tensor empty_k = Tensor::zeros({2, 0});
+  Tensor d = Tensor::full({2, 2}, 3.0);
+  ops::gemm(empty_k, false, empty_k, true, 1.0, 0.0, d);
+  REQUIRE(d.to_vector<float>() == std::vector<float>{0, 0, 0, 0});
 }
 
 TEST_CASE("random: seeded streams repeat and restore") {

@@ -28,6 +28,16 @@ void Linear::ensure_initialized(const Variable& x) {
   initialize(x.ndim() == 1 ? x.shape()[0] : x.numel() / std::max<int64_t>(x.shape()[0], 1));
 }
 
+void Linear::serialize(Serializer& s) {
+  Link::serialize(s);
+  if (!s.is_reader() || !W().data().defined()) return;
+  const Shape& shape = W().data().shape();
+  if (shape.size() != 2 || shape[0] != out_size_ || (in_size_ != 0 && shape[1] != in_size_))
+    throw Error(str("Linear: the loaded W '", s.prefix(), "W' has shape ", shape_str(shape), " but this link is (",
+                    out_size_, ", ", in_size_ ? std::to_string(in_size_) : std::string("any"), ")"));
+  in_size_ = shape[1];
+}
+
 Variable Linear::forward(const Variable& x) {
   ensure_initialized(x);
   return functions::linear(x, W(), nobias_ ? Variable() : *b());

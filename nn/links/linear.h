@@ -16,6 +16,8 @@ class Linear : public Link {
   Linear(std::optional<int64_t> in_size, int64_t out_size, bool nobias = false);
 
   Variable forward(const Variable& x) override;
+  // Also checks a W loaded into a lazily sized link against out_size, and takes in_size from it.
+  void serialize(Serializer& s) override;
   // relu(linear(x)) in one fused function: the hot path of MLPs.
   Variable forward_relu(const Variable& x);
 

@@ -35,6 +35,11 @@ Observation Evaluator::evaluate() {
       else target_->forward_args(inputs);
     }
     summary.add(observation);
+    // A non-repeating iterator has no batch left once its epoch ends; a repeating one would
+    // keep the loop going forever.
+    if (iterator_->is_new_epoch() && iterator_->has_next())
+      throw Error(str("Evaluator '", name_, "': the iterator repeats (it has batches after the end of epoch ",
+                      iterator_->epoch(), "), so the evaluation would never end; give it an iterator with repeat=false"));
   }
   return summary.compute_mean();
 }

@@ -1,6 +1,7 @@
 // Evaluator, as chainer.training.extensions.Evaluator: runs the target over a whole
 // (non-repeating) iterator with backprop off and config.train false, and reports the mean of
-// the per-batch reports under "<name>/" ("validation/main/loss"). evaluate() is virtual, and
+// the per-batch reports under "<name>/" ("validation/main/loss"). A repeating iterator, which
+// would never end, raises an error at its first epoch end. evaluate() is virtual, and
 // the last run's example count is kept, so a multi-node evaluator can weight ranks by it.
 #pragma once
 #include <functional>

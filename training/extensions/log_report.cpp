@@ -33,7 +33,9 @@ void LogReport::operator()(Trainer& trainer) {
     f << to_json(log_);
     if (!f.flush()) throw Error(str("LogReport: cannot write '", tmp, "'"));
   }
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error(str("LogReport: cannot rename '", tmp, "' to '", path.string(), "': ", ec.message()));
 }
 
 namespace {

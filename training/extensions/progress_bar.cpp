@@ -1,5 +1,6 @@
 #include "training/extensions/progress_bar.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -40,7 +41,6 @@ void ProgressBar::operator()(Trainer& trainer) {
   }
   char buf[512];
   std::string text;
-  if (drawn_) text += "\033[4A";  // back to the top of the previous drawing
   std::snprintf(buf, sizeof buf, "\033[J     total %s %6.2f%%\n", bar(total_fraction, bar_length_).c_str(), 100 * total_fraction);
   text += buf;
   std::snprintf(buf, sizeof buf, "this epoch %s %6.2f%%\n", bar(epoch_fraction, bar_length_).c_str(), 100 * epoch_fraction);
@@ -58,12 +58,16 @@ void ProgressBar::operator()(Trainer& trainer) {
     std::snprintf(buf, sizeof buf, "%10s iters/sec. Estimated time to finish: unknown.\n", "");
   }
   text += buf;
+  // Back to the top of the drawing, as Chainer does: whatever is printed next (PrintReport's
+  // rows, on stdout) is written over the bar and stays, and the next drawing starts below it.
+  // Moving up only at the next drawing would erase the lines printed in between.
+  text += "\033[4A";
   out_ << text << std::flush;
   drawn_ = true;
 }
 
 void ProgressBar::finalize() {
-  if (drawn_) out_ << "\033[4A\033[J" << std::flush;  // leave the terminal as the report left it
+  if (drawn_) out_ << "\033[J" << std::flush;  // erase the last drawing
   drawn_ = false;
 }
 

@@ -1,0 +1,100 @@
+#include "distributed/chunked_transfer.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/error.h"
+#include "distributed/mpi_check.h"
+
+namespace chainermn::detail {
+
+namespace {
+std::atomic<size_t> g_max_chunk_bytes{size_t(1) << 30};
+
+int chunk_count(size_t bytes) { return int(bytes); }  // bytes <= max_chunk_bytes() < 2^31
+}  // namespace
+
+size_t max_chunk_bytes() { return g_max_chunk_bytes.load(); }
+
+void set_max_chunk_bytes(size_t bytes) {
+  if (bytes < 8 || bytes > (size_t(1) << 30))
+    throw chainer::Error(chainer::str("set_max_chunk_bytes: ", bytes, " is outside [8, 2^30]"));
+  g_max_chunk_bytes = bytes;
+}
+
+MPI_Datatype mpi_datatype(chainer::DType dtype) {
+  switch (dtype) {
+    case chainer::DType::Float32: return MPI_FLOAT;
+    case chainer::DType::Float64: return MPI_DOUBLE;
+    case chainer::DType::Int32: return MPI_INT32_T;
+    case chainer::DType::Int64: return MPI_INT64_T;
+    case chainer::DType::UInt8: return MPI_UINT8_T;
+  }
+  throw chainer::Error("mpi_datatype: unknown dtype");
+}
+
+void send_chunked(const void* data, size_t nbytes, int dest, int tag, MPI_Comm comm) {
+  const char* p = static_cast<const char*>(data);
+  const size_t chunk = max_chunk_bytes();
+  for (size_t off = 0; off < nbytes; off += chunk) {
+    const size_t n = std::min(chunk, nbytes - off);
+    CHAINERMN_MPI_CHECK(MPI_Send(p + off, chunk_count(n), MPI_BYTE, dest, tag, comm));
+  }
+}
+
+void recv_chunked(void* data, size_t nbytes, int source, int tag, MPI_Comm comm) {
+  char* p = static_cast<char*>(data);
+  const size_t chunk = max_chunk_bytes();
+  for (size_t off = 0; off < nbytes; off += chunk) {
+    const size_t n = std::min(chunk, nbytes - off);
+    MPI_Status status;
+    CHAINERMN_MPI_CHECK(MPI_Recv(p + off, chunk_count(n), MPI_BYTE, source, tag, comm, &status));
+    int got = 0;
+    CHAINERMN_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &got));
+    if (size_t(got) != n)
+      throw chainer::Error(chainer::str("recv: expected a chunk of ", n, " bytes from rank ", source, " but got ", got,
+                                        " (are sender and receiver out of step?)"));
+  }
+}
+
+void isend_chunked(const void* data, size_t nbytes, int dest, int tag, MPI_Comm comm,
+                   std::vector<MPI_Request>& requests) {
+  const char* p = static_cast<const char*>(data);
+  const size_t chunk = max_chunk_bytes();
+  for (size_t off = 0; off < nbytes; off += chunk) {
+    const size_t n = std::min(chunk, nbytes - off);
+    MPI_Request req;
+    CHAINERMN_MPI_CHECK(MPI_Isend(p + off, chunk_count(n), MPI_BYTE, dest, tag, comm, &req));
+    requests.push_back(req);
+  }
+}
+
+void wait_all(std::vector<MPI_Request>& requests) {
+  if (requests.empty()) return;
+  CHAINERMN_MPI_CHECK(MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  requests.clear();
+}
+
+void bcast_chunked(void* data, size_t nbytes, int root, MPI_Comm comm) {
+  char* p = static_cast<char*>(data);
+  const size_t chunk = max_chunk_bytes();
+  for (size_t off = 0; off < nbytes; off += chunk) {
+    const size_t n = std::min(chunk, nbytes - off);
+    CHAINERMN_MPI_CHECK(MPI_Bcast(p + off, chunk_count(n), MPI_BYTE, root, comm));
+  }
+}
+
+void allreduce_sum_chunked(void* data, int64_t count, chainer::DType dtype, MPI_Comm comm) {
+  if (dtype == chainer::DType::UInt8)
+    throw chainer::Error("allreduce: dtype uint8 cannot be summed (use float32, float64, int32 or int64)");
+  const size_t item = chainer::dtype_size(dtype);
+  const int64_t per_chunk = int64_t(std::max<size_t>(1, max_chunk_bytes() / item));
+  const MPI_Datatype type = mpi_datatype(dtype);
+  char* p = static_cast<char*>(data);
+  for (int64_t off = 0; off < count; off += per_chunk) {
+    const int64_t n = std::min(per_chunk, count - off);
+    CHAINERMN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + size_t(off) * item, int(n), type, MPI_SUM, comm));
+  }
+}
+
+}  // namespace chainermn::detail

@@ -1,0 +1,169 @@
+// Communicators, as chainermn's: a group of processes (an MPI communicator) with ChainerMN's
+// topology (intra = on this host, inter = across hosts), collectives on tensors, byte strings
+// and serialisable objects, and the model-level operations the multi-node optimizer builds on
+// (bcast_data, multi_node_mean_grad). Concrete kinds differ only in how gradients are
+// averaged: "naive" does one all-reduce per parameter, "flat" packs all gradients in one buffer.
+//
+// Conventions: collectives are called by every rank of the communicator in the same order.
+// Errors that every rank can see (shapes that differ across ranks in allreduce, bcast_data,
+// debug mode) are raised on every rank alike; an error on one rank only leaves the others
+// waiting, which chainermn::run_main turns into the end of the whole job (see mpi_runtime.h).
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "distributed/mpi_runtime.h"
+#include "distributed/object_reduction.h"
+#include "distributed/object_serialization.h"
+#include "distributed/topology.h"
+#include "nn/link.h"
+
+namespace chainermn {
+
+using chainer::Tensor;
+
+class Communicator {
+ public:
+  virtual ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  const std::string& name() const { return name_; }  // "naive", "flat"
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int intra_rank() const { return topology_.intra_rank; }  // rank among the processes on this host
+  int intra_size() const { return topology_.intra_size; }
+  int inter_rank() const { return topology_.inter_rank; }  // index of this host (hosts ordered by smallest rank)
+  int inter_size() const { return topology_.inter_size; }  // number of hosts
+  const std::vector<std::string>& host_names() const { return host_names_; }  // indexed by rank
+  MPI_Comm mpi_comm() const { return comm_; }
+
+  // A communicator of the same kind (and debug setting) over the processes that passed the same
+  // COLOR, ranked by KEY (then by rank); nullptr for processes that passed MPI_UNDEFINED.
+  std::shared_ptr<Communicator> split(int color, int key) const;
+
+  // ---- Tensors ----
+  // Any shape and dtype; shape and dtype travel with the data (a small header message, then
+  // the values in chunks of at most 1 GiB); non-contiguous input is sent as its contiguous copy;
+  // an undefined tensor arrives undefined. Results are fresh contiguous tensors.
+  void send(const Tensor& x, int dest, int tag = 0) const;
+  Tensor recv(int source, int tag = 0) const;  // SOURCE may be MPI_ANY_SOURCE
+  Tensor bcast(const Tensor& x, int root = 0) const;                  // x is ignored off the root
+  std::vector<Tensor> gather(const Tensor& x, int root = 0) const;    // size() tensors on the root, none elsewhere
+  std::vector<Tensor> allgather(const Tensor& x) const;               // shapes may differ per rank
+  // Elementwise sum; float32, float64, int32, int64; every rank passes the same dtype and shape
+  // (checked: otherwise every rank throws).
+  Tensor allreduce(const Tensor& x) const;
+  Tensor scatter(const std::vector<Tensor>& xs, int root = 0) const;  // xs[i] goes to rank i; xs ignored off the root
+  std::vector<Tensor> alltoall(const std::vector<Tensor>& xs) const;  // xs[i] goes to rank i; result[j] came from rank j
+
+  // ---- Byte strings ---- chunked in pieces of at most 1 GiB, so strings over 2 GiB work.
+  void send_bytes(const std::string& bytes, int dest, int tag = 0) const;
+  std::string recv_bytes(int source, int tag = 0) const;  // SOURCE may be MPI_ANY_SOURCE
+  std::string bcast_bytes(const std::string& bytes, int root = 0) const;
+  std::vector<std::string> gather_bytes(const std::string& bytes, int root = 0) const;  // empty off the root
+  std::vector<std::string> allgather_bytes(const std::string& bytes) const;
+
+  // ---- Objects ---- anything distributed/object_serialization.h encodes (numbers, strings,
+  // vectors, maps, pairs, tensors, nested). The receiver names the type it expects.
+  template <class T>
+  void send_obj(const T& obj, int dest, int tag = 0) const {
+    send_bytes(serialize_object(obj), dest, tag);
+  }
+  template <class T>
+  T recv_obj(int source, int tag = 0) const {
+    return deserialize_object<T>(recv_bytes(source, tag));
+  }
+  template <class T>
+  T bcast_obj(const T& obj, int root = 0) const {  // obj is ignored off the root
+    std::string bytes = bcast_bytes(rank_ == root ? serialize_object(obj) : std::string(), root);
+    return rank_ == root ? obj : deserialize_object<T>(bytes);
+  }
+  template <class T>
+  std::vector<T> gather_obj(const T& obj, int root = 0) const {  // size() objects on the root, none elsewhere
+    std::vector<T> out;
+    for (const std::string& b : gather_bytes(serialize_object(obj), root)) out.push_back(deserialize_object<T>(b));
+    return out;
+  }
+  template <class T>
+  std::vector<T> allgather_obj(const T& obj) const {
+    std::vector<T> out;
+    for (const std::string& b : allgather_bytes(serialize_object(obj))) out.push_back(deserialize_object<T>(b));
+    return out;
+  }
+  // The sum over ranks (distributed/object_reduction.h: numbers add, maps add per key over the
+  // union of keys, vectors/pairs/tensors elementwise), added in rank order: identical everywhere.
+  template <class T>
+  T allreduce_obj(const T& obj) const {
+    std::vector<T> all = allgather_obj(obj);
+    T acc = std::move(all[0]);
+    for (size_t i = 1; i < all.size(); ++i) acc = ObjectSum<T>::add(std::move(acc), all[i]);
+    return acc;
+  }
+
+  // ---- Models ---- Parameters are visited in namedparams() order (sorted names), the same on
+  // every rank.
+
+  // Every rank's parameters become rank 0's (in place): each initialized parameter is
+  // broadcast from rank 0; uninitialized ones are skipped. Throws on every rank, naming the
+  // parameter and the ranks, when the models differ (names, dtypes, shapes, or a parameter
+  // initialized on some ranks only).
+  void bcast_data(chainer::Link& model) const;
+
+  // Averages the gradients over all ranks (sum / size(), in place on each gradient). With
+  // ZERO_FILL, an initialized parameter without a gradient counts as zeros and receives the
+  // average; without it, such parameters are skipped, and every rank must then agree on which
+  // are missing (debug mode checks it). Uninitialized parameters are always skipped.
+  void multi_node_mean_grad(chainer::Link& model, bool zero_fill = false) const;
+  void allreduce_grad(chainer::Link& model, bool zero_fill = false) const { multi_node_mean_grad(model, zero_fill); }
+
+  // Debug mode (on when the environment has CHAINERMN_DEBUG=1 at construction): before each
+  // gradient all-reduce the ranks compare parameter names, dtypes and shapes and throw an Error
+  // naming the parameter and the ranks that differ; after it a non-finite averaged gradient
+  // throws "parameters diverged" naming the parameter. Costs one allgather per call.
+  void set_debug(bool on) { debug_ = on; }
+  bool debug() const { return debug_; }
+
+  // Frees the MPI communicators (not MPI itself); any later call throws. The destructor does
+  // it too when MPI is still running.
+  void finalize();
+  bool finalized() const { return comm_ == MPI_COMM_NULL; }
+
+ protected:
+  Communicator(std::string name, MPI_Comm comm);  // duplicates COMM
+
+  // One (name, parameter) per gradient to average: initialized, with a defined contiguous
+  // floating-point gradient of the parameter's shape.
+  using GradList = std::vector<std::pair<std::string, chainer::Variable>>;
+  // Replaces each gradient with its mean over the ranks (in place when possible).
+  virtual void mean_grads(const GradList& grads) const = 0;
+
+  MPI_Comm comm() const;  // comm_, or throws after finalize()
+  MPI_Comm coll() const;  // coll_comm_, or throws after finalize()
+
+ private:
+  void check_grads_consistent(const chainer::Link& model, bool zero_fill) const;
+  static void check_grads_finite(const GradList& grads);
+
+  std::string name_;
+  MPI_Comm comm_ = MPI_COMM_NULL;       // the caller's traffic: send/recv with the caller's tags, collectives
+  MPI_Comm coll_comm_ = MPI_COMM_NULL;  // collectives built on point-to-point messages, apart from the caller's tags
+  int rank_ = 0, size_ = 1;
+  Topology topology_;
+  std::vector<std::string> host_names_;
+  bool debug_ = false;
+};
+
+// NAME: naive, flat on CPU; hierarchical, two_dimensional, single_node, pure_nccl and
+// non_cuda_aware need CUDA and throw saying so; anything else throws listing the valid names.
+// COMM is duplicated, so the communicator's traffic never mixes with the caller's. Starts MPI
+// (init_mpi) when nobody did.
+std::shared_ptr<Communicator> create_communicator(const std::string& name = "naive", MPI_Comm comm = MPI_COMM_WORLD);
+
+}  // namespace chainermn

@@ -1,0 +1,26 @@
+// The "flat" communicator, as ChainerMN's FlatCommunicator: packs every gradient into one
+// contiguous buffer (one per dtype), averages it with a single MPI_Allreduce and unpacks,
+// scaling by 1/size on the way out. One latency for the whole model instead of one per
+// parameter. The buffer is kept and reused across calls (it grows when a model needs more).
+#pragma once
+#include <map>
+
+#include "distributed/communicator.h"
+
+namespace chainermn {
+
+class FlatCommunicator : public Communicator {
+ public:
+  explicit FlatCommunicator(MPI_Comm comm = MPI_COMM_WORLD) : Communicator("flat", comm) {}
+
+  // The packing buffer for DTYPE (undefined before the first call that needed it).
+  Tensor buffer(chainer::DType dtype) const;
+
+ protected:
+  void mean_grads(const GradList& grads) const override;
+
+ private:
+  mutable std::map<chainer::DType, Tensor> buffers_;
+};
+
+}  // namespace chainermn

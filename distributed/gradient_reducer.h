@@ -1,0 +1,93 @@
+// GradientReducer: averages a link's gradients over every rank of a communicator while
+// backward is still running, the way PyTorch's DistributedDataParallel does.
+//
+// attach(link) plans BUCKETS over the link's initialized parameters taken in REVERSE
+// namedparams() order (roughly the order backward finishes them): a small first bucket
+// (first_bucket_bytes, ~1 MB) so communication starts early, then buckets of about bucket_bytes
+// (~25 MB). A bucket never mixes dtypes; a parameter larger than a bucket gets one of its own.
+// Every parameter gets a VariableNode grad hook; when backward makes a gradient final the hook
+// counts it, and as soon as EVERY parameter of the next bucket in plan order is final that bucket
+// is packed into one buffer and started with MPI_Iallreduce (sum, in place). Buckets are always
+// started in plan order, the same on every rank: a bucket that becomes ready before an earlier
+// one waits for it (counted in stats().waited_for_earlier). Each hook also calls MPI_Test on the
+// buckets in flight so MPI makes progress during the rest of backward.
+//
+// finalize() completes the step: it starts, in order, every bucket not started yet (parameters
+// that got no gradient in this backward count as zeros, so no rank ever waits for a bucket that
+// another rank cannot start), waits for all of them (MPI_Waitall), unpacks and scales by 1/size.
+// With zero_fill a parameter without a gradient then gets the mean of the others' gradients;
+// without it, such a parameter is left without a gradient (every rank should then agree on which
+// are missing, as ChainerMN requires). If no hook fired at all (gradients set by hand, or the
+// user's backward happened before attach), finalize simply reduces everything then.
+//
+// Rules, as for DDP: every rank runs the same sequence of backward passes between two
+// finalize() calls, and gradients are not edited by hand between backward and finalize()
+// (a bucket may already have been packed). A second backward before finalize() (gradient
+// accumulation) is detected when a parameter whose bucket was already started gets a new
+// gradient: the started buckets are then completed and thrown away, and finalize() reduces
+// everything again from the accumulated gradients (stats().restarts).
+//
+// The reducer works on its own duplicate of the communicator's MPI communicator, so its
+// non-blocking traffic never mixes with other collectives.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/communicator.h"
+#include "nn/link.h"
+
+namespace chainermn {
+
+struct GradientReducerOptions {
+  size_t first_bucket_bytes = size_t(1) << 20;  // the first bucket (the last parameters of the model)
+  size_t bucket_bytes = size_t(25) << 20;       // every later bucket
+  bool zero_fill = true;
+};
+
+class GradientReducer {
+ public:
+  struct Stats {
+    int64_t steps = 0;                  // finalize() calls that reduced something
+    int64_t buckets_from_hooks = 0;     // buckets started during backward, from a grad hook
+    int64_t buckets_at_finalize = 0;    // buckets started by finalize()
+    int64_t waited_for_earlier = 0;     // times a ready bucket had to wait for an earlier one
+    int64_t restarts = 0;               // steps whose early buckets were thrown away (see above)
+  };
+
+  // Collective over COMM (duplicates its MPI communicator).
+  GradientReducer(std::shared_ptr<Communicator> comm, GradientReducerOptions options = {});
+  // Completes anything still in flight and removes its hooks.
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  // Plans the buckets over LINK's initialized parameters and hooks them. An earlier plan is
+  // dropped first, as by detach(). Every rank must attach the same structure.
+  void attach(const chainer::Link& link);
+  // Completes (collectively, consistently) any bucket in flight, discards the partial
+  // reduction, and removes the hooks.
+  void detach();
+  // Whether the current plan covers exactly LINK's initialized parameters (same variables, same
+  // order and shapes).
+  bool matches(const chainer::Link& link) const;
+  bool attached() const;
+
+  // Completes the reduction (see above): afterwards every planned parameter holds the mean of
+  // its gradient over all ranks. A no-op on a one-process communicator apart from zero filling.
+  void finalize();
+
+  const Stats& stats() const;
+  // The plan: the parameter names of each bucket, in launch order.
+  std::vector<std::vector<std::string>> bucket_names() const;
+  const GradientReducerOptions& options() const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace chainermn

@@ -1,0 +1,87 @@
+#include "distributed/multi_node_optimizer.h"
+
+namespace chainermn {
+
+using chainer::Error;
+
+MultiNodeOptimizer::MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actual, std::shared_ptr<Communicator> comm,
+                                       MultiNodeOptimizerOptions options)
+    : actual_(std::move(actual)), comm_(std::move(comm)), options_(std::move(options)) {
+  if (!actual_) throw Error("create_multi_node_optimizer: the actual optimizer is null");
+  if (!comm_) throw Error("create_multi_node_optimizer: the communicator is null");
+  if (options_.double_buffering)
+    throw Error(chainer::str("create_multi_node_optimizer: double buffering needs the pure_nccl communicator (CUDA); "
+                             "the '", comm_->name(), "' communicator does not support it"));
+  if (options_.reduction != "bucketed" && options_.reduction != "communicator")
+    throw Error(chainer::str("create_multi_node_optimizer: unknown reduction '", options_.reduction,
+                             "' (valid: bucketed, communicator)"));
+  if (options_.reduction == "bucketed") {
+    GradientReducerOptions r;
+    r.first_bucket_bytes = options_.first_bucket_bytes;
+    r.bucket_bytes = options_.bucket_bytes;
+    r.zero_fill = options_.zero_fill;
+    reducer_ = std::make_unique<GradientReducer>(comm_, r);
+  }
+  if (actual_->target_ptr()) chainer::Optimizer::setup(actual_->target_ptr());
+}
+
+void MultiNodeOptimizer::setup(std::shared_ptr<chainer::Link> target) {
+  actual_->setup(target);
+  chainer::Optimizer::setup(std::move(target));
+  if (reducer_) reducer_->detach();
+  signature_.clear();
+  needs_broadcast_ = true;
+}
+
+MultiNodeOptimizer::Signature MultiNodeOptimizer::signature_of(const chainer::Link& link) {
+  Signature sig;
+  for (const auto& [name, p] : link.namedparams())
+    sig.emplace_back(name, p.data().defined() ? p.shape() : chainer::Shape{-1});  // {-1}: not initialized yet
+  return sig;
+}
+
+void MultiNodeOptimizer::update() {
+  require_target("update");
+  chainer::Link& link = target();
+  Signature sig = signature_of(link);
+  if (needs_broadcast_ || sig != signature_) {
+    // ChainerMN: `if self.is_changed(target): self.communicator.bcast_data(target)` and no step.
+    signature_ = std::move(sig);
+    needs_broadcast_ = false;
+    if (reducer_) reducer_->detach();  // completes whatever this backward started, consistently
+    comm_->bcast_data(link);
+    ++broadcasts_;
+    if (reducer_) reducer_->attach(link);
+    return;
+  }
+  if (reducer_) {
+    // Same names and shapes but other variables (a child link replaced by a twin): re-plan;
+    // the gradients are then all reduced now.
+    if (!reducer_->matches(link)) reducer_->attach(link);
+    reducer_->finalize();
+  } else {
+    comm_->multi_node_mean_grad(link, options_.zero_fill);
+  }
+  actual_->update();
+}
+
+void MultiNodeOptimizer::update_one(chainer::Variable&, chainer::TensorMap&) {
+  throw chainer::InternalError("MultiNodeOptimizer::update_one: the actual optimizer does the steps");
+}
+
+std::shared_ptr<chainer::Optimizer> create_multi_node_optimizer(std::shared_ptr<chainer::Optimizer> actual,
+                                                                 std::shared_ptr<Communicator> comm,
+                                                                 bool double_buffering, bool zero_fill) {
+  MultiNodeOptimizerOptions options;
+  options.double_buffering = double_buffering;
+  options.zero_fill = zero_fill;
+  return create_multi_node_optimizer(std::move(actual), std::move(comm), options);
+}
+
+std::shared_ptr<chainer::Optimizer> create_multi_node_optimizer(std::shared_ptr<chainer::Optimizer> actual,
+                                                                 std::shared_ptr<Communicator> comm,
+                                                                 const MultiNodeOptimizerOptions& options) {
+  return std::make_shared<MultiNodeOptimizer>(std::move(actual), std::move(comm), options);
+}
+
+}  // namespace chainermn

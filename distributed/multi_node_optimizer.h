@@ -1,0 +1,102 @@
+// The multi-node optimizer, as chainermn.create_multi_node_optimizer: wraps an ordinary
+// optimizer (the "actual" one) and behaves exactly like it (setup, both update forms, t(),
+// epoch(), new_epoch(), hooks, serialize, target()), except that the gradients are averaged
+// over every rank of the communicator before the actual optimizer steps.
+//
+// As ChainerMN's _MultiNodeOptimizer.update: at the first update, and whenever the set of the
+// target's parameters changes (names, or shapes, which covers a lazily initialized Linear and a
+// link added later), that update only broadcasts the parameters from rank 0
+// (Communicator::bcast_data) and does NOT step: t() stays where it was (0 after the first
+// update). Otherwise it averages the gradients and lets the actual optimizer step; its hooks
+// (WeightDecay, GradientClipping) therefore see the averaged gradients.
+//
+// Gradients are averaged in one of two ways (MultiNodeOptimizerOptions::reduction):
+//   "bucketed" (the default): a GradientReducer (distributed/gradient_reducer.h) hooked on the
+//     parameters starts MPI_Iallreduce on buckets of gradients while backward is still running,
+//     as PyTorch's DDP does; update() waits for them. This works with update(lossfun) and with
+//     update() after the caller ran backward; gradients set by hand are reduced at update time.
+//   "communicator": Communicator::multi_node_mean_grad at update time, i.e. the communicator's
+//     own scheme ("naive": one all-reduce per parameter, "flat": one packed buffer), as ChainerMN.
+// Every rank must call update the same number of times with the same model structure.
+//
+// serialize() delegates to the actual optimizer, so snapshots have the single-process layout.
+// state(name) of the base class is not forwarded; read it from actual_optimizer().
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distributed/communicator.h"
+#include "distributed/gradient_reducer.h"
+#include "nn/optimizer.h"
+
+namespace chainermn {
+
+struct MultiNodeOptimizerOptions {
+  // ChainerMN's double buffering overlaps an update with the next step's all-reduce on the
+  // pure_nccl communicator, which needs CUDA; asking for it throws, as ChainerMN does for any
+  // other communicator.
+  bool double_buffering = false;
+  // A parameter without a gradient counts as zeros (and receives the mean); without it such
+  // parameters are skipped, and every rank must agree on which are missing.
+  bool zero_fill = true;
+  std::string reduction = "bucketed";  // or "communicator"
+  size_t first_bucket_bytes = size_t(1) << 20;  // bucketed only
+  size_t bucket_bytes = size_t(25) << 20;       // bucketed only
+};
+
+class MultiNodeOptimizer : public chainer::Optimizer {
+ public:
+  // Collective over COMM when the reduction is "bucketed" (the reducer duplicates the MPI
+  // communicator). If ACTUAL already has a target, this optimizer adopts it.
+  MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actual, std::shared_ptr<Communicator> comm,
+                     MultiNodeOptimizerOptions options = {});
+
+  void setup(std::shared_ptr<chainer::Link> target) override;
+  using chainer::Optimizer::update;  // update(lossfun): forward, cleargrads, backward, update()
+  void update() override;
+
+  int64_t t() const override { return actual_->t(); }
+  int64_t epoch() const override { return actual_->epoch(); }
+  void new_epoch() override { actual_->new_epoch(); }
+  void add_hook(std::shared_ptr<chainer::OptimizerHook> hook) override { actual_->add_hook(std::move(hook)); }
+  void serialize(chainer::Serializer& s) override { actual_->serialize(s); }
+
+  chainer::Optimizer& actual_optimizer() const { return *actual_; }
+  const std::shared_ptr<chainer::Optimizer>& actual_optimizer_ptr() const { return actual_; }
+  Communicator& communicator() const { return *comm_; }
+  const MultiNodeOptimizerOptions& options() const { return options_; }
+  // The bucketed reducer; null for the "communicator" reduction.
+  const GradientReducer* reducer() const { return reducer_.get(); }
+  // How many updates only broadcast the parameters (the first one, and one per change).
+  int64_t broadcast_count() const { return broadcasts_; }
+
+ protected:
+  void update_one(chainer::Variable& param, chainer::TensorMap& state) override;
+  std::vector<std::string> state_names() const override { return {}; }
+
+ private:
+  using Signature = std::vector<std::pair<std::string, chainer::Shape>>;
+  static Signature signature_of(const chainer::Link& link);
+
+  std::shared_ptr<chainer::Optimizer> actual_;
+  std::shared_ptr<Communicator> comm_;
+  MultiNodeOptimizerOptions options_;
+  std::unique_ptr<GradientReducer> reducer_;
+  Signature signature_;
+  bool needs_broadcast_ = true;
+  int64_t broadcasts_ = 0;
+};
+
+// As chainermn.create_multi_node_optimizer(actual_optimizer, communicator, double_buffering,
+// zero_fill), with the bucketed reduction.
+std::shared_ptr<chainer::Optimizer> create_multi_node_optimizer(std::shared_ptr<chainer::Optimizer> actual,
+                                                                 std::shared_ptr<Communicator> comm,
+                                                                 bool double_buffering = false, bool zero_fill = true);
+// The same with every option (the reduction, the bucket sizes).
+std::shared_ptr<chainer::Optimizer> create_multi_node_optimizer(std::shared_ptr<chainer::Optimizer> actual,
+                                                                 std::shared_ptr<Communicator> comm,
+                                                                 const MultiNodeOptimizerOptions& options);
+
+}  // namespace chainermn

@@ -1,0 +1,17 @@
+// The "naive" communicator, as ChainerMN's NaiveCommunicator: averages gradients with one
+// MPI_Allreduce per parameter, in place on each gradient, then scales by 1/size. Simplest, and
+// best when parameters are few and large; many small parameters pay one latency each.
+#pragma once
+#include "distributed/communicator.h"
+
+namespace chainermn {
+
+class NaiveCommunicator : public Communicator {
+ public:
+  explicit NaiveCommunicator(MPI_Comm comm = MPI_COMM_WORLD) : Communicator("naive", comm) {}
+
+ protected:
+  void mean_grads(const GradList& grads) const override;
+};
+
+}  // namespace chainermn

@@ -1,0 +1,195 @@
+#include "distributed/scatter_dataset.h"
+
+#include <string>
+
+#include "core/random.h"
+#include "datasets/tuple_dataset.h"
+#include "distributed/object_serialization.h"
+
+namespace chainermn {
+
+using chainer::Error;
+using chainer::Tensor;
+using chainer::datasets::DatasetPtr;
+using chainer::datasets::TupleDataset;
+
+namespace {
+
+constexpr int kScatterTag = 7301;
+
+void check_root(int root, int size, const char* what) {
+  if (root < 0 || root >= size)
+    throw Error(chainer::str(what, ": root ", root, " is not a rank of a communicator of size ", size));
+}
+
+// Zero-row tensors with the fields of DATASET.
+std::vector<Tensor> empty_fields(const chainer::datasets::Dataset& dataset) {
+  if (auto* tuple = dynamic_cast<const TupleDataset*>(&dataset)) {
+    std::vector<Tensor> out;
+    for (const Tensor& f : tuple->fields()) {
+      chainer::Shape shape = f.shape();
+      shape[0] = 0;
+      out.push_back(Tensor::empty(shape, f.dtype()));
+    }
+    return out;
+  }
+  try {
+    std::vector<Tensor> out = dataset.get_batch({});
+    bool ok = !out.empty();
+    for (const Tensor& t : out) ok = ok && t.defined() && t.ndim() >= 1 && t.size(0) == 0;
+    if (ok) return out;
+  } catch (const Error&) {
+    // This kind of dataset cannot make an empty batch; look at an example instead.
+  }
+  if (dataset.size() == 0)
+    throw Error("create_empty_dataset: the dataset is empty and cannot make an empty batch, so the shapes of its "
+                "fields are unknown");
+  std::vector<Tensor> out;
+  for (const Tensor& t : dataset.get_example(0)) {
+    chainer::Shape shape{0};
+    shape.insert(shape.end(), t.shape().begin(), t.shape().end());
+    out.push_back(Tensor::empty(shape, t.dtype()));
+  }
+  if (out.empty()) throw Error("create_empty_dataset: the dataset's examples have no fields");
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> scatter_index_table(int64_t n, int size, bool force_equal_length) {
+  if (size <= 0) throw Error(chainer::str("scatter_index: the communicator size must be positive, got ", size));
+  if (n < 0) throw Error(chainer::str("scatter_index: the number of samples must be non-negative, got ", n));
+  std::vector<std::pair<int64_t, int64_t>> table;
+  table.reserve(size_t(size));
+  if (force_equal_length) {
+    const int64_t len = (n + size - 1) / size;
+    for (int i = 0; i < size; ++i) {
+      // floor(n * i / size), without forming n * i.
+      const int64_t b = (n / size) * i + (n % size) * i / size;
+      table.emplace_back(b, b + len);
+    }
+  } else {
+    int64_t b = 0;
+    const int64_t threshold = n % size;
+    for (int i = 0; i < size; ++i) {
+      const int64_t stride = n / size + (i < threshold ? 1 : 0);
+      table.emplace_back(b, b + stride);
+      b += stride;
+    }
+  }
+  return table;
+}
+
+std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const Communicator& comm, int root,
+                                          bool force_equal_length) {
+  check_root(root, comm.size(), "scatter_index");
+  std::vector<Tensor> xs;
+  std::string error;
+  if (comm.rank() == root) {
+    std::vector<std::pair<int64_t, int64_t>> table;
+    try {
+      table = scatter_index_table(n_total_samples, comm.size(), force_equal_length);
+    } catch (const Error& e) {
+      error = e.what();
+      table.assign(size_t(comm.size()), {-1, -1});  // tells the others that the root failed
+    }
+    for (const auto& [b, e] : table) xs.push_back(Tensor::from_vector(std::vector<int64_t>{b, e}));
+  }
+  const std::vector<int64_t> mine = comm.scatter(xs, root).to_vector<int64_t>();
+  if (!error.empty()) throw Error(error);
+  if (mine.size() != 2 || mine[0] < 0)
+    throw Error(chainer::str("scatter_index: failed on the root (rank ", root, "); see its error"));
+  return {mine[0], mine[1]};
+}
+
+std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const std::shared_ptr<Communicator>& comm, int root,
+                                          bool force_equal_length) {
+  if (!comm) throw Error("scatter_index: the communicator is null");
+  return scatter_index(n_total_samples, *comm, root, force_equal_length);
+}
+
+DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, int root, bool shuffle, uint64_t seed,
+                           bool force_equal_length) {
+  const int size = comm.size(), rank = comm.rank();
+  check_root(root, size, "scatter_dataset");
+
+  // 1. The root says how many examples there are (or why it cannot scatter).
+  using Header = std::pair<std::string, int64_t>;
+  Header header{"", 0};
+  std::vector<int64_t> order;
+  if (rank == root) {
+    try {
+      if (!dataset) throw Error(chainer::str("scatter_dataset: the dataset on the root (rank ", root, ") is null"));
+      header.second = int64_t(dataset->size());
+      if (shuffle) order = chainer::Generator(seed).permutation(header.second);
+    } catch (const std::exception& e) {
+      header.first = e.what();
+    }
+  }
+  header = deserialize_object<Header>(comm.bcast_bytes(rank == root ? serialize_object(header) : std::string(), root));
+  if (!header.first.empty()) {
+    if (rank == root) throw Error(header.first);
+    throw Error(chainer::str("scatter_dataset: failed on the root (rank ", root, "): ", header.first));
+  }
+  const auto table = scatter_index_table(header.second, size, force_equal_length);
+
+  // 2. The root sends each worker its rows: (error, number of fields), then the fields.
+  using Part = std::pair<std::string, int64_t>;
+  DatasetPtr mine;
+  std::string failure;
+  if (rank == root) {
+    for (int i = 0; i < size; ++i) {
+      std::vector<Tensor> rows;
+      if (failure.empty()) {
+        try {
+          const auto [b, e] = table[size_t(i)];
+          std::vector<size_t> indices;
+          indices.reserve(size_t(e - b));
+          for (int64_t j = b; j < e; ++j) indices.push_back(size_t(order.empty() ? j : order[size_t(j)]));
+          rows = indices.empty() ? empty_fields(*dataset) : dataset->get_batch(indices);
+          if (rows.empty()) throw Error("scatter_dataset: the dataset's examples have no fields");
+          for (size_t k = 0; k < rows.size(); ++k)
+            if (!rows[k].defined() || rows[k].ndim() < 1 || rows[k].size(0) != e - b)
+              throw Error(chainer::str("scatter_dataset: get_batch of ", e - b, " examples returned field ", k,
+                                       rows[k].defined() ? " of shape " + chainer::shape_str(rows[k].shape())
+                                                         : std::string(" undefined")));
+          if (i == root) mine = std::make_shared<TupleDataset>(rows);
+        } catch (const std::exception& ex) {
+          failure = ex.what();
+          rows.clear();
+        }
+      }
+      if (i == root) continue;
+      comm.send_bytes(serialize_object(Part{failure, int64_t(rows.size())}), i, kScatterTag);
+      for (const Tensor& t : rows) comm.send(t, i, kScatterTag);
+    }
+  } else {
+    const Part part = deserialize_object<Part>(comm.recv_bytes(root, kScatterTag));
+    if (part.first.empty()) {
+      std::vector<Tensor> fields;
+      for (int64_t k = 0; k < part.second; ++k) fields.push_back(comm.recv(root, kScatterTag));
+      mine = std::make_shared<TupleDataset>(std::move(fields));
+    }
+  }
+
+  // 3. Everyone learns whether every share got through, so either all ranks return or all throw.
+  const std::string status = comm.bcast_bytes(failure, root);
+  if (!status.empty()) {
+    if (rank == root) throw Error(status);
+    throw Error(chainer::str("scatter_dataset: failed on the root (rank ", root, "): ", status));
+  }
+  return mine;
+}
+
+DatasetPtr scatter_dataset(const DatasetPtr& dataset, const std::shared_ptr<Communicator>& comm, int root, bool shuffle,
+                           uint64_t seed, bool force_equal_length) {
+  if (!comm) throw Error("scatter_dataset: the communicator is null");
+  return scatter_dataset(dataset, *comm, root, shuffle, seed, force_equal_length);
+}
+
+DatasetPtr create_empty_dataset(const DatasetPtr& dataset) {
+  if (!dataset) throw Error("create_empty_dataset: the dataset is null");
+  return std::make_shared<TupleDataset>(empty_fields(*dataset));
+}
+
+}  // namespace chainermn

@@ -1,0 +1,56 @@
+// Scattering a dataset over the workers, as chainermn.scatter_dataset / scatter_index.
+//
+// ChainerMN's table for N examples over `size` ranks (scatter_index_table):
+//   force_equal_length (the default): len = ceil(N / size); rank i gets [b, b + len) with
+//     b = floor(N * i / size). Every rank gets exactly len examples, the shares cover all N
+//     examples, and where N is not a multiple of size the last examples of a share are repeated
+//     as the first ones of the next share (N <= len * size < N + size). The end never passes N.
+//   otherwise: the first N % size ranks get floor(N / size) + 1 examples and the others
+//     floor(N / size), a partition without repetition (for exact evaluation).
+//
+// scatter_dataset: the dataset of rank ROOT is read (the others pass anything, e.g. nullptr);
+// with SHUFFLE the shares are taken from a permutation drawn from chainer::Generator(SEED)
+// (so not numpy's permutation for the same seed, but the same on every run and platform).
+// Unlike ChainerMN, which broadcasts the whole pickled dataset and gives each rank a
+// SubDataset view, the root gathers each worker's rows with dataset->get_batch (any Dataset
+// works) and sends them (Communicator::send of tensors), so each worker holds a real
+// TupleDataset of just its share; the root's share is a copy too. An empty share keeps the
+// fields' shapes and dtypes (0 rows). Collective: every rank calls it with the same ROOT.
+// Errors on the root (a null dataset, a failing get_batch) reach every rank as exceptions.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "datasets/dataset.h"
+#include "distributed/communicator.h"
+
+namespace chainermn {
+
+// The (begin, end) of every rank, in rank order (no communication).
+std::vector<std::pair<int64_t, int64_t>> scatter_index_table(int64_t n_total_samples, int size,
+                                                             bool force_equal_length = true);
+
+// This rank's (begin, end) of ROOT's N_TOTAL_SAMPLES (the other ranks' counts are ignored).
+// Collective.
+std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const Communicator& comm, int root = 0,
+                                          bool force_equal_length = true);
+std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const std::shared_ptr<Communicator>& comm,
+                                          int root = 0, bool force_equal_length = true);
+
+chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPtr& dataset, const Communicator& comm,
+                                              int root = 0, bool shuffle = false, uint64_t seed = 0,
+                                              bool force_equal_length = true);
+chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPtr& dataset,
+                                              const std::shared_ptr<Communicator>& comm, int root = 0,
+                                              bool shuffle = false, uint64_t seed = 0, bool force_equal_length = true);
+
+// A TupleDataset with DATASET's fields (the shapes of one example, the dtypes) and 0 rows.
+// The fields come from a TupleDataset's arrays, from get_batch({}) where the dataset supports
+// an empty batch (anything backed by arrays, e.g. a SubDataset of a TupleDataset), or from its
+// first example; an empty dataset of another kind throws. (ChainerMN's create_empty_dataset is
+// different: a list of len(dataset) empty tuples, for model-parallel stages without inputs.)
+chainer::datasets::DatasetPtr create_empty_dataset(const chainer::datasets::DatasetPtr& dataset);
+
+}  // namespace chainermn

@@ -1,0 +1,29 @@
+// Where the processes of a communicator run, as ChainerMN sees it: processes group by host name
+// (every rank's name is allgathered); "intra" numbers the processes of one host, "inter" the
+// hosts, ordered by their smallest rank. Kept apart from MPI so the rule can be tested with any
+// list of host names.
+#pragma once
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace chainermn {
+
+struct Topology {
+  int intra_rank = 0;  // position of this process among those on its host, by rank
+  int intra_size = 1;  // processes on this host
+  int inter_rank = 0;  // index of this host, hosts ordered by their smallest rank
+  int inter_size = 1;  // number of hosts
+};
+
+// The topology of rank RANK when rank i runs on HOSTS[i].
+Topology compute_topology(const std::vector<std::string>& hosts, int rank);
+
+// This machine's host name (MPI_Get_processor_name).
+std::string host_name();
+
+// Every rank's host name, indexed by rank in COMM (a collective).
+std::vector<std::string> allgather_host_names(MPI_Comm comm);
+
+}  // namespace chainermn

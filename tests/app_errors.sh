@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The mnist_mlp app on bad input: each case must print a clear message on stderr and exit with
+# status 1 exactly (an error, not a crash or a signal); -h prints the usage and exits 0.
+# Cases that get as far as loading data use $MNIST_DIR and are skipped without it; runs that
+# train use -u 10 to stay cheap.
+#   tests/app_errors.sh path/to/mnist_mlp
+set -u
+app=${1:?usage: app_errors.sh MNIST_MLP}
+app=$(cd "$(dirname "$app")" && pwd)/$(basename "$app")
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/chainer_app_errors.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+failures=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# expect_error NAME PATTERN... -- ARGS...: exit status 1 and every PATTERN (fixed strings) in stderr.
+expect_error() {
+  local name=$1
+  shift
+  local patterns=()
+  while [ "$1" != "--" ]; do
+    patterns+=("$1")
+    shift
+  done
+  shift
+  "$app" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 1 ]; then
+    fail "$name: mnist_mlp $* exited with $rc, expected 1 (stderr: $(tail -c 400 "$tmp/err"))"
+    return
+  fi
+  if ! grep -q "^mnist_mlp: error: " "$tmp/err"; then
+    fail "$name: stderr has no 'mnist_mlp: error:' line: $(tail -c 400 "$tmp/err")"
+    return
+  fi
+  local p
+  for p in "${patterns[@]}"; do
+    if ! grep -qF -- "$p" "$tmp/err"; then
+      fail "$name: stderr does not mention '$p': $(tail -c 400 "$tmp/err")"
+      return
+    fi
+  done
+  echo "ok: $name: $(grep '^mnist_mlp: error: ' "$tmp/err" | head -n 1)"
+}
+
+# -h: usage on stdout, status 0.
+"$app" -h >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -ne 0 ]; then fail "-h exited with $rc"; fi
+if ! grep -q "^usage: mnist_mlp" "$tmp/out"; then fail "-h did not print the usage"; fi
+if ! grep -q -- "--batchsize" "$tmp/out"; then fail "-h does not describe --batchsize"; fi
+[ "$rc" -eq 0 ] && echo "ok: -h"
+"$app" --help >/dev/null 2>&1 || fail "--help exited with $?"
+
+# Command line errors (nothing is loaded).
+expect_error "batch size 0" "-b/--batchsize" "at least 1" "got 0" -- -b 0
+expect_error "negative epochs" "-e/--epoch" "got -1" -- -e -1
+expect_error "non-numeric units" "-u/--unit" "'abc'" -- -u abc
+expect_error "trailing garbage in a number" "-b/--batchsize" "'10x'" -- -b 10x
+expect_error "unknown flag" "--bogus" "unknown option" -- --bogus
+expect_error "unknown flag with a value" "--bogus" "unknown option" -- --bogus=3
+expect_error "missing value" "-b" "needs a value" -- -b
+expect_error "empty value" "--out" "needs a value" -- --out=
+expect_error "frequency 0" "-f/--frequency" -- -f 0
+expect_error "too many threads" "--threads" "at most" -- --threads 99999999999
+expect_error "missing data directory" "/nonexistent" "MNIST" -- --data /nonexistent -e 1 -u 10
+
+if [ -z "${MNIST_DIR:-}" ] || [ ! -d "${MNIST_DIR:-}" ]; then
+  echo "skipped: the cases that need data (MNIST_DIR '${MNIST_DIR:-}' is not a directory)"
+else
+  data=(--data "$MNIST_DIR" -u 10 -e 1)
+  # Output directories that cannot be written.
+  expect_error "output directory in /proc" "/proc/forbidden" "output directory" -- "${data[@]}" -o /proc/forbidden
+  echo "a regular file" >"$tmp/plain"
+  expect_error "output directory under a regular file" "$tmp/plain/result" "output directory" -- "${data[@]}" \
+    -o "$tmp/plain/result"
+  # Snapshots that cannot be resumed.
+  expect_error "missing snapshot" "/nonexistent/snapshot" "does not exist" -- "${data[@]}" -o "$tmp/r1" \
+    -r /nonexistent/snapshot
+  printf 'PK\003\004 this is not a snapshot \377\000\001' >"$tmp/corrupt_snapshot"
+  expect_error "corrupt snapshot" "$tmp/corrupt_snapshot" -- "${data[@]}" -o "$tmp/r2" -r "$tmp/corrupt_snapshot"
+  : >"$tmp/empty_snapshot"
+  expect_error "empty snapshot" "$tmp/empty_snapshot" -- "${data[@]}" -o "$tmp/r3" -r "$tmp/empty_snapshot"
+
+  # A real (small) run, then resumes from its snapshot: with other unit counts (an error), and
+  # with the same model to a second epoch.
+  "$app" "${data[@]}" -o "$tmp/run" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" -ne 0 ]; then
+    fail "a one-epoch run exited with $rc: $(tail -c 400 "$tmp/err")"
+  else
+    for f in log cg.dot snapshot_iter_600; do
+      [ -f "$tmp/run/$f" ] || fail "the run did not write $f"
+    done
+    grep -q "validation/main/accuracy" "$tmp/out" || fail "the run printed no report"
+    echo "ok: one epoch with -u 10"
+    expect_error "snapshot of other unit counts" "$tmp/run/snapshot_iter_600" "shape" -- --data "$MNIST_DIR" -u 20 -e 2 \
+      -o "$tmp/r4" -r "$tmp/run/snapshot_iter_600"
+    "$app" --data "$MNIST_DIR" -u 10 -e 2 -o "$tmp/run" -r "$tmp/run/snapshot_iter_600" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+      fail "resuming to a second epoch exited with $rc: $(tail -c 400 "$tmp/err")"
+    elif [ "$(grep -c '"epoch": ' "$tmp/run/log")" -ne 2 ] || [ ! -f "$tmp/run/snapshot_iter_1200" ]; then
+      fail "the resumed run did not log epoch 2 and snapshot at iteration 1200"
+    else
+      echo "ok: resumed to a second epoch"
+      # The resumed run logs exactly what an uninterrupted two-epoch run logs, times aside.
+      "$app" --data "$MNIST_DIR" -u 10 -e 2 -o "$tmp/straight" >"$tmp/out" 2>"$tmp/err"
+      rc=$?
+      if [ "$rc" -ne 0 ]; then
+        fail "a two-epoch run exited with $rc: $(tail -c 400 "$tmp/err")"
+      elif ! diff <(grep -v elapsed_time "$tmp/straight/log") <(grep -v elapsed_time "$tmp/run/log") >"$tmp/diff"; then
+        fail "the resumed run's log differs from the uninterrupted run's: $(head -c 1000 "$tmp/diff")"
+      else
+        echo "ok: the resumed log equals the uninterrupted one"
+      fi
+    fi
+  fi
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures case(s) failed" >&2
+  exit 1
+fi
+echo "all cases passed"

@@ -1,0 +1,915 @@
+// The multi-node layer above the communicator: scatter_dataset / scatter_index, the multi-node
+// optimizer (broadcast semantics, the bucketed reducer, equivalence with one big batch) and the
+// multi-node evaluators. Run under mpiexec with 1 to 4 processes; every rank runs the same test
+// cases in the same order. Checks between collectives use CHECK (never REQUIRE), so one rank's
+// failure cannot leave the others waiting in a collective.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <unistd.h>
+
+#include "core/random.h"
+#include "datasets/serial_iterator.h"
+#include "datasets/sub_dataset.h"
+#include "datasets/tuple_dataset.h"
+#include "distributed/communicator.h"
+#include "distributed/generic_multi_node_evaluator.h"
+#include "distributed/gradient_reducer.h"
+#include "distributed/multi_node_evaluator.h"
+#include "distributed/mpi_runtime.h"
+#include "distributed/multi_node_optimizer.h"
+#include "distributed/scatter_dataset.h"
+#include "nn/functions.h"
+#include "nn/links/classifier.h"
+#include "nn/links/linear.h"
+#include "nn/optimizer_hooks.h"
+#include "nn/optimizers/adam.h"
+#include "nn/optimizers/momentum_sgd.h"
+#include "nn/optimizers/sgd.h"
+#include "training/extensions/evaluator.h"
+#include "training/extensions/log_report.h"
+#include "training/trainer.h"
+#include "training/updater.h"
+
+using namespace chainer;
+namespace F = chainer::functions;
+namespace L = chainer::links;
+namespace E = chainer::training::extensions;
+namespace mn = chainermn;
+
+namespace {
+
+std::shared_ptr<mn::Communicator> world(const std::string& name = "naive") { return mn::create_communicator(name); }
+
+// ---------------------------------------------------------------------------------------------
+// Datasets
+
+// N examples: x = (i, 10 i + 0.5) float32, t = i int32, so every row names its example.
+std::shared_ptr<const datasets::TupleDataset> numbered(int64_t n) {
+  std::vector<float> x;
+  std::vector<int32_t> t;
+  for (int64_t i = 0; i < n; ++i) {
+    x.push_back(float(i));
+    x.push_back(float(10 * i) + 0.5f);
+    t.push_back(int32_t(i));
+  }
+  return std::make_shared<datasets::TupleDataset>(
+      std::vector<Tensor>{Tensor::from_vector(x, {n, 2}), Tensor::from_vector(t, {n})});
+}
+
+// A dataset with only get_example (the default get_batch stacks examples).
+struct PlainDataset : datasets::Dataset {
+  int64_t n;
+  explicit PlainDataset(int64_t n_) : n(n_) {}
+  size_t size() const override { return size_t(n); }
+  datasets::Example get_example(size_t i) const override {
+    check_index(i);
+    return {Tensor::from_vector(std::vector<float>{float(i), float(10 * i) + 0.5f}),
+            Tensor::scalar(double(i), DType::Int32)};
+  }
+};
+
+// The ids (t field) of this rank's share, after checking that every row is consistent.
+std::vector<int64_t> ids_of(const datasets::Dataset& d, bool& consistent) {
+  std::vector<int64_t> ids;
+  consistent = true;
+  if (d.size() == 0) return ids;
+  std::vector<size_t> all(d.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::vector<Tensor> b = d.get_batch(all);
+  const auto x = b[0].to_vector<float>();
+  const auto t = b[1].to_vector<int32_t>();
+  for (size_t i = 0; i < t.size(); ++i) {
+    consistent = consistent && x[2 * i] == float(t[i]) && x[2 * i + 1] == float(10 * t[i]) + 0.5f;
+    ids.push_back(t[i]);
+  }
+  return ids;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models
+
+// Two Linear layers. With REVERSED names the first layer sorts last ("z1" before "a2" in the
+// forward pass), so backward finishes the gradients in namedparams order, the opposite of the
+// reducer's plan: every bucket becomes ready before the one it has to wait for.
+struct MLP : Chain {
+  std::shared_ptr<L::Linear> first, second;
+  MLP(int64_t in, int64_t hidden, int64_t out, bool reversed = false, bool lazy = false) {
+    first = add_link(reversed ? "z1" : "l1",
+                     lazy ? std::make_shared<L::Linear>(hidden) : std::make_shared<L::Linear>(in, hidden));
+    second = add_link(reversed ? "a2" : "l2", std::make_shared<L::Linear>(hidden, out));
+  }
+  Variable forward(const Variable& x) override { return (*second)(F::relu((*first)(x))); }
+};
+
+constexpr int64_t kIn = 6, kHidden = 10, kClasses = 3;
+
+std::shared_ptr<L::Classifier> make_model(uint64_t seed, bool reversed = false, bool lazy = false) {
+  random::seed(seed);
+  return std::make_shared<L::Classifier>(std::make_shared<MLP>(kIn, kHidden, kClasses, reversed, lazy));
+}
+
+struct Data {
+  Tensor x, t;
+};
+Data make_data(int64_t n, uint64_t seed = 42) {
+  Generator gen(seed);
+  Data d;
+  d.x = random::normal({n, kIn}, 0.0, 1.0, DType::Float32, &gen);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& v : t) v = int32_t(gen.below(kClasses));
+  d.t = Tensor::from_vector(t);
+  return d;
+}
+std::vector<Variable> rows(const Data& d, int64_t start, int64_t len) {
+  return {Variable(d.x.narrow(0, start, len).contiguous()), Variable(d.t.narrow(0, start, len).contiguous())};
+}
+
+std::shared_ptr<Optimizer> make_actual(const std::string& kind) {
+  if (kind == "adam") return std::make_shared<optimizers::Adam>(0.01);
+  if (kind == "momentum") return std::make_shared<optimizers::MomentumSGD>(0.1, 0.9);
+  return std::make_shared<optimizers::SGD>(1.0);
+}
+void add_test_hook(Optimizer& opt, const std::string& hook) {
+  if (hook == "weight_decay") opt.add_hook(std::make_shared<optimizer_hooks::WeightDecay>(0.01));
+  if (hook == "clipping") opt.add_hook(std::make_shared<optimizer_hooks::GradientClipping>(0.05));
+}
+
+// max over parameters of ||a - b|| / ||b|| (Euclidean norms).
+double max_relative_difference(const Link& a, const Link& b) {
+  const auto pa = a.namedparams(), pb = b.namedparams();
+  if (pa.size() != pb.size()) return INFINITY;
+  double worst = 0;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    if (pa[i].first != pb[i].first) return INFINITY;
+    const auto va = pa[i].second.data().to_vector<double>(), vb = pb[i].second.data().to_vector<double>();
+    if (va.size() != vb.size()) return INFINITY;
+    double diff = 0, norm = 0;
+    for (size_t j = 0; j < va.size(); ++j) {
+      diff += (va[j] - vb[j]) * (va[j] - vb[j]);
+      norm += vb[j] * vb[j];
+    }
+    worst = std::max(worst, std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30));
+  }
+  return worst;
+}
+
+// Whether every parameter equals rank 0's bit for bit (collective).
+bool params_equal_to_rank0(const mn::Communicator& comm, const Link& link) {
+  bool same = true;
+  for (const auto& [name, p] : link.namedparams()) {
+    if (!p.data().defined()) continue;
+    const Tensor ref = comm.bcast(p.data(), 0);
+    same = same && ref.to_vector<double>() == p.data().to_vector<double>();
+  }
+  return same;
+}
+
+}  // namespace
+
+// =============================================================================================
+// scatter_index / scatter_dataset
+
+TEST_CASE("multi_node: scatter_index_table is ChainerMN's table") {
+  using Table = std::vector<std::pair<int64_t, int64_t>>;
+  CHECK(mn::scatter_index_table(10, 4) == Table{{0, 3}, {2, 5}, {5, 8}, {7, 10}});
+  CHECK(mn::scatter_index_table(10, 4, false) == Table{{0, 3}, {3, 6}, {6, 8}, {8, 10}});
+  CHECK(mn::scatter_index_table(1, 3) == Table{{0, 1}, {0, 1}, {0, 1}});
+  CHECK(mn::scatter_index_table(1, 3, false) == Table{{0, 1}, {1, 1}, {1, 1}});
+  CHECK(mn::scatter_index_table(0, 2) == Table{{0, 0}, {0, 0}});
+  for (int size = 1; size <= 7; ++size) {
+    for (int64_t n : {0, 1, 2, 3, 5, 7, 13, 64, 99}) {
+      const auto eq = mn::scatter_index_table(n, size, true);
+      const int64_t len = (n + size - 1) / size;
+      std::vector<int> covered(size_t(n), 0);
+      for (const auto& [b, e] : eq) {
+        CHECK(e - b == len);
+        CHECK(b >= 0);
+        CHECK(e <= n);
+        for (int64_t j = b; j < e; ++j) covered[size_t(j)]++;
+      }
+      CHECK(n <= len * size);
+      CHECK(len * size < n + size);
+      CHECK(std::count(covered.begin(), covered.end(), 0) == 0);
+
+      const auto part = mn::scatter_index_table(n, size, false);
+      int64_t expect = 0;
+      for (size_t i = 0; i < part.size(); ++i) {
+        CHECK(part[i].first == expect);
+        CHECK(part[i].second - part[i].first == n / size + (int64_t(i) < n % size ? 1 : 0));
+        expect = part[i].second;
+      }
+      CHECK(expect == n);
+    }
+  }
+  CHECK_THROWS_AS(mn::scatter_index_table(-1, 2), Error);
+  CHECK_THROWS_AS(mn::scatter_index_table(3, 0), Error);
+}
+
+TEST_CASE("multi_node: scatter_index gives each rank its row of the root's table") {
+  auto comm = world();
+  const int n = comm->size();
+  for (int root = 0; root < n; ++root)
+    for (bool force : {true, false})
+      for (int64_t total : {int64_t(0), int64_t(1), int64_t(n), int64_t(5 * n - 1), int64_t(37)}) {
+        // Only the root's count matters.
+        const auto mine = mn::scatter_index(comm->rank() == root ? total : -7, comm, root, force);
+        CHECK(mine == mn::scatter_index_table(total, n, force)[size_t(comm->rank())]);
+      }
+  // A bad count on the root fails on every rank; a bad root fails before communicating.
+  CHECK_THROWS_AS(mn::scatter_index(comm->rank() == 0 ? -1 : 5, comm, 0), Error);
+  CHECK_THROWS_AS(mn::scatter_index(5, comm, n), Error);
+}
+
+TEST_CASE("multi_node: scatter_dataset splits the root's examples evenly and loses none") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  for (int64_t total : {int64_t(0), int64_t(1), int64_t(n), int64_t(5 * n - 1)})
+    for (int root = 0; root < n; ++root)
+      for (bool shuffle : {false, true})
+        for (bool force : {true, false}) {
+          CAPTURE(total, root, shuffle, force, n);
+          auto original = numbered(total);
+          auto mine = mn::scatter_dataset(rank == root ? original : nullptr, comm, root, shuffle, 123, force);
+          CHECK(mine != nullptr);  // every rank gets a dataset (or every rank would have thrown)
+          if (!mine) mine = mn::create_empty_dataset(numbered(0));  // keeps the collectives below in step
+          // A real TupleDataset with the fields' shapes and dtypes, even when empty.
+          auto tuple = std::dynamic_pointer_cast<const datasets::TupleDataset>(mine);
+          CHECK(tuple != nullptr);
+          if (tuple) {
+            CHECK(tuple->fields().size() == 2);
+            CHECK(tuple->fields()[0].shape() == Shape{int64_t(mine->size()), 2});
+            CHECK(tuple->fields()[0].dtype() == DType::Float32);
+            CHECK(tuple->fields()[1].shape() == Shape{int64_t(mine->size())});
+            CHECK(tuple->fields()[1].dtype() == DType::Int32);
+          }
+          bool consistent = false;
+          const std::vector<int64_t> ids = ids_of(*mine, consistent);
+          CHECK(consistent);
+
+          // Lengths: equal and N <= len * size < N + size; or a partition.
+          const auto lens = comm->allgather(Tensor::from_vector(std::vector<int64_t>{int64_t(mine->size())}));
+          int64_t sum = 0;
+          for (const Tensor& l : lens) {
+            sum += l.item<int64_t>();
+            if (force) CHECK(l.item<int64_t>() == int64_t(mine->size()));
+          }
+          if (force) {
+            CHECK(total <= sum);
+            CHECK(sum < total + n);
+          } else {
+            CHECK(sum == total);
+          }
+
+          // This rank's examples are the table's rows of the (permuted) order.
+          const auto [b, e] = mn::scatter_index_table(total, n, force)[size_t(rank)];
+          std::vector<int64_t> order = shuffle ? Generator(123).permutation(total) : std::vector<int64_t>{};
+          std::vector<int64_t> expect;
+          for (int64_t j = b; j < e; ++j) expect.push_back(shuffle ? order[size_t(j)] : j);
+          CHECK(ids == expect);
+
+          // The union over all ranks is the original set.
+          const auto gathered = comm->gather(Tensor::from_vector(ids, {int64_t(ids.size())}), 0);
+          if (rank == 0) {
+            std::multiset<int64_t> all;
+            for (const Tensor& g : gathered)
+              for (int64_t v : g.to_vector<int64_t>()) all.insert(v);
+            std::set<int64_t> distinct(all.begin(), all.end());
+            std::set<int64_t> want;
+            for (int64_t i = 0; i < total; ++i) want.insert(i);
+            CHECK(distinct == want);
+            if (!force) CHECK(all.size() == size_t(total));  // no example twice
+          }
+        }
+}
+
+TEST_CASE("multi_node: scatter_dataset takes any dataset and reports the root's errors everywhere") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  // A shuffled SubDataset view, and a dataset without get_batch of its own.
+  const int64_t total = 3 * n + 1;
+  auto view = std::make_shared<datasets::SubDataset>(numbered(total), 0, size_t(total), Generator(5).permutation(total));
+  std::vector<datasets::DatasetPtr> inputs{view, std::make_shared<PlainDataset>(total)};
+  for (const auto& input : inputs) {
+    auto mine = mn::scatter_dataset(rank == 0 ? input : nullptr, comm);
+    bool consistent = false;
+    const auto ids = ids_of(*mine, consistent);
+    CHECK(consistent);
+    CHECK(mine->size() == size_t((total + n - 1) / n));
+    const auto [b, e] = mn::scatter_index_table(total, n)[size_t(rank)];
+    std::vector<int64_t> expect;
+    for (int64_t j = b; j < e; ++j) {
+      bool ok = false;
+      expect.push_back(input == view ? ids_of(*std::make_shared<datasets::SubDataset>(view, size_t(j), size_t(j + 1)), ok)[0]
+                                     : j);
+    }
+    CHECK(ids == expect);
+  }
+  // A null dataset on the root: every rank throws (nobody is left waiting).
+  CHECK_THROWS_AS(mn::scatter_dataset(nullptr, comm), Error);
+  // The root's dataset only matters on the root.
+  auto mine = mn::scatter_dataset(rank == n - 1 ? datasets::DatasetPtr(numbered(2)) : nullptr, comm, n - 1);
+  CHECK(mine->size() == size_t((2 + n - 1) / n));
+  CHECK_THROWS_AS(mn::scatter_dataset(numbered(2), comm, n), Error);
+  CHECK_THROWS_AS(mn::scatter_dataset(numbered(2), comm, -1), Error);
+}
+
+TEST_CASE("multi_node: create_empty_dataset keeps the fields and has no rows") {
+  auto check = [](const datasets::DatasetPtr& d) {
+    auto empty = mn::create_empty_dataset(d);
+    CHECK(empty->size() == 0);
+    auto tuple = std::dynamic_pointer_cast<const datasets::TupleDataset>(empty);
+    REQUIRE(tuple != nullptr);
+    REQUIRE(tuple->fields().size() == 2);
+    CHECK(tuple->fields()[0].shape() == Shape{0, 2});
+    CHECK(tuple->fields()[0].dtype() == DType::Float32);
+    CHECK(tuple->fields()[1].shape() == Shape{0});
+    CHECK(tuple->fields()[1].dtype() == DType::Int32);
+  };
+  check(numbered(5));
+  check(numbered(0));
+  check(std::make_shared<datasets::SubDataset>(numbered(5), 1, 1));
+  check(std::make_shared<PlainDataset>(4));
+  CHECK_THROWS_AS(mn::create_empty_dataset(std::make_shared<PlainDataset>(0)), Error);
+  CHECK_THROWS_AS(mn::create_empty_dataset(nullptr), Error);
+}
+
+// =============================================================================================
+// The multi-node optimizer
+
+TEST_CASE("multi_node: the first update only broadcasts rank 0's parameters (t stays 0)") {
+  for (const std::string reduction : {"bucketed", "communicator"}) {
+    CAPTURE(reduction);
+    auto comm = world();
+    const int rank = comm->rank();
+    auto model = make_model(100 + uint64_t(rank));  // different on every rank
+    mn::MultiNodeOptimizerOptions options;
+    options.reduction = reduction;
+    auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::Adam>(), comm, options);
+    opt->setup(model);
+    CHECK(&opt->target() == model.get());
+    const Data data = make_data(8);
+    auto loss = [&] { return model->forward_args(rows(data, 0, 8))[0]; };
+    opt->update(loss);
+    CHECK(opt->t() == 0);
+    CHECK(params_equal_to_rank0(*comm, *model));
+    const auto reference = make_model(100);  // rank 0's initial parameters
+    CHECK(max_relative_difference(*model, *reference) == 0.0);
+
+    opt->update(loss);
+    CHECK(opt->t() == 1);
+    // The same averaged gradient everywhere: the parameters stay (nearly) equal.
+    const auto p = model->namedparams();
+    for (const auto& [name, v] : p) {
+      const Tensor ref = comm->bcast(v.data(), 0);
+      const auto a = ref.to_vector<double>(), b = v.data().to_vector<double>();
+      double diff = 0;
+      for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
+      CHECK(diff < 1e-6);
+    }
+    CHECK(dynamic_cast<mn::MultiNodeOptimizer&>(*opt).broadcast_count() == 1);
+  }
+}
+
+TEST_CASE("multi_node: a link added later, or initialized lazily, is broadcast before it is trained") {
+  auto comm = world();
+  const int rank = comm->rank();
+  mn::MultiNodeOptimizerOptions options;
+  options.first_bucket_bytes = 64;  // several buckets, so some are in flight when the change is seen
+  options.bucket_bytes = 128;
+  auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::Adam>(), comm, options);
+  auto& mno = dynamic_cast<mn::MultiNodeOptimizer&>(*opt);
+  // Input size inferred at the first forward: W does not exist yet.
+  auto model = make_model(200 + uint64_t(rank), false, /*lazy=*/true);
+  opt->setup(model);
+  const Data data = make_data(6);
+  auto loss = [&] { return model->forward_args(rows(data, 0, 6))[0]; };
+
+  opt->update();  // no gradients: broadcasts b of l1 and the whole l2 (W of l1 does not exist)
+  CHECK(opt->t() == 0);
+  CHECK(model->has_uninitialized_params());
+  opt->update(loss);  // initializes W (differently on every rank) during forward: broadcast again
+  CHECK(opt->t() == 0);
+  CHECK(mno.broadcast_count() == 2);
+  CHECK_FALSE(model->has_uninitialized_params());
+  CHECK(params_equal_to_rank0(*comm, *model));
+  opt->update(loss);
+  CHECK(opt->t() == 1);
+
+  // A link added later: its parameters are broadcast at the next update, which does not step.
+  auto& mlp = dynamic_cast<MLP&>(model->predictor());
+  random::seed(300 + uint64_t(rank));
+  mlp.add_link("extra", std::make_shared<L::Linear>(3, 2));
+  opt->update(loss);
+  CHECK(opt->t() == 1);
+  CHECK(mno.broadcast_count() == 3);
+  CHECK(params_equal_to_rank0(*comm, *model));
+  opt->update(loss);  // "extra" gets no gradient: zero-filled, no hang
+  CHECK(opt->t() == 2);
+  CHECK(mno.reducer() != nullptr);
+  if (mno.reducer()) {
+    size_t planned = 0;
+    for (const auto& bucket : mno.reducer()->bucket_names()) planned += bucket.size();
+    CHECK(planned == model->namedparams().size());
+  }
+}
+
+TEST_CASE("multi_node: the multi-node optimizer behaves as the actual one (hooks, epochs, snapshots)") {
+  auto comm = world();
+  auto actual = std::make_shared<optimizers::Adam>();
+  auto opt = mn::create_multi_node_optimizer(actual, comm);
+  auto model = make_model(7);
+  opt->setup(model);
+  CHECK(&actual->target() == model.get());
+  opt->add_hook(std::make_shared<optimizer_hooks::WeightDecay>(0.1));
+  CHECK_THROWS_AS(actual->add_hook(std::make_shared<optimizer_hooks::WeightDecay>(0.1)), Error);  // it went there
+  const Data data = make_data(4);
+  for (int i = 0; i < 3; ++i) opt->update([&] { return model->forward_args(rows(data, 0, 4))[0]; });
+  opt->new_epoch();
+  CHECK(opt->t() == 2);
+  CHECK(actual->t() == 2);
+  CHECK(opt->epoch() == 1);
+  CHECK(actual->epoch() == 1);
+  // The snapshot of the wrapper is the actual optimizer's, entry for entry.
+  Serializer a = Serializer::writer(), b = Serializer::writer();
+  opt->serialize(a);
+  actual->serialize(b);
+  CHECK(a.entries().size() == b.entries().size());
+  bool same = a.entries().size() == b.entries().size();
+  for (const auto& [key, t] : b.entries()) {
+    auto it = a.entries().find(key);
+    same = same && it != a.entries().end() && it->second.to_vector<double>() == t.to_vector<double>();
+  }
+  CHECK(same);
+  CHECK(a.entries().count("t") == 1);
+  CHECK(a.entries().count("predictor/l1/W/m") == 1);
+  // Loading goes to the actual optimizer as well.
+  auto actual2 = std::make_shared<optimizers::Adam>();
+  auto opt2 = mn::create_multi_node_optimizer(actual2, comm);
+  opt2->setup(make_model(7));
+  Serializer r = Serializer::reader(a.entries());
+  opt2->serialize(r);
+  CHECK(opt2->t() == 2);
+  CHECK(actual2->state("/predictor/l1/W").count("m") == 1);
+
+  // An optimizer that was set up before being wrapped keeps its target.
+  auto pre = std::make_shared<optimizers::SGD>();
+  pre->setup(model);
+  CHECK(&mn::create_multi_node_optimizer(pre, comm)->target() == model.get());
+
+  // ChainerMN refuses double buffering without pure_nccl; unknown reductions are refused.
+  CHECK_THROWS_AS(mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(), comm, true), Error);
+  mn::MultiNodeOptimizerOptions bad;
+  bad.reduction = "ring";
+  CHECK_THROWS_AS(mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(), comm, bad), Error);
+  CHECK_THROWS_AS(mn::create_multi_node_optimizer(nullptr, comm), Error);
+  CHECK_THROWS_AS(mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(), nullptr), Error);
+}
+
+TEST_CASE("multi_node: gradients set by hand are averaged, missing ones count as zeros") {
+  // SGD with lr 1 turns the averaged gradient into the parameter change. With zero_fill, l1/b
+  // has no gradient on rank 0 only (it counts as zeros there); without it, on no rank (ChainerMN
+  // then requires every rank to agree), and it is left alone.
+  struct Case {
+    std::string comm, reduction;
+    bool zero_fill;
+  };
+  for (const Case& c : {Case{"naive", "communicator", true}, Case{"flat", "communicator", true},
+                        Case{"naive", "bucketed", true}, Case{"flat", "bucketed", true},
+                        Case{"naive", "communicator", false}, Case{"flat", "communicator", false},
+                        Case{"naive", "bucketed", false}}) {
+    CAPTURE(c.comm, c.reduction, c.zero_fill);
+    auto comm = world(c.comm);
+    const int n = comm->size(), rank = comm->rank();
+    mn::MultiNodeOptimizerOptions options;
+    options.reduction = c.reduction;
+    options.zero_fill = c.zero_fill;
+    options.first_bucket_bytes = 40;
+    options.bucket_bytes = 100;
+    auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(1.0), comm, options);
+    auto model = make_model(1);
+    opt->setup(model);
+    opt->update();
+    std::map<std::string, std::vector<double>> before;
+    for (const auto& [name, p] : model->namedparams()) before[name] = p.data().to_vector<double>();
+    for (auto& [name, p] : model->namedparams()) {
+      if (name == "/predictor/l1/b" && (rank == 0 || !c.zero_fill)) continue;  // no gradient
+      p.set_grad(Tensor::full(p.shape(), double(rank + 1)));
+    }
+    opt->update();
+    CHECK(opt->t() == 1);
+    const double mean_all = double(n + 1) / 2.0;                        // (1 + ... + n) / n
+    const double mean_missing = (double(n) * (n + 1) / 2.0 - 1.0) / n;  // rank 0 counts as 0
+    for (const auto& [name, p] : model->namedparams()) {
+      const auto now = p.data().to_vector<double>();
+      const double expect = name != "/predictor/l1/b" ? mean_all : c.zero_fill ? mean_missing : 0.0;
+      double worst = 0;
+      for (size_t i = 0; i < now.size(); ++i) worst = std::max(worst, std::abs(before[name][i] - now[i] - expect));
+      CHECK(worst < 1e-5);
+    }
+  }
+}
+
+namespace {
+
+struct Variant {
+  std::string comm = "naive";
+  std::string reduction = "bucketed";
+  size_t first_bucket_bytes = size_t(1) << 20, bucket_bytes = size_t(25) << 20;
+  std::string optimizer = "adam";
+  std::string hook;
+  bool reversed = false;    // backward finishes buckets in the opposite order of the plan
+  bool manual = false;      // the caller runs backward and then update()
+  bool accumulate = false;  // two backward passes (half batches) before each update
+};
+
+struct Outcome {
+  double difference = INFINITY;
+  int64_t t = -1;
+  mn::GradientReducer::Stats stats;
+  size_t buckets = 0;
+};
+
+// N workers with B examples each for K iterations versus one process with N * B examples: the
+// worker takes its slice of every big batch. The reference starts from rank 0's initial
+// parameters, which the multi-node optimizer broadcasts at its first update.
+Outcome equivalence(const Variant& v, int64_t b = 4, int k = 4) {
+  auto comm = world(v.comm);
+  const int n = comm->size(), rank = comm->rank();
+  const Data data = make_data(int64_t(n) * b * k);
+
+  mn::MultiNodeOptimizerOptions options;
+  options.reduction = v.reduction;
+  options.first_bucket_bytes = v.first_bucket_bytes;
+  options.bucket_bytes = v.bucket_bytes;
+  auto opt = mn::create_multi_node_optimizer(make_actual(v.optimizer), comm, options);
+  add_test_hook(*opt, v.hook);
+  auto model = make_model(1000 + uint64_t(rank), v.reversed);
+  opt->setup(model);
+  opt->update();  // the broadcast
+
+  for (int it = 0; it < k; ++it) {
+    const int64_t start = int64_t(it) * n * b + int64_t(rank) * b;
+    if (v.accumulate) {
+      model->cleargrads();
+      for (int half = 0; half < 2; ++half) {
+        Variable loss = model->forward_args(rows(data, start + half * b / 2, b / 2))[0];
+        F::mul(loss, 0.5).backward();
+      }
+      opt->update();
+    } else if (v.manual) {
+      model->cleargrads();
+      model->forward_args(rows(data, start, b))[0].backward();
+      opt->update();
+    } else {
+      opt->update([&] { return model->forward_args(rows(data, start, b))[0]; });
+    }
+  }
+
+  auto ref_opt = make_actual(v.optimizer);
+  add_test_hook(*ref_opt, v.hook);
+  auto reference = make_model(1000, v.reversed);
+  ref_opt->setup(reference);
+  for (int it = 0; it < k; ++it)
+    ref_opt->update([&] { return reference->forward_args(rows(data, int64_t(it) * n * b, int64_t(n) * b))[0]; });
+
+  Outcome out;
+  out.difference = max_relative_difference(*model, *reference);
+  out.t = opt->t();
+  const auto& mno = dynamic_cast<mn::MultiNodeOptimizer&>(*opt);
+  if (mno.reducer()) {
+    out.stats = mno.reducer()->stats();
+    out.buckets = mno.reducer()->bucket_names().size();
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b") {
+  std::vector<std::pair<std::string, Variant>> cases;
+  for (const std::string optimizer : {"adam", "momentum"}) {
+    Variant naive;
+    naive.reduction = "communicator";
+    naive.optimizer = optimizer;
+    cases.emplace_back("naive/" + optimizer, naive);
+    Variant flat = naive;
+    flat.comm = "flat";
+    cases.emplace_back("flat/" + optimizer, flat);
+    Variant bucketed;
+    bucketed.optimizer = optimizer;
+    cases.emplace_back("bucketed/" + optimizer, bucketed);
+    Variant small = bucketed;
+    small.first_bucket_bytes = 64;
+    small.bucket_bytes = 200;
+    cases.emplace_back("bucketed-small/" + optimizer, small);
+  }
+  Variant v;
+  v.first_bucket_bytes = 64;
+  v.bucket_bytes = 200;
+  v.reversed = true;
+  cases.emplace_back("bucketed-small-out-of-order/adam", v);
+  v.reversed = false;
+  v.manual = true;
+  cases.emplace_back("bucketed-small-manual-backward/adam", v);
+  v.manual = false;
+  v.accumulate = true;
+  cases.emplace_back("bucketed-small-accumulate/adam", v);
+  v.accumulate = false;
+  v.comm = "flat";
+  v.hook = "weight_decay";
+  cases.emplace_back("bucketed-small/adam+weight_decay", v);
+  v.hook = "clipping";
+  cases.emplace_back("bucketed-small/adam+clipping", v);
+  Variant wd;
+  wd.reduction = "communicator";
+  wd.optimizer = "momentum";
+  wd.hook = "weight_decay";
+  cases.emplace_back("naive/momentum+weight_decay", wd);
+  wd.hook = "clipping";
+  cases.emplace_back("naive/momentum+clipping", wd);
+
+  for (const auto& [label, variant] : cases) {
+    CAPTURE(label);
+    const Outcome out = equivalence(variant);
+    if (std::getenv("MN_VERBOSE"))  // the measured differences and reducer counters
+      std::fprintf(stderr, "[rank %d] %-38s relative difference %.3g, buckets %zu: from hooks %lld, at update %lld, "
+                   "waited %lld, restarts %lld\n", chainermn::world_rank(), label.c_str(), out.difference, out.buckets,
+                   (long long)out.stats.buckets_from_hooks, (long long)out.stats.buckets_at_finalize,
+                   (long long)out.stats.waited_for_earlier, (long long)out.stats.restarts);
+    CHECK(out.t == 4);
+    CHECK(out.difference < 1e-5);
+    if (variant.reduction == "bucketed") {
+      CHECK(out.stats.steps == 4);
+      // The first bucket is 64 bytes: several buckets. The default plan has one.
+      if (variant.first_bucket_bytes == 64) CHECK(out.buckets >= 3);
+      else CHECK(out.buckets == 1);
+      // Every backward finishes all gradients, so every bucket started during backward...
+      if (!variant.accumulate) {
+        CHECK(out.stats.buckets_from_hooks == int64_t(4 * out.buckets));
+        CHECK(out.stats.buckets_at_finalize == 0);
+        CHECK(out.stats.restarts == 0);
+      } else {
+        // ...except that the second backward of an accumulation redoes them at the update.
+        CHECK(out.stats.restarts == 4);
+      }
+      if (variant.reversed) CHECK(out.stats.waited_for_earlier > 0);
+    }
+  }
+}
+
+TEST_CASE("multi_node: the reducer alone: plan, hooks and detach") {
+  auto comm = world();
+  auto model = make_model(3);
+  mn::GradientReducerOptions options;
+  options.first_bucket_bytes = 4 * kClasses;  // exactly l2/b
+  options.bucket_bytes = 4 * kHidden * kClasses;
+  mn::GradientReducer reducer(comm, options);
+  reducer.attach(*model);
+  CHECK(reducer.attached());
+  CHECK(reducer.matches(*model));
+  // Reverse namedparams order: l2/b, l2/W, l1/b, l1/W; the first bucket holds l2/b only.
+  const auto names = reducer.bucket_names();
+  CHECK(names.size() == 4);
+  if (names.size() == 4) {
+    CHECK(names[0] == std::vector<std::string>{"/predictor/l2/b"});
+    CHECK(names[1] == std::vector<std::string>{"/predictor/l2/W"});
+    CHECK(names[2] == std::vector<std::string>{"/predictor/l1/b"});
+    CHECK(names[3] == std::vector<std::string>{"/predictor/l1/W"});
+  }
+  CHECK(!reducer.matches(*make_model(3)));  // other variables
+
+  // Hooks fire during backward; finalize averages (all ranks hold the same data here).
+  const Data data = make_data(4);
+  model->cleargrads();
+  model->forward_args(rows(data, 0, 4))[0].backward();
+  std::map<std::string, std::vector<double>> local;
+  for (const auto& [name, p] : model->namedparams()) local[name] = p.grad().to_vector<double>();
+  CHECK(reducer.stats().buckets_from_hooks == int64_t(names.size()));
+  reducer.finalize();
+  for (const auto& [name, p] : model->namedparams()) {
+    const auto g = p.grad().to_vector<double>();
+    double worst = 0;
+    for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - local[name][i]));
+    CHECK(worst < 1e-6);
+  }
+  // Detached, the hooks are gone.
+  size_t hooks_before = 0, hooks_after = 0;
+  for (const auto& [name, p] : model->namedparams()) hooks_before += p.node()->grad_hooks.size();
+  reducer.detach();
+  for (const auto& [name, p] : model->namedparams()) hooks_after += p.node()->grad_hooks.size();
+  CHECK(hooks_before == model->namedparams().size());
+  CHECK(hooks_after == 0);
+  CHECK_FALSE(reducer.attached());
+  CHECK_THROWS_AS(reducer.finalize(), Error);
+  // A backward whose buckets are in flight when the reducer goes away: completed, no hang.
+  {
+    mn::GradientReducer r2(comm, options);
+    r2.attach(*model);
+    model->cleargrads();
+    model->forward_args(rows(data, 0, 4))[0].backward();
+  }
+  size_t hooks_left = 0;
+  for (const auto& [name, p] : model->namedparams()) hooks_left += p.node()->grad_hooks.size();
+  CHECK(hooks_left == 0);
+}
+
+// =============================================================================================
+// Evaluators
+
+namespace {
+// Rank r holds 4 r + 3 examples: r + 1 batches of 4 (the last one of 3). x = 100 r + i.
+std::shared_ptr<const datasets::TupleDataset> rank_data(int r) {
+  const int64_t count = 4 * r + 3;
+  std::vector<float> x;
+  for (int64_t i = 0; i < count; ++i) x.push_back(float(100 * r + i));
+  return std::make_shared<datasets::TupleDataset>(std::vector<Tensor>{Tensor::from_vector(x, {count, 1})});
+}
+// The local means an Evaluator reports on rank r: the mean of per-batch means of x, and r.
+std::pair<double, int64_t> local_mean(int r) {
+  const int64_t count = 4 * r + 3;
+  double sum_of_means = 0;
+  int batches = 0;
+  for (int64_t start = 0; start < count; start += 4, ++batches) {
+    const int64_t end = std::min(count, start + 4);
+    double s = 0;
+    for (int64_t i = start; i < end; ++i) s += double(100 * r + i);
+    sum_of_means += s / double(end - start);
+  }
+  return {sum_of_means / batches, count};
+}
+
+struct Probe : Link {
+  Variable forward(const Variable& x) override {
+    const auto v = x.data().to_vector<double>();
+    double s = 0;
+    for (double e : v) s += e;
+    report({{"mean", s / double(v.size())}}, this);
+    return x;
+  }
+};
+}  // namespace
+
+TEST_CASE("multi_node: the multi-node evaluator weights every rank by its number of examples") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  auto target = std::make_shared<Probe>();
+  auto iter = std::make_shared<iterators::SerialIterator>(rank_data(rank), 4, false, false);
+  auto evaluator = std::make_shared<E::Evaluator>(iter, target, [&](const std::vector<Variable>& arrays) {
+    target->forward(arrays[0]);
+    report({{"rank", double(rank)}}, target.get());
+  });
+  auto multi = mn::create_multi_node_evaluator(evaluator, comm);
+  CHECK(multi->default_name() == "validation");
+  CHECK(multi->priority() == training::PRIORITY_WRITER);
+  double weighted = 0, weighted_rank = 0;
+  int64_t total = 0;
+  for (int r = 0; r < n; ++r) {
+    const auto [mean, count] = local_mean(r);
+    weighted += mean * double(count);
+    weighted_rank += double(r) * double(count);
+    total += count;
+  }
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    const Observation result = multi->evaluate();
+    CHECK(evaluator->last_example_count() == 4 * rank + 3);
+    CHECK(multi->last_example_count() == total);
+    CHECK(result.count("validation/main/mean") == 1);
+    CHECK(result.count("validation/main/rank") == 1);
+    if (result.count("validation/main/mean") && result.count("validation/main/rank")) {
+      CHECK(result.at("validation/main/mean") == Approx(weighted / double(total)).epsilon(1e-12));
+      CHECK(result.at("validation/main/rank") == Approx(weighted_rank / double(total)).epsilon(1e-12));
+    }
+  }
+}
+
+namespace {
+// calc_local: (sum of x, examples); aggregate: the exact mean over every example of every rank.
+struct ExactMean : mn::GenericMultiNodeEvaluator {
+  using GenericMultiNodeEvaluator::GenericMultiNodeEvaluator;
+  int aggregate_calls = 0;
+  size_t results_seen = 0;
+
+ protected:
+  Observation calc_local(const std::vector<Variable>& arrays) override {
+    const auto v = arrays[0].data().to_vector<double>();
+    double s = 0;
+    for (double e : v) s += e;
+    return {{"sum", s}, {"n", double(v.size())}};
+  }
+  Observation aggregate(const std::vector<Observation>& results) override {
+    ++aggregate_calls;
+    results_seen = results.size();
+    double s = 0, n = 0;
+    for (const auto& r : results) {
+      s += r.at("sum");
+      n += r.at("n");
+    }
+    return {{"mean", s / n}, {"batches", double(results.size())}};
+  }
+};
+}  // namespace
+
+TEST_CASE("multi_node: the generic multi-node evaluator aggregates uneven ranks without deadlock") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  double sum = 0, count = 0, batches = 0;
+  for (int r = 0; r < n; ++r) {
+    const int64_t c = 4 * r + 3;
+    for (int64_t i = 0; i < c; ++i) sum += double(100 * r + i);
+    count += double(c);
+    batches += r + 1;
+  }
+  for (int root = 0; root < n; ++root) {
+    auto iter = std::make_shared<iterators::SerialIterator>(rank_data(rank), 4, false, false);
+    ExactMean evaluator(comm, iter, std::make_shared<Probe>(), root);
+    const Observation result = evaluator.evaluate();
+    CHECK(evaluator.last_local_batches() == rank + 1);
+    CHECK(result.at("mean") == Approx(sum / count).epsilon(1e-12));
+    CHECK(result.at("batches") == batches);
+    CHECK(evaluator.aggregate_calls == (rank == root ? 1 : 0));
+    if (rank == root) CHECK(evaluator.results_seen == size_t(batches));
+  }
+  // The defaults: the target's reports per batch, averaged over every batch of every rank.
+  auto iter = std::make_shared<iterators::SerialIterator>(rank_data(rank), 4, false, false);
+  mn::GenericMultiNodeEvaluator plain(comm, iter, std::make_shared<Probe>());
+  const Observation result = plain.evaluate();
+  double sum_of_means = 0;
+  for (int r = 0; r < n; ++r) sum_of_means += local_mean(r).first * (r + 1);
+  CHECK(result.count("validation/main/mean") == 1);
+  if (result.count("validation/main/mean"))
+    CHECK(result.at("validation/main/mean") == Approx(sum_of_means / batches).epsilon(1e-12));
+
+  // A failure on one rank becomes an exception on every rank.
+  struct Failing : mn::GenericMultiNodeEvaluator {
+    using GenericMultiNodeEvaluator::GenericMultiNodeEvaluator;
+
+   protected:
+    Observation calc_local(const std::vector<Variable>&) override {
+      if (communicator().rank() == communicator().size() - 1) throw Error("boom");
+      return {{"x", 1.0}};
+    }
+  };
+  auto iter2 = std::make_shared<iterators::SerialIterator>(rank_data(rank), 4, false, false);
+  Failing failing(comm, iter2, std::make_shared<Probe>());
+  CHECK_THROWS_WITH(failing.evaluate(), Catch::Contains("boom"));
+}
+
+// =============================================================================================
+// Everything together in a Trainer
+
+TEST_CASE("multi_node: a trainer with scattered data, the multi-node optimizer and evaluator") {
+  auto comm = world("flat");
+  const int n = comm->size(), rank = comm->rank();
+  datasets::DatasetPtr train_all, test_all;
+  if (rank == 0) {
+    const Data d = make_data(12 * n + 5, 9);
+    train_all = std::make_shared<datasets::TupleDataset>(std::vector<Tensor>{d.x, d.t});
+    const Data e = make_data(7 * n + 2, 10);
+    test_all = std::make_shared<datasets::TupleDataset>(std::vector<Tensor>{e.x, e.t});
+  }
+  auto train = mn::scatter_dataset(train_all, comm, 0, /*shuffle=*/true, 7);
+  auto test = mn::scatter_dataset(test_all, comm, 0, false, 0, /*force_equal_length=*/false);
+
+  auto model = make_model(50 + uint64_t(rank));
+  auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::Adam>(0.01), comm);
+  opt->setup(model);
+  auto iter = std::make_shared<iterators::SerialIterator>(train, 4, true, true, uint64_t(rank));
+  auto updater = std::make_shared<training::StandardUpdater>(iter, opt);
+  const auto out = std::filesystem::temp_directory_path() / ("chainermn_test_multi_node_" + std::to_string(::getpid()));
+  training::Trainer trainer(updater, training::IntervalTrigger(2, training::Unit::Epoch), out.string());
+  auto evaluator = std::make_shared<E::Evaluator>(std::make_shared<iterators::SerialIterator>(test, 5, false, false), model);
+  auto multi = mn::create_multi_node_evaluator(evaluator, comm);
+  trainer.extend(multi);
+  auto log = std::make_shared<E::LogReport>();
+  trainer.extend(log);
+  trainer.run();
+  std::filesystem::remove_all(out);
+
+  // Every rank ran the same iterations; the first one only broadcast.
+  const int64_t per_epoch = (int64_t(train->size()) + 3) / 4;
+  CHECK(opt->t() == updater->iteration() - 1);
+  CHECK(updater->iteration() >= 2 * per_epoch - 1);
+  // The replicas agree, and so do the reported validation values.
+  for (const auto& [name, p] : model->namedparams()) {
+    const auto ref = comm->bcast(p.data(), 0).to_vector<double>(), mine = p.data().to_vector<double>();
+    double worst = 0;
+    for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(ref[i] - mine[i]));
+    CHECK(worst < 1e-5);
+  }
+  CHECK(log->log().size() == 2);
+  const Observation last = log->log().empty() ? Observation{} : log->log().back();
+  CHECK(last.count("validation/main/loss") == 1);
+  const double loss = last.count("validation/main/loss") ? last.at("validation/main/loss") : NAN;
+  CHECK(std::isfinite(loss));
+  const double root_loss = comm->bcast(Tensor::scalar(loss, DType::Float64), 0).item<double>();
+  CHECK(loss == root_loss);
+  CHECK(multi->last_example_count() == 7 * n + 2);
+}

@@ -1,0 +1,689 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/config.h"
+#include "core/npz.h"
+#include "core/random.h"
+#include "datasets/serial_iterator.h"
+#include "datasets/tuple_dataset.h"
+#include "nn/functions.h"
+#include "nn/links/classifier.h"
+#include "nn/links/linear.h"
+#include "nn/optimizers/adam.h"
+#include "training/training.h"
+
+using namespace chainer;
+namespace F = chainer::functions;
+namespace L = chainer::links;
+namespace E = chainer::training::extensions;
+namespace fs = std::filesystem;
+using training::IntervalTrigger;
+using training::Trainer;
+using training::Unit;
+
+namespace {
+
+// N examples of FEATURES normal features; the label is the group of features (j % classes)
+// with the largest sum, so a small MLP learns it.
+std::shared_ptr<const datasets::TupleDataset> make_dataset(int64_t n, uint64_t seed, int64_t features = 20,
+                                                           int64_t classes = 3) {
+  Generator gen(seed);
+  Tensor x = random::normal({n, features}, 0.0, 1.0, DType::Float32, &gen);
+  const std::vector<float> xv = x.to_vector<float>();
+  std::vector<int32_t> t(size_t(n), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<double> sums(size_t(classes), 0.0);
+    for (int64_t j = 0; j < features; ++j) sums[size_t(j % classes)] += xv[size_t(i * features + j)];
+    t[size_t(i)] = int32_t(std::max_element(sums.begin(), sums.end()) - sums.begin());
+  }
+  return std::make_shared<datasets::TupleDataset>(std::vector<Tensor>{x, Tensor::from_vector(t)});
+}
+
+// Linear (input size inferred) - ReLU - dropout - Linear: the dropout masks come from the
+// default generator, so a resume is exact only if that generator is restored too.
+struct Net : Chain {
+  std::shared_ptr<L::Linear> l1, l2;
+  double ratio;
+  Net(int64_t units, double dropout_ratio) : ratio(dropout_ratio) {
+    l1 = add_link("l1", std::make_shared<L::Linear>(units));
+    l2 = add_link("l2", std::make_shared<L::Linear>(3));
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = F::relu((*l1)(x));
+    if (ratio > 0) h = F::dropout(h, ratio);
+    return (*l2)(h);
+  }
+};
+
+// Records, for every forward call, whether config::train() and backprop were on.
+struct Probe : Chain {
+  std::shared_ptr<Net> net;
+  std::vector<std::pair<bool, bool>> calls;  // (train, backprop)
+  explicit Probe(std::shared_ptr<Net> n) { net = add_link("net", std::move(n)); }
+  Variable forward(const Variable& x) override {
+    calls.emplace_back(config::train(), is_backprop_enabled());
+    return (*net)(x);
+  }
+};
+
+// A fresh temporary directory, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) {
+    path = fs::temp_directory_path() / ("chainer_test_training_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Model, Adam, iterators, updater and trainer, built the same way every time (seed 0).
+struct Setup {
+  std::shared_ptr<Net> net;
+  std::shared_ptr<L::Classifier> model;
+  std::shared_ptr<optimizers::Adam> optimizer;
+  std::shared_ptr<iterators::SerialIterator> train_iter, test_iter;
+  std::shared_ptr<training::StandardUpdater> updater;
+  std::unique_ptr<Trainer> trainer;
+
+  Setup(datasets::DatasetPtr train, datasets::DatasetPtr test, int64_t batch, IntervalTrigger stop, const fs::path& out,
+        int64_t units = 16, double dropout = 0.2, std::shared_ptr<Link> predictor = nullptr) {
+    random::seed(0);
+    net = std::make_shared<Net>(units, dropout);
+    model = std::make_shared<L::Classifier>(predictor ? predictor : net);
+    optimizer = std::make_shared<optimizers::Adam>();
+    optimizer->setup(model);
+    train_iter = std::make_shared<iterators::SerialIterator>(train, batch, true, true, 7);
+    if (test) test_iter = std::make_shared<iterators::SerialIterator>(test, 16, false, false);
+    updater = std::make_shared<training::StandardUpdater>(train_iter, optimizer);
+    trainer = std::make_unique<Trainer>(updater, stop, out.string());
+  }
+};
+
+// Runs at its trigger and keeps the iteration, epoch and observation of each call.
+struct Recorder : training::Extension {
+  std::string name;
+  int prio;
+  std::function<void(Trainer&)> action;
+  std::vector<int64_t> iterations, epochs;
+  std::vector<Observation> observations;
+  explicit Recorder(std::string n = "recorder", int p = training::PRIORITY_READER) : name(std::move(n)), prio(p) {}
+  void operator()(Trainer& trainer) override {
+    iterations.push_back(trainer.updater().iteration());
+    epochs.push_back(trainer.updater().epoch());
+    observations.push_back(trainer.observation());
+    if (action) action(trainer);
+  }
+  std::string default_name() const override { return name; }
+  int priority() const override { return prio; }
+};
+
+std::vector<int64_t> range(int64_t first, int64_t last) {
+  std::vector<int64_t> v;
+  for (int64_t i = first; i <= last; ++i) v.push_back(i);
+  return v;
+}
+
+std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("training: IntervalTrigger fires when the count crosses a multiple of the period") {
+  TempDir dir("trigger");
+  // 10 examples in batches of 4: epoch_detail goes 0.4, 0.8, 1.2, 1.6, 2.0, 2.4, 2.8, 3.2, so
+  // epochs end inside batches 3 and 8 and exactly at the end of batch 5.
+  Setup s(make_dataset(10, 1), nullptr, 4, IntervalTrigger(3, Unit::Epoch), dir.path);
+  auto every = std::make_shared<Recorder>("every");
+  auto epoch = std::make_shared<Recorder>("epoch");
+  auto half = std::make_shared<Recorder>("half");
+  auto two = std::make_shared<Recorder>("two");
+  auto three_iters = std::make_shared<Recorder>("three_iters");
+  s.trainer->extend(every);  // the default trigger: every iteration
+  s.trainer->extend(epoch, "", IntervalTrigger(1, Unit::Epoch));
+  s.trainer->extend(half, "", IntervalTrigger(0.5, Unit::Epoch));
+  s.trainer->extend(two, "", IntervalTrigger(2, Unit::Epoch));
+  s.trainer->extend(three_iters, "", IntervalTrigger(3, Unit::Iteration));
+  s.trainer->run();
+
+  REQUIRE(s.updater->iteration() == 8);  // the stop trigger fired once epoch 3 was crossed
+  REQUIRE(s.updater->epoch() == 3);
+  REQUIRE(every->iterations == range(1, 8));
+  REQUIRE(epoch->iterations == std::vector<int64_t>{3, 5, 8});
+  REQUIRE(epoch->epochs == std::vector<int64_t>{1, 2, 3});
+  REQUIRE(half->iterations == std::vector<int64_t>{2, 3, 4, 5, 7, 8});
+  REQUIRE(two->iterations == std::vector<int64_t>{5});
+  REQUIRE(three_iters->iterations == std::vector<int64_t>{3, 6});
+}
+
+TEST_CASE("training: the stop trigger ends training at the right iteration") {
+  TempDir dir("stop");
+  SECTION("in iterations") {
+    Setup s(make_dataset(10, 1), nullptr, 4, IntervalTrigger(7, Unit::Iteration), dir.path);
+    s.trainer->run();
+    REQUIRE(s.updater->iteration() == 7);
+    REQUIRE(s.optimizer->t() == 7);
+  }
+  SECTION("in epochs, when the dataset divides into batches") {
+    Setup s(make_dataset(12, 1), nullptr, 4, IntervalTrigger(2, Unit::Epoch), dir.path);
+    s.trainer->run();
+    REQUIRE(s.updater->iteration() == 6);
+    REQUIRE(s.updater->epoch() == 2);
+    REQUIRE(s.optimizer->epoch() == 2);
+    REQUIRE(s.train_iter->current_position() == 0);
+  }
+  SECTION("in epochs, when the last epoch ends inside a batch") {
+    Setup s(make_dataset(10, 1), nullptr, 3, IntervalTrigger(2, Unit::Epoch), dir.path);
+    s.trainer->run();
+    REQUIRE(s.updater->iteration() == 7);  // 21 examples seen: epoch 2 ended inside batch 7
+    REQUIRE(s.updater->epoch() == 2);
+    REQUIRE(s.train_iter->current_position() == 1);
+  }
+}
+
+TEST_CASE("training: triggers reject unknown units and non-positive periods") {
+  REQUIRE(training::parse_unit("epoch") == Unit::Epoch);
+  REQUIRE(training::parse_unit("iteration") == Unit::Iteration);
+  REQUIRE_THROWS_AS(training::parse_unit("epochs"), Error);
+  REQUIRE_THROWS_WITH(training::parse_unit("epochs"), Catch::Contains("'epochs'"));
+  REQUIRE_THROWS_WITH(training::parse_unit(""), Catch::Contains("unit"));
+  REQUIRE_THROWS_AS(IntervalTrigger(0, Unit::Epoch), Error);
+  REQUIRE_THROWS_WITH(IntervalTrigger(0, Unit::Epoch), Catch::Contains("positive") && Catch::Contains("0"));
+  REQUIRE_THROWS_WITH(IntervalTrigger(-2, Unit::Iteration), Catch::Contains("-2"));
+  REQUIRE_THROWS_AS(IntervalTrigger(std::nan(""), Unit::Iteration), Error);
+  REQUIRE(IntervalTrigger(20, Unit::Epoch).str() == "20 epochs");
+  REQUIRE(IntervalTrigger(1, Unit::Iteration).str() == "1 iteration");
+}
+
+TEST_CASE("training: LogReport writes one entry per epoch with the means of the iterations' reports") {
+  TempDir dir("log");
+  // 200 examples in batches of 32: epochs end inside batches 7, 13 and 19.
+  Setup s(make_dataset(200, 1), make_dataset(50, 2), 32, IntervalTrigger(3, Unit::Epoch), dir.path);
+  s.trainer->extend(std::make_shared<E::Evaluator>(s.test_iter, s.model));
+  auto log = std::make_shared<E::LogReport>();
+  s.trainer->extend(log);
+  auto by_iterations = std::make_shared<E::LogReport>(std::vector<std::string>{"main/loss"},
+                                                      IntervalTrigger(5, Unit::Iteration), "log_iter");
+  s.trainer->extend(by_iterations);
+  auto rec = std::make_shared<Recorder>();
+  s.trainer->extend(rec);
+  s.trainer->run();
+  REQUIRE(rec->iterations == range(1, 19));
+
+  REQUIRE(fs::exists(dir.path / "log"));
+  REQUIRE_FALSE(fs::exists(dir.path / "log.tmp"));
+  const std::string text = read_text(dir.path / "log");
+  REQUIRE(text.front() == '[');
+  REQUIRE(text.find("\"main/loss\": ") != std::string::npos);
+  const std::vector<Observation> entries = E::LogReport::from_json(text);
+  REQUIRE(entries == log->log());  // the file reads back exactly
+  REQUIRE(entries.size() == 3);
+
+  const std::set<std::string> keys{"elapsed_time", "epoch", "iteration", "main/accuracy", "main/loss",
+                                   "validation/main/accuracy", "validation/main/loss"};
+  const std::vector<int64_t> ends{7, 13, 19};
+  int64_t begin = 1;
+  double previous_elapsed = 0;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    const Observation& entry = entries[e];
+    std::set<std::string> got;
+    for (const auto& [k, v] : entry) got.insert(k);
+    REQUIRE(got == keys);
+    REQUIRE(entry.at("epoch") == double(e + 1));
+    REQUIRE(entry.at("iteration") == double(ends[e]));
+    REQUIRE(entry.at("elapsed_time") > previous_elapsed);
+    previous_elapsed = entry.at("elapsed_time");
+    // The means of what the model reported in the iterations since the previous entry.
+    for (const char* key : {"main/loss", "main/accuracy"}) {
+      double sum = 0;
+      for (int64_t it = begin; it <= ends[e]; ++it) sum += rec->observations[size_t(it - 1)].at(key);
+      REQUIRE(entry.at(key) == Approx(sum / double(ends[e] - begin + 1)).epsilon(1e-12));
+    }
+    // The evaluator reports once per epoch, in the iteration that ends it.
+    for (int64_t it = begin; it < ends[e]; ++it)
+      REQUIRE(rec->observations[size_t(it - 1)].count("validation/main/loss") == 0);
+    REQUIRE(entry.at("validation/main/loss") == rec->observations[size_t(ends[e] - 1)].at("validation/main/loss"));
+    REQUIRE(std::isfinite(entry.at("validation/main/loss")));
+    begin = ends[e] + 1;
+  }
+  REQUIRE(entries[2].at("main/loss") < entries[0].at("main/loss"));  // it learns
+
+  // Selected keys, every 5 iterations, under another file name.
+  const std::vector<Observation> every5 = E::LogReport::from_json(read_text(dir.path / "log_iter"));
+  REQUIRE(every5 == by_iterations->log());
+  REQUIRE(every5.size() == 3);
+  for (size_t e = 0; e < every5.size(); ++e) {
+    std::set<std::string> got;
+    for (const auto& [k, v] : every5[e]) got.insert(k);
+    REQUIRE(got == std::set<std::string>{"elapsed_time", "epoch", "iteration", "main/loss"});
+    REQUIRE(every5[e].at("iteration") == double(5 * (e + 1)));
+    double sum = 0;
+    for (size_t it = 5 * e; it < 5 * (e + 1); ++it) sum += rec->observations[it].at("main/loss");
+    REQUIRE(every5[e].at("main/loss") == Approx(sum / 5).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("training: LogReport's JSON reads back what it writes") {
+  std::vector<Observation> log{{{"epoch", 1}, {"main/loss", 0.1234567890123}, {"x", -2.5e-7}},
+                               {{"epoch", 2}, {"main/loss", 1e20}, {"big", 123456789012.0}}};
+  REQUIRE(E::LogReport::from_json(E::LogReport::to_json(log)) == log);
+  REQUIRE(E::LogReport::to_json({}) == "[]");
+  REQUIRE(E::LogReport::from_json("[]").empty());
+  const auto special = E::LogReport::from_json(E::LogReport::to_json({{{"a", NAN}, {"b", INFINITY}}}));
+  REQUIRE(std::isnan(special.at(0).at("a")));
+  REQUIRE(special.at(0).at("b") == INFINITY);
+}
+
+TEST_CASE("training: PrintReport prints a header, then one aligned row per epoch") {
+  TempDir dir("print");
+  Setup s(make_dataset(200, 1), make_dataset(50, 2), 32, IntervalTrigger(3, Unit::Epoch), dir.path);
+  s.trainer->extend(std::make_shared<E::Evaluator>(s.test_iter, s.model));
+  auto log = std::make_shared<E::LogReport>();
+  s.trainer->extend(log);
+  std::ostringstream out;
+  const std::vector<std::string> columns{"epoch", "iteration", "main/loss", "validation/main/loss", "elapsed_time",
+                                         "not/reported"};
+  s.trainer->extend(std::make_shared<E::PrintReport>(columns, "LogReport", out));
+  s.trainer->run();
+
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 4);
+  const std::string& header = lines[0];
+  std::vector<size_t> at;
+  for (const auto& c : columns) at.push_back(header.find(c));
+  REQUIRE(at[0] == 0);
+  for (size_t i = 1; i < at.size(); ++i) {
+    REQUIRE(at[i] != std::string::npos);
+    REQUIRE(at[i] > at[i - 1] + columns[i - 1].size());
+  }
+  const std::vector<int64_t> iterations{7, 13, 19};
+  for (size_t r = 0; r < 3; ++r) {
+    const std::string& row = lines[r + 1];
+    INFO("row: '" << row << "'");
+    std::istringstream cells(row);
+    std::vector<std::string> tokens;
+    for (std::string t; cells >> t;) tokens.push_back(t);
+    REQUIRE(tokens.size() == 5);  // "not/reported" is blank
+    for (size_t c = 0; c < 5; ++c) {
+      REQUIRE(row.compare(at[c], tokens[c].size(), tokens[c]) == 0);  // starts under its header
+      if (c > 0) REQUIRE(row[at[c] - 1] == ' ');
+    }
+    REQUIRE(tokens[0] == std::to_string(r + 1));
+    REQUIRE(tokens[1] == std::to_string(iterations[r]));
+    REQUIRE(std::stod(tokens[2]) == Approx(log->log()[r].at("main/loss")).epsilon(1e-5));
+    REQUIRE(std::stod(tokens[3]) == Approx(log->log()[r].at("validation/main/loss")).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("training: PrintReport needs a LogReport") {
+  TempDir dir("print_bad");
+  Setup s(make_dataset(10, 1), nullptr, 4, IntervalTrigger(1, Unit::Epoch), dir.path);
+  std::ostringstream out;
+  s.trainer->extend(std::make_shared<Recorder>());
+  s.trainer->extend(std::make_shared<E::PrintReport>(std::vector<std::string>{"epoch"}, "recorder", out));
+  REQUIRE_THROWS_WITH(s.trainer->run(), Catch::Contains("'recorder'") && Catch::Contains("LogReport"));
+  Setup s2(make_dataset(10, 1), nullptr, 4, IntervalTrigger(1, Unit::Epoch), dir.path);
+  s2.trainer->extend(std::make_shared<E::PrintReport>(std::vector<std::string>{"epoch"}, "missing", out));
+  REQUIRE_THROWS_WITH(s2.trainer->run(), Catch::Contains("'missing'"));
+}
+
+TEST_CASE("training: ProgressBar draws the bars, the position and the speed") {
+  TempDir dir("progress");
+  Setup s(make_dataset(200, 1), nullptr, 32, IntervalTrigger(3, Unit::Epoch), dir.path);
+  std::ostringstream out;
+  // PrintReport shares the stream, as stdout and stderr share a terminal.
+  s.trainer->extend(std::make_shared<E::LogReport>());
+  s.trainer->extend(std::make_shared<E::PrintReport>(std::vector<std::string>{"epoch", "main/loss"}, "LogReport", out));
+  s.trainer->extend(std::make_shared<E::ProgressBar>(std::nullopt, 2, 20, out));
+  std::string after_first_drawing;
+  auto rec = std::make_shared<Recorder>();
+  rec->action = [&](Trainer&) {
+    if (after_first_drawing.empty()) after_first_drawing = out.str();
+  };
+  s.trainer->extend(rec, "", IntervalTrigger(2, Unit::Iteration));
+  s.trainer->run();
+  const std::string text = out.str();
+  REQUIRE(count(text, "iters/sec") == 9);  // drawn at iterations 2, 4, ..., 18
+  REQUIRE(text.find("this epoch [") != std::string::npos);
+  REQUIRE(text.find("total [") != std::string::npos);
+  REQUIRE(text.find("[####") != std::string::npos);
+  // At iteration 18: 576 examples seen, 2.88 of 3 epochs.
+  REQUIRE(text.find("18 iter, 2 epoch / 3 epochs") != std::string::npos);
+  REQUIRE(text.find(" 96.00%") != std::string::npos);
+  REQUIRE(text.find(" 88.00%") != std::string::npos);
+  REQUIRE(text.find("Estimated time to finish") != std::string::npos);
+  // Each drawing leaves the cursor at its top, so other output (PrintReport's rows) is written
+  // over the bar, and the next drawing goes below it instead of erasing it; the last drawing is
+  // erased when training ends.
+  REQUIRE(after_first_drawing.size() > 4);
+  REQUIRE(after_first_drawing.substr(after_first_drawing.size() - 4) == "\033[4A");
+  REQUIRE(count(text, "\033[4A") == 9);
+  REQUIRE(count(text, ".\n\033[4A") == 9);  // only ever right after a drawing
+  REQUIRE(text.size() >= 3);
+  REQUIRE(text.substr(text.size() - 3) == "\033[J");
+  REQUIRE(text.find("main/loss") != std::string::npos);  // the report is there, too
+  REQUIRE_THROWS_WITH(E::ProgressBar(std::nullopt, 0), Catch::Contains("update_interval") && Catch::Contains("0"));
+}
+
+TEST_CASE("training: dump_graph writes the graph of main/loss once") {
+  TempDir dir("graph");
+  Setup s(make_dataset(200, 1), nullptr, 32, IntervalTrigger(2, Unit::Epoch), dir.path);
+  auto graph = E::dump_graph("main/loss");
+  s.trainer->extend(graph);
+  std::string dot;
+  auto remover = std::make_shared<Recorder>("remover");
+  remover->action = [&](Trainer&) {
+    if (fs::exists(dir.path / "cg.dot")) dot = read_text(dir.path / "cg.dot");
+    fs::remove(dir.path / "cg.dot");
+  };
+  s.trainer->extend(remover, "", IntervalTrigger(1, Unit::Iteration));
+  s.trainer->run();
+  REQUIRE(graph->written());
+  REQUIRE_FALSE(fs::exists(dir.path / "cg.dot"));  // not written again after the first iteration
+  REQUIRE(count(dot, "digraph") == 1);
+  REQUIRE(count(dot, "label=\"Linear\"") == 2);
+  REQUIRE(count(dot, "label=\"ReLU\"") == 1);
+  REQUIRE(count(dot, "label=\"Dropout\"") == 1);
+  REQUIRE(count(dot, "label=\"SoftmaxCrossEntropy\"") == 1);
+  REQUIRE(dot.find("(32, 20), float32") != std::string::npos);  // the input batch
+  REQUIRE(dot.back() == '\n');
+}
+
+TEST_CASE("training: Evaluator reports the mean of the per-batch losses without training") {
+  random::seed(0);
+  auto net = std::make_shared<Net>(16, 0.5);
+  auto probe = std::make_shared<Probe>(net);
+  auto model = std::make_shared<L::Classifier>(probe);
+  auto test = make_dataset(50, 2);
+  // Initialize the parameters.
+  model->forward_args({Variable(Tensor::zeros({1, 20})), Variable(Tensor::from_vector<int32_t>({0}))});
+  probe->calls.clear();
+
+  // By hand: batches of 16, 16, 16 and 2, backprop and dropout off.
+  double sum_loss = 0, sum_acc = 0;
+  int batches = 0;
+  {
+    iterators::SerialIterator it(test, 16, false, false);
+    NoBackpropMode no_backprop;
+    config::TrainScope eval_mode(false);
+    while (it.has_next()) {
+      std::vector<Tensor> arrays = it.next_batch();
+      model->forward_args({Variable(arrays[0]), Variable(arrays[1])});
+      sum_loss += model->loss().item();
+      sum_acc += model->accuracy().item();
+      ++batches;
+    }
+  }
+  REQUIRE(batches == 4);
+  probe->calls.clear();
+
+  std::vector<std::vector<float>> before;
+  for (auto& p : model->params()) before.push_back(values(p.data()));
+  const std::vector<uint64_t> rng_before = random::default_generator().state();
+
+  auto iter = std::make_shared<iterators::SerialIterator>(test, 16, false, false);
+  E::Evaluator evaluator(iter, model);
+  REQUIRE(config::train());
+  Observation result = evaluator.evaluate();
+  REQUIRE(config::train());  // restored
+  REQUIRE(is_backprop_enabled());
+  REQUIRE(result.size() == 2);
+  REQUIRE(result.at("validation/main/loss") == Approx(sum_loss / batches).epsilon(1e-12));
+  REQUIRE(result.at("validation/main/accuracy") == Approx(sum_acc / batches).epsilon(1e-12));
+  REQUIRE(evaluator.last_example_count() == 50);
+  REQUIRE(probe->calls == std::vector<std::pair<bool, bool>>(4, {false, false}));
+
+  // Nothing changed: parameters, gradients, the generator (no dropout masks drawn).
+  size_t i = 0;
+  for (auto& p : model->params()) {
+    REQUIRE(values(p.data()) == before[i++]);
+    REQUIRE_FALSE(p.grad().defined());
+  }
+  REQUIRE(random::default_generator().state() == rng_before);
+
+  // Evaluating again gives the same result (the iterator is reset each time).
+  REQUIRE(evaluator.evaluate() == result);
+
+  // An iterator with fewer examples than a batch: one short batch.
+  auto small = std::make_shared<iterators::SerialIterator>(make_dataset(5, 3), 16, false, false);
+  E::Evaluator small_evaluator(small, model, {}, "small");
+  Observation r = small_evaluator.evaluate();
+  REQUIRE(small_evaluator.last_example_count() == 5);
+  REQUIRE(r.count("small/main/loss") == 1);
+  REQUIRE(std::isfinite(r.at("small/main/loss")));
+
+  // A repeating iterator would never end: it is refused instead of hanging.
+  auto repeating = std::make_shared<iterators::SerialIterator>(test, 16, true, false);
+  E::Evaluator bad(repeating, model);
+  REQUIRE_THROWS_WITH(bad.evaluate(), Catch::Contains("repeat"));
+}
+
+TEST_CASE("training: in a trainer, the Evaluator runs with train off and leaves it on for the updates") {
+  TempDir dir("evaluator");
+  random::seed(0);
+  auto probe = std::make_shared<Probe>(std::make_shared<Net>(16, 0.2));
+  Setup s(make_dataset(100, 1), make_dataset(40, 2), 25, IntervalTrigger(2, Unit::Epoch), dir.path, 16, 0.2, probe);
+  s.trainer->extend(std::make_shared<E::Evaluator>(s.test_iter, s.model));
+  s.trainer->run();
+  // 4 updates per epoch, then 3 evaluation batches (16, 16, 8).
+  std::vector<std::pair<bool, bool>> expected;
+  for (int e = 0; e < 2; ++e) {
+    for (int i = 0; i < 4; ++i) expected.emplace_back(true, true);
+    for (int i = 0; i < 3; ++i) expected.emplace_back(false, false);
+  }
+  REQUIRE(probe->calls == expected);
+  REQUIRE(config::train());
+}
+
+TEST_CASE("training: a run resumed from a snapshot ends bit for bit where an uninterrupted run ends") {
+  TempDir dir("resume");
+  auto train = make_dataset(200, 1);
+  auto test = make_dataset(50, 2);
+  auto make = [&](IntervalTrigger stop, const fs::path& out, std::shared_ptr<E::LogReport>& log) {
+    // Dropout 0.3, shuffling: both random streams matter.
+    auto s = std::make_unique<Setup>(train, test, 32, stop, out, 16, 0.3);
+    s->trainer->extend(std::make_shared<E::Evaluator>(s->test_iter, s->model));
+    log = std::make_shared<E::LogReport>();
+    s->trainer->extend(log);
+    s->trainer->extend(E::snapshot("snapshot_epoch_{.updater.epoch}"), "", IntervalTrigger(1, Unit::Epoch));
+    return s;
+  };
+
+  // A: two epochs straight.
+  std::shared_ptr<E::LogReport> log_a, log_b1, log_b2;
+  auto a = make(IntervalTrigger(2, Unit::Epoch), dir.path / "a", log_a);
+  a->trainer->run();
+  const std::vector<uint64_t> rng_a = random::default_generator().state();
+  REQUIRE(fs::exists(dir.path / "a" / "snapshot_epoch_1"));
+  REQUIRE(fs::exists(dir.path / "a" / "snapshot_epoch_2"));
+
+  // B: one epoch, then a fresh trainer resumed from its snapshot runs to two epochs.
+  auto b1 = make(IntervalTrigger(1, Unit::Epoch), dir.path / "b", log_b1);
+  b1->trainer->run();
+  REQUIRE(b1->updater->iteration() == 7);
+  REQUIRE(log_b1->log().size() == 1);
+  auto b2 = make(IntervalTrigger(2, Unit::Epoch), dir.path / "b", log_b2);
+  random::seed(12345);  // the snapshot must restore the default generator
+  training::load_snapshot((dir.path / "b" / "snapshot_epoch_1").string(), *b2->trainer);
+  // Loaded: where B stopped.
+  REQUIRE(b2->updater->iteration() == 7);
+  REQUIRE(b2->train_iter->epoch_detail() == b1->train_iter->epoch_detail());
+  REQUIRE(b2->optimizer->t() == 7);
+  REQUIRE(log_b2->log().size() == 1);
+  {
+    auto p1 = b1->model->namedparams(), p2 = b2->model->namedparams();
+    REQUIRE(p1.size() == p2.size());
+    for (size_t i = 0; i < p1.size(); ++i) REQUIRE(values(p1[i].second.data()) == values(p2[i].second.data()));
+  }
+  REQUIRE(b2->trainer->elapsed_time() > 0);
+  b2->trainer->run();
+  const std::vector<uint64_t> rng_b = random::default_generator().state();
+
+  // Parameters, bit for bit.
+  auto pa = a->model->namedparams(), pb = b2->model->namedparams();
+  REQUIRE(pa.size() == pb.size());
+  REQUIRE(pa.size() == 4);
+  for (size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i].first);
+    REQUIRE(pa[i].first == pb[i].first);
+    REQUIRE(values(pa[i].second.data()) == values(pb[i].second.data()));
+  }
+  // Sanity: the first epoch alone ends elsewhere.
+  REQUIRE(values(b1->model->namedparams()[0].second.data()) != values(pa[0].second.data()));
+
+  // The optimizer.
+  REQUIRE(a->optimizer->t() == 13);
+  REQUIRE(b2->optimizer->t() == 13);
+  REQUIRE(a->optimizer->epoch() == b2->optimizer->epoch());
+  for (auto& [name, p] : pa) {
+    INFO(name);
+    const TensorMap& sa = a->optimizer->state(name);
+    const TensorMap& sb = b2->optimizer->state(name);
+    REQUIRE(sa.size() == 2);
+    REQUIRE(sb.size() == 2);
+    for (const char* key : {"m", "v"}) REQUIRE(values(sa.at(key)) == values(sb.at(key)));
+  }
+
+  // The iterator and the generators.
+  REQUIRE(a->updater->iteration() == b2->updater->iteration());
+  REQUIRE(a->train_iter->epoch() == b2->train_iter->epoch());
+  REQUIRE(a->train_iter->current_position() == b2->train_iter->current_position());
+  REQUIRE(a->train_iter->epoch_detail() == b2->train_iter->epoch_detail());
+  REQUIRE(a->train_iter->is_new_epoch() == b2->train_iter->is_new_epoch());
+  REQUIRE(a->train_iter->previous_epoch_detail() == b2->train_iter->previous_epoch_detail());
+  REQUIRE(rng_a == rng_b);
+  for (int k = 0; k < 8; ++k) {  // the same batches follow (the shuffling RNG continues alike)
+    auto ba = a->train_iter->next_batch(), bb = b2->train_iter->next_batch();
+    REQUIRE(values(ba[0]) == values(bb[0]));
+    REQUIRE(ba[1].to_vector<int32_t>() == bb[1].to_vector<int32_t>());
+  }
+
+  // The logs, except for the time.
+  auto strip = [](std::vector<Observation> log) {
+    for (auto& e : log) {
+      REQUIRE(e.count("elapsed_time") == 1);
+      e.erase("elapsed_time");
+    }
+    return log;
+  };
+  REQUIRE(log_a->log().size() == 2);
+  REQUIRE(strip(log_a->log()) == strip(log_b2->log()));
+  REQUIRE(strip(E::LogReport::from_json(read_text(dir.path / "a" / "log"))) ==
+          strip(E::LogReport::from_json(read_text(dir.path / "b" / "log"))));
+  REQUIRE(log_b2->log()[1].at("elapsed_time") >= log_b2->log()[0].at("elapsed_time"));  // time before the resume counts
+
+  // The snapshots themselves: every entry but the times.
+  auto same_snapshots = [](const fs::path& x, const fs::path& y) {
+    const TensorMap ex = load_npz(x.string()), ey = load_npz(y.string());
+    REQUIRE(ex.size() == ey.size());
+    REQUIRE(ex.count("elapsed_time") == 1);
+    for (const auto& [key, tx] : ex) {
+      INFO(key);
+      REQUIRE(ey.count(key) == 1);
+      if (key == "elapsed_time" || key.find("_log") != std::string::npos) continue;
+      const Tensor& ty = ey.at(key);
+      REQUIRE(tx.dtype() == ty.dtype());
+      REQUIRE(tx.shape() == ty.shape());
+      Tensor cx = tx.contiguous(), cy = ty.contiguous();
+      REQUIRE(std::memcmp(cx.raw_data(), cy.raw_data(), cx.nbytes()) == 0);
+    }
+  };
+  same_snapshots(dir.path / "a" / "snapshot_epoch_1", dir.path / "b" / "snapshot_epoch_1");
+  same_snapshots(dir.path / "a" / "snapshot_epoch_2", dir.path / "b" / "snapshot_epoch_2");
+}
+
+TEST_CASE("training: a snapshot resumed at the stop point does not train further") {
+  TempDir dir("resume_end");
+  auto train = make_dataset(50, 1);
+  Setup a(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  a.trainer->extend(E::snapshot("snap"));
+  a.trainer->run();
+  Setup b(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  training::load_snapshot((dir.path / "snap").string(), *b.trainer);
+  b.trainer->run();
+  REQUIRE(b.updater->iteration() == a.updater->iteration());
+  REQUIRE(b.optimizer->t() == a.optimizer->t());
+}
+
+TEST_CASE("training: unwritable output directories and bad snapshots raise errors naming them") {
+  TempDir dir("errors");
+  auto train = make_dataset(40, 1);
+
+  SECTION("an output directory under a regular file") {
+    std::ofstream(dir.path / "plain") << "not a directory";
+    const fs::path out = dir.path / "plain" / "result";
+    Setup s(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), out);
+    REQUIRE_THROWS_AS(s.trainer->run(), Error);
+    REQUIRE_THROWS_WITH(s.trainer->run(), Catch::Contains(out.string()) && Catch::Contains("output directory"));
+    REQUIRE(s.updater->iteration() == 0);
+  }
+
+  SECTION("a missing snapshot") {
+    Setup s(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    const std::string path = (dir.path / "no_such_snapshot").string();
+    REQUIRE_THROWS_AS(training::load_snapshot(path, *s.trainer), Error);
+    REQUIRE_THROWS_WITH(training::load_snapshot(path, *s.trainer),
+                        Catch::Contains(path) && Catch::Contains("does not exist"));
+  }
+
+  SECTION("corrupt and truncated snapshots") {
+    Setup s(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    const std::string garbage = (dir.path / "garbage").string();
+    const char bytes[] = "\x01\x02garbage, not an npz file\xff\x00\x13";
+    std::ofstream(garbage, std::ios::binary) << std::string(bytes, sizeof bytes - 1);
+    REQUIRE_THROWS_AS(training::load_snapshot(garbage, *s.trainer), Error);
+    REQUIRE_THROWS_WITH(training::load_snapshot(garbage, *s.trainer), Catch::Contains(garbage));
+
+    s.trainer->extend(E::snapshot("good"));
+    s.trainer->run();
+    const std::string good = read_text(dir.path / "good");
+    const std::string truncated = (dir.path / "truncated").string();
+    std::ofstream(truncated, std::ios::binary) << good.substr(0, good.size() / 2);
+    Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    t.trainer->extend(E::snapshot("good"));
+    REQUIRE_THROWS_WITH(training::load_snapshot(truncated, *t.trainer), Catch::Contains(truncated));
+    const std::string empty = (dir.path / "empty").string();
+    std::ofstream(empty, std::ios::binary).flush();
+    REQUIRE_THROWS_WITH(training::load_snapshot(empty, *t.trainer), Catch::Contains(empty));
+    training::load_snapshot((dir.path / "good").string(), *t.trainer);  // the intact one loads
+    REQUIRE(t.updater->iteration() == s.updater->iteration());
+  }
+
+  SECTION("a snapshot of a model with other unit counts") {
+    Setup s(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path, 16);
+    s.trainer->extend(E::snapshot("units16"));
+    s.trainer->run();
+    Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path, 24);
+    t.trainer->extend(E::snapshot("units16"));
+    const std::string path = (dir.path / "units16").string();
+    REQUIRE_THROWS_AS(training::load_snapshot(path, *t.trainer), Error);
+    REQUIRE_THROWS_WITH(training::load_snapshot(path, *t.trainer),
+                        Catch::Contains(path) && Catch::Contains("shape") && Catch::Contains("(16,)") &&
+                            Catch::Contains("(24,)"));
+  }
+}
