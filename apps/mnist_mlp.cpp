@@ -1,8 +1,10 @@
 // The ChainerMN MNIST tutorial model (train_mnist.py) in C++: an MLP 784-unit-unit-10 with
 // ReLU, Classifier (softmax cross-entropy + accuracy), Adam, evaluation on the test set after
 // every epoch, a log, a printed report, a progress bar, a graph dump and snapshots.
-//   build/apps/mnist_mlp [-b 100] [-e 20] [-u 1000] [-o result] [-r SNAPSHOT] [--data DIR]
+//   mpiexec -n 2 build/apps/mnist_mlp [-b 100] [-e 20] [-u 1000] [-o result] [-r SNAPSHOT] [--data DIR]
+// Every process trains on its share of the data with batch -b; gradients are averaged over all.
 #include <chainer.h>
+#include <chainermn.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -47,6 +49,7 @@ struct Options {
   std::string out = "result";
   std::string resume;
   std::string data;
+  std::string communicator = "naive";
 };
 
 const char* kUsage = R"(usage: mnist_mlp [options]
@@ -59,7 +62,8 @@ Trains the ChainerMN tutorial MLP on MNIST.
   -f, --frequency N   snapshot every N epochs (default -1: once, at the end)
       --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)
       --seed N        random seed for initialization and shuffling (default 0)
-      --threads N     compute threads (default: cores / processes on this node)
+      --threads N     compute threads per process (default: cores / processes on this node)
+      --communicator NAME  gradient all-reduce: naive (default) or flat on CPU
   -h, --help          show this help
 )";
 
@@ -85,7 +89,7 @@ Options parse(int argc, char** argv) {
     std::string a = argv[i];
     std::optional<std::string> value;  // from --flag=value
     if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
+      if (chainermn::world_rank() == 0) std::cout << kUsage;
       std::exit(0);
     }
     if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) value = a.substr(eq + 1), a = a.substr(0, eq);
@@ -104,6 +108,7 @@ Options parse(int argc, char** argv) {
     else if (a == "-o" || a == "--out") o.out = next();
     else if (a == "-r" || a == "--resume") o.resume = next();
     else if (a == "--data") o.data = next();
+    else if (a == "--communicator") o.communicator = next();
     else throw Error(chainer::str("unknown option '", a, "' (see --help)"));
   }
   if (o.frequency == 0) throw Error("-f/--frequency must be -1 or positive, got 0");
@@ -129,34 +134,58 @@ std::string find_data(const Options& o) {
                            "in one of them, or pass --data DIR"));
 }
 
+// Each rank of a multi-process job snapshots its own state (its share of the data, its
+// iterator): "snapshot_iter_600.rank1-of-4". A 1-process job keeps Chainer's plain name.
+std::string rank_suffix(const chainermn::Communicator& comm) {
+  return comm.size() == 1 ? std::string() : chainer::str(".rank", comm.rank(), "-of-", comm.size());
+}
+
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  auto comm = chainermn::create_communicator(o.communicator);
+  const bool root = comm->rank() == 0;
   if (o.threads > 0) chainer::set_num_threads(o.threads);
-  const std::string data_dir = find_data(o);
-  std::cout << "# unit: " << o.unit << "\n# Minibatch-size: " << o.batchsize << "\n# epoch: " << o.epoch
-            << "\n# threads: " << chainer::num_threads() << "\n# data: " << data_dir << "\n\n"
-            << std::flush;
+
+  // Rank 0 reads MNIST; scatter_dataset sends every worker its share, so one epoch is one pass
+  // over the whole dataset across all workers.
+  chainer::datasets::DatasetPtr train, test;
+  if (root) {
+    const std::string data_dir = find_data(o);
+    std::cout << "# Num process (COMM_WORLD): " << comm->size() << "\n# Using " << comm->name()
+              << " communicator\n# unit: " << o.unit << "\n# Minibatch-size: " << o.batchsize
+              << "\n# epoch: " << o.epoch << "\n# threads per process: " << chainer::num_threads()
+              << "\n# data: " << data_dir << "\n\n"
+              << std::flush;
+    std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
+  }
+  train = chainermn::scatter_dataset(train, comm, 0, true, uint64_t(o.seed));
+  test = chainermn::scatter_dataset(test, comm, 0, true, uint64_t(o.seed));
 
   chainer::random::seed(uint64_t(o.seed));
   auto model = std::make_shared<L::Classifier>(std::make_shared<MLP>(o.unit, 10));
-  auto optimizer = std::make_shared<chainer::optimizers::Adam>();
+  // The two-line change of the tutorial: gradients are averaged over all workers between
+  // backward and the update (and rank 0's parameters are broadcast first).
+  auto optimizer = chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(), comm);
   optimizer->setup(model);
 
-  auto [train, test] = chainer::datasets::get_mnist(data_dir);
-  auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true, uint64_t(o.seed));
+  auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true,
+                                                                         uint64_t(o.seed) + uint64_t(comm->rank()));
   auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
 
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);
   chainer::training::Trainer trainer(updater, {double(o.epoch), chainer::training::Unit::Epoch}, o.out);
-  trainer.extend(std::make_shared<E::Evaluator>(test_iter, model));
-  trainer.extend(E::dump_graph("main/loss"));
+  trainer.extend(chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm));
   const double frequency = o.frequency == -1 ? double(o.epoch) : double(o.frequency);
-  trainer.extend(E::snapshot(), "", chainer::training::IntervalTrigger(frequency, chainer::training::Unit::Epoch));
-  trainer.extend(std::make_shared<E::LogReport>());
-  trainer.extend(std::make_shared<E::PrintReport>(std::vector<std::string>{
-      "epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
-  trainer.extend(std::make_shared<E::ProgressBar>());
-  if (!o.resume.empty()) chainer::training::load_snapshot(o.resume, trainer);
+  trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + rank_suffix(*comm)), "",
+                 chainer::training::IntervalTrigger(frequency, chainer::training::Unit::Epoch));
+  if (root) {  // reports from rank 0 only
+    trainer.extend(E::dump_graph("main/loss"));
+    trainer.extend(std::make_shared<E::LogReport>());
+    trainer.extend(std::make_shared<E::PrintReport>(std::vector<std::string>{
+        "epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
+    trainer.extend(std::make_shared<E::ProgressBar>());
+  }
+  if (!o.resume.empty()) chainer::training::load_snapshot(o.resume + rank_suffix(*comm), trainer);
   trainer.run();
   return 0;
 }
@@ -164,10 +193,17 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "mnist_mlp: error: " << e.what() << "\n";
-    return 1;
-  }
+  return chainermn::run_main(argc, argv, [](int c, char** v) -> int {
+    try {
+      return run(c, v);
+    } catch (const std::exception& e) {
+      // One process: a plain message and status 1. Several: end the whole job, so no rank is
+      // left waiting in a collective for the one that failed.
+      if (chainermn::world_size() == 1) {
+        std::cerr << "mnist_mlp: error: " << e.what() << "\n";
+        return 1;
+      }
+      chainermn::abort_job(std::string("mnist_mlp: error: ") + e.what());
+    }
+  });
 }

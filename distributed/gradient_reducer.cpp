@@ -1,7 +1,6 @@
 #include "distributed/gradient_reducer.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstring>
 #include <unordered_map>
 

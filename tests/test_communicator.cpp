@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/random.h"
-#include "distributed/chainermn.h"
+#include "chainermn.h"
 #include "distributed/chunked_transfer.h"
 #include "nn/links/linear.h"
 
