@@ -39,8 +39,8 @@ void eigen_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, double alpha
 constexpr int64_t MR = 12;   // rows of a micro-tile: 12 x 2 accumulators = 24 of 32 zmm registers
 constexpr int64_t NR = 32;   // columns of a micro-tile: two zmm vectors
 constexpr int64_t KC = 256;  // depth of a packed block: a B micro-panel (KC x NR) is 32 KiB
-constexpr int64_t MC = 120;  // rows of a packed A block (MC x KC floats stay in L2)
-constexpr int64_t NC = 4096;  // columns of a packed B block
+constexpr int64_t MC = 600;  // rows of a packed A block (streams from L2/L3 once per B block)
+constexpr int64_t NC = 256;  // columns of a packed B block: KC x NC floats = 256 KiB stay in L2
 
 // A(i, p) of op(A) where op is transpose when TRANS.
 struct Operand {
@@ -158,40 +158,49 @@ float* aligned_buffer(std::unique_ptr<float, decltype(&std::free)>& buf, size_t 
   return buf.get();
 }
 
-// C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C, on the team of num_threads().
-// The team packs each block of A and B together, then splits the NR-column panels of C among
-// its threads (static split, so results never depend on timing).
-void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Operand& B, float alpha, float beta, float* C,
-                  int64_t ldc) {
-  // Packing buffers of the calling thread, shared by its team; reused call after call.
+// C[:, cols) = alpha * op(A) * op(B)[:, cols) + beta * C[:, cols) on one thread, BLIS-style: for
+// each KC-deep slice, a block of B panels (KC x NC, kept in this core's L2) and a block of A
+// panels are packed; each A micro-panel then stays in L1 while the B micro-panels stream past.
+void sgemm_columns(int64_t m, int64_t col_begin, int64_t col_end, int64_t k, const Operand& A, const Operand& B,
+                   float alpha, float beta, float* C, int64_t ldc) {
   thread_local std::unique_ptr<float, decltype(&std::free)> abuf(nullptr, &std::free), bbuf(nullptr, &std::free);
   float* pa = aligned_buffer(abuf, size_t(MC * KC));
   float* pb = aligned_buffer(bbuf, size_t(KC * NC));
-  const int64_t max_panels = (std::min(n, NC) + NR - 1) / NR;
-  const int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads(), max_panels)));
-#pragma omp parallel num_threads(threads)
-  for (int64_t j0 = 0; j0 < n; j0 += NC) {
-    const int64_t nc = std::min(NC, n - j0), npanels = (nc + NR - 1) / NR;
+  const int64_t n = col_end;
+  for (int64_t j0 = col_begin; j0 < col_end; j0 += NC) {
+    const int64_t nc = std::min(NC, col_end - j0), npanels = (nc + NR - 1) / NR;
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
       const int64_t kc = std::min(KC, k - p0);
       const float beta_pass = p0 == 0 ? beta : 1.f;
-#pragma omp for schedule(static) nowait
       for (int64_t jp = 0; jp < npanels; ++jp) pack_b(B, n, j0, p0, kc, pb, jp);
       for (int64_t i0 = 0; i0 < m; i0 += MC) {
         const int64_t mc = std::min(MC, m - i0), mpanels = (mc + MR - 1) / MR;
-#pragma omp for schedule(static)
         for (int64_t ip = 0; ip < mpanels; ++ip) pack_a(A, m, i0, p0, kc, pa, ip);
-#pragma omp for schedule(static)
-        for (int64_t jp = 0; jp < npanels; ++jp) {
-          const int64_t cols = std::min(NR, nc - jp * NR);
-          for (int64_t ip = 0; ip < mpanels; ++ip) {
-            const int64_t rows = std::min(MR, mc - ip * MR);
+        for (int64_t ip = 0; ip < mpanels; ++ip) {
+          const int64_t rows = std::min(MR, mc - ip * MR);
+          for (int64_t jp = 0; jp < npanels; ++jp)
             micro_kernel(kc, pa + ip * MR * kc, pb + jp * NR * kc, C + (i0 + ip * MR) * ldc + j0 + jp * NR, ldc, alpha,
-                         beta_pass, rows, cols);
-          }
+                         beta_pass, rows, std::min(NR, nc - jp * NR));
         }
       }
     }
+  }
+}
+
+// C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C on the team of num_threads():
+// the NR-column panels of C are split evenly among the threads, and each thread packs what it
+// needs itself. No barriers, no shared writes, and a split that depends only on the shapes, so
+// results never depend on timing.
+void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Operand& B, float alpha, float beta, float* C,
+                  int64_t ldc) {
+  const int64_t panels = (n + NR - 1) / NR;
+  const int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads(), panels)));
+  if (threads == 1) return sgemm_columns(m, 0, n, k, A, B, alpha, beta, C, ldc);
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t begin = panels * t / nt * NR, end = std::min(n, panels * (t + 1) / nt * NR);
+    if (begin < end) sgemm_columns(m, begin, end, k, A, B, alpha, beta, C, ldc);
   }
 }
 #endif
