@@ -44,6 +44,11 @@ void MultiNodeOptimizer::update() {
   require_target("update");
   chainer::Link& link = target();
   Signature sig = signature_of(link);
+  if (restored_) {
+    restored_ = false;
+    signature_ = sig;
+    needs_broadcast_ = false;
+  }
   if (needs_broadcast_ || sig != signature_) {
     // ChainerMN: `if self.is_changed(target): self.communicator.bcast_data(target)` and no step.
     signature_ = std::move(sig);
@@ -63,6 +68,11 @@ void MultiNodeOptimizer::update() {
     comm_->multi_node_mean_grad(link, options_.zero_fill);
   }
   actual_->update();
+}
+
+void MultiNodeOptimizer::serialize(chainer::Serializer& s) {
+  actual_->serialize(s);
+  if (s.is_reader() && actual_->t() > 0) restored_ = true;
 }
 
 void MultiNodeOptimizer::update_one(chainer::Variable&, chainer::TensorMap&) {

@@ -61,7 +61,11 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   int64_t epoch() const override { return actual_->epoch(); }
   void new_epoch() override { actual_->new_epoch(); }
   void add_hook(std::shared_ptr<chainer::OptimizerHook> hook) override { actual_->add_hook(std::move(hook)); }
-  void serialize(chainer::Serializer& s) override { actual_->serialize(s); }
+  // Delegates, so snapshots look like the single-process ones. Restoring one marks the
+  // parameters as consistent across ranks (every rank loads its snapshot of the same
+  // iteration), so the next update steps instead of spending itself on a broadcast and a
+  // resumed run continues exactly as an uninterrupted one.
+  void serialize(chainer::Serializer& s) override;
 
   chainer::Optimizer& actual_optimizer() const { return *actual_; }
   const std::shared_ptr<chainer::Optimizer>& actual_optimizer_ptr() const { return actual_; }
@@ -86,6 +90,7 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   std::unique_ptr<GradientReducer> reducer_;
   Signature signature_;
   bool needs_broadcast_ = true;
+  bool restored_ = false;  // a snapshot was loaded since the last update
   int64_t broadcasts_ = 0;
 };
 

@@ -458,6 +458,19 @@ TEST_CASE("multi_node: the multi-node optimizer behaves as the actual one (hooks
   opt2->serialize(r);
   CHECK(opt2->t() == 2);
   CHECK(actual2->state("/predictor/l1/W").count("m") == 1);
+  // A restored optimizer steps at its next update (no broadcast-only step), so a resumed run
+  // continues exactly as an uninterrupted one.
+  {
+    auto model3 = make_model(7);
+    auto opt3 = mn::create_multi_node_optimizer(std::make_shared<optimizers::Adam>(), comm);
+    opt3->setup(model3);
+    Serializer r3 = Serializer::reader(a.entries());
+    opt3->serialize(r3);
+    const Data data3 = make_data(8);
+    opt3->update([&] { return model3->forward_args(rows(data3, 0, 8))[0]; });
+    CHECK(opt3->t() == 3);
+    CHECK(dynamic_cast<mn::MultiNodeOptimizer&>(*opt3).broadcast_count() == 0);
+  }
 
   // An optimizer that was set up before being wrapped keeps its target.
   auto pre = std::make_shared<optimizers::SGD>();
