@@ -210,21 +210,18 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   return c;
 }
 
-Tensor softmax(const Tensor& x, int64_t axis) {
-  require_defined_cpu("softmax", x);
-  require_floating("softmax", x);
+namespace {
+Tensor softmax_along(const char* op, const Tensor& x, int64_t axis, bool log) {
+  require_defined_cpu(op, x);
+  require_floating(op, x);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
-  cpu::softmax(x, normalize_axis(axis, x.ndim(), "softmax"), false, out);
+  cpu::softmax(x, normalize_axis(axis, x.ndim(), op), log, out);
   return out;
 }
+}  // namespace
 
-Tensor log_softmax(const Tensor& x, int64_t axis) {
-  require_defined_cpu("log_softmax", x);
-  require_floating("log_softmax", x);
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  cpu::softmax(x, normalize_axis(axis, x.ndim(), "log_softmax"), true, out);
-  return out;
-}
+Tensor softmax(const Tensor& x, int64_t axis) { return softmax_along("softmax", x, axis, false); }
+Tensor log_softmax(const Tensor& x, int64_t axis) { return softmax_along("log_softmax", x, axis, true); }
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   if (xs.empty()) throw Error("concat: no arrays given");

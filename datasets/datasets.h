@@ -1,1 +1,10 @@
+// The datasets module in one include: datasets, MNIST, batching and iterators.
 #pragma once
+#include "datasets/concat_examples.h"
+#include "datasets/dataset.h"
+#include "datasets/iterator.h"
+#include "datasets/mnist.h"
+#include "datasets/multiprocess_iterator.h"
+#include "datasets/serial_iterator.h"
+#include "datasets/sub_dataset.h"
+#include "datasets/tuple_dataset.h"
