@@ -3,6 +3,9 @@
 // and runs at about a third of the rate on this machine's shapes (see docs/performance.md), so
 // it stays only for float64 (gradient checks) and CPUs without AVX-512.
 #include <Eigen/Core>
+// GCC 12's AVX-512 shuffle intrinsics use an uninitialised __Y internally and warn about it in
+// every caller (a false positive of the header, not of this file).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #include <omp.h>
 
