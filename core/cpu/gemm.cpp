@@ -2,10 +2,6 @@
 // blocking with a 12x32 register-tiled micro-kernel); Eigen's product served as the baseline
 // and runs at about a third of the rate on this machine's shapes (see docs/performance.md), so
 // it stays only for float64 (gradient checks) and CPUs without AVX-512.
-#include <Eigen/Core>
-// GCC 12's AVX-512 shuffle intrinsics use an uninitialised __Y internally and warn about it in
-// every caller (a false positive of the header, not of this file).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #include <omp.h>
 
@@ -21,23 +17,6 @@
 namespace chainer::cpu {
 
 namespace {
-template <class T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-template <class T>
-void eigen_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, double alpha, double beta, Tensor& c) {
-  Eigen::Map<const RowMat<T>> A(a.data<T>(), a.size(0), a.size(1));
-  Eigen::Map<const RowMat<T>> B(b.data<T>(), b.size(0), b.size(1));
-  Eigen::Map<RowMat<T>> C(c.data<T>(), c.size(0), c.size(1));
-  if (beta == 0) C.setZero();
-  else if (beta != 1) C *= T(beta);
-  const T al = T(alpha);
-  if (!ta && !tb) C.noalias() += al * A * B;
-  else if (ta && !tb) C.noalias() += al * A.transpose() * B;
-  else if (!ta && tb) C.noalias() += al * A * B.transpose();
-  else C.noalias() += al * A.transpose() * B.transpose();
-}
-
 #if defined(__AVX512F__)
 constexpr int64_t MR = 12;   // rows of a micro-tile: 12 x 2 accumulators = 24 of 32 zmm registers
 constexpr int64_t NR = 32;   // columns of a micro-tile: two zmm vectors
@@ -236,8 +215,7 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
     return;
   }
 #endif
-  CHAINER_DISPATCH_FLOATING(c.dtype(), "matmul",
-                            [&] { eigen_gemm<scalar_t>(a, trans_a, b, trans_b, alpha, beta, c); });
+  eigen_gemm(a, trans_a, b, trans_b, alpha, beta, c);
 }
 
 }  // namespace chainer::cpu

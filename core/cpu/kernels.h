@@ -25,6 +25,10 @@ void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out);  /
 void max_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax);
 
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
+// Eigen's product: the fallback of gemm (float64, CPUs without AVX-512, CHAINER_GEMM=eigen).
+void eigen_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
+// Which float32 path gemm takes: "packed-avx512" or "eigen".
+const char* gemm_backend();
 
 void softmax(const Tensor& x, int64_t axis, bool log, Tensor& out);
 
