@@ -9,15 +9,12 @@
 #include <cstring>
 #include <string>
 
+#include "core/cpu/kernels.h"  // gemm_backend()
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "core/random.h"
 
 using namespace chainer;
-
-namespace chainer::cpu {
-const char* gemm_backend();
-}
 
 namespace {
 // Wall seconds per call; with --cpu-time, process CPU seconds per call divided by the thread
