@@ -7,6 +7,7 @@
 #include "autograd/function_node.h"
 #include "autograd/gradient_check.h"
 #include "autograd/variable.h"
+#include "core/allocator.h"
 #include "core/config.h"
 #include "core/npz.h"
 #include "core/ops.h"

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core/allocator.h"
 #include "core/ops.h"
 #include "core/random.h"
 #include "core/tensor.h"
@@ -128,4 +129,41 @@ TEST_CASE("random: seeded streams repeat and restore") {
   for (double e : v) var += (e - mean) * (e - mean) / double(v.size());
   REQUIRE(mean == Approx(0).margin(0.05));
   REQUIRE(var == Approx(4).epsilon(0.05));
+}
+
+TEST_CASE("allocator: large blocks are recycled, small ones are not cached") {
+  using namespace chainer;
+  host_empty_cache();
+  const AllocatorStats before = host_allocator_stats();
+  const void* first = nullptr;
+  {
+    Tensor a = Tensor::empty({1000, 1000}, DType::Float32);  // 4 MB: cached when freed
+    first = a.raw_data();
+    REQUIRE(reinterpret_cast<uintptr_t>(first) % 64 == 0);
+  }
+  REQUIRE(host_allocator_stats().cached_bytes >= size_t(4000000));
+  {
+    Tensor b = Tensor::empty({1000, 1000}, DType::Float32);  // the same size class: the same block
+    REQUIRE(b.raw_data() == first);
+    Tensor c = Tensor::empty({990, 1000}, DType::Float32);  // a little smaller: same class, a new block
+    REQUIRE(c.raw_data() != first);
+    REQUIRE(reinterpret_cast<uintptr_t>(c.raw_data()) % 64 == 0);
+  }
+  const AllocatorStats after = host_allocator_stats();
+  REQUIRE(after.allocations - before.allocations == 3);
+  REQUIRE(after.cache_hits - before.cache_hits == 1);
+  REQUIRE(after.in_use_bytes == before.in_use_bytes);
+  {
+    Tensor small = Tensor::empty({100}, DType::Float32);  // below kCachedBlockMinBytes
+    (void)small;
+  }
+  REQUIRE(host_allocator_stats().allocations == after.allocations);
+
+  // A lower limit returns blocks to the system; an empty cache holds nothing.
+  const size_t limit = host_cache_limit();
+  set_host_cache_limit(size_t(1) << 20);
+  REQUIRE(host_allocator_stats().cached_bytes <= size_t(1) << 20);
+  set_host_cache_limit(limit);
+  host_empty_cache();
+  REQUIRE(host_allocator_stats().cached_bytes == 0);
 }
