@@ -115,11 +115,17 @@ struct GradientReducer::Impl {
     }
   }
 
+  // Copies the bucket's gradients into its buffer, already multiplied by 1/size (while they are
+  // still warm in cache from backward), so the sum over ranks is the mean and finalize() need
+  // not touch the values again.
   void pack(Bucket& bucket) {
-    if (!bucket.buffer.defined() || bucket.buffer.numel() != bucket.numel)
+    // The previous step's gradients are views of the buffer (see unpack); if somebody still holds
+    // one, this step gets a fresh buffer instead of overwriting theirs.
+    if (!bucket.buffer.defined() || bucket.buffer.numel() != bucket.numel || bucket.buffer.storage().use_count() > 1)
       bucket.buffer = Tensor::empty({bucket.numel}, bucket.dtype);
     char* base = static_cast<char*>(bucket.buffer.raw_data());
     const size_t item = chainer::dtype_size(bucket.dtype);
+    const double factor = 1.0 / double(size);
     for (size_t s : bucket.slots) {
       Slot& slot = slots[s];
       char* dst = base + size_t(slot.offset) * item;
@@ -130,7 +136,10 @@ struct GradientReducer::Impl {
       if (g.defined() && g.numel() == slot.numel) {
         if (g.dtype() != bucket.dtype) g = g.astype(bucket.dtype);
         g = g.contiguous();
-        if (bytes) std::memcpy(dst, g.raw_data(), bytes);
+        if (slot.dtype == DType::Float32)
+          scale_into(reinterpret_cast<float*>(dst), g.data<float>(), slot.numel, factor);
+        else
+          scale_into(reinterpret_cast<double*>(dst), g.data<double>(), slot.numel, factor);
       } else {
         // No gradient in this step (or a shape the plan does not know, only possible while a
         // plan is being thrown away): zeros keep the collective the same on every rank.
@@ -193,27 +202,15 @@ struct GradientReducer::Impl {
           node->grad = Tensor::zeros(slot.shape, slot.dtype);
       return;
     }
-    const double factor = 1.0 / double(size);
+    // The buffers hold the means (pack scaled by 1/size): each gradient becomes a view of its
+    // bucket's buffer, so no value is copied again.
     for (Bucket& bucket : buckets) {
-      const char* base = static_cast<const char*>(bucket.buffer.raw_data());
-      const size_t item = chainer::dtype_size(bucket.dtype);
       for (size_t s : bucket.slots) {
         Slot& slot = slots[s];
         std::shared_ptr<VariableNode> node = slot.node.lock();
         if (!node) continue;
         if (!slot.had_grad && !options.zero_fill) continue;
-        // In place where this parameter owns its gradient (backward gives every leaf its own;
-        // the node and G are the only holders), else into a fresh tensor.
-        Tensor g = node->grad;
-        if (!g.defined() || g.shape() != slot.shape || g.dtype() != slot.dtype || !g.is_contiguous() ||
-            g.storage().use_count() > 2)
-          g = Tensor::empty(slot.shape, slot.dtype);
-        const char* src = base + size_t(slot.offset) * item;
-        if (slot.dtype == DType::Float32)
-          scale_into(g.data<float>(), reinterpret_cast<const float*>(src), slot.numel, factor);
-        else
-          scale_into(g.data<double>(), reinterpret_cast<const double*>(src), slot.numel, factor);
-        node->grad = std::move(g);
+        node->grad = bucket.buffer.narrow(0, slot.offset, slot.numel).reshape(slot.shape);
       }
     }
   }
