@@ -2,6 +2,7 @@
 
 #include "core/allocator.h"
 #include "core/ops.h"
+#include "core/parallel.h"
 #include "core/random.h"
 #include "core/tensor.h"
 
@@ -96,6 +97,24 @@ TEST_CASE("ops: matrix products match a naive reference in every transpose mode"
     }
   }
   REQUIRE_THROWS_WITH(ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 2})), Catch::Contains("not aligned"));
+}
+
+TEST_CASE("ops: float32 matrix products do not depend on the number of threads") {
+  // Every element of C is computed by one micro-kernel sequence in a fixed order, whichever
+  // thread takes its chunk: bit-identical results with 1, 2 and 3 threads.
+  Generator gen(5);
+  const int saved = num_threads();
+  for (auto [m, n, k] : {std::tuple{100, 1000, 784}, {1000, 784, 100}, {37, 300, 600}}) {
+    Tensor a = random::normal({m, k}, 0, 1, DType::Float32, &gen);
+    Tensor b = random::normal({k, n}, 0, 1, DType::Float32, &gen);
+    set_num_threads(1);
+    const std::vector<float> one = ops::matmul(a, b).to_vector<float>();
+    for (int t : {2, 3}) {
+      set_num_threads(t);
+      REQUIRE(ops::matmul(a, b).to_vector<float>() == one);
+    }
+  }
+  set_num_threads(saved);
 }
 
 TEST_CASE("ops: gemm accumulates with alpha and beta") {

@@ -6,9 +6,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "core/cpu/kernels.h"
@@ -20,9 +22,8 @@ namespace {
 #if defined(__AVX512F__)
 constexpr int64_t MR = 12;   // rows of a micro-tile: 12 x 2 accumulators = 24 of 32 zmm registers
 constexpr int64_t NR = 32;   // columns of a micro-tile: two zmm vectors
-constexpr int64_t KC = 256;  // depth of a packed block: a B micro-panel (KC x NR) is 32 KiB
-constexpr int64_t MC = 600;  // rows of a packed A block (streams from L2/L3 once per B block)
-constexpr int64_t NC = 256;  // columns of a packed B block: KC x NC floats = 256 KiB stay in L2
+constexpr int64_t KC = 256;  // depth of a packed slice: a B micro-panel (KC x NR) is 32 KiB
+constexpr int64_t CW = 128;  // columns of C per work chunk: its packed B (KC x CW, 128 KiB) stays in L2
 
 // A(i, p) of op(A) where op is transpose when TRANS.
 struct Operand {
@@ -135,55 +136,70 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t 
   }
 }
 
-float* aligned_buffer(std::unique_ptr<float, decltype(&std::free)>& buf, size_t floats) {
-  if (!buf) buf.reset(static_cast<float*>(std::aligned_alloc(64, floats * sizeof(float))));
+// A 64-byte aligned buffer of at least FLOATS floats, kept per thread and grown as needed.
+float* thread_buffer(std::unique_ptr<float, decltype(&std::free)>& buf, size_t& capacity, size_t floats) {
+  if (!buf || capacity < floats) {
+    buf.reset(static_cast<float*>(std::aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64)));
+    if (!buf) throw std::bad_alloc();
+    capacity = floats;
+  }
   return buf.get();
 }
 
-// C[:, cols) = alpha * op(A) * op(B)[:, cols) + beta * C[:, cols) on one thread, BLIS-style: for
-// each KC-deep slice, a block of B panels (KC x NC, kept in this core's L2) and a block of A
-// panels are packed; each A micro-panel then stays in L1 while the B micro-panels stream past.
-void sgemm_columns(int64_t m, int64_t col_begin, int64_t col_end, int64_t k, const Operand& A, const Operand& B,
-                   float alpha, float beta, float* C, int64_t ldc) {
-  thread_local std::unique_ptr<float, decltype(&std::free)> abuf(nullptr, &std::free), bbuf(nullptr, &std::free);
-  float* pa = aligned_buffer(abuf, size_t(MC * KC));
-  float* pb = aligned_buffer(bbuf, size_t(KC * NC));
-  const int64_t n = col_end;
-  for (int64_t j0 = col_begin; j0 < col_end; j0 += NC) {
-    const int64_t nc = std::min(NC, col_end - j0), npanels = (nc + NR - 1) / NR;
-    for (int64_t p0 = 0; p0 < k; p0 += KC) {
-      const int64_t kc = std::min(KC, k - p0);
-      const float beta_pass = p0 == 0 ? beta : 1.f;
-      for (int64_t jp = 0; jp < npanels; ++jp) pack_b(B, n, j0, p0, kc, pb, jp);
-      for (int64_t i0 = 0; i0 < m; i0 += MC) {
-        const int64_t mc = std::min(MC, m - i0), mpanels = (mc + MR - 1) / MR;
-        for (int64_t ip = 0; ip < mpanels; ++ip) pack_a(A, m, i0, p0, kc, pa, ip);
+// C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C on the team of num_threads().
+//
+// op(A) is packed once, by the whole team, into MR-row micro-panels per KC-deep slice (at most
+// a few MB for our shapes; it is read from L2/L3). The columns of C are then cut into chunks of
+// CW columns that the threads take from a shared counter: each thread packs the chunk's B
+// (KC x CW, kept in its L2) and runs the micro-kernel with one A micro-panel in L1 while the
+// chunk's B micro-panels stream past. Dynamic chunks keep both cores busy when one is slowed by
+// the machine (a static half each left the faster one waiting ~8% of an epoch here). Every
+// element of C is still computed by one micro-kernel sequence in a fixed order, so results do
+// not depend on timing or on the number of threads.
+void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Operand& B, float alpha, float beta, float* C,
+                  int64_t ldc) {
+  const int64_t mpanels = (m + MR - 1) / MR, slices = (k + KC - 1) / KC, chunks = (n + CW - 1) / CW;
+  const int64_t slice_floats = mpanels * MR * KC;
+  thread_local std::unique_ptr<float, decltype(&std::free)> abuf(nullptr, &std::free);
+  thread_local size_t acap = 0;
+  float* pa = thread_buffer(abuf, acap, size_t(slices * slice_floats));
+  const int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads(), chunks)));
+  std::atomic<int64_t> next_chunk{0};
+
+  auto work = [&](int64_t t, int64_t nt) {
+    // 1. Pack op(A): (slice, panel) units split evenly over the team.
+    const int64_t units = slices * mpanels;
+    for (int64_t u = units * t / nt; u < units * (t + 1) / nt; ++u) {
+      const int64_t s = u / mpanels, ip = u % mpanels, p0 = s * KC;
+      pack_a(A, m, 0, p0, std::min(KC, k - p0), pa + s * slice_floats, ip);
+    }
+#pragma omp barrier
+    // 2. Chunks of columns, first come first served.
+    thread_local std::unique_ptr<float, decltype(&std::free)> bbuf(nullptr, &std::free);
+    thread_local size_t bcap = 0;
+    float* pb = thread_buffer(bbuf, bcap, size_t(KC * CW));
+    for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+      const int64_t j0 = c * CW, nc = std::min(CW, n - j0), npanels = (nc + NR - 1) / NR;
+      for (int64_t s = 0; s < slices; ++s) {
+        const int64_t p0 = s * KC, kc = std::min(KC, k - p0);
+        const float beta_pass = s == 0 ? beta : 1.f;
+        for (int64_t jp = 0; jp < npanels; ++jp) pack_b(B, n, j0, p0, kc, pb, jp);
+        const float* a_slice = pa + s * slice_floats;
         for (int64_t ip = 0; ip < mpanels; ++ip) {
-          const int64_t rows = std::min(MR, mc - ip * MR);
+          const int64_t rows = std::min(MR, m - ip * MR);
           for (int64_t jp = 0; jp < npanels; ++jp)
-            micro_kernel(kc, pa + ip * MR * kc, pb + jp * NR * kc, C + (i0 + ip * MR) * ldc + j0 + jp * NR, ldc, alpha,
+            micro_kernel(kc, a_slice + ip * MR * kc, pb + jp * NR * kc, C + ip * MR * ldc + j0 + jp * NR, ldc, alpha,
                          beta_pass, rows, std::min(NR, nc - jp * NR));
         }
       }
     }
+  };
+  if (threads == 1) {
+    work(0, 1);
+    return;
   }
-}
-
-// C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C on the team of num_threads():
-// the NR-column panels of C are split evenly among the threads, and each thread packs what it
-// needs itself. No barriers, no shared writes, and a split that depends only on the shapes, so
-// results never depend on timing.
-void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Operand& B, float alpha, float beta, float* C,
-                  int64_t ldc) {
-  const int64_t panels = (n + NR - 1) / NR;
-  const int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads(), panels)));
-  if (threads == 1) return sgemm_columns(m, 0, n, k, A, B, alpha, beta, C, ldc);
 #pragma omp parallel num_threads(threads)
-  {
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t begin = panels * t / nt * NR, end = std::min(n, panels * (t + 1) / nt * NR);
-    if (begin < end) sgemm_columns(m, begin, end, k, A, B, alpha, beta, C, ldc);
-  }
+  work(omp_get_thread_num(), omp_get_num_threads());
 }
 #endif
 }  // namespace
