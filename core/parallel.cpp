@@ -60,12 +60,15 @@ void set_num_threads(int n) {
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   const int threads = num_threads();
-  const int64_t chunks = std::min<int64_t>(threads, std::max<int64_t>(1, n / std::max<int64_t>(grain, 1)));
-  if (chunks <= 1) {
+  // Four chunks per thread, taken first come first served: on this shared machine one core is
+  // often slower than the other for a while, and equal static halves made the faster one wait.
+  const int64_t chunks = std::min<int64_t>(int64_t(threads) * 4, std::max<int64_t>(1, n / std::max<int64_t>(grain, 1)));
+  if (chunks <= 1 || threads <= 1) {
     fn(0, n);
     return;
   }
-#pragma omp parallel for num_threads(int(chunks)) schedule(static, 1)
+  const int team = int(std::min<int64_t>(threads, chunks));
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
   for (int64_t c = 0; c < chunks; ++c) {
     // 16-element alignment of chunk edges keeps SIMD loops whole in every chunk.
     int64_t b = (n * c / chunks) & ~int64_t(15), e = c + 1 == chunks ? n : (n * (c + 1) / chunks) & ~int64_t(15);

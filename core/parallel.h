@@ -16,8 +16,9 @@ int default_num_threads();    // hardware cores / ranks on this node, at least 1
 // Sets FTZ/DAZ on the calling thread (done for the team by set_num_threads and at start-up).
 void enable_flush_denormal();
 
-// Runs fn(begin, end) over [0, n) split in contiguous chunks across the team; serial when n is
-// below GRAIN elements. The split is static, so results are identical run to run.
+// Runs fn(begin, end) over [0, n) split in contiguous chunks (up to four per thread, taken by
+// whichever thread is free); serial when n is below GRAIN elements. The chunk edges depend only
+// on n and the thread count, so results are identical run to run.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace chainer
