@@ -51,7 +51,7 @@ done
 python3 - "$log/ratios" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
-medians = [statistics.median(float(r[c]) for r in rows) for c in range(10, 15)]
+medians = [statistics.median(float(r[c]) for r in rows) for c in range(9, 14)]
 print(f"{'median':<6} {'':>8} {'':>8} {'':>8} {'':>8} {'':>8} {'':>9} {'':>9} |" + "".join(f" {m:7.2f}" for m in medians))
 PY
 cat <<'TXT'

@@ -7,14 +7,17 @@
 // (~25 MB). A bucket never mixes dtypes; a parameter larger than a bucket gets one of its own.
 // Every parameter gets a VariableNode grad hook; when backward makes a gradient final the hook
 // counts it, and as soon as EVERY parameter of the next bucket in plan order is final that bucket
-// is packed into one buffer and started with MPI_Iallreduce (sum, in place). Buckets are always
+// is packed into one buffer (multiplied by 1/size on the way, while the gradients are still warm
+// in cache) and started with MPI_Iallreduce (sum, in place). Buckets are always
 // started in plan order, the same on every rank: a bucket that becomes ready before an earlier
 // one waits for it (counted in stats().waited_for_earlier). Each hook also calls MPI_Test on the
 // buckets in flight so MPI makes progress during the rest of backward.
 //
 // finalize() completes the step: it starts, in order, every bucket not started yet (parameters
 // that got no gradient in this backward count as zeros, so no rank ever waits for a bucket that
-// another rank cannot start), waits for all of them (MPI_Waitall), unpacks and scales by 1/size.
+// another rank cannot start) and waits for all of them (MPI_Waitall). Each gradient then becomes
+// a view of its slice of the bucket buffer, so the means are never copied again; the buffer is
+// reused by the next step unless somebody still holds such a view (then a fresh one is made).
 // With zero_fill a parameter without a gradient then gets the mean of the others' gradients;
 // without it, such a parameter is left without a gradient (every rank should then agree on which
 // are missing, as ChainerMN requires). If no hook fired at all (gradients set by hand, or the
