@@ -88,6 +88,13 @@ struct TempDir {
   }
 };
 
+// The keys of one log entry.
+std::set<std::string> keys_of(const Observation& entry) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : entry) keys.insert(k);
+  return keys;
+}
+
 std::string read_text(const fs::path& path) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
@@ -249,9 +256,7 @@ TEST_CASE("training: LogReport writes one entry per epoch with the means of the 
   double previous_elapsed = 0;
   for (size_t e = 0; e < entries.size(); ++e) {
     const Observation& entry = entries[e];
-    std::set<std::string> got;
-    for (const auto& [k, v] : entry) got.insert(k);
-    REQUIRE(got == keys);
+    REQUIRE(keys_of(entry) == keys);
     REQUIRE(entry.at("epoch") == double(e + 1));
     REQUIRE(entry.at("iteration") == double(ends[e]));
     REQUIRE(entry.at("elapsed_time") > previous_elapsed);
@@ -276,9 +281,7 @@ TEST_CASE("training: LogReport writes one entry per epoch with the means of the 
   REQUIRE(every5 == by_iterations->log());
   REQUIRE(every5.size() == 3);
   for (size_t e = 0; e < every5.size(); ++e) {
-    std::set<std::string> got;
-    for (const auto& [k, v] : every5[e]) got.insert(k);
-    REQUIRE(got == std::set<std::string>{"elapsed_time", "epoch", "iteration", "main/loss"});
+    REQUIRE(keys_of(every5[e]) == std::set<std::string>{"elapsed_time", "epoch", "iteration", "main/loss"});
     REQUIRE(every5[e].at("iteration") == double(5 * (e + 1)));
     double sum = 0;
     for (size_t it = 5 * e; it < 5 * (e + 1); ++it) sum += rec->observations[it].at("main/loss");

@@ -89,9 +89,9 @@ void pack_direct(const float* src, int64_t ld, int64_t cols, int64_t width, int6
   }
 }
 
-// Packs micro-panel PANEL (MR rows) of rows [i0, i0+mc) x depth [p0, p0+kc) of op(A).
-void pack_a(const Operand& A, int64_t m, int64_t i0, int64_t p0, int64_t kc, float* dst, int64_t panel) {
-  const int64_t row = i0 + panel * MR, rows = std::min(MR, m - row);
+// Packs micro-panel PANEL (rows [PANEL * MR, +MR)) x depth [p0, p0+kc) of op(A).
+void pack_a(const Operand& A, int64_t m, int64_t p0, int64_t kc, float* dst, int64_t panel) {
+  const int64_t row = panel * MR, rows = std::min(MR, m - row);
   float* d = dst + panel * MR * kc;
   if (A.trans) pack_direct(A.p + p0 * A.ld + row, A.ld, rows, MR, kc, d);
   else pack_transposed(A.p + row * A.ld + p0, A.ld, rows, MR, kc, d);
@@ -171,7 +171,7 @@ void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Opera
     const int64_t units = slices * mpanels;
     for (int64_t u = units * t / nt; u < units * (t + 1) / nt; ++u) {
       const int64_t s = u / mpanels, ip = u % mpanels, p0 = s * KC;
-      pack_a(A, m, 0, p0, std::min(KC, k - p0), pa + s * slice_floats, ip);
+      pack_a(A, m, p0, std::min(KC, k - p0), pa + s * slice_floats, ip);
     }
 #pragma omp barrier
     // 2. Chunks of columns, first come first served.
