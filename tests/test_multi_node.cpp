@@ -713,6 +713,18 @@ TEST_CASE("multi_node: the reducer alone: plan, hooks and detach") {
     for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - local[name][i]));
     CHECK(worst < 1e-6);
   }
+  // The averaged gradients are views of the bucket buffers. A view still held when the next
+  // step packs must keep its values: that step reduces into a fresh buffer instead.
+  {
+    const Tensor held = model->namedparams().front().second.grad();
+    const std::vector<double> held_values = held.to_vector<double>();
+    const Data other = make_data(4, 7);
+    model->cleargrads();
+    model->forward_args(rows(other, 0, 4))[0].backward();
+    reducer.finalize();
+    CHECK(held.to_vector<double>() == held_values);
+    CHECK(model->namedparams().front().second.grad().to_vector<double>() != held_values);
+  }
   // Detached, the hooks are gone.
   size_t hooks_before = 0, hooks_after = 0;
   for (const auto& [name, p] : model->namedparams()) hooks_before += p.node()->grad_hooks.size();
