@@ -1,6 +1,8 @@
 // Gradient all-reduce time and bandwidth against message size for the three reductions:
 // naive (one MPI_Allreduce per parameter), flat (one packed buffer), bucketed (the multi-node
-// optimizer's reducer: ~1 MB first bucket, then ~25 MB buckets, MPI_Iallreduce per bucket).
+// optimizer's reducer: ~1 MB first bucket, then ~25 MB buckets; through a shared-memory segment
+// when every rank runs on this host) and bucketed-mpi (the same reducer with MPI_Iallreduce per
+// bucket, as across hosts).
 // The model holds TOTAL bytes of float32 gradients split over 8 parameters, like a small MLP.
 //   mpiexec -n 2 build/bench/bench_allreduce [--seconds S]
 // Rank 0 prints, per size and method: milliseconds per averaging, algorithm bandwidth
@@ -20,12 +22,10 @@ struct Grads : chainer::Link {
       p.set_grad(chainer::Tensor::zeros({each}));
     }
   }
-  // In place, so the timing holds no allocation (the reductions write their results in place).
+  // Fresh gradients, as backward makes them (the reducer leaves views of its buffers behind;
+  // refilling those in place would flatter it). The host allocator recycles the blocks.
   void fill(double v) {
-    for (auto& p : params()) {
-      chainer::Tensor g = p.grad();  // a handle on the same storage
-      g.fill_(v);
-    }
+    for (auto& p : params()) p.set_grad(chainer::Tensor::full(p.shape(), v));
   }
 };
 }  // namespace
@@ -40,19 +40,24 @@ int main(int argc, char** argv) {
     auto naive = chainermn::create_communicator("naive");
     auto flat = chainermn::create_communicator("flat");
     chainermn::GradientReducer reducer(naive);
+    chainermn::GradientReducerOptions over_mpi;
+    over_mpi.shared_memory = false;
+    chainermn::GradientReducer mpi_reducer(naive, over_mpi);
     const int n = naive->size();
     const bool root = naive->rank() == 0;
-    if (root) std::printf("%d processes; sizes are the total gradient bytes of 8 float32 parameters\n%10s %-9s %10s %12s %12s\n",
+    if (root) std::printf("%d processes; sizes are the total gradient bytes of 8 float32 parameters\n%10s %-12s %10s %12s %12s\n",
                           n, "bytes", "method", "ms", "algbw GB/s", "busbw GB/s");
     for (int64_t bytes : {int64_t(64) << 10, int64_t(1) << 20, int64_t(4) << 20, int64_t(16) << 20, int64_t(64) << 20}) {
       Grads model(bytes / 4);
       reducer.attach(model);
-      for (const char* method : {"naive", "flat", "bucketed"}) {
+      mpi_reducer.attach(model);
+      for (const char* method : {"naive", "flat", "bucketed", "bucketed-mpi"}) {
         auto step = [&] {
           model.fill(1.0);
           if (!std::strcmp(method, "naive")) naive->multi_node_mean_grad(model);
           else if (!std::strcmp(method, "flat")) flat->multi_node_mean_grad(model);
-          else reducer.finalize();  // no hook fired: reduces every bucket now
+          else if (!std::strcmp(method, "bucketed")) reducer.finalize();  // no hook fired: reduces every bucket now
+          else mpi_reducer.finalize();
         };
         step();
         // Every rank runs the same number of steps: rank 0 decides when to stop.
@@ -67,10 +72,11 @@ int main(int argc, char** argv) {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
         const double algbw = double(bytes) / seconds / 1e9;
         if (root)
-          std::printf("%10lld %-9s %10.3f %12.2f %12.2f\n", (long long)bytes, method, seconds * 1e3, algbw,
+          std::printf("%10lld %-12s %10.3f %12.2f %12.2f\n", (long long)bytes, method, seconds * 1e3, algbw,
                       algbw * 2.0 * (n - 1) / n);
       }
       reducer.detach();
+      mpi_reducer.detach();
     }
     return 0;
   });

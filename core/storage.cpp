@@ -12,6 +12,13 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
   data_ = host_allocate(bytes);
 }
 
-Storage::~Storage() { host_free(data_, bytes_); }
+Storage::Storage(void* data, size_t bytes, Device device, std::shared_ptr<void> owner)
+    : data_(data), bytes_(bytes), device_(device), owner_(std::move(owner)) {
+  if (!owner_) throw InternalError("storage: wrapped memory needs an owner");
+}
+
+Storage::~Storage() {
+  if (!owner_) host_free(data_, bytes_);
+}
 
 }  // namespace chainer

@@ -1,5 +1,7 @@
 // A reference-counted, 64-byte aligned block of memory on one device. Tensors and their views
-// share a Storage through shared_ptr, so a view keeps its base alive.
+// share a Storage through shared_ptr, so a view keeps its base alive. A Storage may also wrap
+// memory that something else owns (a segment shared between processes, say), keeping that
+// owner alive instead of freeing the memory itself.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -11,6 +13,8 @@ namespace chainer {
 class Storage {
  public:
   Storage(size_t bytes, Device device);
+  // BYTES at DATA, owned by OWNER: kept alive as long as this storage, never freed here.
+  Storage(void* data, size_t bytes, Device device, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -24,6 +28,7 @@ class Storage {
   void* data_ = nullptr;
   size_t bytes_ = 0;
   Device device_;
+  std::shared_ptr<void> owner_;  // set for wrapped memory
 };
 
 }  // namespace chainer

@@ -59,6 +59,15 @@ Tensor Tensor::arange(int64_t n, DType dtype) {
   return t;
 }
 
+Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype, int64_t offset) {
+  if (!storage) throw Error("Tensor::from_storage: the storage is null");
+  const int64_t n = shape_numel(shape);
+  if (offset < 0 || size_t(offset + n) * dtype_size(dtype) > storage->bytes())
+    throw Error(str("Tensor::from_storage: ", n, " ", dtype_name(dtype), " elements at offset ", offset,
+                    " do not fit in a storage of ", storage->bytes(), " bytes"));
+  return Tensor(std::move(storage), offset, shape, contiguous_strides(shape), dtype);
+}
+
 Device Tensor::device() const { return storage_ ? storage_->device() : Device{}; }
 
 int64_t Tensor::size(int64_t axis) const { return shape_[normalize_axis(axis, ndim(), "size")]; }

@@ -31,6 +31,9 @@ class Tensor {
   template <class T>
   static Tensor from_vector(const std::vector<T>& values) { return from_vector(values, {int64_t(values.size())}); }
   static Tensor arange(int64_t n, DType dtype = DType::Float32);
+  // A contiguous tensor over STORAGE starting OFFSET elements in (no copy); throws when it does
+  // not fit.
+  static Tensor from_storage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype, int64_t offset = 0);
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }

@@ -1,11 +1,15 @@
 #include "distributed/gradient_reducer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
+#include "core/parallel.h"
 #include "distributed/mpi_check.h"
 #include "distributed/mpi_runtime.h"
+#include "distributed/shared_segment.h"
 
 namespace chainermn {
 
@@ -35,6 +39,32 @@ void scale_into(T* dst, const T* src, int64_t n, double factor) {
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * f;
 }
 
+// For i in [lo, hi): the sum over ranks j of region j at i, written back into every region.
+// Regions lie STRIDE bytes apart from BASE. Blocks small enough to stay in L1 between the sum and
+// the copies; ranks are added in order, so every share is computed the same way.
+template <class T>
+void sum_into_regions(char* base, size_t stride, int regions, int64_t lo, int64_t hi) {
+  constexpr int64_t kBlock = 2048;
+  auto at = [&](int j) { return reinterpret_cast<T*>(base + size_t(j) * stride); };
+  chainer::parallel_for(hi - lo, 4 * kBlock, [&](int64_t begin, int64_t end) {
+    T* first = at(0);
+    for (int64_t b0 = lo + begin; b0 < lo + end; b0 += kBlock) {
+      const int64_t b1 = std::min(lo + end, b0 + kBlock);
+      for (int j = 1; j < regions; ++j) {
+        const T* in = at(j);
+        for (int64_t i = b0; i < b1; ++i) first[i] += in[i];
+      }
+      for (int j = 1; j < regions; ++j) std::memcpy(at(j) + b0, first + b0, size_t(b1 - b0) * sizeof(T));
+    }
+  });
+}
+
+// Shared-memory averaging can be turned off with CHAINERMN_SHARED_MEMORY=0.
+bool shared_memory_allowed() {
+  const char* v = std::getenv("CHAINERMN_SHARED_MEMORY");
+  return !v || std::strcmp(v, "0") != 0;
+}
+
 }  // namespace
 
 struct GradientReducer::Impl {
@@ -55,14 +85,22 @@ struct GradientReducer::Impl {
     int64_t numel = 0;
     size_t ready = 0;  // slots whose gradient is final
     bool launched = false;
-    Tensor buffer;
+    Tensor buffer;  // the means after finalize; gradients are views of it
     std::vector<MPI_Request> requests;
+    // With a shared segment: rank j packs into the region at shm_offset + j * shm_stride bytes,
+    // which then receives the means; shm_mine wraps this rank's region. held: this step packed
+    // into a private buffer because a view of shm_mine was still held.
+    size_t shm_offset = 0, shm_stride = 0;
+    Tensor shm_mine;
+    bool held = false;
   };
 
   std::shared_ptr<Communicator> comm;
   GradientReducerOptions options;
   MPI_Comm mpi = MPI_COMM_NULL;
   int size = 1;
+  int rank = 0;
+  std::shared_ptr<SharedSegment> segment;  // set when every rank runs on this host
   bool attached = false;
   std::vector<Slot> slots;
   std::vector<Bucket> buckets;
@@ -119,11 +157,17 @@ struct GradientReducer::Impl {
   // still warm in cache from backward), so the sum over ranks is the mean and finalize() need
   // not touch the values again.
   void pack(Bucket& bucket) {
-    // The previous step's gradients are views of the buffer (see unpack); if somebody still holds
-    // one, this step gets a fresh buffer instead of overwriting theirs.
-    if (!bucket.buffer.defined() || bucket.buffer.numel() != bucket.numel || bucket.buffer.storage().use_count() > 1)
-      bucket.buffer = Tensor::empty({bucket.numel}, bucket.dtype);
-    char* base = static_cast<char*>(bucket.buffer.raw_data());
+    char* base = nullptr;
+    if (segment && !(bucket.held = shared_region_held(bucket))) {
+      bucket.buffer = Tensor();
+      base = region(bucket, rank);
+    } else {
+      // The previous step's gradients are views of the buffer (see unpack); if somebody still
+      // holds one, this step gets a fresh buffer instead of overwriting theirs.
+      if (!bucket.buffer.defined() || bucket.buffer.numel() != bucket.numel || bucket.buffer.storage().use_count() > 1)
+        bucket.buffer = Tensor::empty({bucket.numel}, bucket.dtype);
+      base = static_cast<char*>(bucket.buffer.raw_data());
+    }
     const size_t item = chainer::dtype_size(bucket.dtype);
     const double factor = 1.0 / double(size);
     for (size_t s : bucket.slots) {
@@ -149,11 +193,34 @@ struct GradientReducer::Impl {
     }
   }
 
+  char* region(const Bucket& bucket, int j) const {
+    return segment->data() + bucket.shm_offset + size_t(j) * bucket.shm_stride;
+  }
+
+  // Whether somebody other than this reducer and the bucket's own gradients (about to be
+  // packed, and replaced by new views at unpack) still holds a view of this rank's region: its
+  // values must then not be overwritten.
+  bool shared_region_held(Bucket& bucket) {
+    if (bucket.buffer.defined() && bucket.buffer.storage() == bucket.shm_mine.storage()) bucket.buffer = Tensor();
+    long ours = 1;  // shm_mine
+    for (size_t s : bucket.slots)
+      if (auto node = slots[s].node.lock(); node && node->grad.defined() &&
+                                            node->grad.storage() == bucket.shm_mine.storage())
+        ++ours;
+    return bucket.shm_mine.storage().use_count() > ours;
+  }
+
   void launch(Bucket& bucket) {
     bucket.launched = true;
     bucket.requests.clear();
     if (size == 1) return;  // the mean of one rank is its own gradient: nothing to move
     pack(bucket);
+    if (segment) return;  // summed at finalize (shared_memory_reduce)
+    allreduce_buffer(bucket);
+  }
+
+  // Starts the all-reduce (sum, in place) of BUCKET's private buffer.
+  void allreduce_buffer(Bucket& bucket) {
     char* base = static_cast<char*>(bucket.buffer.raw_data());
     const size_t item = chainer::dtype_size(bucket.dtype);
     for (int64_t start = 0; start < bucket.numel; start += kMaxChunk) {
@@ -194,6 +261,72 @@ struct GradientReducer::Impl {
     wait_all();
   }
 
+  // The shared-memory step, once every bucket is packed into this rank's region: each rank
+  // sums its share of every bucket over all ranks' regions and writes the sums back into every
+  // region, so each rank's gradients become views of its own region (and what the optimizer or
+  // its hooks do to them in place stays on that rank).
+  //   - The all-reduce of the "held" flags (see pack) is also what tells each rank that all have
+  //     packed. If any rank packed privately, every rank takes the MPI path for this step.
+  //   - The barrier after summing keeps anybody from reading means not written yet. Nobody
+  //     writes a region again before the next step's all-reduce, which no rank reaches before
+  //     it is done with this step's gradients.
+  void shared_memory_reduce() {
+    int held = 0, any_held = 0;
+    for (const Bucket& bucket : buckets) held |= bucket.held;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    CHAINERMN_MPI_CHECK(MPI_Allreduce(&held, &any_held, 1, MPI_INT, MPI_MAX, mpi));
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (Bucket& bucket : buckets) {
+      const size_t item = chainer::dtype_size(bucket.dtype);
+      if (any_held) {
+        if (!bucket.held) {
+          bucket.buffer = Tensor::empty({bucket.numel}, bucket.dtype);
+          std::memcpy(bucket.buffer.raw_data(), region(bucket, rank), size_t(bucket.numel) * item);
+        }
+        allreduce_buffer(bucket);
+        continue;
+      }
+      // Shares start on 64-byte boundaries, so no two ranks write one cache line.
+      const int64_t align = int64_t(64 / item);
+      auto edge = [&](int j) { return j == size ? bucket.numel : bucket.numel * j / size / align * align; };
+      const int64_t lo = edge(rank), hi = edge(rank + 1);
+      if (bucket.dtype == DType::Float32)
+        sum_into_regions<float>(region(bucket, 0), bucket.shm_stride, size, lo, hi);
+      else
+        sum_into_regions<double>(region(bucket, 0), bucket.shm_stride, size, lo, hi);
+      bucket.buffer = bucket.shm_mine;
+    }
+    if (any_held) {
+      wait_all();
+      ++stats.held_fallbacks;
+    } else {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      CHAINERMN_MPI_CHECK(MPI_Barrier(mpi));
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      ++stats.shared_memory_steps;
+    }
+  }
+
+  // With several ranks on this host only, a segment holding every bucket's regions and means.
+  void create_segment() {
+    segment.reset();
+    if (size == 1 || !options.shared_memory || !shared_memory_allowed() || comm->intra_size() != size) return;
+    size_t bytes = 0;
+    for (Bucket& bucket : buckets) {
+      const size_t item = chainer::dtype_size(bucket.dtype);
+      bucket.shm_offset = bytes;
+      bucket.shm_stride = (size_t(bucket.numel) * item + 63) / 64 * 64;
+      bytes += bucket.shm_stride * size_t(size);
+    }
+    segment = SharedSegment::create(mpi, bytes);
+    if (!segment) return;  // no room: every rank uses MPI
+    for (Bucket& bucket : buckets) {
+      auto storage = std::make_shared<chainer::Storage>(region(bucket, rank), bucket.shm_stride, chainer::Device{},
+                                                        segment);
+      bucket.shm_mine = Tensor::from_storage(std::move(storage), {bucket.numel}, bucket.dtype);
+    }
+  }
+
   void unpack() {
     if (size == 1) {
       if (!options.zero_fill) return;
@@ -227,6 +360,7 @@ struct GradientReducer::Impl {
       stale = false;
     }
     complete_all(true);
+    if (segment) shared_memory_reduce();
     unpack();
     ++stats.steps;
     reset_step();
@@ -254,6 +388,7 @@ struct GradientReducer::Impl {
     slots.clear();
     buckets.clear();
     slot_of.clear();
+    segment.reset();  // gradients still viewing it keep the mapping alive
     attached = false;
     reset_step();
   }
@@ -267,6 +402,7 @@ GradientReducer::GradientReducer(std::shared_ptr<Communicator> comm, GradientRed
   impl_->comm = std::move(comm);
   impl_->options = options;
   impl_->size = impl_->comm->size();
+  impl_->rank = impl_->comm->rank();
   CHAINERMN_MPI_CHECK(MPI_Comm_dup(impl_->comm->mpi_comm(), &impl_->mpi));
   CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(impl_->mpi, MPI_ERRORS_RETURN));
 }
@@ -327,6 +463,7 @@ void GradientReducer::attach(const chainer::Link& link) {
     bucket.numel += slot.numel;
     bucket.slots.push_back(s);
   }
+  m.create_segment();
   for (const Impl::Slot& slot : m.slots)
     if (auto node = slot.node.lock()) node->grad_hooks.push_back(Impl::Hook{impl_});
   m.attached = true;
@@ -336,6 +473,8 @@ void GradientReducer::attach(const chainer::Link& link) {
 void GradientReducer::detach() { impl_->detach(); }
 
 bool GradientReducer::attached() const { return impl_->attached; }
+
+bool GradientReducer::uses_shared_memory() const { return impl_->segment != nullptr; }
 
 bool GradientReducer::matches(const chainer::Link& link) const {
   const Impl& m = *impl_;

@@ -30,6 +30,16 @@
 // gradient: the started buckets are then completed and thrown away, and finalize() reduces
 // everything again from the accumulated gradients (stats().restarts).
 //
+// On one host (every rank of the communicator on this machine, as with `mpiexec -n 2` here) the
+// buckets are averaged through a shared-memory segment instead (distributed/shared_segment.h):
+// a bucket is packed into this rank's region of the segment, and at finalize() each rank sums
+// its share of every bucket over all ranks' regions and writes the sums back into every region;
+// each rank's gradients become views of its own region (so in-place edits by optimizer hooks
+// stay private). No bytes are copied between processes by MPI, and with one core per rank there
+// is no spare core to overlap such copies with anyway. A still-held view of the last step's
+// means makes that step take the MPI path (stats().held_fallbacks). Options::shared_memory or
+// CHAINERMN_SHARED_MEMORY=0 turns this off.
+//
 // The reducer works on its own duplicate of the communicator's MPI communicator, so its
 // non-blocking traffic never mixes with other collectives.
 #pragma once
@@ -48,6 +58,7 @@ struct GradientReducerOptions {
   size_t first_bucket_bytes = size_t(1) << 20;  // the first bucket (the last parameters of the model)
   size_t bucket_bytes = size_t(25) << 20;       // every later bucket
   bool zero_fill = true;
+  bool shared_memory = true;  // on one host, average through a shared segment (see above)
 };
 
 class GradientReducer {
@@ -58,6 +69,8 @@ class GradientReducer {
     int64_t buckets_at_finalize = 0;    // buckets started by finalize()
     int64_t waited_for_earlier = 0;     // times a ready bucket had to wait for an earlier one
     int64_t restarts = 0;               // steps whose early buckets were thrown away (see above)
+    int64_t shared_memory_steps = 0;    // steps averaged through the shared segment
+    int64_t held_fallbacks = 0;         // steps that used MPI because a view of the means was held
   };
 
   // Collective over COMM (duplicates its MPI communicator).
@@ -68,7 +81,7 @@ class GradientReducer {
   GradientReducer& operator=(const GradientReducer&) = delete;
 
   // Plans the buckets over LINK's initialized parameters and hooks them. An earlier plan is
-  // dropped first, as by detach(). Every rank must attach the same structure.
+  // dropped first, as by detach(). Collective: every rank must attach the same structure.
   void attach(const chainer::Link& link);
   // Completes (collectively, consistently) any bucket in flight, discards the partial
   // reduction, and removes the hooks.
@@ -77,6 +90,8 @@ class GradientReducer {
   // order and shapes).
   bool matches(const chainer::Link& link) const;
   bool attached() const;
+  // Whether the current plan averages through a shared-memory segment.
+  bool uses_shared_memory() const;
 
   // Completes the reduction (see above): afterwards every planned parameter holds the mean of
   // its gradient over all ranks. A no-op on a one-process communicator apart from zero filling.

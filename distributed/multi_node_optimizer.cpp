@@ -20,6 +20,7 @@ MultiNodeOptimizer::MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actua
     r.first_bucket_bytes = options_.first_bucket_bytes;
     r.bucket_bytes = options_.bucket_bytes;
     r.zero_fill = options_.zero_fill;
+    r.shared_memory = options_.shared_memory;
     reducer_ = std::make_unique<GradientReducer>(comm_, r);
   }
   if (actual_->target_ptr()) chainer::Optimizer::setup(actual_->target_ptr());

@@ -44,6 +44,7 @@ struct MultiNodeOptimizerOptions {
   std::string reduction = "bucketed";  // or "communicator"
   size_t first_bucket_bytes = size_t(1) << 20;  // bucketed only
   size_t bucket_bytes = size_t(25) << 20;       // bucketed only
+  bool shared_memory = true;  // bucketed only: average through shared memory on one host
 };
 
 class MultiNodeOptimizer : public chainer::Optimizer {

@@ -26,6 +26,7 @@
 #include "distributed/mpi_runtime.h"
 #include "distributed/multi_node_optimizer.h"
 #include "distributed/scatter_dataset.h"
+#include "distributed/shared_segment.h"
 #include "nn/functions.h"
 #include "nn/links/classifier.h"
 #include "nn/links/linear.h"
@@ -541,6 +542,7 @@ struct Variant {
   bool reversed = false;    // backward finishes buckets in the opposite order of the plan
   bool manual = false;      // the caller runs backward and then update()
   bool accumulate = false;  // two backward passes (half batches) before each update
+  bool shared_memory = true;  // the reducer may use a shared segment (all ranks on this host)
 };
 
 struct Outcome {
@@ -562,6 +564,7 @@ Outcome equivalence(const Variant& v, int64_t b = 4, int k = 4) {
   options.reduction = v.reduction;
   options.first_bucket_bytes = v.first_bucket_bytes;
   options.bucket_bytes = v.bucket_bytes;
+  options.shared_memory = v.shared_memory;
   auto opt = mn::create_multi_node_optimizer(make_actual(v.optimizer), comm, options);
   add_test_hook(*opt, v.hook);
   auto model = make_model(1000 + uint64_t(rank), v.reversed);
@@ -624,6 +627,13 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
     small.bucket_bytes = 200;
     cases.emplace_back("bucketed-small/" + optimizer, small);
   }
+  Variant over_mpi;  // the MPI path on one host too
+  over_mpi.shared_memory = false;
+  cases.emplace_back("bucketed-mpi/adam", over_mpi);
+  over_mpi.first_bucket_bytes = 64;
+  over_mpi.bucket_bytes = 200;
+  over_mpi.hook = "weight_decay";
+  cases.emplace_back("bucketed-small-mpi/adam+weight_decay", over_mpi);
   Variant v;
   v.first_bucket_bytes = 64;
   v.bucket_bytes = 200;
@@ -674,8 +684,32 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
         CHECK(out.stats.restarts == 4);
       }
       if (variant.reversed) CHECK(out.stats.waited_for_earlier > 0);
+      // All ranks of these tests run on this host: shared memory unless turned off.
+      const bool shm = variant.shared_memory && chainermn::world_size() > 1;
+      CHECK(out.stats.shared_memory_steps == (shm ? 4 : 0));
+      CHECK(out.stats.held_fallbacks == 0);
     }
   }
+}
+
+TEST_CASE("multi_node: a shared segment is one memory for every rank, or null for all") {
+  const int rank = chainermn::world_rank(), n = chainermn::world_size();
+  auto segment = mn::SharedSegment::create(MPI_COMM_WORLD, 4096);
+  REQUIRE(segment);
+  auto* values = reinterpret_cast<int*>(segment->data());
+  values[16 * rank] = 100 + rank;  // one cache line each
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int j = 0; j < n; ++j) CHECK(values[16 * j] == 100 + j);
+  MPI_Barrier(MPI_COMM_WORLD);
+  // More than /dev/shm can hold: no rank gets a segment, none hangs, nothing is left behind.
+  CHECK_FALSE(mn::SharedSegment::create(MPI_COMM_WORLD, size_t(1) << 50));
+  int root_pid = int(getpid());  // segment names carry rank 0's pid (other jobs may run beside)
+  MPI_Bcast(&root_pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const std::string ours = "chainermn-" + std::to_string(root_pid) + "-";
+  size_t leftovers = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+    leftovers += entry.path().filename().string().rfind(ours, 0) == 0;
+  CHECK(leftovers == 0);
 }
 
 TEST_CASE("multi_node: the reducer alone: plan, hooks and detach") {
@@ -688,6 +722,7 @@ TEST_CASE("multi_node: the reducer alone: plan, hooks and detach") {
   reducer.attach(*model);
   CHECK(reducer.attached());
   CHECK(reducer.matches(*model));
+  CHECK(reducer.uses_shared_memory() == (chainermn::world_size() > 1));  // every rank on this host
   // Reverse namedparams order: l2/b, l2/W, l1/b, l1/W; the first bucket holds l2/b only.
   const auto names = reducer.bucket_names();
   CHECK(names.size() == 4);
@@ -722,6 +757,7 @@ TEST_CASE("multi_node: the reducer alone: plan, hooks and detach") {
     model->cleargrads();
     model->forward_args(rows(other, 0, 4))[0].backward();
     reducer.finalize();
+    CHECK(reducer.stats().held_fallbacks == (reducer.uses_shared_memory() ? 1 : 0));
     CHECK(held.to_vector<double>() == held_values);
     CHECK(model->namedparams().front().second.grad().to_vector<double>() != held_values);
   }

@@ -45,6 +45,22 @@ TEST_CASE("tensor: views share storage") {
   REQUIRE_THROWS_WITH(t[3], Catch::Contains("out of range"));
 }
 
+TEST_CASE("tensor: a tensor over memory another object owns keeps that owner alive") {
+  auto owner = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5, 6});
+  std::weak_ptr<std::vector<float>> watch = owner;
+  Tensor t = Tensor::from_storage(
+      std::make_shared<Storage>(owner->data(), owner->size() * sizeof(float), Device{}, owner), {2, 2}, DType::Float32, 2);
+  owner.reset();
+  REQUIRE_FALSE(watch.expired());  // the storage holds it
+  REQUIRE(t.to_vector<float>() == std::vector<float>{3, 4, 5, 6});
+  t.fill_(0);
+  REQUIRE(watch.lock()->at(2) == 0.f);  // no copy was made
+  REQUIRE_THROWS_WITH(Tensor::from_storage(t.storage(), {7}, DType::Float32),
+                      Catch::Contains("from_storage") && Catch::Contains("24 bytes"));
+  t = Tensor();
+  REQUIRE(watch.expired());  // the last view gone, the owner goes and frees its own memory
+}
+
 TEST_CASE("tensor: dtype conversion and copy across layouts") {
   Tensor a = Tensor::from_vector<double>({1.5, -2.5, 3.25, 4}, {2, 2});
   Tensor b = a.astype(DType::Float32);

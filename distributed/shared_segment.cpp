@@ -1,0 +1,61 @@
+#include "distributed/shared_segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include "distributed/mpi_check.h"
+
+namespace chainermn {
+
+namespace {
+
+// Maps NAME read-write; nullptr on failure. The creator also sizes it, with posix_fallocate so a
+// full /dev/shm is an error here and not a SIGBUS at the first touch.
+char* map_segment(const char* name, size_t bytes, bool create) {
+  const int fd = create ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name, O_RDWR, 0600);
+  if (fd < 0) return nullptr;
+  bool ok = true;
+  if (create) ok = ftruncate(fd, off_t(bytes)) == 0 && posix_fallocate(fd, 0, off_t(bytes)) == 0;
+  void* p = ok ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  close(fd);
+  return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+}
+
+}  // namespace
+
+std::shared_ptr<SharedSegment> SharedSegment::create(MPI_Comm comm, size_t bytes) {
+  static std::atomic<unsigned> counter{0};
+  int rank = 0;
+  CHAINERMN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  bytes = std::max<size_t>(bytes, 64);
+  char name[64] = {};
+  char* data = nullptr;
+  if (rank == 0) {
+    std::snprintf(name, sizeof name, "/chainermn-%d-%u", int(getpid()), counter++);
+    data = map_segment(name, bytes, true);
+    if (!data) shm_unlink(name);  // created but not sized or mapped
+  }
+  int created = data != nullptr;
+  CHAINERMN_MPI_CHECK(MPI_Bcast(&created, 1, MPI_INT, 0, comm));
+  if (!created) return nullptr;
+  CHAINERMN_MPI_CHECK(MPI_Bcast(name, int(sizeof name), MPI_CHAR, 0, comm));
+  if (rank != 0) data = map_segment(name, bytes, false);
+  int mapped = data != nullptr, everywhere = 0;
+  CHAINERMN_MPI_CHECK(MPI_Allreduce(&mapped, &everywhere, 1, MPI_INT, MPI_MIN, comm));
+  if (rank == 0) shm_unlink(name);  // every rank has it (or gave up): the name is not needed
+  if (!everywhere) {
+    if (data) munmap(data, bytes);
+    return nullptr;
+  }
+  return std::shared_ptr<SharedSegment>(new SharedSegment(data, bytes));
+}
+
+SharedSegment::~SharedSegment() { munmap(data_, bytes_); }
+
+}  // namespace chainermn

@@ -1,0 +1,36 @@
+// A block of memory that every process of a one-host communicator maps (POSIX shared memory).
+// The gradient reducer uses it to average gradients on one host without MPI copying them: each
+// rank writes its gradients there, each sums a share of every rank's values, and all read the
+// means in place.
+//
+// create() is collective: rank 0 makes and sizes the segment, the others map it, and its name is
+// removed as soon as everybody has it, so nothing is left in /dev/shm even if the job dies
+// later. Unmapping is local: the mapping goes when the last shared_ptr does, so tensors wrapping
+// it (core/storage.h) stay valid on their own.
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+
+namespace chainermn {
+
+class SharedSegment {
+ public:
+  // Collective over COMM, whose ranks must all run on this host. Returns null on every rank when
+  // any rank could not map BYTES (no room in /dev/shm, say), so callers can agree on a fallback.
+  static std::shared_ptr<SharedSegment> create(MPI_Comm comm, size_t bytes);
+  ~SharedSegment();
+  SharedSegment(const SharedSegment&) = delete;
+  SharedSegment& operator=(const SharedSegment&) = delete;
+
+  char* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  SharedSegment(char* data, size_t bytes) : data_(data), bytes_(bytes) {}
+  char* data_;
+  size_t bytes_;
+};
+
+}  // namespace chainermn
