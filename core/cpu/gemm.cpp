@@ -122,18 +122,33 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t 
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  const __mmask16 m0 = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
-  const __mmask16 m1 = cols >= 32 ? __mmask16(0xffff) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
-  for (int64_t r = 0; r < rows; ++r) {
-    float* cr = c + r * ldc;
+  // Every index into acc is a constant after unrolling, so the accumulators live in registers
+  // throughout (a loop up to ROWS made the compiler keep them on the stack). A partial tile
+  // goes through a small buffer.
+  alignas(64) float tile[MR][NR];
+  const bool full = rows == MR && cols == NR;
+#pragma GCC unroll 12
+  for (int64_t r = 0; r < MR; ++r) {
     __m512 v0 = _mm512_mul_ps(acc[r][0], va), v1 = _mm512_mul_ps(acc[r][1], va);
-    if (beta != 0.f) {
-      v0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, cr), vb, v0);
-      v1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, cr + 16), vb, v1);
+    if (full) {
+      float* cr = c + r * ldc;
+      if (beta != 0.f) {
+        v0 = _mm512_fmadd_ps(_mm512_loadu_ps(cr), vb, v0);
+        v1 = _mm512_fmadd_ps(_mm512_loadu_ps(cr + 16), vb, v1);
+      }
+      _mm512_storeu_ps(cr, v0);
+      _mm512_storeu_ps(cr + 16, v1);
+    } else {
+      _mm512_store_ps(tile[r], v0);
+      _mm512_store_ps(tile[r] + 16, v1);
     }
-    _mm512_mask_storeu_ps(cr, m0, v0);
-    _mm512_mask_storeu_ps(cr + 16, m1, v1);
   }
+  if (full) return;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      float& out = c[r * ldc + j];
+      out = beta != 0.f ? tile[r][j] + beta * out : tile[r][j];
+    }
 }
 
 // A 64-byte aligned buffer of at least FLOATS floats, kept per thread and grown as needed.
