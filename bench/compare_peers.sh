@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side training-epoch times of chainermn-cpp and the PyTorch peers, in one run of the
 # machine, round by round (the machine is shared and noisy: each round also measures the GEMM
-# rates, so every ratio compares figures taken minutes apart at most):
+# rates, and the two runs of each epoch ratio follow one another, so they are taken within a
+# minute or two):
 #   1 process x 2 threads: ours, PyTorch (Python, flush-denormal), libtorch;
 #   2 processes x 1 thread: ours under mpiexec, PyTorch DDP (gloo);
 #   the 1000^3 float32 GEMM rate on 2 threads, PyTorch's (the peers' gemm_floor) and ours.
@@ -32,11 +33,12 @@ mean_train() { awk '{for (i = 1; i < NF; ++i) if ($i == "train_s") {s += $(i + 1
 printf "\n%-6s %8s %8s %8s %8s %8s %9s %9s | %7s %7s %7s %7s %7s\n" round ours torch libtorch ours2x1 ddp2x1 torchGF oursGF \
   "o/t" "o/fl_t" "o/fl_o" "2/ddp" "2/o"
 for ((r = 1; r <= rounds; ++r)); do
-  build/bench/bench_epoch --epochs "$epochs" --threads 2 --data "$data" >"$log/ours"
+  # Each ratio's two runs are neighbours: PyTorch, ours 1x2, ours 2x1, DDP.
   "$peers/run-peer" torch_single --epochs "$epochs" --data "$data" --flush-denormal >"$log/torch" 2>/dev/null
-  "$peers/run-peer" libtorch --epochs "$epochs" --data "$data" >"$log/libtorch" 2>/dev/null
+  build/bench/bench_epoch --epochs "$epochs" --threads 2 --data "$data" >"$log/ours"
   "$mpiexec" -n 2 build/bench/bench_epoch --epochs "$epochs" --threads 1 --data "$data" >"$log/ours2"
   "$peers/run-peer" torch_ddp --epochs "$epochs" --data "$data" >"$log/ddp" 2>/dev/null
+  "$peers/run-peer" libtorch --epochs "$epochs" --data "$data" >"$log/libtorch" 2>/dev/null
   "$peers/run-peer" gemm_floor --threads 2 >"$log/floor" 2>/dev/null
   build/bench/bench_gemm --threads 2 >"$log/gemm"
   o=$(mean_train "$log/ours") t=$(mean_train "$log/torch") l=$(mean_train "$log/libtorch")

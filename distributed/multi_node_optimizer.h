@@ -20,7 +20,7 @@
 // Every rank must call update the same number of times with the same model structure.
 //
 // serialize() delegates to the actual optimizer, so snapshots have the single-process layout.
-// state(name) of the base class is not forwarded; read it from actual_optimizer().
+// state(name) is the actual optimizer's.
 #pragma once
 #include <memory>
 #include <string>
@@ -62,6 +62,7 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   int64_t epoch() const override { return actual_->epoch(); }
   void new_epoch() override { actual_->new_epoch(); }
   void add_hook(std::shared_ptr<chainer::OptimizerHook> hook) override { actual_->add_hook(std::move(hook)); }
+  const chainer::TensorMap& state(const std::string& name) const override { return actual_->state(name); }
   // Delegates, so snapshots look like the single-process ones. Restoring one marks the
   // parameters as consistent across ranks (every rank loads its snapshot of the same
   // iteration), so the next update steps instead of spending itself on a broadcast and a

@@ -43,7 +43,7 @@ class Optimizer {
   virtual void serialize(Serializer& s);
 
   // The state of parameter NAME ("/l1/W"); empty until its first update.
-  const TensorMap& state(const std::string& name) const;
+  virtual const TensorMap& state(const std::string& name) const;
 
  protected:
   // One parameter's step; STATE belongs to this parameter and starts empty. t() already counts

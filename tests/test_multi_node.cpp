@@ -436,6 +436,8 @@ TEST_CASE("multi_node: the multi-node optimizer behaves as the actual one (hooks
   opt->new_epoch();
   CHECK(opt->t() == 2);
   CHECK(actual->t() == 2);
+  CHECK(opt->state("/predictor/l1/W").count("m") == 1);  // the actual optimizer's state
+  CHECK(&opt->state("/predictor/l1/W") == &actual->state("/predictor/l1/W"));
   CHECK(opt->epoch() == 1);
   CHECK(actual->epoch() == 1);
   // The snapshot of the wrapper is the actual optimizer's, entry for entry.
