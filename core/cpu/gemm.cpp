@@ -6,11 +6,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "core/cpu/kernels.h"
@@ -105,51 +107,50 @@ void pack_b(const Operand& B, int64_t n, int64_t j0, int64_t p0, int64_t kc, flo
   else pack_direct(B.p + p0 * B.ld + col, B.ld, cols, NR, kc, d);
 }
 
-// acc = a_panel (kc x MR) ^T * b_panel (kc x NR); then C = alpha * acc + beta * C on the valid
-// rows x cols.
+// acc = a_panel (kc x MR, of which the first R rows are used) ^T * b_panel (kc x NR); then
+// C = alpha * acc + beta * C on R rows x COLS. R is a template parameter so that a partial
+// last panel (the 4 rows left of a batch of 100) costs 4 rows of FMAs, not 12.
+template <int R>
 void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha, float beta,
-                  int64_t rows, int64_t cols) {
-  __m512 acc[MR][2];
-  for (int64_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+                  int64_t cols) {
+  __m512 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 b0 = _mm512_load_ps(b + k * NR), b1 = _mm512_load_ps(b + k * NR + 16);
     _mm_prefetch(reinterpret_cast<const char*>(b + (k + 8) * NR), _MM_HINT_T0);
 #pragma GCC unroll 12
-    for (int64_t r = 0; r < MR; ++r) {
+    for (int r = 0; r < R; ++r) {
       const __m512 av = _mm512_set1_ps(a[k * MR + r]);
       acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  // Every index into acc is a constant after unrolling, so the accumulators live in registers
-  // throughout (a loop up to ROWS made the compiler keep them on the stack). A partial tile
-  // goes through a small buffer.
-  alignas(64) float tile[MR][NR];
-  const bool full = rows == MR && cols == NR;
+  // Every index into acc is a constant after unrolling, so the accumulators stay in registers
+  // (a loop up to a runtime row count made the compiler keep them on the stack). Full-width
+  // tiles store straight to C; narrower ones use masks.
+  const __mmask16 m0 = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
+  const __mmask16 m1 = cols >= 32 ? __mmask16(0xffff) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
 #pragma GCC unroll 12
-  for (int64_t r = 0; r < MR; ++r) {
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + r * ldc;
     __m512 v0 = _mm512_mul_ps(acc[r][0], va), v1 = _mm512_mul_ps(acc[r][1], va);
-    if (full) {
-      float* cr = c + r * ldc;
-      if (beta != 0.f) {
-        v0 = _mm512_fmadd_ps(_mm512_loadu_ps(cr), vb, v0);
-        v1 = _mm512_fmadd_ps(_mm512_loadu_ps(cr + 16), vb, v1);
-      }
-      _mm512_storeu_ps(cr, v0);
-      _mm512_storeu_ps(cr + 16, v1);
-    } else {
-      _mm512_store_ps(tile[r], v0);
-      _mm512_store_ps(tile[r] + 16, v1);
+    if (beta != 0.f) {
+      v0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, cr), vb, v0);
+      v1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, cr + 16), vb, v1);
     }
+    _mm512_mask_storeu_ps(cr, m0, v0);
+    _mm512_mask_storeu_ps(cr + 16, m1, v1);
   }
-  if (full) return;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < cols; ++j) {
-      float& out = c[r * ldc + j];
-      out = beta != 0.f ? tile[r][j] + beta * out : tile[r][j];
-    }
 }
+
+using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float, int64_t);
+template <size_t... R>
+constexpr std::array<MicroKernel, MR> make_kernels(std::index_sequence<R...>) {
+  return {&micro_kernel<int(R) + 1>...};
+}
+// kMicroKernels[rows - 1] computes a tile of ROWS rows.
+constexpr std::array<MicroKernel, MR> kMicroKernels = make_kernels(std::make_index_sequence<MR>());
 
 // A 64-byte aligned buffer of at least FLOATS floats, kept per thread and grown as needed.
 float* thread_buffer(std::unique_ptr<float, decltype(&std::free)>& buf, size_t& capacity, size_t floats) {
@@ -201,10 +202,10 @@ void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Opera
         for (int64_t jp = 0; jp < npanels; ++jp) pack_b(B, n, j0, p0, kc, pb, jp);
         const float* a_slice = pa + s * slice_floats;
         for (int64_t ip = 0; ip < mpanels; ++ip) {
-          const int64_t rows = std::min(MR, m - ip * MR);
+          const MicroKernel kernel = kMicroKernels[std::min(MR, m - ip * MR) - 1];
           for (int64_t jp = 0; jp < npanels; ++jp)
-            micro_kernel(kc, a_slice + ip * MR * kc, pb + jp * NR * kc, C + ip * MR * ldc + j0 + jp * NR, ldc, alpha,
-                         beta_pass, rows, std::min(NR, nc - jp * NR));
+            kernel(kc, a_slice + ip * MR * kc, pb + jp * NR * kc, C + ip * MR * ldc + j0 + jp * NR, ldc, alpha,
+                   beta_pass, std::min(NR, nc - jp * NR));
         }
       }
     }
