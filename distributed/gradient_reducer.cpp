@@ -78,6 +78,7 @@ struct GradientReducer::Impl {
     int64_t offset = 0;     // in elements, inside the bucket buffer
     bool fired = false;     // its gradient was final in this step
     bool had_grad = false;  // it had a gradient when its bucket was packed
+    bool packed = false;    // shared memory: copied into the segment from its hook this step
   };
   struct Bucket {
     std::vector<size_t> slots;
@@ -93,6 +94,7 @@ struct GradientReducer::Impl {
     size_t shm_offset = 0, shm_stride = 0;
     Tensor shm_mine;
     bool held = false;
+    char* pack_base = nullptr;  // where this step packs: this rank's region, or buffer
   };
 
   std::shared_ptr<Communicator> comm;
@@ -126,10 +128,19 @@ struct GradientReducer::Impl {
     Bucket& bucket = buckets[slot.bucket];
     if (bucket.launched) {
       stale = true;  // packed before this gradient changed: a second backward
-    } else if (!slot.fired) {
-      slot.fired = true;
-      ++bucket.ready;
-      if (bucket.ready == bucket.slots.size() && slot.bucket > next && !stale) ++stats.waited_for_earlier;
+    } else {
+      if (!slot.fired) {
+        slot.fired = true;
+        ++bucket.ready;
+        if (bucket.ready == bucket.slots.size() && slot.bucket > next && !stale) ++stats.waited_for_earlier;
+      }
+      // With shared memory there is no message to batch: copy the gradient into the segment
+      // now, while backward has just written it and it is still in cache (again if a second
+      // backward changed it).
+      if (segment && size > 1 && !stale) {
+        start_packing(bucket);
+        pack_slot(bucket, slot);
+      }
     }
     test_in_flight();
     if (!stale) launch_ready();
@@ -153,44 +164,53 @@ struct GradientReducer::Impl {
     }
   }
 
-  // Copies the bucket's gradients into its buffer, already multiplied by 1/size (while they are
-  // still warm in cache from backward), so the sum over ranks is the mean and finalize() need
-  // not touch the values again.
-  void pack(Bucket& bucket) {
-    char* base = nullptr;
+  // Chooses where BUCKET is packed this step (once per step).
+  void start_packing(Bucket& bucket) {
+    if (bucket.pack_base) return;
     if (segment && !(bucket.held = shared_region_held(bucket))) {
       bucket.buffer = Tensor();
-      base = region(bucket, rank);
-    } else {
-      // The previous step's gradients are views of the buffer (see unpack); if somebody still
-      // holds one, this step gets a fresh buffer instead of overwriting theirs.
-      if (!bucket.buffer.defined() || bucket.buffer.numel() != bucket.numel || bucket.buffer.storage().use_count() > 1)
-        bucket.buffer = Tensor::empty({bucket.numel}, bucket.dtype);
-      base = static_cast<char*>(bucket.buffer.raw_data());
+      bucket.pack_base = region(bucket, rank);
+      return;
     }
+    // The previous step's gradients are views of the buffer (see unpack); if somebody still
+    // holds one, this step gets a fresh buffer instead of overwriting theirs.
+    if (!bucket.buffer.defined() || bucket.buffer.numel() != bucket.numel || bucket.buffer.storage().use_count() > 1)
+      bucket.buffer = Tensor::empty({bucket.numel}, bucket.dtype);
+    bucket.pack_base = static_cast<char*>(bucket.buffer.raw_data());
+  }
+
+  // Copies SLOT's gradient into its place in the bucket, already multiplied by 1/size (while it
+  // is still warm in cache from backward), so the sum over ranks is the mean and finalize()
+  // need not touch the values again.
+  void pack_slot(Bucket& bucket, Slot& slot) {
     const size_t item = chainer::dtype_size(bucket.dtype);
-    const double factor = 1.0 / double(size);
-    for (size_t s : bucket.slots) {
-      Slot& slot = slots[s];
-      char* dst = base + size_t(slot.offset) * item;
-      const size_t bytes = size_t(slot.numel) * item;
-      std::shared_ptr<VariableNode> node = slot.node.lock();
-      Tensor g = node ? node->grad : Tensor();
-      slot.had_grad = g.defined();
-      if (g.defined() && g.numel() == slot.numel) {
-        if (g.dtype() != bucket.dtype) g = g.astype(bucket.dtype);
-        g = g.contiguous();
-        if (slot.dtype == DType::Float32)
-          scale_into(reinterpret_cast<float*>(dst), g.data<float>(), slot.numel, factor);
-        else
-          scale_into(reinterpret_cast<double*>(dst), g.data<double>(), slot.numel, factor);
-      } else {
-        // No gradient in this step (or a shape the plan does not know, only possible while a
-        // plan is being thrown away): zeros keep the collective the same on every rank.
-        slot.had_grad = slot.had_grad && g.numel() == slot.numel;
-        if (bytes) std::memset(dst, 0, bytes);
-      }
+    char* dst = bucket.pack_base + size_t(slot.offset) * item;
+    const size_t bytes = size_t(slot.numel) * item;
+    std::shared_ptr<VariableNode> node = slot.node.lock();
+    Tensor g = node ? node->grad : Tensor();
+    slot.had_grad = g.defined();
+    slot.packed = true;
+    if (g.defined() && g.numel() == slot.numel) {
+      if (g.dtype() != bucket.dtype) g = g.astype(bucket.dtype);
+      g = g.contiguous();
+      const double factor = 1.0 / double(size);
+      if (slot.dtype == DType::Float32)
+        scale_into(reinterpret_cast<float*>(dst), g.data<float>(), slot.numel, factor);
+      else
+        scale_into(reinterpret_cast<double*>(dst), g.data<double>(), slot.numel, factor);
+    } else {
+      // No gradient in this step (or a shape the plan does not know, only possible while a
+      // plan is being thrown away): zeros keep the collective the same on every rank.
+      slot.had_grad = slot.had_grad && g.numel() == slot.numel;
+      if (bytes) std::memset(dst, 0, bytes);
     }
+  }
+
+  // Packs what the hooks have not packed yet.
+  void pack(Bucket& bucket) {
+    start_packing(bucket);
+    for (size_t s : bucket.slots)
+      if (!slots[s].packed) pack_slot(bucket, slots[s]);
   }
 
   char* region(const Bucket& bucket, int j) const {
@@ -242,10 +262,11 @@ struct GradientReducer::Impl {
   }
 
   void reset_step() {
-    for (Slot& s : slots) s.fired = s.had_grad = false;
+    for (Slot& s : slots) s.fired = s.had_grad = s.packed = false;
     for (Bucket& b : buckets) {
       b.ready = 0;
       b.launched = false;
+      b.pack_base = nullptr;
       b.requests.clear();
     }
     next = 0;
@@ -355,7 +376,11 @@ struct GradientReducer::Impl {
       // reduce the accumulated gradients from scratch.
       wait_all();
       ++stats.restarts;
-      for (Bucket& b : buckets) b.launched = false;
+      for (Bucket& b : buckets) {
+        b.launched = false;
+        b.pack_base = nullptr;
+      }
+      for (Slot& slot : slots) slot.packed = false;
       next = 0;
       stale = false;
     }
