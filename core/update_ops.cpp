@@ -1,6 +1,8 @@
 #include "core/update_ops.h"
 
+#if defined(__AVX512F__)
 #include <immintrin.h>
+#endif
 
 #include <cmath>
 #include <vector>
