@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <thread>
 
 #include "core/error.h"
 #include "distributed/mpi_check.h"
@@ -104,6 +106,10 @@ void abort_job(const std::string& message, int code) {
   if (code == 0) code = 1;  // an aborted job never reports success
   if (size > 1) {
     g_aborting = true;
+    // mpiexec's proxy forwards our stderr asynchronously, and MPI_Abort has it kill every
+    // process at once: on a loaded machine the message was sometimes lost on the way. A moment
+    // to forward it costs nothing next to a hang.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);  // MPI_Abort should not return
   }
