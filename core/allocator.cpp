@@ -3,12 +3,13 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
 #include <string>
 #include <vector>
+
+#include "core/config.h"
 
 namespace chainer {
 namespace {
@@ -59,10 +60,7 @@ Cache& cache() {
 // parameters, gradients and moments every step, which in 4 KiB pages means a TLB miss every
 // 4 KiB. CHAINER_HUGEPAGES=0 turns it off.
 bool use_huge_pages() {
-  static const bool on = [] {
-    const char* v = std::getenv("CHAINER_HUGEPAGES");
-    return !v || std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = config::env_flag("CHAINER_HUGEPAGES", true);
   return on;
 }
 

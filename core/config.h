@@ -19,4 +19,9 @@ class TrainScope {
   bool previous_;
 };
 
+// A yes/no setting from environment variable NAME: FALLBACK when unset or empty, false for "0"
+// or "false", true for anything else. One rule for every switch (CHAINER_HUGEPAGES,
+// CHAINERMN_SHARED_MEMORY, CHAINERMN_DEBUG, ...).
+bool env_flag(const char* name, bool fallback);
+
 }  // namespace chainer::config

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <deque>
 #include <map>
 
+#include "core/config.h"
 #include "core/ops.h"
 #include "distributed/chunked_transfer.h"
 #include "distributed/flat_communicator.h"
@@ -31,11 +31,6 @@ constexpr int64_t kUndefined = -1;            // dtype code of an undefined tens
 // Tags of the collectives built on point-to-point messages; they only travel on coll_comm_.
 constexpr int kGatherTag = 1, kAllgatherTag = 2, kScatterTag = 3, kAlltoallTag = 4, kGatherBytesTag = 5,
               kAllgatherBytesTag = 6;
-
-bool debug_from_env() {
-  const char* v = std::getenv("CHAINERMN_DEBUG");
-  return v && *v && std::string(v) != "0" && std::string(v) != "false";
-}
 
 std::string describe(const Tensor& t) {
   return t.defined() ? str(chainer::dtype_name(t.dtype()), " ", chainer::shape_str(t.shape())) : "undefined";
@@ -167,7 +162,7 @@ std::string signature_text(const std::vector<int64_t>& s, const char* nothing) {
 
 // ---------------------------------------------------------------------------------------------
 
-Communicator::Communicator(std::string name, MPI_Comm comm) : name_(std::move(name)), debug_(debug_from_env()) {
+Communicator::Communicator(std::string name, MPI_Comm comm) : name_(std::move(name)), debug_(chainer::config::env_flag("CHAINERMN_DEBUG", false)) {
   if (!mpi_is_running()) init_mpi();
   if (comm == MPI_COMM_NULL) throw Error("create_communicator: the MPI communicator is MPI_COMM_NULL");
   try {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/allocator.h"
+#include "core/config.h"
 #include "core/cpu/kernels.h"
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -172,6 +173,25 @@ TEST_CASE("random: seeded streams repeat and restore") {
   for (double e : v) var += (e - mean) * (e - mean) / double(v.size());
   REQUIRE(mean == Approx(0).margin(0.05));
   REQUIRE(var == Approx(4).epsilon(0.05));
+}
+
+TEST_CASE("config: env_flag reads yes/no switches one way") {
+  const char* name = "CHAINER_TEST_ENV_FLAG";
+  unsetenv(name);
+  CHECK(config::env_flag(name, true));
+  CHECK_FALSE(config::env_flag(name, false));
+  setenv(name, "", 1);  // empty: as unset
+  CHECK(config::env_flag(name, true));
+  CHECK_FALSE(config::env_flag(name, false));
+  for (const char* off : {"0", "false"}) {
+    setenv(name, off, 1);
+    CHECK_FALSE(config::env_flag(name, true));
+  }
+  for (const char* on : {"1", "yes", "true"}) {
+    setenv(name, on, 1);
+    CHECK(config::env_flag(name, false));
+  }
+  unsetenv(name);
 }
 
 TEST_CASE("allocator: large blocks are recycled, small ones are not cached") {
