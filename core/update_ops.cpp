@@ -40,9 +40,9 @@ void adam_exact(T* __restrict p, const T* __restrict g, T* __restrict m, T* __re
 
 // float32 with AVX-512: sqrt(v) as v * rsqrt(v) and 1 / (sqrt(v) + eps) from the reciprocal
 // estimate, each refined by one Newton step on FMAs (the result is within a few ulp of the
-// exact step). Exact vsqrtps and vdivps share one slow divider unit, which made this loop
-// compute-bound at about 13% of a training epoch; this one runs at memory speed.
-void adam_float(float* p, const float* g, float* m, float* v, int64_t b, int64_t e, float b1, float b2, float lr,
+// exact step). Exact vsqrtps and vdivps share one slow divider unit: alone, with the cache
+// cold, this loop is 2.3x faster than the exact one; in an epoch both wait on memory.
+void adam_range(float* p, const float* g, float* m, float* v, int64_t b, int64_t e, float b1, float b2, float lr,
                 float eps, float eta, float wd) {
   int64_t i = b;
 #if defined(__AVX512F__)
@@ -69,10 +69,6 @@ void adam_float(float* p, const float* g, float* m, float* v, int64_t b, int64_t
   adam_exact<float>(p, g, m, v, i, e, b1, b2, lr, eps, eta, wd);
 }
 
-void adam_range(float* p, const float* g, float* m, float* v, int64_t b, int64_t e, float b1, float b2, float lr,
-                float eps, float eta, float wd) {
-  adam_float(p, g, m, v, b, e, b1, b2, lr, eps, eta, wd);
-}
 void adam_range(double* p, const double* g, double* m, double* v, int64_t b, int64_t e, double b1, double b2,
                 double lr, double eps, double eta, double wd) {
   adam_exact<double>(p, g, m, v, b, e, b1, b2, lr, eps, eta, wd);

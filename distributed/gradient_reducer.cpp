@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
+#include "core/config.h"
 #include "core/parallel.h"
 #include "distributed/mpi_check.h"
 #include "distributed/mpi_runtime.h"
@@ -57,12 +57,6 @@ void sum_into_regions(char* base, size_t stride, int regions, int64_t lo, int64_
       for (int j = 1; j < regions; ++j) std::memcpy(at(j) + b0, first + b0, size_t(b1 - b0) * sizeof(T));
     }
   });
-}
-
-// Shared-memory averaging can be turned off with CHAINERMN_SHARED_MEMORY=0.
-bool shared_memory_allowed() {
-  const char* v = std::getenv("CHAINERMN_SHARED_MEMORY");
-  return !v || std::strcmp(v, "0") != 0;
 }
 
 }  // namespace
@@ -137,7 +131,7 @@ struct GradientReducer::Impl {
       // With shared memory there is no message to batch: copy the gradient into the segment
       // now, while backward has just written it and it is still in cache (again if a second
       // backward changed it).
-      if (segment && size > 1 && !stale) {
+      if (segment && !stale) {
         start_packing(bucket);
         pack_slot(bucket, slot);
       }
@@ -261,12 +255,20 @@ struct GradientReducer::Impl {
     if (!all.empty()) CHAINERMN_MPI_CHECK(MPI_Waitall(int(all.size()), all.data(), MPI_STATUSES_IGNORE));
   }
 
-  void reset_step() {
-    for (Slot& s : slots) s.fired = s.had_grad = s.packed = false;
+  // Nothing of this step is packed or started any more (a restart, or the next step).
+  void forget_packing() {
+    for (Slot& s : slots) s.packed = false;
     for (Bucket& b : buckets) {
-      b.ready = 0;
       b.launched = false;
       b.pack_base = nullptr;
+    }
+  }
+
+  void reset_step() {
+    forget_packing();
+    for (Slot& s : slots) s.fired = s.had_grad = false;
+    for (Bucket& b : buckets) {
+      b.ready = 0;
       b.requests.clear();
     }
     next = 0;
@@ -331,7 +333,7 @@ struct GradientReducer::Impl {
   // With several ranks on this host only, a segment holding every bucket's regions and means.
   void create_segment() {
     segment.reset();
-    if (size == 1 || !options.shared_memory || !shared_memory_allowed() || comm->intra_size() != size) return;
+    if (size == 1 || !options.shared_memory || !chainer::config::env_flag("CHAINERMN_SHARED_MEMORY", true) || comm->intra_size() != size) return;
     size_t bytes = 0;
     for (Bucket& bucket : buckets) {
       const size_t item = chainer::dtype_size(bucket.dtype);
@@ -376,11 +378,7 @@ struct GradientReducer::Impl {
       // reduce the accumulated gradients from scratch.
       wait_all();
       ++stats.restarts;
-      for (Bucket& b : buckets) {
-        b.launched = false;
-        b.pack_base = nullptr;
-      }
-      for (Slot& slot : slots) slot.packed = false;
+      forget_packing();
       next = 0;
       stale = false;
     }
