@@ -203,6 +203,8 @@ TEST_CASE("allocator: large blocks are recycled, small ones are not cached") {
     Tensor a = Tensor::empty({1000, 1000}, DType::Float32);  // 4 MB: cached when freed
     first = a.raw_data();
     REQUIRE(reinterpret_cast<uintptr_t>(first) % 64 == 0);
+    // 2 MiB and more: on huge-page boundaries, so the advice can give it huge pages.
+    if (config::env_flag("CHAINER_HUGEPAGES", true)) REQUIRE(reinterpret_cast<uintptr_t>(first) % (size_t(2) << 20) == 0);
   }
   REQUIRE(host_allocator_stats().cached_bytes >= size_t(4000000));
   {
