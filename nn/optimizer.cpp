@@ -60,10 +60,14 @@ void Optimizer::serialize(Serializer& s) {
   for (auto& [name, p] : target_->namedparams()) {
     Serializer sub = s[name.substr(1)];
     if (s.is_reader()) {
+      states_.erase(name);  // the snapshot's state replaces this one (none: created at the next update)
       for (const std::string& key : state_names())
         if (sub.contains(key)) {
           Tensor t;
           sub.tensor(key, t);
+          if (p.data().defined() && t.shape() != p.data().shape())
+            throw Error(str("deserialize: the optimizer state '", sub.prefix(), key, "' has shape ", shape_str(t.shape()),
+                            " but its parameter has shape ", shape_str(p.data().shape())));
           states_[name][key] = t;
         }
     } else if (auto it = states_.find(name); it != states_.end()) {

@@ -688,5 +688,40 @@ TEST_CASE("training: unwritable output directories and bad snapshots raise error
     REQUIRE_THROWS_WITH(training::load_snapshot(path, *t.trainer),
                         Catch::Contains(path) && Catch::Contains("shape") && Catch::Contains("(16,)") &&
                             Catch::Contains("(24,)"));
+    // Nothing was loaded: the entries read before the mismatch (iteration, iterator, optimizer
+    // step, the lazily sized first layer) are back as they were.
+    REQUIRE(t.updater->iteration() == 0);
+    REQUIRE(t.train_iter->epoch_detail() == 0.0);
+    REQUIRE(t.optimizer->t() == 0);
+    REQUIRE(t.model->has_uninitialized_params());
+    t.trainer->run();  // and the trainer still trains from the start
+    REQUIRE(t.updater->iteration() == s.updater->iteration());
+  }
+
+  SECTION("a snapshot whose optimizer state does not fit its parameter") {
+    Setup s(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    s.trainer->extend(E::snapshot("good"));
+    s.trainer->run();
+    TensorMap entries = load_npz((dir.path / "good").string());
+    std::string key;
+    for (auto& [k, v] : entries)
+      if (k.size() > 2 && k.compare(k.size() - 2, 2, "/m") == 0 && v.ndim() == 2) key = k;
+    REQUIRE(!key.empty());
+    entries[key] = Tensor::zeros({3, 3});
+    const std::string path = (dir.path / "bad_state").string();
+    save_npz(path, entries);
+
+    Setup t(train, nullptr, 16, IntervalTrigger(2, Unit::Epoch), dir.path);
+    t.trainer->extend(E::snapshot("good"));
+    t.trainer->run();  // one epoch more than S: its own parameters and state
+    const std::vector<float> w = values(t.model->namedparams()[0].second.data());
+    const std::vector<float> m = values(t.optimizer->state(t.model->namedparams()[0].first).at("m"));
+    const int64_t iteration = t.updater->iteration(), step = t.optimizer->t();
+    REQUIRE_THROWS_WITH(training::load_snapshot(path, *t.trainer),
+                        Catch::Contains(path) && Catch::Contains("optimizer state") && Catch::Contains("(3, 3)"));
+    REQUIRE(t.updater->iteration() == iteration);
+    REQUIRE(t.optimizer->t() == step);
+    REQUIRE(values(t.model->namedparams()[0].second.data()) == w);
+    REQUIRE(values(t.optimizer->state(t.model->namedparams()[0].first).at("m")) == m);
   }
 }

@@ -105,11 +105,23 @@ void load_snapshot(const std::string& path, Trainer& trainer) {
   } catch (const Error& e) {
     throw Error(str("resume: cannot read the snapshot '", path, "': ", e.what()));
   }
+  // All or nothing: a snapshot that does not match (a missing entry, another shape) is found
+  // part way through, so the trainer's state is copied first and put back on failure, and the
+  // parameters that were still uninitialised (lazily sized links) become so again.
+  Serializer backup = Serializer::writer();
+  trainer.serialize(backup);
+  std::vector<Variable> uninitialized;
+  for (auto& [name, optimizer] : trainer.updater().get_all_optimizers())
+    for (auto& [param_name, p] : optimizer->target().namedparams())
+      if (!p.data().defined()) uninitialized.push_back(p);
   Serializer s = Serializer::reader(std::move(entries));
   try {
     trainer.serialize(s);
   } catch (const Error& e) {
-    throw Error(str("resume: the snapshot '", path, "' does not match this trainer: ", e.what()));
+    for (Variable& p : uninitialized) p.set_data(Tensor());
+    Serializer restore = Serializer::reader(backup.entries());
+    trainer.serialize(restore);
+    throw Error(str("resume: the snapshot '", path, "' does not match this trainer (nothing was loaded): ", e.what()));
   }
 }
 

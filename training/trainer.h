@@ -54,7 +54,8 @@ class Trainer {
   bool running_ = false;
 };
 
-// Loads a snapshot written by extensions::snapshot into TRAINER (call before run()).
+// Loads a snapshot written by extensions::snapshot into TRAINER (call before run()). All or
+// nothing: a missing, unreadable or mismatched snapshot throws and leaves TRAINER as it was.
 void load_snapshot(const std::string& path, Trainer& trainer);
 
 }  // namespace chainer::training
