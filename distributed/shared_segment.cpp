@@ -1,13 +1,18 @@
 #include "distributed/shared_segment.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <string>
 
 #include "distributed/mpi_check.h"
 
@@ -29,6 +34,23 @@ char* map_segment(const char* name, size_t bytes, bool create) {
 
 }  // namespace
 
+int remove_stale_segments() {
+  int removed = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/dev/shm", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("chainermn-", 0) != 0) continue;
+    char* rest = nullptr;
+    const long pid = std::strtol(name.c_str() + 10, &rest, 10);
+    if (pid <= 0 || *rest != '-') continue;
+    // Only when the creator is gone (ESRCH): a live process, or one of another user (EPERM),
+    // may still be setting its segment up.
+    if (kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;
+    if (shm_unlink(("/" + name).c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
 std::shared_ptr<SharedSegment> SharedSegment::create(MPI_Comm comm, size_t bytes) {
   static std::atomic<unsigned> counter{0};
   int rank = 0;
@@ -37,6 +59,7 @@ std::shared_ptr<SharedSegment> SharedSegment::create(MPI_Comm comm, size_t bytes
   char name[64] = {};
   char* data = nullptr;
   if (rank == 0) {
+    remove_stale_segments();
     std::snprintf(name, sizeof name, "/chainermn-%d-%u", int(getpid()), counter++);
     data = map_segment(name, bytes, true);
     if (!data) shm_unlink(name);  // created but not sized or mapped

@@ -5,8 +5,9 @@
 //
 // create() is collective: rank 0 makes and sizes the segment, the others map it, and its name is
 // removed as soon as everybody has it, so nothing is left in /dev/shm even if the job dies
-// later. Unmapping is local: the mapping goes when the last shared_ptr does, so tensors wrapping
-// it (core/storage.h) stay valid on their own.
+// later. A job killed inside that window leaves its name behind; the next create() on the host
+// removes names whose creating process is gone. Unmapping is local: the mapping goes when the
+// last shared_ptr does, so tensors wrapping it (core/storage.h) stay valid on their own.
 #pragma once
 #include <mpi.h>
 
@@ -14,6 +15,10 @@
 #include <memory>
 
 namespace chainermn {
+
+// Unlinks the segments "/chainermn-<pid>-<n>" whose process <pid> no longer exists; returns how
+// many. Called by create() on rank 0.
+int remove_stale_segments();
 
 class SharedSegment {
  public:

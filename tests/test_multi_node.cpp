@@ -10,9 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/random.h"
@@ -712,6 +715,30 @@ TEST_CASE("multi_node: a shared segment is one memory for every rank, or null fo
   for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
     leftovers += entry.path().filename().string().rfind(ours, 0) == 0;
   CHECK(leftovers == 0);
+}
+
+TEST_CASE("multi_node: a segment name left by a dead job is removed by the next create") {
+  const int rank = chainermn::world_rank();
+  MPI_Barrier(MPI_COMM_WORLD);  // the test before scans /dev/shm for names of rank 0's pid
+  std::string dead_name, live_name;
+  if (rank == 0) {
+    long pid_max = 0;  // no process has a pid above the kernel's limit
+    std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+    REQUIRE(pid_max > 0);
+    dead_name = "/chainermn-" + std::to_string(pid_max + 1) + "-7";
+    live_name = "/chainermn-" + std::to_string(getppid()) + "-7";  // the launcher: alive
+    for (const std::string& name : {dead_name, live_name}) {
+      const int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+      REQUIRE(fd >= 0);
+      close(fd);
+    }
+  }
+  REQUIRE(mn::SharedSegment::create(MPI_COMM_WORLD, 4096));
+  if (rank == 0) {
+    CHECK_FALSE(std::filesystem::exists("/dev/shm" + dead_name));
+    CHECK(std::filesystem::exists("/dev/shm" + live_name));
+    shm_unlink(live_name.c_str());
+  }
 }
 
 TEST_CASE("multi_node: the reducer alone: plan, hooks and detach") {
