@@ -32,24 +32,26 @@ char* map_segment(const char* name, size_t bytes, bool create) {
   return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
 }
 
-}  // namespace
+// Segment names are "/" kPrefix "<pid of rank 0>-<counter>".
+constexpr char kPrefix[] = "chainermn-";
 
-int remove_stale_segments() {
-  int removed = 0;
+// Unlinks the names of segments whose creating process is gone: a job killed between creating
+// a segment and unlinking its name leaves the name behind. Only when kill() says ESRCH: a live
+// process, or one of another user (EPERM), may still be setting its segment up.
+void remove_stale_segments() {
   std::error_code ec;
   for (std::filesystem::directory_iterator it("/dev/shm", ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.rfind("chainermn-", 0) != 0) continue;
+    if (name.rfind(kPrefix, 0) != 0) continue;
     char* rest = nullptr;
-    const long pid = std::strtol(name.c_str() + 10, &rest, 10);
+    const long pid = std::strtol(name.c_str() + sizeof kPrefix - 1, &rest, 10);
     if (pid <= 0 || *rest != '-') continue;
-    // Only when the creator is gone (ESRCH): a live process, or one of another user (EPERM),
-    // may still be setting its segment up.
     if (kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;
-    if (shm_unlink(("/" + name).c_str()) == 0) ++removed;
+    shm_unlink(("/" + name).c_str());
   }
-  return removed;
 }
+
+}  // namespace
 
 std::shared_ptr<SharedSegment> SharedSegment::create(MPI_Comm comm, size_t bytes) {
   static std::atomic<unsigned> counter{0};
@@ -60,7 +62,7 @@ std::shared_ptr<SharedSegment> SharedSegment::create(MPI_Comm comm, size_t bytes
   char* data = nullptr;
   if (rank == 0) {
     remove_stale_segments();
-    std::snprintf(name, sizeof name, "/chainermn-%d-%u", int(getpid()), counter++);
+    std::snprintf(name, sizeof name, "/%s%d-%u", kPrefix, int(getpid()), counter++);
     data = map_segment(name, bytes, true);
     if (!data) shm_unlink(name);  // created but not sized or mapped
   }

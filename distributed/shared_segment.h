@@ -16,10 +16,6 @@
 
 namespace chainermn {
 
-// Unlinks the segments "/chainermn-<pid>-<n>" whose process <pid> no longer exists; returns how
-// many. Called by create() on rank 0.
-int remove_stale_segments();
-
 class SharedSegment {
  public:
   // Collective over COMM, whose ranks must all run on this host. Returns null on every rank when
