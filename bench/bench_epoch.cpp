@@ -1,8 +1,9 @@
 // Training-epoch time of the tutorial model (MLP 784-1000-1000-10, ReLU, Classifier, Adam,
 // batch 100 per process, shuffled): seconds per epoch and images per second, training only,
 // plus the test accuracy after each epoch so a fast-but-wrong engine cannot hide.
-//   build/bench/bench_epoch [--epochs 3] [--threads 2] [--data DIR] [--unfused] [--communicator naive]
-//   mpiexec -n 2 build/bench/bench_epoch --threads 1      # data-parallel: 2 processes x 1 thread
+//   build/bench/bench_epoch [--epochs 3] [--threads N] [--data DIR] [--unfused] [--communicator naive]
+//   mpiexec -n 2 build/bench/bench_epoch      # data-parallel: 2 processes x 1 thread here
+// --threads defaults to the library's default (cores / ranks on this node), as mnist_mlp uses.
 // Under mpiexec rank 0 scatters the data, gradients are averaged by the multi-node optimizer
 // (bucketed, during backward), and an epoch is one pass over the data across all processes.
 // Rank 0 prints one line per epoch in the peers' format, then a JSON line.
@@ -37,7 +38,7 @@ struct MLP : chainer::Chain {
 
 int main(int argc, char** argv) {
   return chainermn::run_main(argc, argv, [](int argc, char** argv) -> int {
-  int epochs = 3, threads = 2;
+  int epochs = 3, threads = 0;  // 0: the library default
   bool fused = true;
   std::string communicator = "naive";
   std::string data = "../shared/datasets/mnist";
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
     if (root)
       std::printf("{\"engine\": \"chainermn-cpp\", \"processes\": %d, \"threads\": %d, \"fused\": %s, \"epochs\": %d, "
                   "\"mean_train_s\": %.3f, \"test_acc\": %.4f}\n",
-                  comm->size(), threads, fused ? "true" : "false", epochs, total / epochs, last_acc);
+                  comm->size(), chainer::num_threads(), fused ? "true" : "false", epochs, total / epochs, last_acc);
     return 0;
   });
 }
