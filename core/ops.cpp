@@ -146,13 +146,13 @@ Tensor sum_to(const Tensor& a, const Shape& shape) {
 }
 
 Tensor broadcast_to(const Tensor& a, const Shape& shape) {
+  require_defined_cpu("broadcast_to", a);
   if (a.shape() == shape) return a;
   if (broadcast_shapes(a.shape(), shape, "broadcast_to") != shape)
     throw Error(str("broadcast_to: cannot broadcast ", shape_str(a.shape()), " to ", shape_str(shape)));
-  Tensor out = Tensor::zeros(shape, a.dtype());
-  Tensor res = Tensor::empty(shape, a.dtype());
-  cpu::binary(cpu::BinaryOp::Add, out, a, res);
-  return res;
+  Tensor out = Tensor::empty(shape, a.dtype());
+  cpu::broadcast_copy(a, out);
+  return out;
 }
 
 Tensor max(const Tensor& a, int64_t axis, bool keepdims) {

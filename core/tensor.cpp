@@ -204,6 +204,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
     dst_t* dst = static_cast<dst_t*>(storage_->data()) + offset_;
     CHAINER_DISPATCH_ALL(src.dtype_, "copy", [&] {
       const scalar_t* s = static_cast<const scalar_t*>(src.storage_->data()) + src.offset_;
+      if (is_contiguous()) {  // the common case (clone, contiguous): no table of destination offsets
+        int64_t k = 0;
+        for_each_offset(src.shape_, src.strides_, [&](int64_t o) { dst[k++] = dst_t(s[o]); });
+        return;
+      }
       std::vector<int64_t> doff;
       doff.reserve(size_t(numel()));
       for_each_offset(shape_, strides_, [&](int64_t o) { doff.push_back(o); });

@@ -93,6 +93,14 @@ TEST_CASE("ops: broadcasting arithmetic and reductions") {
           std::vector<int32_t>{1, 2});
   REQUIRE(ops::concat({x, x}, 0).shape() == Shape{4, 3});
   REQUIRE(ops::stack({x, x}, 1).shape() == Shape{2, 2, 3});
+  // broadcast_to: from a column, from a transposed (strided) source, int32, and the error.
+  REQUIRE(ops::broadcast_to(col, {2, 2, 3}).to_vector<float>() ==
+          std::vector<float>{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
+  REQUIRE(ops::broadcast_to(x.transpose().narrow(1, 0, 1), {3, 2}).to_vector<float>() ==
+          std::vector<float>{1, 1, 2, 2, 3, 3});
+  REQUIRE(ops::broadcast_to(Tensor::from_vector<int32_t>({7, 8, 9}), {2, 3}).to_vector<int32_t>() ==
+          std::vector<int32_t>{7, 8, 9, 7, 8, 9});
+  REQUIRE_THROWS_WITH(ops::broadcast_to(x, {3, 3}), Catch::Contains("broadcast_to") && Catch::Contains("(2, 3)"));
 }
 
 TEST_CASE("ops: matrix products match a naive reference in every transpose mode") {

@@ -86,6 +86,16 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   });
 }
 
+void broadcast_copy(const Tensor& a, Tensor& out) {
+  CHAINER_DISPATCH_ALL(out.dtype(), "broadcast_to", [&] {
+    using T = scalar_t;
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    int64_t k = 0;
+    for_each_offset(out.shape(), broadcast_strides(a, out.shape()), [&](int64_t o) { po[k++] = pa[o]; });
+  });
+}
+
 void unary(UnaryOp op, const Tensor& a, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(out.dtype(), "unary", [&] {
     using T = scalar_t;

@@ -17,6 +17,7 @@ enum class GradOp { Relu, Sigmoid, Tanh };
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out);  // out has the broadcast shape
 void unary(UnaryOp op, const Tensor& a, Tensor& out);
+void broadcast_copy(const Tensor& a, Tensor& out);  // out (contiguous) = a broadcast to out's shape
 void affine(const Tensor& a, double mul, double add, Tensor& out);  // out = a * mul + add
 void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out);
 void axpy(Tensor& y, double alpha, const Tensor& x);
