@@ -435,7 +435,7 @@ void Communicator::bcast_data(chainer::Link& model) const {
 
 void Communicator::multi_node_mean_grad(chainer::Link& model, bool zero_fill) const {
   comm();
-  if (debug_) check_grads_consistent(model, zero_fill);
+  if (debug_) check_grads_consistent(model, zero_fill, "multi_node_mean_grad");
   GradList grads;
   for (const auto& [n, p] : model.namedparams()) {
     const Tensor& data = p.data();
@@ -457,10 +457,10 @@ void Communicator::multi_node_mean_grad(chainer::Link& model, bool zero_fill) co
     grads.emplace_back(n, v);
   }
   mean_grads(grads);
-  if (debug_) check_grads_finite(grads);
+  if (debug_) check_grads_finite(grads, "multi_node_mean_grad");
 }
 
-void Communicator::check_grads_consistent(const chainer::Link& model, bool zero_fill) const {
+void Communicator::check_grads_consistent(const chainer::Link& model, bool zero_fill, const char* op) const {
   // What each rank is about to reduce: the gradient's dtype and shape, or nothing.
   using Entry = std::pair<std::string, std::vector<int64_t>>;
   std::vector<Entry> mine;
@@ -494,11 +494,18 @@ void Communicator::check_grads_consistent(const chainer::Link& model, bool zero_
       msg += str(i ? ";" : "", " ", groups[i].first, " on ", rank_list(groups[i].second));
   }
   if (!msg.empty())
-    throw Error("multi_node_mean_grad (debug mode): the gradients to average differ across ranks "
-                "(use zero_fill, or make every rank compute the same gradients):" + msg);
+    throw Error(str(op, " (debug mode): the gradients to average differ across ranks "
+                    "(use zero_fill, or make every rank compute the same gradients):", msg));
 }
 
-void Communicator::check_grads_finite(const GradList& grads) {
+void Communicator::check_grads_finite(const chainer::Link& model, const char* op) {
+  GradList grads;
+  for (const auto& [n, p] : model.namedparams())
+    if (p.grad().defined()) grads.emplace_back(n, p);
+  check_grads_finite(grads, op);
+}
+
+void Communicator::check_grads_finite(const GradList& grads, const char* op) {
   for (const auto& [n, p] : grads) {
     const Tensor& g = p.grad();
     const bool finite = CHAINER_DISPATCH_FLOATING(g.dtype(), "multi_node_mean_grad", [&] {
@@ -508,7 +515,7 @@ void Communicator::check_grads_finite(const GradList& grads) {
       return true;
     });
     if (!finite)
-      throw Error(str("multi_node_mean_grad: parameters diverged: the averaged gradient of ", n,
+      throw Error(str(op, ": parameters diverged: the averaged gradient of ", n,
                       " holds a non-finite value (NaN or infinity)"));
   }
 }

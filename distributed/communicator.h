@@ -129,6 +129,12 @@ class Communicator {
   // throws "parameters diverged" naming the parameter. Costs one allgather per call.
   void set_debug(bool on) { debug_ = on; }
   bool debug() const { return debug_; }
+  // The two debug-mode checks on their own, for reductions done elsewhere (the multi-node
+  // optimizer's bucketed reduction runs them around its finalize() in debug mode). OP names the
+  // caller in the messages. The first is collective (one allgather); the second is local, and
+  // every rank reaches the same verdict because the means are identical everywhere.
+  void check_grads_consistent(const chainer::Link& model, bool zero_fill, const char* op) const;
+  static void check_grads_finite(const chainer::Link& model, const char* op);
 
   // Frees the MPI communicators (not MPI itself); any later call throws. The destructor does
   // it too when MPI is still running.
@@ -148,8 +154,7 @@ class Communicator {
   MPI_Comm coll() const;  // coll_comm_, or throws after finalize()
 
  private:
-  void check_grads_consistent(const chainer::Link& model, bool zero_fill) const;
-  static void check_grads_finite(const GradList& grads);
+  static void check_grads_finite(const GradList& grads, const char* op);
 
   std::string name_;
   MPI_Comm comm_ = MPI_COMM_NULL;       // the caller's traffic: send/recv with the caller's tags, collectives

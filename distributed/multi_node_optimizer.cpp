@@ -64,7 +64,12 @@ void MultiNodeOptimizer::update() {
     // Same names and shapes but other variables (a child link replaced by a twin): re-plan;
     // the gradients are then all reduced now.
     if (!reducer_->matches(link)) reducer_->attach(link);
+    // Debug mode, as multi_node_mean_grad's: the buckets already started hold gradients of the
+    // planned shapes (the plan is the same everywhere, bcast_data checked the models), so
+    // comparing what each rank has before they complete is safe and names the culprit.
+    if (comm_->debug()) comm_->check_grads_consistent(link, options_.zero_fill, "multi-node optimizer");
     reducer_->finalize();
+    if (comm_->debug()) Communicator::check_grads_finite(link, "multi-node optimizer");
   } else {
     comm_->multi_node_mean_grad(link, options_.zero_fill);
   }

@@ -17,6 +17,8 @@
 //     update() after the caller ran backward; gradients set by hand are reduced at update time.
 //   "communicator": Communicator::multi_node_mean_grad at update time, i.e. the communicator's
 //     own scheme ("naive": one all-reduce per parameter, "flat": one packed buffer), as ChainerMN.
+// In debug mode (Communicator::debug()) both reductions run multi_node_mean_grad's checks: the
+// ranks compare their gradients before averaging and a non-finite mean throws afterwards.
 // Every rank must call update the same number of times with the same model structure.
 //
 // serialize() delegates to the actual optimizer, so snapshots have the single-process layout.

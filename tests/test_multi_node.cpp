@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -533,6 +534,57 @@ TEST_CASE("multi_node: gradients set by hand are averaged, missing ones count as
       for (size_t i = 0; i < now.size(); ++i) worst = std::max(worst, std::abs(before[name][i] - now[i] - expect));
       CHECK(worst < 1e-5);
     }
+  }
+}
+
+TEST_CASE("multi_node: debug mode checks the multi-node optimizer's bucketed reduction too") {
+  // The same two checks as Communicator::multi_node_mean_grad's, around the reducer's finalize():
+  // gradients that differ across ranks (here one missing on the last rank, without zero_fill,
+  // which would otherwise let that rank skip the parameter and drift apart), and a non-finite
+  // mean. Gradients come from a real backward, so buckets are already in flight (MPI) or packed
+  // (shared memory) when the check runs; afterwards the optimizer still trains consistently.
+  for (bool shared_memory : {true, false}) {
+    CAPTURE(shared_memory);
+    auto comm = world("naive");
+    comm->set_debug(true);
+    const int n = comm->size(), rank = comm->rank();
+    mn::MultiNodeOptimizerOptions options;
+    options.zero_fill = false;
+    options.shared_memory = shared_memory;
+    options.first_bucket_bytes = 40;
+    options.bucket_bytes = 100;
+    auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(0.1), comm, options);
+    auto model = make_model(3);
+    opt->setup(model);
+    const Data data = make_data(4);
+    auto backward = [&](const Data& d) {
+      model->cleargrads();
+      model->forward_args(rows(d, 0, 4))[0].backward();
+    };
+    opt->update();  // the first update only broadcasts
+    if (n > 1) {
+      backward(data);
+      if (rank == n - 1)
+        for (auto& [name, p] : model->namedparams())
+          if (name == "/predictor/l1/b") p.cleargrad();
+      CHECK_THROWS_WITH(opt->update(), Catch::Contains("multi-node optimizer (debug mode)") &&
+                                           Catch::Contains("parameter /predictor/l1/b differs across ranks") &&
+                                           Catch::Contains(str("no gradient on rank ", n - 1)));
+    }
+    Data poisoned = make_data(4);
+    if (rank == 0) poisoned.x.data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+    backward(poisoned);
+    CHECK_THROWS_WITH(opt->update(), Catch::Contains("multi-node optimizer: parameters diverged") &&
+                                         Catch::Contains("/predictor/l1/W"));
+    CHECK(opt->t() == 0);  // neither failed update stepped
+    backward(data);
+    CHECK_NOTHROW(opt->update());
+    CHECK(opt->t() == 1);
+    CHECK(params_equal_to_rank0(*comm, *model));
+    // Without debug mode nobody looks (and the NaN goes into the parameters).
+    comm->set_debug(false);
+    backward(poisoned);
+    CHECK_NOTHROW(opt->update());
   }
 }
 
