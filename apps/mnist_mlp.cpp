@@ -50,6 +50,7 @@ struct Options {
   std::string resume;
   std::string data;
   std::string communicator = "naive";
+  std::string reduction = "bucketed";
 };
 
 const char* kUsage = R"(usage: mnist_mlp [options]
@@ -63,7 +64,11 @@ Trains the ChainerMN tutorial MLP on MNIST.
       --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)
       --seed N        random seed for initialization and shuffling (default 0)
       --threads N     compute threads per process (default: cores / processes on this node)
-      --communicator NAME  gradient all-reduce: naive (default) or flat on CPU
+      --communicator NAME  naive (default) or flat on CPU: the communicator's all-reduce
+                      scheme, used as such with --reduction communicator
+      --reduction R   how the multi-node optimizer averages gradients: bucketed (default:
+                      buckets reduced while backward runs, as PyTorch DDP) or communicator
+                      (the communicator's multi_node_mean_grad at update time, as ChainerMN)
   -h, --help          show this help
 )";
 
@@ -109,9 +114,12 @@ Options parse(int argc, char** argv) {
     else if (a == "-r" || a == "--resume") o.resume = next();
     else if (a == "--data") o.data = next();
     else if (a == "--communicator") o.communicator = next();
+    else if (a == "--reduction") o.reduction = next();
     else throw Error(chainer::str("unknown option '", a, "' (see --help)"));
   }
   if (o.frequency == 0) throw Error("-f/--frequency must be -1 or positive, got 0");
+  if (o.reduction != "bucketed" && o.reduction != "communicator")
+    throw Error(chainer::str("--reduction must be bucketed or communicator, got '", o.reduction, "'"));
   return o;
 }
 
@@ -130,7 +138,8 @@ std::string find_data(const Options& o) {
   for (const auto& c : candidates) looked += "\n  " + c;
   throw Error(chainer::str("cannot find the MNIST directory; looked in:", looked,
                            "\nPut the four IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
-                           "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz, from http://yann.lecun.com/exdb/mnist/) "
+                           "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz; http://yann.lecun.com/exdb/mnist/ or a mirror such as "
+                           "https://ossci-datasets.s3.amazonaws.com/mnist/) "
                            "in one of them, or pass --data DIR"));
 }
 
@@ -152,20 +161,25 @@ int run(int argc, char** argv) {
   if (root) {
     const std::string data_dir = find_data(o);
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << "\n# Using " << comm->name()
-              << " communicator\n# unit: " << o.unit << "\n# Minibatch-size: " << o.batchsize
+              << " communicator, " << o.reduction << " reduction\n# unit: " << o.unit << "\n# Minibatch-size: " << o.batchsize
               << "\n# epoch: " << o.epoch << "\n# threads per process: " << chainer::num_threads()
               << "\n# data: " << data_dir << "\n\n"
               << std::flush;
     std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
   }
   train = chainermn::scatter_dataset(train, comm, 0, true, uint64_t(o.seed));
-  test = chainermn::scatter_dataset(test, comm, 0, true, uint64_t(o.seed));
+  // The test set need not be cut into equal shares (no all-reduce waits on its batches; the
+  // multi-node evaluator weights each rank by its examples), so every test example counts once.
+  test = chainermn::scatter_dataset(test, comm, 0, true, uint64_t(o.seed), /*force_equal_length=*/false);
 
   chainer::random::seed(uint64_t(o.seed));
   auto model = std::make_shared<L::Classifier>(std::make_shared<MLP>(o.unit, 10));
   // The two-line change of the tutorial: gradients are averaged over all workers between
   // backward and the update (and rank 0's parameters are broadcast first).
-  auto optimizer = chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(), comm);
+  chainermn::MultiNodeOptimizerOptions reduction;
+  reduction.reduction = o.reduction;
+  auto optimizer =
+      chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(), comm, reduction);
   optimizer->setup(model);
 
   auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true,

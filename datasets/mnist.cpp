@@ -17,8 +17,9 @@ namespace {
 constexpr uint32_t kImageMagic = 2051;  // 0x00000803: unsigned bytes, 3 dimensions
 constexpr uint32_t kLabelMagic = 2049;  // 0x00000801: unsigned bytes, 1 dimension
 constexpr const char* kHowToGet =
-    "put the four IDX files from http://yann.lecun.com/exdb/mnist/ (train-images-idx3-ubyte.gz, "
-    "train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz) there or pass --data DIR";
+    "put the four IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, "
+    "t10k-labels-idx1-ubyte.gz; http://yann.lecun.com/exdb/mnist/ or a mirror such as "
+    "https://ossci-datasets.s3.amazonaws.com/mnist/) there or pass --data DIR";
 
 std::string quoted(const fs::path& path) { return str("'", path.string(), "'"); }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The mnist_mlp app on bad input: each case must print a clear message on stderr and exit with
 # status 1 exactly (an error, not a crash or a signal); -h prints the usage and exits 0.
-# Cases that get as far as loading data use $MNIST_DIR and are skipped without it; runs that
+# Cases that get as far as loading data use $MNIST_DIR (and fail without it); runs that
 # train use -u 10 to stay cheap.
 #   tests/app_errors.sh path/to/mnist_mlp
 set -u
@@ -66,11 +66,20 @@ expect_error "unknown flag with a value" "--bogus" "unknown option" -- --bogus=3
 expect_error "missing value" "-b" "needs a value" -- -b
 expect_error "empty value" "--out" "needs a value" -- --out=
 expect_error "frequency 0" "-f/--frequency" -- -f 0
+expect_error "unknown reduction" "--reduction" "'foo'" -- --reduction foo
+expect_error "unknown communicator" "unknown communicator name 'bogus'" "naive, flat" -- --communicator bogus
+expect_error "GPU communicator on CPU" "'pure_nccl'" "needs CUDA" -- --communicator pure_nccl
 expect_error "too many threads" "--threads" "at most" -- --threads 99999999999
 expect_error "missing data directory" "/nonexistent" "MNIST" -- --data /nonexistent -e 1 -u 10
+# Neither --data nor $MNIST_DIR: the message lists the default places it looked (none exists
+# from this scratch directory).
+if [ -n "${MNIST_DIR+set}" ]; then saved_mnist_dir=$MNIST_DIR; fi
+unset MNIST_DIR
+expect_error "no data anywhere" "looked in" "data/mnist" "../shared/datasets/mnist" "--data DIR" -- -e 1 -u 10
+if [ -n "${saved_mnist_dir+set}" ]; then export MNIST_DIR=$saved_mnist_dir; fi
 
 if [ -z "${MNIST_DIR:-}" ] || [ ! -d "${MNIST_DIR:-}" ]; then
-  echo "skipped: the cases that need data (MNIST_DIR '${MNIST_DIR:-}' is not a directory)"
+  fail "MNIST_DIR '${MNIST_DIR:-}' is not a directory: the cases that need data need the real MNIST files"
 else
   data=(--data "$MNIST_DIR" -u 10 -e 1)
   # Output directories that cannot be written.

@@ -1,7 +1,7 @@
 // End to end: one epoch of the tutorial model (apps/mnist_mlp.cpp: MLP 784-1000-1000-10 with
 // ReLU, Classifier, Adam, batch 100, seed 0) on the real MNIST through Trainer, StandardUpdater,
-// Evaluator and LogReport must reach 95% test accuracy. Without the data ($MNIST_DIR) the test
-// is skipped (exit code 77 for meson). Its own main: Catch2 v2 cannot skip.
+// Evaluator and LogReport must reach 95% test accuracy. Without the data ($MNIST_DIR) it fails,
+// saying where the data should be. Its own main (no Catch2): one plain pass/fail check.
 #include <unistd.h>
 
 #include <chainer.h>
@@ -40,11 +40,10 @@ int fail(const std::string& why) {
 
 int run() {
   const char* env = std::getenv("MNIST_DIR");
-  if (!env || !fs::is_directory(env)) {
-    std::cout << "test_mnist_e2e: skipped: MNIST_DIR " << (env ? "('" + std::string(env) + "') is not a directory" : "is not set")
-              << "\n";
-    return 77;
-  }
+  if (!env || !fs::is_directory(env))
+    return fail(std::string("MNIST_DIR ") + (env ? "('" + std::string(env) + "') is not a directory" : "is not set") +
+                ": the suite needs the real MNIST files (../shared/datasets/mnist beside the clone, or meson "
+                "configure build -Dmnist_dir=DIR)");
   const fs::path out = fs::temp_directory_path() / ("chainer_test_mnist_e2e_" + std::to_string(::getpid()));
   fs::remove_all(out);
 
