@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     chainer::datasets::DatasetPtr train, test;
     if (comm->rank() == 0) std::tie(train, test) = chainer::datasets::get_mnist(argv[1]);
     train = chainermn::scatter_dataset(train, comm, 0, /*shuffle=*/true);
-    test = chainermn::scatter_dataset(test, comm, 0, /*shuffle=*/true);
+    test = chainermn::scatter_dataset(test, comm, 0, /*shuffle=*/true, /*seed=*/0, /*force_equal_length=*/false);
     // [end]
     auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, 100);
     auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, 100, false, false);
