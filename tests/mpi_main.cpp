@@ -1,11 +1,37 @@
 // Catch2 main for tests that run under mpiexec: every rank runs every test case in the same
 // order (so collectives inside them meet), and a failure on any rank fails the whole job: the
 // failure counts are summed over the ranks and every rank returns the same status.
+//
+// A test case that fails on one rank of several ends the whole job right away (MPI_Abort, after
+// the failure has been printed): the other ranks may be waiting in a collective that the failed
+// rank left (a REQUIRE between two collectives), and would otherwise sit there until the test's
+// timeout with no word of why.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <mpi.h>
 
+#include <cstdio>
+#include <iostream>
+
 #include "distributed/mpi_runtime.h"
+
+namespace {
+struct AbortJobOnFailure : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    int size = 1, rank = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (size == 1 || stats.totals.assertions.failed == 0) return;
+    std::cout.flush();
+    std::fprintf(stderr, "[rank %d of %d] test case '%s' failed (see above); ending the job so that no rank waits "
+                 "for it in a collective\n", rank, size, stats.testInfo.name.c_str());
+    std::fflush(nullptr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+};
+}  // namespace
+CATCH_REGISTER_LISTENER(AbortJobOnFailure)
 
 int main(int argc, char** argv) {
   chainermn::init_mpi(&argc, &argv);
