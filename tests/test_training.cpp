@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -353,6 +354,89 @@ TEST_CASE("training: PrintReport needs a LogReport") {
   Setup s2(make_dataset(10, 1), nullptr, 4, IntervalTrigger(1, Unit::Epoch), dir.path);
   s2.trainer->extend(std::make_shared<E::PrintReport>(std::vector<std::string>{"epoch"}, "missing", out));
   REQUIRE_THROWS_WITH(s2.trainer->run(), Catch::Contains("'missing'"));
+}
+
+TEST_CASE("training: PrintReport prints its header at the first call, and again in a resumed run") {
+  TempDir dir("print_resume");
+  auto train = make_dataset(200, 1);
+  const std::vector<std::string> columns{"epoch", "iteration", "main/loss"};
+  auto make = [&](IntervalTrigger stop, std::ostream& out) {
+    auto s = std::make_unique<Setup>(train, nullptr, 32, stop, dir.path);
+    s->trainer->extend(std::make_shared<E::LogReport>());
+    s->trainer->extend(std::make_shared<E::PrintReport>(columns, "LogReport", out));
+    s->trainer->extend(E::snapshot("snap_{.updater.epoch}"), "", IntervalTrigger(1, Unit::Epoch));
+    return s;
+  };
+  auto lines_of = [](const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  auto first_token = [](const std::string& line) {
+    std::istringstream in(line);
+    std::string t;
+    in >> t;
+    return t;
+  };
+
+  // One epoch: the header comes at the first call (iteration 1), before any log entry.
+  std::ostringstream out1;
+  std::string after_first_iteration;
+  auto a = make(IntervalTrigger(1, Unit::Epoch), out1);
+  auto rec = std::make_shared<Recorder>("recorder", training::PRIORITY_READER - 1);  // after PrintReport
+  rec->action = [&](Trainer& t) {
+    if (t.updater().iteration() == 1) after_first_iteration = out1.str();
+  };
+  a->trainer->extend(rec);
+  a->trainer->run();
+  REQUIRE(lines_of(after_first_iteration).size() == 1);
+  REQUIRE(first_token(after_first_iteration) == "epoch");
+  const auto lines1 = lines_of(out1.str());
+  REQUIRE(lines1.size() == 2);
+  REQUIRE(first_token(lines1[0]) == "epoch");
+  REQUIRE(first_token(lines1[1]) == "1");
+
+  // Resumed to three epochs: the header again, then only the rows not printed before the snapshot.
+  std::ostringstream out2;
+  auto b = make(IntervalTrigger(3, Unit::Epoch), out2);
+  training::load_snapshot((dir.path / "snap_1").string(), *b->trainer);
+  b->trainer->run();
+  const auto lines2 = lines_of(out2.str());
+  INFO(out2.str());
+  REQUIRE(lines2.size() == 3);
+  REQUIRE(lines2[0] == lines1[0]);
+  REQUIRE(first_token(lines2[1]) == "2");
+  REQUIRE(first_token(lines2[2]) == "3");
+}
+
+TEST_CASE("training: PrintReport erases below the cursor before each line only when asked to") {
+  TempDir dir("print_erase");
+  auto run = [&](std::optional<bool> erase) {
+    Setup s(make_dataset(200, 1), nullptr, 32, IntervalTrigger(2, Unit::Epoch), dir.path);
+    std::ostringstream out;
+    s.trainer->extend(std::make_shared<E::LogReport>());
+    s.trainer->extend(std::make_shared<E::PrintReport>(std::vector<std::string>{"epoch", "main/loss"}, "LogReport",
+                                                       out, erase));
+    s.trainer->run();
+    return out.str();
+  };
+  // Forced on: "\033[J" starts the header and each of the 2 rows, and nothing else.
+  const std::string on = run(true);
+  REQUIRE(count(on, "\033[J") == 3);
+  REQUIRE(on.compare(0, 3, "\033[J") == 0);
+  REQUIRE(count(on, "\n\033[J") == 2);
+  // Off, and by default on a stream that is not a terminal: no escape sequence at all.
+  const std::string off = run(false);
+  REQUIRE(off.find('\033') == std::string::npos);
+  REQUIRE(run(std::nullopt) == off);
+  std::string stripped = on;
+  for (size_t at; (at = stripped.find("\033[J")) != std::string::npos;) stripped.erase(at, 3);
+  REQUIRE(stripped == off);
+  std::ostringstream other;
+  REQUIRE_FALSE(E::PrintReport({"epoch"}, "LogReport", other).erase_lines());
+  REQUIRE(E::PrintReport({"epoch"}, "LogReport", other, true).erase_lines());
+  REQUIRE(E::PrintReport({"epoch"}, "LogReport", std::cout).erase_lines() == (::isatty(STDOUT_FILENO) == 1));
 }
 
 TEST_CASE("training: ProgressBar draws the bars, the position and the speed") {
