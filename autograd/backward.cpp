@@ -34,6 +34,9 @@ void Variable::backward(const BackwardOptions& options) const {
   } else if (root_grad.shape() != root->data.shape()) {
     throw Error(str("backward: the initial gradient has shape ", shape_str(root_grad.shape()),
                     " but the variable has shape ", shape_str(root->data.shape())));
+  } else if (root_grad.dtype() != root->data.dtype()) {
+    throw Error(str("backward: the initial gradient has dtype ", dtype_name(root_grad.dtype()),
+                    " but the variable has dtype ", dtype_name(root->data.dtype())));
   }
   if (!root->creator) return;  // a leaf: its grad already is the answer
 

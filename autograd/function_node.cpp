@@ -6,6 +6,26 @@ namespace chainer {
 
 namespace {
 std::atomic<int64_t> g_sequence{0};
+// The inputs still to drop, owned by the outermost ~FunctionNode on this thread (null outside one).
+thread_local std::vector<std::shared_ptr<VariableNode>>* t_inputs_to_drop = nullptr;
+}  // namespace
+
+// Dropping an input may free it and so its creator, whose destructor would drop its own inputs:
+// one nested call per function. Instead, nested destructors hand their inputs to the outermost
+// one, which drops them one at a time (as PyTorch's deleteNode does).
+FunctionNode::~FunctionNode() {
+  if (t_inputs_to_drop) {
+    for (auto& in : inputs_) t_inputs_to_drop->push_back(std::move(in));
+    return;
+  }
+  std::vector<std::shared_ptr<VariableNode>> to_drop = std::move(inputs_);
+  t_inputs_to_drop = &to_drop;
+  while (!to_drop.empty()) {
+    std::shared_ptr<VariableNode> in = std::move(to_drop.back());
+    to_drop.pop_back();
+    in.reset();  // may run nested destructors, which append to to_drop
+  }
+  t_inputs_to_drop = nullptr;
 }
 
 void FunctionNode::release() {

@@ -12,7 +12,8 @@ namespace chainer {
 
 class FunctionNode {
  public:
-  virtual ~FunctionNode() = default;
+  // Iterative: dropping a deep graph must not recurse through its inputs and overflow the stack.
+  virtual ~FunctionNode();
   virtual std::string name() const = 0;
   // One gradient per output in, one per input out (an undefined Tensor where an input needs no
   // gradient). Gradients of outputs nobody used arrive as zeros.

@@ -96,6 +96,14 @@ TEST_CASE("autograd: backward from a non-scalar needs an initial gradient") {
   REQUIRE_THROWS_WITH(z.backward(), Catch::Contains("(3,)") && Catch::Contains("(2,)"));
 }
 
+TEST_CASE("autograd: the initial gradient must have the variable's dtype") {
+  Variable x(Tensor::from_vector<float>({1, 2}), true);
+  Variable y = square(x);
+  y.set_grad(vec({1, 1}));  // float64
+  REQUIRE_THROWS_WITH(y.backward(), Catch::Contains("backward: the initial gradient has dtype float64 but the "
+                                                    "variable has dtype float32"));
+}
+
 TEST_CASE("autograd: recording only when needed; no_backprop_mode; unchain") {
   Variable c(vec({1, 2}), false);
   REQUIRE(square(c).is_leaf());
@@ -139,6 +147,23 @@ TEST_CASE("autograd: deep graphs run without recursion") {
   for (int i = 0; i < 20000; ++i) h = add(h, Variable(vec({0.0})));
   sum(h).backward();
   REQUIRE(x.grad().to_vector<double>() == std::vector<double>{1});
+}
+
+TEST_CASE("autograd: dropping a deep graph does not recurse") {
+  // Freed by recursive destructors, 200000 functions would overflow the stack.
+  Variable x(vec({1.0}), true), zero(vec({0.0}));
+  Variable h = add(x, zero);
+  std::weak_ptr<FunctionNode> first = h.creator();
+  for (int i = 1; i < 200000; ++i) h = add(h, zero);
+  SECTION("never backpropagated") {}
+  SECTION("kept by retain_graph") {
+    sum(h).backward({.retain_graph = true});
+    REQUIRE(x.grad().to_vector<double>() == std::vector<double>{1});
+  }
+  REQUIRE_FALSE(first.expired());
+  h = Variable();
+  REQUIRE(first.expired());
+  REQUIRE(x.node_ptr().use_count() == 1);  // the graph let go of its leaf
 }
 
 TEST_CASE("autograd: graphviz export names functions and shapes") {
