@@ -150,6 +150,14 @@ TEST_CASE("softmax and log_softmax: gradients over several axes", "[functions][s
   CHECK(values(ly)[0] == Approx(-std::log(2.0)));
 }
 
+TEST_CASE("softmax and log_softmax: errors", "[functions][softmax][errors]") {
+  Variable x(Tensor::zeros({2, 3}, DType::Float64));
+  REQUIRE_THROWS_WITH(F::softmax(x, 2),
+                      Catch::Contains("softmax: axis 2 is out of range for an array of 2 dimensions"));
+  REQUIRE_THROWS_WITH(F::log_softmax(x, -3),
+                      Catch::Contains("log_softmax: axis -3 is out of range for an array of 2 dimensions"));
+}
+
 TEST_CASE("softmax_cross_entropy: forward values", "[functions][loss]") {
   // Row 0: logits (1, 2, 3), label 2; row 1: logits (1, 1, 1), label 0.
   Variable x(Tensor::from_vector<double>({1, 2, 3, 1, 1, 1}, {2, 3}));
@@ -284,6 +292,7 @@ TEST_CASE("arithmetic: errors", "[functions][arithmetic][errors]") {
   REQUIRE_THROWS_WITH(a * b, Catch::Contains("mul: shapes (2, 3) and (4,)"));
   REQUIRE_THROWS_WITH(a - Variable(Tensor::zeros({3}, DType::Float64)),
                       Catch::Contains("sub: dtypes differ (float32 and float64)"));
+  REQUIRE_THROWS_WITH(a / b, Catch::Contains("div: shapes (2, 3) and (4,) cannot be broadcast together"));
 }
 
 TEST_CASE("matmul: gradients for every transposition", "[functions][matmul]") {
@@ -330,6 +339,7 @@ TEST_CASE("sum, mean, average: forward values and shapes", "[functions][reductio
   CHECK(values(F::average(x, 1, w)) == std::vector<double>{2, 5});
   REQUIRE_THROWS_WITH(F::average(x, 0, w), Catch::Contains("average: weights have shape (3,) but x has shape (2, 3)"));
   REQUIRE_THROWS_WITH(F::sum(x, 2), Catch::Contains("sum: axis 2 is out of range"));
+  REQUIRE_THROWS_WITH(F::mean(x, -3), Catch::Contains("mean: axis -3 is out of range for an array of 2 dimensions"));
 }
 
 TEST_CASE("reshape, transpose, concat, stack: gradients", "[functions][array]") {
@@ -359,6 +369,10 @@ TEST_CASE("reshape, transpose, concat, stack: values and errors", "[functions][a
   REQUIRE_THROWS_WITH(F::concat({a, b}, 0), Catch::Contains("concat: array 1 has shape (2, 1)"));
   REQUIRE_THROWS_WITH(F::stack({a, b}), Catch::Contains("stack: array 1 has shape (2, 1) but array 0 has (2, 3)"));
   REQUIRE_THROWS_WITH(F::reshape(a, {4, 2}), Catch::Contains("reshape: cannot reshape an array of shape (2, 3)"));
+  REQUIRE_THROWS_WITH(F::transpose(a, {0}), Catch::Contains("transpose: 1 axes given for an array of 2 dimensions"));
+  REQUIRE_THROWS_WITH(F::transpose(a, {1, -1}), Catch::Contains("transpose: axis -1 appears twice"));
+  REQUIRE_THROWS_WITH(F::transpose(a, {0, 2}),
+                      Catch::Contains("transpose: axis 2 is out of range for an array of 2 dimensions"));
 }
 
 TEST_CASE("dropout", "[functions][dropout]") {
