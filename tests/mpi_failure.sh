@@ -1,6 +1,6 @@
 #!/bin/bash
-# One rank of a 3-process job fails while the others block in a collective: the job must end
-# within a few seconds with a non-zero status and the failing rank's message on stderr.
+# One rank of a 1- to 4-process job fails while the others block in a collective: the job must
+# end within a few seconds with a non-zero status and the failing rank's message on stderr.
 # Usage: mpi_failure.sh MPIEXEC PROGRAM
 #
 # MPICH's hydra (mpiexec) kills every rank as soon as one exits abnormally (MPI_Abort, a signal)
@@ -39,11 +39,16 @@ run() {  # run NAME EXPECT_RC(nonzero|zero) EXPECT_STDERR_TEXT COMMAND...
   fi
 }
 
-run "3 ranks, no failure" zero "rank 2 ok 3" "$MPIEXEC" -n 3 "$PROG" ok
-run "rank 1 throws in run_main" nonzero "[rank 1/3] rank 1 failed on purpose: bad batch" "$MPIEXEC" -n 3 "$PROG" throw
-run "rank 1 throws on a thread" nonzero "[rank 1/3] uncaught exception: uncaught on a worker thread" \
-  "$MPIEXEC" -n 3 "$PROG" terminate
-run "rank 1 is killed (SIGKILL)" nonzero "" "$MPIEXEC" -n 3 "$PROG" sigkill
+# Under mpiexec with 1 to 4 processes: rank 1 fails (rank 0 when it is alone).
+for n in 1 2 3 4; do
+  bad=$((n > 1 ? 1 : 0))
+  run "$n rank(s), no failure" zero "rank $((n - 1)) ok $n" "$MPIEXEC" -n $n "$PROG" ok
+  run "$n rank(s), rank $bad throws in run_main" nonzero "[rank $bad/$n] rank 1 failed on purpose: bad batch" \
+    "$MPIEXEC" -n $n "$PROG" throw
+  run "$n rank(s), rank $bad throws on a thread" nonzero "[rank $bad/$n] uncaught exception: uncaught on a worker thread" \
+    "$MPIEXEC" -n $n "$PROG" terminate
+  run "$n rank(s), rank $bad is killed (SIGKILL)" nonzero "" "$MPIEXEC" -n $n "$PROG" sigkill
+done
 # Without mpiexec: a 1-process job (MPICH singleton init).
 run "singleton, no failure" zero "rank 0 ok 1" "$PROG" ok
 run "singleton throws" nonzero "[rank 0/1] rank 1 failed on purpose: bad batch" "$PROG" throw

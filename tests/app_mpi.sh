@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The tutorial programs as users launch them, under mpiexec: mnist_mlp with 2 and 3 processes
+# (naive/bucketed and flat/communicator), a resume of a 2-process run, and the tutorial's step 1
+# and step 2 programs. Each job must exit 0 and print from rank 0 only (mpiexec -prepend-rank
+# tags every line with its rank; step 1 excepted, where every worker reports), and mnist_mlp must write its log (test accuracy >= 0.9 after one
+# epoch of a 100-unit model) and one snapshot per rank. Needs the real MNIST in $MNIST_DIR.
+#   tests/app_mpi.sh MPIEXEC MNIST_MLP STEP1 STEP2
+set -u
+mpiexec=${1:?usage: app_mpi.sh MPIEXEC MNIST_MLP STEP1 STEP2}
+app=${2:?}
+step1=${3:?}
+step2=${4:?}
+abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+app=$(abs "$app")
+step1=$(abs "$step1")
+step2=$(abs "$step2")
+[ -d "${MNIST_DIR:-}" ] || { echo "FAIL: MNIST_DIR '${MNIST_DIR:-}' is not a directory (the real MNIST is needed)"; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/chainer_app_mpi.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+export MPIEXEC_TIMEOUT=240
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# job NAME N COMMAND...: runs COMMAND under mpiexec -n N; exit 0 and rank-0-only output required
+# (unless ALL_RANKS_PRINT=1).
+job() {
+  local name=$1 n=$2
+  shift 2
+  timeout -k 5 300 "$mpiexec" -prepend-rank -n "$n" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    fail "$name: exited with $rc"
+    tail -n 20 "$tmp/out" "$tmp/err"
+    return 1
+  fi
+  if [ "${ALL_RANKS_PRINT:-0}" != 1 ] && grep -q '^\[[1-9][0-9]*\]' "$tmp/out" "$tmp/err"; then
+    fail "$name: ranks other than 0 printed: $(grep -h '^\[[1-9][0-9]*\]' "$tmp/out" "$tmp/err" | head -n 3)"
+    return 1
+  fi
+  echo "ok: $name"
+}
+
+# check_log NAME DIR EPOCHS: DIR/log has EPOCHS entries, the last with validation accuracy >= 0.9.
+check_log() {
+  python3 - "$1" "$2/log" "$3" <<'PY' || failures=$((failures + 1))
+import json, sys
+name, path, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+try:
+    log = json.load(open(path))
+except Exception as e:
+    sys.exit(f"FAIL: {name}: cannot read {path}: {e}")
+if [e.get("epoch") for e in log] != list(range(1, epochs + 1)):
+    sys.exit(f"FAIL: {name}: log epochs {[e.get('epoch') for e in log]}, expected 1..{epochs}")
+acc = log[-1].get("validation/main/accuracy", 0)
+if not acc >= 0.9:
+    sys.exit(f"FAIL: {name}: validation/main/accuracy {acc} < 0.9")
+print(f"ok: {name}: {epochs} epoch(s) logged, test accuracy {acc:.4f}")
+PY
+}
+
+# header_once NAME TEXT: TEXT appears on exactly one line of rank 0's stdout.
+header_once() {
+  local count
+  count=$(grep -c -F -- "$2" "$tmp/out")
+  [ "$count" -eq 1 ] || fail "$1: '$2' printed $count times, expected once"
+}
+
+common=(--data "$MNIST_DIR" -u 100)
+if job "mnist_mlp, 2 processes" 2 "$app" "${common[@]}" -e 1 -o r2; then
+  header_once "mnist_mlp, 2 processes" "# Num process (COMM_WORLD): "
+  header_once "mnist_mlp, 2 processes" "validation/main/accuracy"
+  check_log "mnist_mlp, 2 processes" r2 1
+  for r in 0 1; do [ -f "r2/snapshot_iter_300.rank$r-of-2" ] || fail "no snapshot r2/snapshot_iter_300.rank$r-of-2"; done
+  # Resume both ranks from their snapshots and train a second epoch.
+  if job "mnist_mlp, 2 processes, resumed" 2 "$app" "${common[@]}" -e 2 -o r2 -r r2/snapshot_iter_300; then
+    check_log "mnist_mlp, 2 processes, resumed" r2 2
+    [ -f r2/snapshot_iter_600.rank1-of-2 ] || fail "the resumed run wrote no snapshot_iter_600.rank1-of-2"
+  fi
+fi
+if job "mnist_mlp, 3 processes, flat communicator reduction" 3 "$app" "${common[@]}" -e 1 -o r3 \
+  --communicator flat --reduction communicator; then
+  grep -q "Using flat communicator, communicator reduction" "$tmp/out" || fail "3 processes: the header does not say flat/communicator"
+  check_log "mnist_mlp, 3 processes" r3 1
+fi
+# The tutorial's programs: a short run each (a fraction of an epoch). In step 1, as in
+# ChainerMN's tutorial, every worker still reports; step 2 moves the reports to rank 0.
+ALL_RANKS_PRINT=1 job "tutorial step 1, 2 processes" 2 "$step1" "$MNIST_DIR" 0.05
+job "tutorial step 2, 2 processes" 2 "$step2" "$MNIST_DIR" 0.1
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all cases passed"
