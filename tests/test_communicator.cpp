@@ -244,6 +244,18 @@ TEST_CASE("communicator: send/recv around a ring, every dtype and rank up to 4")
   CHECK(y.shape() == Shape{20, 50});
   CHECK(y.is_contiguous());
   CHECK(same_values(y, iota({50, 20}, DType::Float32, 100.0 * prev).transpose().contiguous()));
+  // A slice: columns 5..14 of every row, starting 5 elements into the storage.
+  const Tensor slice = base.narrow(1, 5, 10);
+  REQUIRE_FALSE(slice.is_contiguous());
+  if (rank % 2 == 0) {
+    comm->send(slice, next);
+    y = comm->recv(prev);
+  } else {
+    y = comm->recv(prev);
+    comm->send(slice, next);
+  }
+  CHECK(y.shape() == Shape{50, 10});
+  CHECK(same_values(y, iota({50, 20}, DType::Float32, 100.0 * prev).narrow(1, 5, 10).contiguous()));
 }
 
 TEST_CASE("communicator: recv from any source, scalars, empty and undefined tensors") {
