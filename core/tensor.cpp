@@ -1,6 +1,7 @@
 #include "core/tensor.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <iomanip>
 #include <sstream>
@@ -15,7 +16,18 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape shape, st
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape)
     if (d < 0) throw Error(str("empty: shape ", shape_str(shape), " has a negative extent"));
-  auto storage = std::make_shared<Storage>(size_t(shape_numel(shape)) * dtype_size(dtype), device);
+  const int64_t numel = shape_numel(shape);
+  const size_t bytes = size_t(numel) * dtype_size(dtype);
+  std::shared_ptr<Storage> storage;
+  try {
+    if (numel < 0 || bytes / dtype_size(dtype) != size_t(numel)) throw std::bad_alloc();  // overflowed
+    storage = std::make_shared<Storage>(bytes, device);
+  } catch (const std::bad_alloc&) {
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.1f", double(numel) * double(dtype_size(dtype)) / double(1 << 30));
+    throw Error(str("out of memory: a ", dtype_name(dtype), " tensor of shape ", shape_str(shape), " needs ", gib,
+                    " GiB on ", device.str()));
+  }
   return Tensor(std::move(storage), 0, shape, contiguous_strides(shape), dtype);
 }
 

@@ -82,6 +82,8 @@ if [ -z "${MNIST_DIR:-}" ] || [ ! -d "${MNIST_DIR:-}" ]; then
   fail "MNIST_DIR '${MNIST_DIR:-}' is not a directory: the cases that need data need the real MNIST files"
 else
   data=(--data "$MNIST_DIR" -u 10 -e 1)
+  # A model too large for memory (784 x 1e9 float32 weights): a message, not std::bad_alloc.
+  expect_error "model too large" "out of memory" "(1000000000, 784)" "GiB" -- --data "$MNIST_DIR" -u 1000000000 -e 1
   # Output directories that cannot be written.
   expect_error "output directory in /proc" "/proc/forbidden" "output directory" -- "${data[@]}" -o /proc/forbidden
   echo "a regular file" >"$tmp/plain"

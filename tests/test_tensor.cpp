@@ -65,6 +65,17 @@ TEST_CASE("tensor: a tensor over memory another object owns keeps that owner ali
   REQUIRE(watch.expired());  // the last view gone, the owner goes and frees its own memory
 }
 
+TEST_CASE("tensor: a tensor too large for memory is an Error naming its shape, not std::bad_alloc") {
+  REQUIRE_THROWS_WITH(Tensor::empty({int64_t(1) << 25, int64_t(1) << 25}, DType::Float32),
+                      Catch::Contains("out of memory") && Catch::Contains("(33554432, 33554432)") &&
+                          Catch::Contains("needs 4194304.0 GiB on cpu"));
+  // Element counts beyond 64 bits are an error too, not a silently wrapped (empty) tensor.
+  REQUIRE_THROWS_WITH(Tensor::empty({int64_t(1) << 31, int64_t(1) << 31, int64_t(1) << 2}, DType::Float64),
+                      Catch::Contains("(2147483648, 2147483648, 4)") && Catch::Contains("64-bit"));
+  REQUIRE_THROWS_WITH(Tensor::empty({int64_t(1) << 31, int64_t(1) << 31}, DType::Float64),
+                      Catch::Contains("out of memory"));
+}
+
 TEST_CASE("tensor: dtype conversion and copy across layouts") {
   Tensor a = Tensor::from_vector<double>({1.5, -2.5, 3.25, 4}, {2, 2});
   Tensor b = a.astype(DType::Float32);
