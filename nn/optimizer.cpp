@@ -8,6 +8,7 @@ void Optimizer::setup(std::shared_ptr<Link> target) {
   t_ = 0;
   epoch_ = 0;
   states_.clear();
+  param_steps_.clear();
 }
 
 void Optimizer::require_target(const char* what) const {
@@ -35,6 +36,7 @@ void Optimizer::update() {
   ++t_;
   for (auto& [name, p] : params) {
     if (!p.data().defined()) continue;  // not initialized yet (lazy input size)
+    param_t_ = ++param_steps_[name];
     update_one(p, states_[name]);
   }
 }
@@ -60,7 +62,9 @@ void Optimizer::serialize(Serializer& s) {
   for (auto& [name, p] : target_->namedparams()) {
     Serializer sub = s[name.substr(1)];
     if (s.is_reader()) {
-      states_.erase(name);  // the snapshot's state replaces this one (none: created at the next update)
+      // The snapshot's state replaces this one (none: created at the next update).
+      states_.erase(name);
+      param_steps_.erase(name);
       for (const std::string& key : state_names())
         if (sub.contains(key)) {
           Tensor t;
@@ -70,8 +74,11 @@ void Optimizer::serialize(Serializer& s) {
                             " but its parameter has shape ", shape_str(p.data().shape())));
           states_[name][key] = t;
         }
+      if (sub.contains("t")) sub.value("t", param_steps_[name]);
+      else if (states_.count(name)) param_steps_[name] = t_;  // a snapshot with the global count only
     } else if (auto it = states_.find(name); it != states_.end()) {
       for (auto& [key, t] : it->second) sub.tensor(key, t);
+      sub.value("t", param_steps_[name]);
     }
   }
 }

@@ -1,7 +1,8 @@
 // Optimizer, as chainer.Optimizer: setup(link) binds the parameters; update() applies one step
 // to the current gradients (parameters without a gradient get zeros, as Chainer does), after
-// running the hooks (WeightDecay, GradientClipping). Per-parameter state ("m", "v", ...) is
-// created lazily at a parameter's first update and saved in snapshots under its name.
+// running the hooks (WeightDecay, GradientClipping). Per-parameter state ("m", "v", ...) and
+// step count ("t") are created lazily at a parameter's first update and saved in snapshots under
+// its name, as Chainer's update rules.
 #pragma once
 #include <functional>
 #include <map>
@@ -47,8 +48,11 @@ class Optimizer {
 
  protected:
   // One parameter's step; STATE belongs to this parameter and starts empty. t() already counts
-  // this step.
+  // this step; param_t() counts this parameter's own steps, this one included (Chainer's
+  // UpdateRule.t): a parameter initialized or added after the first update starts from 1, so
+  // e.g. Adam's bias correction treats its first step as a first step.
   virtual void update_one(Variable& param, TensorMap& state) = 0;
+  int64_t param_t() const { return param_t_; }
   // Names of the per-parameter state tensors, for deserialization.
   virtual std::vector<std::string> state_names() const = 0;
   void require_target(const char* what) const;
@@ -59,6 +63,8 @@ class Optimizer {
   int64_t epoch_ = 0;
   std::vector<std::shared_ptr<OptimizerHook>> hooks_;
   std::map<std::string, TensorMap> states_;
+  std::map<std::string, int64_t> param_steps_;  // steps per parameter, saved as "<name>/t"
+  int64_t param_t_ = 0;                          // param_steps_ of the parameter being updated
 };
 
 }  // namespace chainer

@@ -162,6 +162,53 @@ TEST_CASE("optimizers: each converges on a least-squares problem") {
   CHECK(fit(adam, 300) < 1e-3 * initial);
 }
 
+TEST_CASE("optimizers: a parameter added after the first updates counts its own steps (Adam's bias correction)") {
+  // As Chainer's UpdateRule.t: after 3 updates of w, a new parameter u takes Adam's FIRST step,
+  // m_hat = g and v_hat = g^2, so it moves by alpha * g / (|g| + eps), about alpha, not by the
+  // ~0.58 alpha that the optimizer's global t = 4 would give.
+  struct Two : Link {
+    explicit Two(bool with_u) {
+      add_param("w", Tensor::from_vector<double>({1.0, -1.0}));
+      if (with_u) add_param("u", Tensor::from_vector<double>({0.0, 0.0}));
+    }
+  };
+  optimizers::Adam adam(0.01);
+  auto link = std::make_shared<Two>(false);
+  adam.setup(link);
+  for (int i = 0; i < 3; ++i) {
+    link->param("w").set_grad(Tensor::from_vector<double>({0.5, 0.5}));
+    adam.update();
+  }
+  link->add_param("u", Tensor::from_vector<double>({0.0, 0.0}));
+  link->param("w").set_grad(Tensor::from_vector<double>({0.5, 0.5}));
+  link->param("u").set_grad(Tensor::from_vector<double>({2.0, -3.0}));
+  adam.update();
+  REQUIRE(adam.t() == 4);
+  const auto u = link->param("u").data().to_vector<double>();
+  CHECK(u[0] == Approx(-0.01 * 2.0 / (2.0 + 1e-8)));
+  CHECK(u[1] == Approx(0.01 * 3.0 / (3.0 + 1e-8)));
+  // The counts are saved per parameter ("u/t", "w/t") and restored: the next steps match.
+  Serializer w = Serializer::writer();
+  adam.serialize(w);
+  REQUIRE(w.entries().count("u/t") == 1);
+  REQUIRE(w.entries().at("u/t").item<int64_t>() == 1);
+  REQUIRE(w.entries().at("w/t").item<int64_t>() == 4);
+  optimizers::Adam resumed(0.01);
+  auto copy = std::make_shared<Two>(true);
+  for (const char* n : {"w", "u"}) copy->param(n).data().copy_(link->param(n).data());
+  resumed.setup(copy);
+  Serializer r = Serializer::reader(w.entries());
+  resumed.serialize(r);
+  for (auto* l : {link.get(), copy.get()}) {
+    l->param("w").set_grad(Tensor::from_vector<double>({0.1, -0.2}));
+    l->param("u").set_grad(Tensor::from_vector<double>({-1.0, 0.5}));
+  }
+  adam.update();
+  resumed.update();
+  for (const char* n : {"w", "u"})
+    CHECK(link->param(n).data().to_vector<double>() == copy->param(n).data().to_vector<double>());
+}
+
 TEST_CASE("optimizers: state survives serialization") {
   optimizers::Adam a, b;
   auto la = std::make_shared<Param>(std::vector<double>{1.0, -0.5});

@@ -15,8 +15,10 @@ Adam::Adam(double a, double b1, double b2, double e, double et, double wd)
   if (!(wd >= 0)) throw Error(str("Adam: weight_decay_rate must be >= 0, got ", wd));
 }
 
-double Adam::lr() const {
-  const double t = double(std::max<int64_t>(Optimizer::t(), 1));
+double Adam::lr() const { return lr_at(Optimizer::t()); }
+
+double Adam::lr_at(int64_t steps) const {
+  const double t = double(std::max<int64_t>(steps, 1));
   return alpha * std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t));
 }
 
@@ -26,7 +28,7 @@ void Adam::update_one(Variable& param, TensorMap& state) {
     state["v"] = Tensor::zeros(param.shape(), param.dtype());
   }
   ops::adam_update_(param.data(), param.grad(), state.at("m"), state.at("v"),
-                    {.lr = lr(), .beta1 = beta1, .beta2 = beta2, .eps = eps, .eta = eta,
+                    {.lr = lr_at(param_t()), .beta1 = beta1, .beta2 = beta2, .eps = eps, .eta = eta,
                      .weight_decay_rate = weight_decay_rate});
 }
 

@@ -11,7 +11,8 @@ class Adam : public Optimizer {
   explicit Adam(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double eta = 1.0,
                 double weight_decay_rate = 0.0);
   double alpha, beta1, beta2, eps, eta, weight_decay_rate;
-  double lr() const;  // the bias-corrected step at the current t()
+  double lr() const;             // the bias-corrected step at the current t()
+  double lr_at(int64_t t) const;  // ... after T steps (a parameter's own count, param_t())
 
  protected:
   void update_one(Variable& param, TensorMap& state) override;
