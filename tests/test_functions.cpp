@@ -49,6 +49,28 @@ std::vector<double> values(const Variable& v) { return v.data().to_vector<double
 
 // A random extent in [1, 5] for tests over random shapes.
 int64_t dim(Generator& gen) { return 1 + int64_t(gen.below(5)); }
+
+// A random shape of rank in [LO, HI] with extents from dim (so extent 1 comes up often).
+Shape random_shape(Generator& gen, int LO, int HI) {
+  Shape s(size_t(LO + int(gen.below(uint64_t(HI - LO + 1)))));
+  for (int64_t& d : s) d = dim(gen);
+  return s;
+}
+
+// A random axis in [-ndim, ndim): negative ones count from the end.
+int64_t random_axis(Generator& gen, int64_t ndim) { return int64_t(gen.below(uint64_t(2 * ndim))) - ndim; }
+
+// A random shape with as many elements as S (its prime factors spread over a random rank in
+// [1, 4]), one extent sometimes left as -1 for reshape to infer.
+Shape random_reshape(Generator& gen, const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  Shape t(size_t(1 + gen.below(4)), 1);
+  for (int64_t p = 2; n > 1; ++p)
+    for (; n % p == 0; n /= p) t[size_t(gen.below(t.size()))] *= p;
+  if (gen.below(2)) t[size_t(gen.below(t.size()))] = -1;
+  return t;
+}
 }  // namespace
 
 TEST_CASE("linear: gradients with and without bias, flattened input", "[functions][linear]") {
@@ -144,6 +166,15 @@ TEST_CASE("softmax and log_softmax: gradients over several axes", "[functions][s
     check([axis](const Vars& v) { return F::softmax(v[0], axis); }, {uniform(c.shape, 4, -2, 2)});
     check([axis](const Vars& v) { return F::log_softmax(v[0], axis); }, {uniform(c.shape, 5, -2, 2)});
   }
+  // Random shapes (rank 1 to 4) and axes, negative ones included.
+  Generator gen(6);
+  for (int trial = 0; trial < 5; ++trial) {
+    const Shape s = random_shape(gen, 1, 4);
+    const int64_t axis = random_axis(gen, int64_t(s.size()));
+    INFO("trial " << trial << " shape " << shape_str(s) << " axis " << axis);
+    check([axis](const Vars& v) { return F::softmax(v[0], axis); }, {uniform(s, 50 + trial, -2, 2)});
+    check([axis](const Vars& v) { return F::log_softmax(v[0], axis); }, {uniform(s, 60 + trial, -2, 2)});
+  }
   Variable y = F::softmax(Variable(Tensor::from_vector<double>({0, std::log(3.0), 5, 5}, {2, 2})));
   CHECK_THAT(values(y), Catch::Matchers::Approx(std::vector<double>{0.25, 0.75, 0.5, 0.5}));
   Variable ly = F::log_softmax(Variable(Tensor::from_vector<double>({1000, 1000}, {1, 2})));  // no overflow
@@ -221,6 +252,15 @@ TEST_CASE("mean_squared_error", "[functions][loss]") {
         {uniform({3, 4}, 1), uniform({3, 4}, 2)});
   check([](const Vars& v) { return F::mean_squared_error(v[0], v[1]); },
         {uniform({5}, 3), uniform({5}, 4)}, {.no_grads = {false, true}});
+  // Random shapes (scalars included), x1 sometimes as data.
+  Generator gen(8);
+  for (int trial = 0; trial < 4; ++trial) {
+    const Shape s = random_shape(gen, 0, 3);
+    const bool x1_data = gen.below(2) == 1;
+    INFO("trial " << trial << " shape " << shape_str(s) << " x1 as data " << x1_data);
+    check([](const Vars& v) { return F::mean_squared_error(v[0], v[1]); },
+          {uniform(s, 10 + trial), uniform(s, 20 + trial)}, {.no_grads = {false, x1_data}});
+  }
   Variable a(Tensor::from_vector<double>({1, 2, 3, 4}, {2, 2})), b(Tensor::from_vector<double>({1, 0, 3, 1}, {2, 2}));
   CHECK(F::mean_squared_error(a, b).item() == Approx((4.0 + 9.0) / 4));
   REQUIRE_THROWS_WITH(F::mean_squared_error(a, Variable(Tensor::zeros({4}, DType::Float64))),
@@ -302,6 +342,18 @@ TEST_CASE("matmul: gradients for every transposition", "[functions][matmul]") {
       const Shape sa = ta ? Shape{4, 3} : Shape{3, 4}, sb = tb ? Shape{2, 4} : Shape{4, 2};
       check([=](const Vars& v) { return F::matmul(v[0], v[1], ta, tb); }, {uniform(sa, 1), uniform(sb, 2)});
     }
+  // Random m, k, n, each transposition.
+  Generator gen(9);
+  for (int trial = 0; trial < 3; ++trial) {
+    const int64_t m = dim(gen), k = dim(gen), n = dim(gen);
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        INFO("trial " << trial << " m " << m << " k " << k << " n " << n << " transa " << ta << " transb " << tb);
+        const Shape sa = ta ? Shape{k, m} : Shape{m, k}, sb = tb ? Shape{n, k} : Shape{k, n};
+        check([=](const Vars& v) { return F::matmul(v[0], v[1], ta, tb); },
+              {uniform(sa, 10 + trial), uniform(sb, 20 + trial)});
+      }
+  }
   Variable a(Tensor::from_vector<double>({1, 2, 3, 4}, {2, 2})), b(Tensor::from_vector<double>({0, 1, 1, 0}, {2, 2}));
   CHECK(values(F::matmul(a, b)) == std::vector<double>{2, 1, 4, 3});
   CHECK(values(F::matmul(a, b, true)) == std::vector<double>{3, 1, 4, 2});
@@ -325,6 +377,27 @@ TEST_CASE("sum, mean, average: gradients over axes", "[functions][reduction]") {
         {uniform({2, 3, 2}, 6), uniform({2}, 7, 0.5, 2)});
   check([](const Vars& v) { return F::average(v[0], std::nullopt, v[1]); },
         {uniform({2, 3}, 8), uniform({2, 3}, 9, 0.5, 2)});
+  // Random shapes (rank 1 to 3), axes (none, or negative too) and keepdims; weighted averages
+  // along a random axis and over all elements.
+  Generator gen(10);
+  for (int trial = 0; trial < 5; ++trial) {
+    const Shape s = random_shape(gen, 1, 3);
+    const int64_t nd = int64_t(s.size());
+    const std::optional<int64_t> axis =
+        gen.below(4) == 0 ? std::nullopt : std::optional<int64_t>(random_axis(gen, nd));
+    const bool keep = gen.below(2) == 1;
+    const int64_t wax = random_axis(gen, nd);
+    INFO("trial " << trial << " shape " << shape_str(s) << " axis " << (axis ? std::to_string(*axis) : "none")
+                  << " keepdims " << keep << " weighted axis " << wax);
+    check([=](const Vars& v) { return F::sum(v[0], axis, keep); }, {uniform(s, 20 + trial)});
+    check([=](const Vars& v) { return F::mean(v[0], axis, keep); }, {uniform(s, 30 + trial)});
+    check([=](const Vars& v) { return F::average(v[0], axis, Variable(), keep); }, {uniform(s, 40 + trial)});
+    const Shape ws{s[size_t(wax < 0 ? wax + nd : wax)]};
+    check([=](const Vars& v) { return F::average(v[0], wax, v[1], keep); },
+          {uniform(s, 50 + trial), uniform(ws, 60 + trial, 0.5, 2)});
+    check([=](const Vars& v) { return F::average(v[0], std::nullopt, v[1], keep); },
+          {uniform(s, 70 + trial), uniform(s, 80 + trial, 0.5, 2)});
+  }
 }
 
 TEST_CASE("sum, mean, average: forward values and shapes", "[functions][reduction]") {
@@ -357,6 +430,44 @@ TEST_CASE("reshape, transpose, concat, stack: gradients", "[functions][array]") 
   check([](const Vars& v) { return F::stack({v[0], v[1]}, 2); }, {uniform({2, 3}, 12), uniform({2, 3}, 13)});
   check([](const Vars& v) { return F::concat({v[0], v[1]}, 0); }, {uniform({1, 2}, 14), uniform({2, 2}, 15)},
         {.no_grads = {true, false}});
+
+  // Random shapes: reshape to a random shape of the same size, transpose by a random
+  // permutation (some axes negative) and by default, concat 2 or 3 arrays of random extents
+  // along a random axis, stack 2 or 3 arrays along a random new axis.
+  Generator gen(16);
+  for (int trial = 0; trial < 5; ++trial) {
+    const Shape s = random_shape(gen, 1, 4);
+    const int64_t nd = int64_t(s.size());
+    const Shape to = random_reshape(gen, s);
+    std::vector<int64_t> perm = gen.permutation(nd);
+    for (int64_t& a : perm)
+      if (gen.below(2)) a -= nd;
+    INFO("trial " << trial << " shape " << shape_str(s) << " reshape to " << shape_str(to) << " transpose axes "
+                  << shape_str(perm));
+    check([=](const Vars& v) { return F::reshape(v[0], to); }, {uniform(s, 20 + trial)});
+    check([=](const Vars& v) { return F::transpose(v[0], perm); }, {uniform(s, 30 + trial)});
+    check([](const Vars& v) { return F::transpose(v[0]); }, {uniform(s, 40 + trial)});
+  }
+  for (int trial = 0; trial < 5; ++trial) {
+    const Shape base = random_shape(gen, 1, 3);
+    const int64_t nd = int64_t(base.size()), axis = random_axis(gen, nd);
+    std::vector<Tensor> xs(size_t(2 + gen.below(2)));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      Shape si = base;
+      si[size_t(axis < 0 ? axis + nd : axis)] = dim(gen);
+      xs[i] = uniform(si, 50 + 10 * uint64_t(trial) + i);
+    }
+    INFO("trial " << trial << " concat of " << xs.size() << " along axis " << axis);
+    check([=](const Vars& v) { return F::concat(v, axis); }, xs);
+  }
+  for (int trial = 0; trial < 5; ++trial) {
+    const Shape s = random_shape(gen, 0, 3);
+    const int64_t axis = random_axis(gen, int64_t(s.size()) + 1);
+    std::vector<Tensor> xs(size_t(2 + gen.below(2)));
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = uniform(s, 100 + 10 * uint64_t(trial) + i);
+    INFO("trial " << trial << " stack of " << xs.size() << " " << shape_str(s) << " along axis " << axis);
+    check([=](const Vars& v) { return F::stack(v, axis); }, xs);
+  }
 }
 
 TEST_CASE("reshape, transpose, concat, stack: values and errors", "[functions][array]") {
@@ -384,6 +495,17 @@ TEST_CASE("dropout", "[functions][dropout]") {
       gen.seed(42);
       return F::dropout(v[0], ratio, &gen);
     }, {uniform({4, 5}, 1)});
+  }
+  // Random shapes and ratios.
+  Generator shapes(17);
+  for (int trial = 0; trial < 4; ++trial) {
+    const Shape s = random_shape(shapes, 1, 3);
+    const double ratio = 0.1 * double(shapes.below(8));
+    INFO("trial " << trial << " shape " << shape_str(s) << " ratio " << ratio);
+    check([&, ratio](const Vars& v) {
+      gen.seed(43 + uint64_t(trial));
+      return F::dropout(v[0], ratio, &gen);
+    }, {uniform(s, 10 + trial)});
   }
 
   // Values are 0 or x / (1 - ratio), about RATIO of them dropped.
