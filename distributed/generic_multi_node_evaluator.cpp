@@ -4,12 +4,29 @@
 #include <utility>
 
 #include "core/config.h"
+#include "core/ops.h"
 #include "distributed/object_serialization.h"
 
 namespace chainermn {
 
 using chainer::Error;
 using chainer::Observation;
+using BatchResult = GenericMultiNodeEvaluator::BatchResult;
+
+// A BatchResult on the wire: values, then arrays (only this file encodes one).
+template <>
+struct Codec<BatchResult> {
+  static void write(ByteWriter& w, const BatchResult& b) {
+    Codec<Observation>::write(w, b.values);
+    Codec<std::map<std::string, chainer::Tensor>>::write(w, b.arrays);
+  }
+  static BatchResult read(ByteReader& r) {
+    BatchResult b;
+    b.values = Codec<Observation>::read(r);
+    b.arrays = Codec<std::map<std::string, chainer::Tensor>>::read(r);
+    return b;
+  }
+};
 
 GenericMultiNodeEvaluator::GenericMultiNodeEvaluator(std::shared_ptr<Communicator> comm,
                                                      std::shared_ptr<chainer::iterators::Iterator> iterator,
@@ -26,28 +43,41 @@ GenericMultiNodeEvaluator::GenericMultiNodeEvaluator(std::shared_ptr<Communicato
 
 void GenericMultiNodeEvaluator::operator()(chainer::training::Trainer&) { chainer::report(evaluate()); }
 
-Observation GenericMultiNodeEvaluator::calc_local(const std::vector<chainer::Variable>& arrays) {
+BatchResult GenericMultiNodeEvaluator::calc_local(const std::vector<chainer::Variable>& arrays) {
   chainer::Reporter reporter;
   const std::string prefix = name_ + "/main";
   reporter.add_observer(prefix, target_.get());
   reporter.add_observers(prefix, target_->namedlinks(true));
-  Observation observation;
+  BatchResult result;
   {
-    chainer::Reporter::Scope scope(reporter, observation);
+    chainer::Reporter::Scope scope(reporter, result.values);
     target_->forward_args(arrays);
   }
-  return observation;
+  return result;
 }
 
-Observation GenericMultiNodeEvaluator::aggregate(const std::vector<Observation>& results) {
+Observation GenericMultiNodeEvaluator::aggregate(const std::vector<BatchResult>& results) {
   chainer::DictSummary summary;
-  for (const Observation& r : results) summary.add(r);
+  for (const BatchResult& r : results) summary.add(r.values);
   return summary.compute_mean();
 }
 
+chainer::Tensor GenericMultiNodeEvaluator::concat_arrays(const std::vector<BatchResult>& results,
+                                                         const std::string& key) {
+  std::vector<chainer::Tensor> parts;
+  for (const BatchResult& r : results) {
+    auto it = r.arrays.find(key);
+    if (it != r.arrays.end()) parts.push_back(it->second);
+  }
+  if (parts.empty()) return {};
+  return chainer::ops::concat(parts, 0);
+}
+
 Observation GenericMultiNodeEvaluator::evaluate() {
-  // (an error message, or empty; the results), to the root; (error; aggregate) back.
-  using Local = std::pair<std::string, std::vector<Observation>>;
+  // (an error message, or empty; the encoded results), to the root; (error; aggregate) back.
+  // Each result is encoded as soon as calc_local returns it: its arrays are copied out then, so
+  // later batches cannot overwrite them and they do not keep larger buffers alive.
+  using Local = std::pair<std::string, std::vector<std::string>>;
   using Result = std::pair<std::string, Observation>;
   Local local;
   local_batches_ = 0;
@@ -60,7 +90,7 @@ Observation GenericMultiNodeEvaluator::evaluate() {
       std::vector<chainer::Variable> inputs;
       inputs.reserve(arrays.size());
       for (chainer::Tensor& a : arrays) inputs.emplace_back(std::move(a));
-      local.second.push_back(calc_local(inputs));
+      local.second.push_back(serialize_object(calc_local(inputs)));
       ++local_batches_;
       if (iterator_->is_new_epoch() && iterator_->has_next())
         throw Error(chainer::str("GenericMultiNodeEvaluator '", name_,
@@ -75,11 +105,15 @@ Observation GenericMultiNodeEvaluator::evaluate() {
   std::string result_bytes;
   if (comm_->rank() == root_) {
     Result result;
-    std::vector<Observation> results;
-    for (size_t r = 0; r < all.size(); ++r) {
-      Local part = deserialize_object<Local>(all[r]);
-      if (!part.first.empty() && result.first.empty()) result.first = chainer::str("rank ", r, ": ", part.first);
-      for (Observation& o : part.second) results.push_back(std::move(o));
+    std::vector<BatchResult> results;
+    for (size_t r = 0; r < all.size() && result.first.empty(); ++r) {
+      try {
+        const Local part = deserialize_object<Local>(all[r]);
+        if (!part.first.empty()) result.first = chainer::str("rank ", r, ": ", part.first);
+        for (const std::string& bytes : part.second) results.push_back(deserialize_object<BatchResult>(bytes));
+      } catch (const std::exception& e) {
+        result.first = chainer::str("rank ", root_, ", decoding the results of rank ", r, ": ", e.what());
+      }
     }
     if (result.first.empty()) {
       try {

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/ops.h"
 #include "core/random.h"
 #include "datasets/serial_iterator.h"
 #include "datasets/sub_dataset.h"
@@ -940,19 +941,19 @@ struct ExactMean : mn::GenericMultiNodeEvaluator {
   size_t results_seen = 0;
 
  protected:
-  Observation calc_local(const std::vector<Variable>& arrays) override {
+  BatchResult calc_local(const std::vector<Variable>& arrays) override {
     const auto v = arrays[0].data().to_vector<double>();
     double s = 0;
     for (double e : v) s += e;
-    return {{"sum", s}, {"n", double(v.size())}};
+    return {{{"sum", s}, {"n", double(v.size())}}, {}};
   }
-  Observation aggregate(const std::vector<Observation>& results) override {
+  Observation aggregate(const std::vector<BatchResult>& results) override {
     ++aggregate_calls;
     results_seen = results.size();
     double s = 0, n = 0;
     for (const auto& r : results) {
-      s += r.at("sum");
-      n += r.at("n");
+      s += r.values.at("sum");
+      n += r.values.at("n");
     }
     return {{"mean", s / n}, {"batches", double(results.size())}};
   }
@@ -994,14 +995,131 @@ TEST_CASE("multi_node: the generic multi-node evaluator aggregates uneven ranks 
     using GenericMultiNodeEvaluator::GenericMultiNodeEvaluator;
 
    protected:
-    Observation calc_local(const std::vector<Variable>&) override {
+    BatchResult calc_local(const std::vector<Variable>&) override {
       if (communicator().rank() == communicator().size() - 1) throw Error("boom");
-      return {{"x", 1.0}};
+      return {{{"x", 1.0}}, {}};
     }
   };
   auto iter2 = std::make_shared<iterators::SerialIterator>(rank_data(rank), 4, false, false);
   Failing failing(comm, iter2, std::make_shared<Probe>());
   CHECK_THROWS_WITH(failing.evaluate(), Catch::Contains("boom"));
+}
+
+namespace {
+// 23 examples: x = i, true class i % 3; the model predicts class (i / 3) % 3.
+constexpr int64_t kClassified = 23;
+int32_t true_class(int64_t i) { return int32_t(i % 3); }
+int32_t predicted_class(int64_t i) { return int32_t((i / 3) % 3); }
+
+// Scores (N, 3), highest at predicted_class(x).
+struct Scorer : Link {
+  Variable forward(const Variable& x) override {
+    const auto v = x.data().to_vector<double>();
+    std::vector<float> scores;
+    for (double e : v)
+      for (int c = 0; c < 3; ++c) scores.push_back(c == predicted_class(int64_t(e)) ? 1.f : 0.f);
+    return Variable(Tensor::from_vector(scores, {int64_t(v.size()), 3}));
+  }
+};
+
+// Rank r's contiguous share of the 23 examples, (x, true class): ranks 0 .. m-1 (m = max(1,
+// size - 1)) get shares growing with r, and the last rank none when there are several.
+std::shared_ptr<const datasets::TupleDataset> classified_share(int rank, int size) {
+  const int64_t m = std::max(size - 1, 1);
+  auto bound = [&](int64_t r) {
+    r = std::min(r, m);
+    return r * (r + 1) * kClassified / (m * (m + 1));
+  };
+  std::vector<float> x;
+  std::vector<int32_t> t;
+  for (int64_t i = bound(rank); i < bound(rank + 1); ++i) {
+    x.push_back(float(i));
+    t.push_back(true_class(i));
+  }
+  const int64_t count = int64_t(t.size());
+  return std::make_shared<datasets::TupleDataset>(
+      std::vector<Tensor>{Tensor::from_vector(x, {count, 1}), Tensor::from_vector(t, {count})});
+}
+
+// Precision and recall of class 0 over the whole set, which no mean of per-batch numbers gives:
+// calc_local returns each example's predicted and true class, aggregate counts over all of them.
+struct ClassZeroPrecision : mn::GenericMultiNodeEvaluator {
+  using GenericMultiNodeEvaluator::GenericMultiNodeEvaluator;
+  std::vector<int32_t> labels_seen;  // on the root: every true class, in the order aggregate got them
+
+ protected:
+  BatchResult calc_local(const std::vector<Variable>& arrays) override {
+    const Tensor scores = target().forward(arrays[0]).data();
+    const Tensor labels = arrays[1].data();
+    return {{{"examples", double(labels.size(0))}}, {{"pred", ops::argmax(scores, 1)}, {"label", labels}}};
+  }
+  Observation aggregate(const std::vector<BatchResult>& results) override {
+    const Tensor pred = concat_arrays(results, "pred"), label = concat_arrays(results, "label");
+    const std::vector<int32_t> p = pred.to_vector<int32_t>();
+    labels_seen = label.to_vector<int32_t>();
+    if (pred.dtype() != DType::Int32 || p.size() != labels_seen.size()) throw Error("pred and label do not match");
+    double tp = 0, fp = 0, fn = 0, examples = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      tp += p[i] == 0 && labels_seen[i] == 0;
+      fp += p[i] == 0 && labels_seen[i] != 0;
+      fn += p[i] != 0 && labels_seen[i] == 0;
+    }
+    for (const BatchResult& r : results) examples += r.values.at("examples");
+    return {{"precision", tp / (tp + fp)}, {"recall", tp / (tp + fn)}, {"examples", examples}};
+  }
+};
+}  // namespace
+
+TEST_CASE("multi_node: the generic multi-node evaluator aggregates per-example arrays (precision)") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  // The same quantities over the full data in one process.
+  double tp = 0, fp = 0, fn = 0;
+  std::vector<int32_t> all_labels;
+  for (int64_t i = 0; i < kClassified; ++i) {
+    tp += predicted_class(i) == 0 && true_class(i) == 0;
+    fp += predicted_class(i) == 0 && true_class(i) != 0;
+    fn += predicted_class(i) != 0 && true_class(i) == 0;
+    all_labels.push_back(true_class(i));
+  }
+  CHECK(tp / (tp + fp) == Approx(1.0 / 3));  // class 0 is predicted for 0-2, 9-11, 18-20
+  CHECK(tp / (tp + fn) == Approx(3.0 / 8));
+  const auto share = classified_share(rank, n);
+  const int64_t local = int64_t(share->size());
+  if (n > 1 && rank == n - 1) CHECK(local == 0);
+  CHECK(comm->allreduce(Tensor::scalar(double(local), DType::Float64)).item<double>() == kClassified);
+  for (int root = 0; root < n; ++root) {
+    auto iter = std::make_shared<iterators::SerialIterator>(share, 4, false, false);
+    ClassZeroPrecision evaluator(comm, iter, std::make_shared<Scorer>(), root);
+    const Observation result = evaluator.evaluate();
+    CHECK(evaluator.last_local_batches() == (local + 3) / 4);
+    CHECK(result.count("precision") == 1);
+    CHECK(result.count("recall") == 1);
+    CHECK(result.count("examples") == 1);
+    if (result.count("precision") && result.count("recall") && result.count("examples")) {
+      CHECK(result.at("precision") == Approx(tp / (tp + fp)).epsilon(1e-12));
+      CHECK(result.at("recall") == Approx(tp / (tp + fn)).epsilon(1e-12));
+      CHECK(result.at("examples") == kClassified);
+    }
+    // The root got every example, in rank order; the other ranks ran no aggregate.
+    if (rank == root)
+      CHECK(evaluator.labels_seen == all_labels);
+    else
+      CHECK(evaluator.labels_seen.empty());
+  }
+  // An aggregate that throws on the root throws on every rank.
+  struct AggregateFails : ClassZeroPrecision {
+    using ClassZeroPrecision::ClassZeroPrecision;
+
+   protected:
+    Observation aggregate(const std::vector<BatchResult>& results) override {
+      if (concat_arrays(results, "no such key").defined()) return {};
+      throw Error("no arrays under that key");
+    }
+  };
+  AggregateFails failing(comm, std::make_shared<iterators::SerialIterator>(share, 4, false, false),
+                         std::make_shared<Scorer>(), n - 1);
+  CHECK_THROWS_WITH(failing.evaluate(), Catch::Contains("no arrays under that key"));
 }
 
 // =============================================================================================
