@@ -42,7 +42,7 @@ std::vector<Tensor> empty_fields(const chainer::datasets::Dataset& dataset) {
     // This kind of dataset cannot make an empty batch; look at an example instead.
   }
   if (dataset.size() == 0)
-    throw Error("create_empty_dataset: the dataset is empty and cannot make an empty batch, so the shapes of its "
+    throw Error("scatter_dataset: the dataset is empty and cannot make an empty batch, so the shapes of its "
                 "fields are unknown");
   std::vector<Tensor> out;
   for (const Tensor& t : dataset.get_example(0)) {
@@ -50,7 +50,7 @@ std::vector<Tensor> empty_fields(const chainer::datasets::Dataset& dataset) {
     shape.insert(shape.end(), t.shape().begin(), t.shape().end());
     out.push_back(Tensor::empty(shape, t.dtype()));
   }
-  if (out.empty()) throw Error("create_empty_dataset: the dataset's examples have no fields");
+  if (out.empty()) throw Error("scatter_dataset: the dataset's examples have no fields");
   return out;
 }
 
@@ -187,9 +187,29 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const std::shared_ptr<Comm
   return scatter_dataset(dataset, *comm, root, shuffle, seed, force_equal_length);
 }
 
+namespace {
+// SIZE examples without fields: what a pipeline stage with no inputs iterates over.
+class EmptyExamples : public chainer::datasets::Dataset {
+ public:
+  explicit EmptyExamples(size_t size) : size_(size) {}
+  size_t size() const override { return size_; }
+  chainer::datasets::Example get_example(size_t i) const override {
+    check_index(i);
+    return {};
+  }
+  std::vector<Tensor> get_batch(const std::vector<size_t>& indices) const override {
+    for (size_t i : indices) check_index(i);
+    return {};
+  }
+
+ private:
+  size_t size_;
+};
+}  // namespace
+
 DatasetPtr create_empty_dataset(const DatasetPtr& dataset) {
   if (!dataset) throw Error("create_empty_dataset: the dataset is null");
-  return std::make_shared<TupleDataset>(empty_fields(*dataset));
+  return std::make_shared<EmptyExamples>(dataset->size());
 }
 
 }  // namespace chainermn

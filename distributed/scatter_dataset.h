@@ -46,11 +46,9 @@ chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPt
                                               const std::shared_ptr<Communicator>& comm, int root = 0,
                                               bool shuffle = false, uint64_t seed = 0, bool force_equal_length = true);
 
-// A TupleDataset with DATASET's fields (the shapes of one example, the dtypes) and 0 rows.
-// The fields come from a TupleDataset's arrays, from get_batch({}) where the dataset supports
-// an empty batch (anything backed by arrays, e.g. a SubDataset of a TupleDataset), or from its
-// first example; an empty dataset of another kind throws. (ChainerMN's create_empty_dataset is
-// different: a list of len(dataset) empty tuples, for model-parallel stages without inputs.)
+// As chainermn.datasets.create_empty_dataset: as many examples as DATASET, each with no fields
+// (ChainerMN's [()] * len(dataset)), for a model-parallel stage whose forward takes no inputs
+// (it starts by receiving from another stage) but must run as many iterations as the others.
 chainer::datasets::DatasetPtr create_empty_dataset(const chainer::datasets::DatasetPtr& dataset);
 
 }  // namespace chainermn
