@@ -150,13 +150,15 @@ Tensor Tensor::transpose(std::vector<int64_t> axes) const {
     for (int64_t i = 0; i < nd; ++i) axes[i] = nd - 1 - i;
   }
   if (int64_t(axes.size()) != nd)
-    throw Error(str("transpose: ", axes.size(), " axes given for an array of ", nd, " dimensions"));
+    throw Error(str("transpose: axes ", shape_str(axes), " has ", axes.size(), axes.size() == 1 ? " entry" : " entries",
+                    " but the array has ", nd, " dimensions; give a permutation of all of them"));
   std::vector<bool> seen(nd, false);
   Shape shape(nd);
   std::vector<int64_t> strides(nd);
   for (int64_t i = 0; i < nd; ++i) {
     int64_t a = normalize_axis(axes[i], nd, "transpose");
-    if (seen[a]) throw Error(str("transpose: axis ", axes[i], " appears twice"));
+    if (seen[a])
+      throw Error(str("transpose: axes ", shape_str(axes), " name axis ", a, " twice; give a permutation of 0..", nd - 1));
     seen[a] = true;
     shape[i] = shape_[a];
     strides[i] = strides_[a];
