@@ -176,10 +176,10 @@ int run(int argc, char** argv) {
   auto model = std::make_shared<L::Classifier>(std::make_shared<MLP>(o.unit, 10));
   // The two-line change of the tutorial: gradients are averaged over all workers between
   // backward and the update (and rank 0's parameters are broadcast first).
-  chainermn::MultiNodeOptimizerOptions reduction;
-  reduction.reduction = o.reduction;
+  chainermn::MultiNodeOptimizerOptions multi_node;
+  multi_node.reduction = o.reduction;
   auto optimizer =
-      chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(), comm, reduction);
+      chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(), comm, multi_node);
   optimizer->setup(model);
 
   auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true,

@@ -20,7 +20,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   const size_t bytes = size_t(numel) * dtype_size(dtype);
   std::shared_ptr<Storage> storage;
   try {
-    if (numel < 0 || bytes / dtype_size(dtype) != size_t(numel)) throw std::bad_alloc();  // overflowed
+    if (bytes / dtype_size(dtype) != size_t(numel)) throw std::bad_alloc();  // the byte count overflowed
     storage = std::make_shared<Storage>(bytes, device);
   } catch (const std::bad_alloc&) {
     char gib[32];

@@ -213,47 +213,35 @@ TEST_CASE("communicator: send/recv around a ring, every dtype and rank up to 4")
   const int rank = comm->rank(), size = comm->size();
   if (size < 2) return;  // a ring of one would be a blocking send to self
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
-  const std::vector<Shape> shapes{{50}, {50, 20}, {50, 20, 5}, {50, 20, 5, 3}};
-  for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64}) {
-    for (const Shape& shape : shapes) {
-      const Tensor x = iota(shape, dtype, 1000.0 * rank);
-      // Even ranks send first, odd ones receive first: no cycle of blocked sends.
-      Tensor y;
-      if (rank % 2 == 0) {
-        comm->send(x, next, 7);
-        y = comm->recv(prev, 7);
-      } else {
-        y = comm->recv(prev, 7);
-        comm->send(x, next, 7);
-      }
-      CHECK(same_values(y, iota(shape, dtype, 1000.0 * prev)));
+  // X to the next rank, the previous rank's back. Even ranks send first, odd ones receive
+  // first: no cycle of blocked sends.
+  auto pass_along = [&](const Tensor& x, int tag) {
+    Tensor y;
+    if (rank % 2 == 0) {
+      comm->send(x, next, tag);
+      y = comm->recv(prev, tag);
+    } else {
+      y = comm->recv(prev, tag);
+      comm->send(x, next, tag);
     }
-  }
+    return y;
+  };
+  const std::vector<Shape> shapes{{50}, {50, 20}, {50, 20, 5}, {50, 20, 5, 3}};
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64})
+    for (const Shape& shape : shapes)
+      CHECK(same_values(pass_along(iota(shape, dtype, 1000.0 * rank), 7), iota(shape, dtype, 1000.0 * prev)));
   // A non-contiguous view (a transpose) arrives as its contiguous copy.
   const Tensor base = iota({50, 20}, DType::Float32, 100.0 * rank);
   const Tensor view = base.transpose();
   REQUIRE_FALSE(view.is_contiguous());
-  Tensor y;
-  if (rank % 2 == 0) {
-    comm->send(view, next);
-    y = comm->recv(prev);
-  } else {
-    y = comm->recv(prev);
-    comm->send(view, next);
-  }
+  Tensor y = pass_along(view, 0);
   CHECK(y.shape() == Shape{20, 50});
   CHECK(y.is_contiguous());
   CHECK(same_values(y, iota({50, 20}, DType::Float32, 100.0 * prev).transpose().contiguous()));
   // A slice: columns 5..14 of every row, starting 5 elements into the storage.
   const Tensor slice = base.narrow(1, 5, 10);
   REQUIRE_FALSE(slice.is_contiguous());
-  if (rank % 2 == 0) {
-    comm->send(slice, next);
-    y = comm->recv(prev);
-  } else {
-    y = comm->recv(prev);
-    comm->send(slice, next);
-  }
+  y = pass_along(slice, 0);
   CHECK(y.shape() == Shape{50, 10});
   CHECK(same_values(y, iota({50, 20}, DType::Float32, 100.0 * prev).narrow(1, 5, 10).contiguous()));
 }
