@@ -1,5 +1,7 @@
 #include "distributed/multi_node_optimizer.h"
 
+#include "core/config.h"
+
 namespace chainermn {
 
 using chainer::Error;
@@ -26,7 +28,26 @@ MultiNodeOptimizer::MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actua
   if (actual_->target_ptr()) chainer::Optimizer::setup(actual_->target_ptr());
 }
 
+MultiNodeOptimizer::~MultiNodeOptimizer() { unshare_update(); }
+
+void MultiNodeOptimizer::unshare_update() {
+  if (shared_) actual_->set_update_partition(nullptr);  // copies what it held into private memory
+  shared_.reset();
+  share_planned_ = false;
+}
+
+void MultiNodeOptimizer::share_update(const chainer::Link& link) {
+  unshare_update();
+  share_planned_ = true;
+  if (!options_.shard_update || !chainer::config::env_flag("CHAINERMN_SHARD_UPDATE", true) || comm_->size() == 1 ||
+      comm_->intra_size() != comm_->size() || !actual_->elementwise())
+    return;
+  shared_ = SharedUpdate::create(comm_->mpi_comm(), link, actual_->state_names());
+  if (shared_) actual_->set_update_partition(shared_);
+}
+
 void MultiNodeOptimizer::setup(std::shared_ptr<chainer::Link> target) {
+  unshare_update();
   actual_->setup(target);
   chainer::Optimizer::setup(std::move(target));
   if (reducer_) reducer_->detach();
@@ -55,9 +76,11 @@ void MultiNodeOptimizer::update() {
     signature_ = std::move(sig);
     needs_broadcast_ = false;
     if (reducer_) reducer_->detach();  // completes whatever this backward started, consistently
+    unshare_update();  // rank 0's values go into private copies, then into a new plan
     comm_->bcast_data(link);
     ++broadcasts_;
     if (reducer_) reducer_->attach(link);
+    share_update(link);
     return;
   }
   if (reducer_) {
@@ -73,7 +96,11 @@ void MultiNodeOptimizer::update() {
   } else {
     comm_->multi_node_mean_grad(link, options_.zero_fill);
   }
+  // A restored optimizer (or a twin of the model) has no plan yet; a plan from before the same
+  // change is replaced. Collective, like everything in this branch.
+  if (!share_planned_ || (shared_ && !shared_->matches(link))) share_update(link);
   actual_->update();
+  if (shared_) shared_->finish_step();
 }
 
 void MultiNodeOptimizer::serialize(chainer::Serializer& s) {

@@ -21,7 +21,15 @@
 // ranks compare their gradients before averaging and a non-finite mean throws afterwards.
 // Every rank must call update the same number of times with the same model structure.
 //
-// serialize() delegates to the actual optimizer, so snapshots have the single-process layout.
+// When every rank runs on this host and the actual optimizer's step is elementwise (SGD,
+// MomentumSGD, Adam), the ranks keep one copy of the parameters and of the optimizer state in
+// shared memory and each steps a share of every parameter (distributed/shared_update.h), instead
+// of every rank repeating the whole step; the results are the same bit for bit.
+// MultiNodeOptimizerOptions::shard_update or CHAINERMN_SHARD_UPDATE=0 turns this off. The
+// parameters go back to private memory when the optimizer is destroyed or set up again.
+//
+// serialize() delegates to the actual optimizer, so snapshots have the single-process layout
+// (with a shared update, every rank sees the whole state, so any rank's snapshot is complete).
 // state(name) is the actual optimizer's.
 #pragma once
 #include <memory>
@@ -31,6 +39,7 @@
 
 #include "distributed/communicator.h"
 #include "distributed/gradient_reducer.h"
+#include "distributed/shared_update.h"
 #include "nn/optimizer.h"
 
 namespace chainermn {
@@ -47,6 +56,7 @@ struct MultiNodeOptimizerOptions {
   size_t first_bucket_bytes = size_t(1) << 20;  // bucketed only
   size_t bucket_bytes = size_t(25) << 20;       // bucketed only
   bool shared_memory = true;  // bucketed only: average through shared memory on one host
+  bool shard_update = true;   // on one host, one copy of parameters and state, each rank steps a share
 };
 
 class MultiNodeOptimizer : public chainer::Optimizer {
@@ -55,6 +65,8 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   // communicator). If ACTUAL already has a target, this optimizer adopts it.
   MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actual, std::shared_ptr<Communicator> comm,
                      MultiNodeOptimizerOptions options = {});
+  // Gives the parameters and the actual optimizer's state back to private memory.
+  ~MultiNodeOptimizer() override;
 
   void setup(std::shared_ptr<chainer::Link> target) override;
   using chainer::Optimizer::update;  // update(lossfun): forward, cleargrads, backward, update()
@@ -79,6 +91,8 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   const GradientReducer* reducer() const { return reducer_.get(); }
   // How many updates only broadcast the parameters (the first one, and one per change).
   int64_t broadcast_count() const { return broadcasts_; }
+  // Whether the ranks share one copy of the parameters and state and each step a share of it.
+  bool shares_update() const { return shared_ != nullptr; }
 
  protected:
   void update_one(chainer::Variable& param, chainer::TensorMap& state) override;
@@ -87,11 +101,16 @@ class MultiNodeOptimizer : public chainer::Optimizer {
  private:
   using Signature = std::vector<std::pair<std::string, chainer::Shape>>;
   static Signature signature_of(const chainer::Link& link);
+  // Plans the shared update over LINK when it applies (collective), after dropping the old plan.
+  void share_update(const chainer::Link& link);
+  void unshare_update();
 
   std::shared_ptr<chainer::Optimizer> actual_;
   std::shared_ptr<Communicator> comm_;
   MultiNodeOptimizerOptions options_;
   std::unique_ptr<GradientReducer> reducer_;
+  std::shared_ptr<SharedUpdate> shared_;
+  bool share_planned_ = false;  // share_update ran for the current plan (shared_ may still be null)
   Signature signature_;
   bool needs_broadcast_ = true;
   bool restored_ = false;  // a snapshot was loaded since the last update

@@ -4,6 +4,7 @@ namespace chainer {
 
 void Optimizer::setup(std::shared_ptr<Link> target) {
   if (!target) throw Error("Optimizer.setup: the target link is null");
+  set_update_partition(nullptr);  // the old target's parameters go back to private memory
   target_ = std::move(target);
   t_ = 0;
   epoch_ = 0;
@@ -34,11 +35,40 @@ void Optimizer::update() {
     if (p.data().defined() && !p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype()));
   for (auto& hook : hooks_) (*hook)(*this);
   ++t_;
+  if (partition_) partition_->before_steps(!hooks_.empty());
   for (auto& [name, p] : params) {
     if (!p.data().defined()) continue;  // not initialized yet (lazy input size)
     param_t_ = ++param_steps_[name];
-    update_one(p, states_[name]);
+    TensorMap& state = states_[name];
+    if (!partition_) {
+      update_one(p, state);
+      continue;
+    }
+    // This process's share of the parameter, as flat views of the data, gradient and state.
+    const auto [first, last] = partition_->prepare(name, p, state, state_names());
+    if (first >= last) continue;
+    const int64_t n = p.numel();
+    auto share = [&](const Tensor& t) { return t.reshape({n}).narrow(0, first, last - first); };
+    Variable part(share(p.data()));
+    part.set_grad(share(p.grad()));
+    TensorMap part_state;
+    for (const auto& [key, t] : state) part_state[key] = share(t);
+    update_one(part, part_state);
   }
+}
+
+void Optimizer::set_update_partition(std::shared_ptr<UpdatePartition> partition) {
+  if (partition && !elementwise())
+    throw Error("Optimizer.set_update_partition: this optimizer's step is not elementwise, so it cannot be split");
+  if (partition_) {
+    if (target_)
+      for (auto& [name, p] : target_->namedparams())
+        if (p.data().defined() && partition_->holds(p.data())) p.set_data(p.data().clone());
+    for (auto& [name, state] : states_)
+      for (auto& [key, t] : state)
+        if (partition_->holds(t)) t = t.clone();
+  }
+  partition_ = std::move(partition);
 }
 
 void Optimizer::update(const std::function<Variable()>& lossfun) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/link.h"
@@ -15,6 +16,26 @@
 namespace chainer {
 
 class Optimizer;
+
+// Where parameters and optimizer state live, and which part of each parameter this process
+// steps. The multi-node optimizer installs one when every rank runs on one host
+// (distributed/shared_update.h): the ranks then keep one copy of the parameters and the state
+// in shared memory and each steps a share of every parameter, instead of each repeating the
+// whole step. Only for optimizers whose step is elementwise (Optimizer::elementwise()).
+class UpdatePartition {
+ public:
+  virtual ~UpdatePartition() = default;
+  // Before the steps of one update, after the hooks (HOOKS_RAN: the optimizer has hooks, which
+  // may have read any parameter).
+  virtual void before_steps(bool hooks_ran) = 0;
+  // Before parameter NAME's step: moves PARAM's data and every state tensor named in KEYS where
+  // the partition keeps them (a missing state tensor starts as zeros of PARAM's shape) and
+  // returns the flat element range [first, second) that this process steps.
+  virtual std::pair<int64_t, int64_t> prepare(const std::string& name, Variable& param, TensorMap& state,
+                                              const std::vector<std::string>& keys) = 0;
+  // Whether T lives in memory this partition manages.
+  virtual bool holds(const Tensor& t) const = 0;
+};
 
 // Runs before every update, on the gradients (Chainer's 'pre' timing).
 class OptimizerHook {
@@ -46,6 +67,18 @@ class Optimizer {
   // The state of parameter NAME ("/l1/W"); empty until its first update.
   virtual const TensorMap& state(const std::string& name) const;
 
+  // Whether a step is elementwise: each element of a parameter is updated from the same element
+  // of its gradient and state only, with state tensors of the parameter's shape that start at
+  // zero (SGD, MomentumSGD, Adam). Only such optimizers accept an UpdatePartition.
+  virtual bool elementwise() const { return false; }
+  // Names of the per-parameter state tensors ("m", "v"), for deserialization and partitions.
+  virtual std::vector<std::string> state_names() const = 0;
+  // Installs PARTITION (null: none). What the previous partition held (parameters of the target
+  // and state) is first copied into private memory, so nothing stays shared with other processes
+  // that this optimizer no longer coordinates with.
+  virtual void set_update_partition(std::shared_ptr<UpdatePartition> partition);
+  const std::shared_ptr<UpdatePartition>& update_partition() const { return partition_; }
+
  protected:
   // One parameter's step; STATE belongs to this parameter and starts empty. t() already counts
   // this step; param_t() counts this parameter's own steps, this one included (Chainer's
@@ -53,8 +86,6 @@ class Optimizer {
   // e.g. Adam's bias correction treats its first step as a first step.
   virtual void update_one(Variable& param, TensorMap& state) = 0;
   int64_t param_t() const { return param_t_; }
-  // Names of the per-parameter state tensors, for deserialization.
-  virtual std::vector<std::string> state_names() const = 0;
   void require_target(const char* what) const;
 
  private:
@@ -65,6 +96,7 @@ class Optimizer {
   std::map<std::string, TensorMap> states_;
   std::map<std::string, int64_t> param_steps_;  // steps per parameter, saved as "<name>/t"
   int64_t param_t_ = 0;                          // param_steps_ of the parameter being updated
+  std::shared_ptr<UpdatePartition> partition_;
 };
 
 }  // namespace chainer

@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "core/ops.h"
+#include "core/update_ops.h"
+#include "distributed/mpi_check.h"
 #include "core/random.h"
 #include "datasets/serial_iterator.h"
 #include "datasets/sub_dataset.h"
@@ -604,6 +606,7 @@ struct Variant {
   bool manual = false;      // the caller runs backward and then update()
   bool accumulate = false;  // two backward passes (half batches) before each update
   bool shared_memory = true;  // the reducer may use a shared segment (all ranks on this host)
+  bool shard_update = true;   // the ranks may share the parameters and step a share each
 };
 
 struct Outcome {
@@ -611,6 +614,7 @@ struct Outcome {
   int64_t t = -1;
   mn::GradientReducer::Stats stats;
   size_t buckets = 0;
+  bool shared_update = false;
 };
 
 // N workers with B examples each for K iterations versus one process with N * B examples: the
@@ -626,6 +630,7 @@ Outcome equivalence(const Variant& v, int64_t b = 4, int k = 4) {
   options.first_bucket_bytes = v.first_bucket_bytes;
   options.bucket_bytes = v.bucket_bytes;
   options.shared_memory = v.shared_memory;
+  options.shard_update = v.shard_update;
   auto opt = mn::create_multi_node_optimizer(make_actual(v.optimizer), comm, options);
   add_test_hook(*opt, v.hook);
   auto model = make_model(1000 + uint64_t(rank), v.reversed);
@@ -661,6 +666,7 @@ Outcome equivalence(const Variant& v, int64_t b = 4, int k = 4) {
   out.difference = max_relative_difference(*model, *reference);
   out.t = opt->t();
   const auto& mno = dynamic_cast<mn::MultiNodeOptimizer&>(*opt);
+  out.shared_update = mno.shares_update();
   if (mno.reducer()) {
     out.stats = mno.reducer()->stats();
     out.buckets = mno.reducer()->bucket_names().size();
@@ -688,8 +694,9 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
     small.bucket_bytes = 200;
     cases.emplace_back("bucketed-small/" + optimizer, small);
   }
-  Variant over_mpi;  // the MPI path on one host too
+  Variant over_mpi;  // the MPI path on one host too, each rank stepping all parameters
   over_mpi.shared_memory = false;
+  over_mpi.shard_update = false;
   cases.emplace_back("bucketed-mpi/adam", over_mpi);
   over_mpi.first_bucket_bytes = 64;
   over_mpi.bucket_bytes = 200;
@@ -730,6 +737,7 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
                    (long long)out.stats.waited_for_earlier, (long long)out.stats.restarts);
     CHECK(out.t == 4);
     CHECK(out.difference < 1e-5);
+    CHECK(out.shared_update == (variant.shard_update && chainermn::world_size() > 1));
     if (variant.reduction == "bucketed") {
       CHECK(out.stats.steps == 4);
       // The first bucket is 64 bytes: several buckets. The default plan has one.
@@ -751,6 +759,134 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
       CHECK(out.stats.held_fallbacks == 0);
     }
   }
+}
+
+namespace {
+
+// Whether A's and B's parameters and the state of their actual optimizers are equal bit for bit.
+bool same_params_and_state(const Link& a, const Optimizer& opt_a, const Link& b, const Optimizer& opt_b) {
+  const auto pa = a.namedparams(), pb = b.namedparams();
+  bool same = pa.size() == pb.size();
+  for (size_t i = 0; same && i < pa.size(); ++i) {
+    same = pa[i].first == pb[i].first &&
+           pa[i].second.data().to_vector<double>() == pb[i].second.data().to_vector<double>();
+    const TensorMap &sa = opt_a.state(pa[i].first), &sb = opt_b.state(pb[i].first);
+    same = same && sa.size() == sb.size();
+    for (const auto& [key, t] : sb)
+      same = same && sa.count(key) && sa.at(key).to_vector<double>() == t.to_vector<double>();
+  }
+  return same;
+}
+
+// An optimizer whose step is not elementwise (it scales by the gradient's norm, as LARS does).
+struct NormScaledSGD : Optimizer {
+  void update_one(Variable& param, TensorMap&) override {
+    ops::axpy_(param.data(), -0.1 / (1e-12 + std::sqrt(ops::sum_of_squares(param.grad()))), param.grad());
+  }
+  std::vector<std::string> state_names() const override { return {}; }
+};
+
+struct WholePartition : UpdatePartition {
+  void before_steps(bool) override {}
+  std::pair<int64_t, int64_t> prepare(const std::string&, Variable& p, TensorMap&, const std::vector<std::string>&) override {
+    return {0, p.numel()};
+  }
+  bool holds(const Tensor&) const override { return false; }
+};
+
+void barrier(const mn::Communicator& comm) { CHAINERMN_MPI_CHECK(MPI_Barrier(comm.mpi_comm())); }
+
+}  // namespace
+
+TEST_CASE("multi_node: on one host the ranks share the parameters and state and each step a share") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  constexpr int64_t b = 5;
+  const Data data = make_data(int64_t(n) * b * 6);
+  auto batch = [&](int it) { return rows(data, (int64_t(it) * n + rank) * b, b); };
+  for (const std::string kind : {"adam", "momentum", "sgd"}) {
+    for (const std::string hook : {"", "weight_decay"}) {
+      CAPTURE(kind, hook);
+      // The same training with and without the shared update.
+      mn::MultiNodeOptimizerOptions unshared_options;
+      unshared_options.shard_update = false;
+      auto actual = make_actual(kind), actual_ref = make_actual(kind);
+      auto opt = mn::create_multi_node_optimizer(actual, comm);
+      auto ref = mn::create_multi_node_optimizer(actual_ref, comm, unshared_options);
+      add_test_hook(*opt, hook);
+      add_test_hook(*ref, hook);
+      auto model = make_model(31 + uint64_t(rank)), model_ref = make_model(31 + uint64_t(rank));
+      opt->setup(model);
+      ref->setup(model_ref);
+      for (int it = 0; it < 4; ++it) {
+        opt->update([&] { return model->forward_args(batch(it))[0]; });
+        ref->update([&] { return model_ref->forward_args(batch(it))[0]; });
+      }
+      auto& mno = dynamic_cast<mn::MultiNodeOptimizer&>(*opt);
+      CHECK(mno.shares_update() == (n > 1));
+      CHECK_FALSE(dynamic_cast<mn::MultiNodeOptimizer&>(*ref).shares_update());
+      CHECK(opt->t() == 3);
+      // Bit for bit the unshared result, and every rank sees all of the state.
+      CHECK(same_params_and_state(*model, *actual, *model_ref, *actual_ref));
+      CHECK(params_equal_to_rank0(*comm, *model));
+
+      // Every rank's snapshot is complete: a fresh model and optimizer restored from it continue
+      // exactly as the uninterrupted run.
+      Serializer model_snapshot = Serializer::writer(), opt_snapshot = Serializer::writer();
+      model->serialize(model_snapshot);
+      opt->serialize(opt_snapshot);
+      auto actual2 = make_actual(kind);
+      auto opt2 = mn::create_multi_node_optimizer(actual2, comm);
+      add_test_hook(*opt2, hook);
+      auto model2 = make_model(77);
+      opt2->setup(model2);
+      Serializer r1 = Serializer::reader(model_snapshot.entries()), r2 = Serializer::reader(opt_snapshot.entries());
+      model2->serialize(r1);
+      opt2->serialize(r2);
+      for (int it = 4; it < 6; ++it) {
+        opt->update([&] { return model->forward_args(batch(it))[0]; });
+        opt2->update([&] { return model2->forward_args(batch(it))[0]; });
+        ref->update([&] { return model_ref->forward_args(batch(it))[0]; });
+      }
+      CHECK(dynamic_cast<mn::MultiNodeOptimizer&>(*opt2).broadcast_count() == 0);
+      CHECK(dynamic_cast<mn::MultiNodeOptimizer&>(*opt2).shares_update() == (n > 1));
+      CHECK(same_params_and_state(*model2, *actual2, *model_ref, *actual_ref));
+      CHECK(same_params_and_state(*model, *actual, *model_ref, *actual_ref));
+
+      // A parameter replaced by hand on every rank is taken into the shared copy at the next update.
+      Variable w = model->namedparams()[0].second, w_ref = model_ref->namedparams()[0].second;
+      w.set_data(ops::mul_scalar(w.data(), 0.5));
+      w_ref.set_data(ops::mul_scalar(w_ref.data(), 0.5));
+      opt->update([&] { return model->forward_args(batch(0))[0]; });
+      ref->update([&] { return model_ref->forward_args(batch(0))[0]; });
+      CHECK(same_params_and_state(*model, *actual, *model_ref, *actual_ref));
+
+      // One copy for all ranks while the optimizer lives, private copies after.
+      const auto cell = [&] { return w.data().to_vector<double>()[0]; };
+      const double before = cell();
+      barrier(*comm);
+      if (rank == 0) w.data().data<float>()[0] = 123.f;
+      barrier(*comm);
+      CHECK(cell() == (n > 1 || rank == 0 ? 123.0 : before));
+      if (n > 1) CHECK((actual->update_partition() && actual->update_partition()->holds(w.data())));
+      opt.reset();
+      CHECK_FALSE(actual->update_partition());
+      barrier(*comm);
+      if (rank == 0) w.data().data<float>()[0] = -1.f;
+      barrier(*comm);
+      CHECK(cell() == (rank == 0 ? -1.0 : (n > 1 ? 123.0 : before)));
+    }
+  }
+  // An optimizer whose step is not elementwise steps every parameter on every rank, as before.
+  auto actual = std::make_shared<NormScaledSGD>();
+  CHECK_THROWS_AS(actual->set_update_partition(std::make_shared<WholePartition>()), Error);
+  auto opt = mn::create_multi_node_optimizer(actual, comm);
+  auto model = make_model(5 + uint64_t(rank));
+  opt->setup(model);
+  for (int it = 0; it < 3; ++it) opt->update([&] { return model->forward_args(batch(it))[0]; });
+  CHECK_FALSE(dynamic_cast<mn::MultiNodeOptimizer&>(*opt).shares_update());
+  CHECK(opt->t() == 2);
+  CHECK(params_equal_to_rank0(*comm, *model));
 }
 
 TEST_CASE("multi_node: a shared segment is one memory for every rank, or null for all") {

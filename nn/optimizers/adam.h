@@ -17,6 +17,7 @@ class Adam : public Optimizer {
  protected:
   void update_one(Variable& param, TensorMap& state) override;
   std::vector<std::string> state_names() const override { return {"m", "v"}; }
+  bool elementwise() const override { return true; }
 };
 
 }  // namespace chainer::optimizers

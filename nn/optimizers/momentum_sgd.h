@@ -12,6 +12,7 @@ class MomentumSGD : public Optimizer {
  protected:
   void update_one(Variable& param, TensorMap& state) override;
   std::vector<std::string> state_names() const override { return {"v"}; }
+  bool elementwise() const override { return true; }
 };
 
 }  // namespace chainer::optimizers

@@ -12,6 +12,7 @@ class SGD : public Optimizer {
  protected:
   void update_one(Variable& param, TensorMap& state) override;
   std::vector<std::string> state_names() const override { return {}; }
+  bool elementwise() const override { return true; }
 };
 
 }  // namespace chainer::optimizers
