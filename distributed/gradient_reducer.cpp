@@ -290,10 +290,10 @@ struct GradientReducer::Impl {
   // its hooks do to them in place stays on that rank).
   //   - The all-reduce of the "held" flags (see pack) is also what tells each rank that all have
   //     packed. If any rank packed privately, every rank takes the MPI path for this step.
-  //   - The barrier after summing keeps anybody from reading means not written yet. Nobody
-  //     writes a region again before the next step's all-reduce, which no rank reaches before
-  //     it is done with this step's gradients.
-  void shared_memory_reduce() {
+  //   - The barrier after summing keeps anybody from reading means not written yet (unless the
+  //     caller defers it, see finalize). Nobody writes a region again before the next step's
+  //     all-reduce, which no rank reaches before it is done with this step's gradients.
+  void shared_memory_reduce(bool barrier) {
     int held = 0, any_held = 0;
     for (const Bucket& bucket : buckets) held |= bucket.held;
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -309,23 +309,27 @@ struct GradientReducer::Impl {
         allreduce_buffer(bucket);
         continue;
       }
-      // Shares start on 64-byte boundaries, so no two ranks write one cache line.
-      const int64_t align = int64_t(64 / item);
-      auto edge = [&](int j) { return j == size ? bucket.numel : bucket.numel * j / size / align * align; };
-      const int64_t lo = edge(rank), hi = edge(rank + 1);
-      if (bucket.dtype == DType::Float32)
-        sum_into_regions<float>(region(bucket, 0), bucket.shm_stride, size, lo, hi);
-      else
-        sum_into_regions<double>(region(bucket, 0), bucket.shm_stride, size, lo, hi);
+      // Each rank sums the share of every parameter that it steps with a shared update
+      // (share_of), so it can step right after, before the others are done.
+      for (size_t si : bucket.slots) {
+        const Slot& slot = slots[si];
+        const auto [lo, hi] = share_of(slot.numel, item, rank, size);
+        if (bucket.dtype == DType::Float32)
+          sum_into_regions<float>(region(bucket, 0), bucket.shm_stride, size, slot.offset + lo, slot.offset + hi);
+        else
+          sum_into_regions<double>(region(bucket, 0), bucket.shm_stride, size, slot.offset + lo, slot.offset + hi);
+      }
       bucket.buffer = bucket.shm_mine;
     }
     if (any_held) {
       wait_all();
       ++stats.held_fallbacks;
     } else {
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      CHAINERMN_MPI_CHECK(MPI_Barrier(mpi));
-      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (barrier) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        CHAINERMN_MPI_CHECK(MPI_Barrier(mpi));
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+      }
       ++stats.shared_memory_steps;
     }
   }
@@ -371,7 +375,7 @@ struct GradientReducer::Impl {
     }
   }
 
-  void finalize() {
+  void finalize(bool barrier) {
     if (!attached) throw Error("GradientReducer.finalize: no link is attached; call attach(link) first");
     if (stale) {
       // Complete what was started (every rank started the same buckets), throw it away, and
@@ -383,7 +387,7 @@ struct GradientReducer::Impl {
       stale = false;
     }
     complete_all(true);
-    if (segment) shared_memory_reduce();
+    if (segment) shared_memory_reduce(barrier);
     unpack();
     ++stats.steps;
     reset_step();
@@ -516,7 +520,7 @@ bool GradientReducer::matches(const chainer::Link& link) const {
   return s == m.slots.size();
 }
 
-void GradientReducer::finalize() { impl_->finalize(); }
+void GradientReducer::finalize(bool barrier) { impl_->finalize(barrier); }
 
 const GradientReducer::Stats& GradientReducer::stats() const { return impl_->stats; }
 

@@ -34,8 +34,8 @@
 // buckets are averaged through a shared-memory segment instead (distributed/shared_segment.h):
 // each gradient is packed into this rank's region of the segment from its own hook (there is no
 // message to batch, so it need not wait, going cold, for the rest of its bucket), and at
-// finalize() each rank sums its share of every bucket over all ranks' regions and writes the
-// sums back into every region; each rank's gradients become views of its own region (so
+// finalize() each rank sums its share of every parameter (share_of in shared_segment.h) over all
+// ranks' regions and writes the sums back into every region; each rank's gradients become views of its own region (so
 // in-place edits by optimizer hooks stay private). No bytes are copied between processes by
 // MPI, and with one core per rank there is no spare core to overlap such copies with anyway. A
 // still-held view of the last step's means makes that step take the MPI path
@@ -96,7 +96,11 @@ class GradientReducer {
 
   // Completes the reduction (see above): afterwards every planned parameter holds the mean of
   // its gradient over all ranks. A no-op on a one-process communicator apart from zero filling.
-  void finalize();
+  // BARRIER false (for the multi-node optimizer's shared update, which ends with a barrier of
+  // its own): on the shared-memory path each rank then returns as soon as it has summed its share
+  // (share_of) of every parameter, so its gradients hold the means in that share at once and
+  // everywhere else only once every rank has passed the caller's next barrier.
+  void finalize(bool barrier = true);
 
   const Stats& stats() const;
   // The plan: the parameter names of each bucket, in launch order.

@@ -83,6 +83,9 @@ void MultiNodeOptimizer::update() {
     share_update(link);
     return;
   }
+  // A restored optimizer (or a twin of the model) has no plan yet; a plan from before the same
+  // change is replaced. Collective, like everything in this branch.
+  if (!share_planned_ || (shared_ && !shared_->matches(link))) share_update(link);
   if (reducer_) {
     // Same names and shapes but other variables (a child link replaced by a twin): re-plan;
     // the gradients are then all reduced now.
@@ -91,14 +94,14 @@ void MultiNodeOptimizer::update() {
     // planned shapes (the plan is the same everywhere, bcast_data checked the models), so
     // comparing what each rank has before they complete is safe and names the culprit.
     if (comm_->debug()) comm_->check_grads_consistent(link, options_.zero_fill, "multi-node optimizer");
-    reducer_->finalize();
+    // With a shared update and nothing reading other ranks' shares of the gradients before the
+    // steps (hooks, the debug check), each rank steps its share as soon as it has summed it, and
+    // the update's closing barrier is the step's only one.
+    reducer_->finalize(!(shared_ && !actual_->has_hooks() && !comm_->debug()));
     if (comm_->debug()) Communicator::check_grads_finite(link, "multi-node optimizer");
   } else {
     comm_->multi_node_mean_grad(link, options_.zero_fill);
   }
-  // A restored optimizer (or a twin of the model) has no plan yet; a plan from before the same
-  // change is replaced. Collective, like everything in this branch.
-  if (!share_planned_ || (shared_ && !shared_->matches(link))) share_update(link);
   actual_->update();
   if (shared_) shared_->finish_step();
 }

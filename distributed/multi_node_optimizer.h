@@ -76,6 +76,7 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   int64_t epoch() const override { return actual_->epoch(); }
   void new_epoch() override { actual_->new_epoch(); }
   void add_hook(std::shared_ptr<chainer::OptimizerHook> hook) override { actual_->add_hook(std::move(hook)); }
+  bool has_hooks() const override { return actual_->has_hooks(); }
   const chainer::TensorMap& state(const std::string& name) const override { return actual_->state(name); }
   // Delegates, so snapshots look like the single-process ones. Restoring one marks the
   // parameters as consistent across ranks (every rank loads its snapshot of the same

@@ -83,4 +83,10 @@ std::shared_ptr<SharedSegment> SharedSegment::create(MPI_Comm comm, size_t bytes
 
 SharedSegment::~SharedSegment() { munmap(data_, bytes_); }
 
+std::pair<int64_t, int64_t> share_of(int64_t numel, size_t item, int rank, int size) {
+  const int64_t line = std::max<int64_t>(1, int64_t(64 / item));
+  auto edge = [&](int j) { return j >= size ? numel : numel * j / size / line * line; };
+  return {edge(rank), edge(rank + 1)};
+}
+
 }  // namespace chainermn

@@ -12,7 +12,9 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <utility>
 
 namespace chainermn {
 
@@ -33,5 +35,12 @@ class SharedSegment {
   char* data_;
   size_t bytes_;
 };
+
+// The elements [first, second) of an array of NUMEL elements of ITEM bytes that rank RANK of
+// SIZE works on when the ranks of a host split work on a shared array: from numel * rank / size,
+// rounded down to a 64-byte cache line, to the next rank's start (the last rank takes the rest).
+// The gradient reducer sums, and the shared update steps, the same share of every parameter, so
+// a rank can step its share right after summing it, without waiting for the others.
+std::pair<int64_t, int64_t> share_of(int64_t numel, size_t item, int rank, int size);
 
 }  // namespace chainermn

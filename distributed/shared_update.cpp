@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <tuple>
 
 #include "distributed/mpi_check.h"
 
@@ -48,10 +49,7 @@ std::shared_ptr<SharedUpdate> SharedUpdate::create(MPI_Comm comm, const chainer:
     Slot slot;
     slot.shape = p.shape;
     slot.dtype = p.dtype;
-    const int64_t line = int64_t(64 / chainer::dtype_size(p.dtype));
-    auto edge = [&](int j) { return j == size ? p.numel : p.numel * j / size / line * line; };
-    slot.first = edge(rank);
-    slot.last = edge(rank + 1);
+    std::tie(slot.first, slot.last) = share_of(p.numel, chainer::dtype_size(p.dtype), rank, size);
     slot.data = place(p.offset);
     for (size_t k = 0; k < state_keys.size(); ++k) slot.state[state_keys[k]] = place(p.offset + (k + 1) * p.stride);
     shared->slots_.emplace(p.name, std::move(slot));

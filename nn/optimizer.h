@@ -62,6 +62,7 @@ class Optimizer {
   virtual int64_t epoch() const { return epoch_; }
   virtual void new_epoch() { ++epoch_; }
   virtual void add_hook(std::shared_ptr<OptimizerHook> hook);
+  virtual bool has_hooks() const { return !hooks_.empty(); }
   virtual void serialize(Serializer& s);
 
   // The state of parameter NAME ("/l1/W"); empty until its first update.

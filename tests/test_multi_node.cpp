@@ -889,6 +889,29 @@ TEST_CASE("multi_node: on one host the ranks share the parameters and state and 
   CHECK(params_equal_to_rank0(*comm, *model));
 }
 
+TEST_CASE("multi_node: share_of splits an array into cache-line aligned, balanced, covering shares") {
+  // The reducer sums and the shared update steps these shares; a rank steps right after summing
+  // its own, so both must use exactly this split.
+  for (const size_t item : {size_t(4), size_t(8)}) {
+    const int64_t line = int64_t(64 / item);
+    for (const int64_t numel : {0, 1, 10, 15, 16, 17, 100, 1000, 784000}) {
+      for (int size = 1; size <= 5; ++size) {
+        CAPTURE(item, numel, size);
+        int64_t expected_first = 0;
+        for (int r = 0; r < size; ++r) {
+          const auto [first, last] = mn::share_of(numel, item, r, size);
+          CHECK(first == expected_first);
+          CHECK(first <= last);
+          CHECK(first % line == 0);
+          CHECK(last - first <= numel / size + line);  // balanced up to a cache line
+          expected_first = last;
+        }
+        CHECK(expected_first == numel);
+      }
+    }
+  }
+}
+
 TEST_CASE("multi_node: a shared segment is one memory for every rank, or null for all") {
   const int rank = chainermn::world_rank(), n = chainermn::world_size();
   auto segment = mn::SharedSegment::create(MPI_COMM_WORLD, 4096);
