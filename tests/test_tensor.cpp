@@ -117,7 +117,10 @@ TEST_CASE("ops: broadcasting arithmetic and reductions") {
 TEST_CASE("ops: matrix products match a naive reference in every transpose mode") {
   Generator gen(3);
   // Shapes crossing every blocking edge of the packed GEMM: partial tiles, K > KC, M > MC, N > NC.
-  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {7, 5, 3}, {64, 33, 17}, {100, 130, 257}, {250, 70, 600}, {3, 4200, 5}}) {
+  // Few columns (n <= 16, B transposed) take their own kernel: widths on both sides of its
+  // 8-column passes, depths on both sides of 16-wide vectors.
+  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {7, 5, 3}, {64, 33, 17}, {100, 130, 257}, {250, 70, 600}, {3, 4200, 5},
+                         {100, 10, 1000}, {33, 16, 31}, {9, 9, 16}, {100, 1000, 10}, {21, 67, 16}, {5, 17, 1}}) {
     for (int mode = 0; mode < 4; ++mode) {
       const bool ta = mode & 1, tb = mode & 2;
       Tensor a = random::normal(ta ? Shape{k, m} : Shape{m, k}, 0, 1, DType::Float64, &gen);
@@ -146,15 +149,17 @@ TEST_CASE("ops: float32 matrix products do not depend on the number of threads")
   const bool packed = std::string(cpu::gemm_backend()) == "packed-avx512";
   Generator gen(5);
   const int saved = num_threads();
-  for (auto [m, n, k] : {std::tuple{100, 1000, 784}, {1000, 784, 100}, {37, 300, 600}}) {
+  // (100, 10, 1000) with B transposed: the few-columns kernel.
+  for (auto [m, n, k, tb] : {std::tuple{100, 1000, 784, false}, {1000, 784, 100, false}, {37, 300, 600, false},
+                             {100, 10, 1000, true}, {100, 1000, 10, false}}) {
     Tensor a = random::normal({m, k}, 0, 1, DType::Float32, &gen);
-    Tensor b = random::normal({k, n}, 0, 1, DType::Float32, &gen);
+    Tensor b = random::normal(tb ? Shape{n, k} : Shape{k, n}, 0, 1, DType::Float32, &gen);
     set_num_threads(1);
-    const std::vector<float> one = ops::matmul(a, b).to_vector<float>();
+    const std::vector<float> one = ops::matmul(a, b, false, tb).to_vector<float>();
     for (int t : {2, 3}) {
       set_num_threads(t);
-      const std::vector<float> first = ops::matmul(a, b).to_vector<float>();
-      REQUIRE(ops::matmul(a, b).to_vector<float>() == first);
+      const std::vector<float> first = ops::matmul(a, b, false, tb).to_vector<float>();
+      REQUIRE(ops::matmul(a, b, false, tb).to_vector<float>() == first);
       if (packed) REQUIRE(first == one);
     }
   }
@@ -164,8 +169,17 @@ TEST_CASE("ops: float32 matrix products do not depend on the number of threads")
 TEST_CASE("ops: gemm accumulates with alpha and beta") {
   Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
   Tensor c = Tensor::from_vector<float>({10, 20, 30, 40}, {2, 2});
-  ops::gemm(a, false, a, true, 2.0, 0.5, c);  // 2 * a a^T + 0.5 c
+  ops::gemm(a, false, a, true, 2.0, 0.5, c);  // 2 * a a^T + 0.5 c (the few-columns kernel)
   REQUIRE(c.to_vector<float>() == std::vector<float>{15, 32, 37, 70});
+  c = Tensor::from_vector<float>({10, 20, 30, 40}, {2, 2});
+  ops::gemm(a, false, a, false, 2.0, 0.5, c);  // 2 * a a + 0.5 c (the packed kernel)
+  REQUIRE(c.to_vector<float>() == std::vector<float>{19, 30, 45, 64});
+  Tensor big = random::normal({40, 300}, 0, 1, DType::Float32);
+  Tensor acc = random::normal({40, 40}, 0, 1, DType::Float32);  // the packed kernel
+  Tensor expect = ops::add(ops::mul_scalar(ops::matmul(big, big, false, true), 2.0), ops::mul_scalar(acc, 0.5));
+  ops::gemm(big, false, big, true, 2.0, 0.5, acc);
+  auto got = acc.to_vector<float>(), want = expect.to_vector<float>();
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(1e-3));
   Tensor empty_k = Tensor::zeros({2, 0});
   Tensor d = Tensor::full({2, 2}, 3.0);
   ops::gemm(empty_k, false, empty_k, true, 1.0, 0.0, d);

@@ -1,5 +1,6 @@
 // Matrix products. float32 on AVX-512 machines goes through our own packed GEMM (BLIS-style
-// blocking with a 14x32 register-tiled micro-kernel); Eigen's product served as the baseline
+// blocking with a 14x32 register-tiled micro-kernel; a dot-product kernel for products with few
+// columns and B transposed, such as the forward of a 10-output layer); Eigen's product served as the baseline
 // and runs at about a third of the rate on this machine's shapes (see docs/performance.md), so
 // it stays only for float64 (gradient checks) and CPUs without AVX-512.
 #include <immintrin.h>
@@ -162,6 +163,50 @@ constexpr std::array<MicroKernel, MR> make_kernels(std::index_sequence<R...>) {
 // kMicroKernels[rows - 1] computes a tile of ROWS rows.
 constexpr std::array<MicroKernel, MR> kMicroKernels = make_kernels(std::make_index_sequence<MR>());
 
+// Few columns with B transposed (n <= 16; the forward of a Linear layer with few outputs):
+// both operands run along k, so every element of C is a dot product of two contiguous rows.
+// The packed path pads such a product to 32 columns and, having one chunk of columns, runs it
+// on one thread; here the rows of C are split over the team. J columns at a time, one vector
+// accumulator per column, summed across lanes at the end: a fixed order per element, whatever
+// the thread count.
+template <int J>
+void dot_columns(int64_t k, const float* a, const float* b, int64_t ldb, float alpha, float beta, float* c) {
+  const int64_t kfull = k / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (k - kfull)) - 1);
+  __m512 acc[J];
+  for (int j = 0; j < J; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kfull; p += 16) {
+    const __m512 av = _mm512_loadu_ps(a + p);
+    for (int j = 0; j < J; ++j) acc[j] = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + j * ldb + p), acc[j]);
+  }
+  if (tail) {
+    const __m512 av = _mm512_maskz_loadu_ps(tail, a + kfull);
+    for (int j = 0; j < J; ++j) acc[j] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(tail, b + j * ldb + kfull), acc[j]);
+  }
+  for (int j = 0; j < J; ++j) {
+    const float v = alpha * _mm512_reduce_add_ps(acc[j]);
+    c[j] = beta != 0.f ? v + beta * c[j] : v;
+  }
+}
+
+using DotColumns = void (*)(int64_t, const float*, const float*, int64_t, float, float, float*);
+constexpr int kDotColumns = 8;  // accumulators per pass: 8 + the A vector, loads stay near 1 per FMA
+template <size_t... J>
+constexpr std::array<DotColumns, kDotColumns> make_dot_columns(std::index_sequence<J...>) {
+  return {&dot_columns<int(J) + 1>...};
+}
+
+void small_n_sgemm_nt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                      float alpha, float beta, float* c, int64_t ldc) {
+  static constexpr auto kernels = make_dot_columns(std::make_index_sequence<kDotColumns>());
+  parallel_for(m, std::max<int64_t>(1, 16384 / (n * k)), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      for (int64_t j = 0; j < n; j += kDotColumns)
+        kernels[std::min<int64_t>(kDotColumns, n - j) - 1](k, a + i * lda, b + j * ldb, ldb, alpha, beta,
+                                                             c + i * ldc + j);
+  });
+}
+
 // A 64-byte aligned buffer of at least FLOATS floats, kept per thread and grown as needed.
 float* thread_buffer(std::unique_ptr<float, decltype(&std::free)>& buf, size_t& capacity, size_t floats) {
   if (!buf || capacity < floats) {
@@ -255,8 +300,11 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
       else affine(c, beta, 0.0, c);
       return;
     }
-    packed_sgemm(m, n, k, {a.data<float>(), a.size(1), trans_a}, {b.data<float>(), b.size(1), trans_b}, float(alpha),
-                 float(beta), c.data<float>(), n);
+    const Operand A{a.data<float>(), a.size(1), trans_a};
+    if (trans_b && !trans_a && n <= 16)
+      small_n_sgemm_nt(m, n, k, A.p, A.ld, b.data<float>(), b.size(1), float(alpha), float(beta), c.data<float>(), n);
+    else
+      packed_sgemm(m, n, k, A, {b.data<float>(), b.size(1), trans_b}, float(alpha), float(beta), c.data<float>(), n);
     return;
   }
 #endif
