@@ -99,9 +99,14 @@ void pack_direct(const float* src, int64_t ld, int64_t cols, int64_t width, int6
   }
 }
 
-// Packs micro-panel PANEL (rows [PANEL * MR, +MR)) x depth [p0, p0+kc) of op(A).
-void pack_a(const Operand& A, int64_t m, int64_t p0, int64_t kc, float* dst, int64_t panel) {
-  const int64_t row = panel * MR, rows = std::min(MR, m - row);
+// The first row of micro-panel PANEL of PANELS over M rows. The rows are spread evenly (a batch
+// of 100 runs as 4 x 13 + 4 x 12 rows, not 7 x 14 + 2, whose 2-row tile ran at a fraction of
+// the FMA rate); every panel has at most MR rows.
+inline int64_t panel_row(int64_t panel, int64_t panels, int64_t m) { return panel * m / panels; }
+
+// Packs micro-panel PANEL of PANELS x depth [p0, p0+kc) of op(A) into a slot of MR rows.
+void pack_a(const Operand& A, int64_t m, int64_t panels, int64_t p0, int64_t kc, float* dst, int64_t panel) {
+  const int64_t row = panel_row(panel, panels, m), rows = panel_row(panel + 1, panels, m) - row;
   float* d = dst + panel * MR * kc;
   if (A.trans) pack_direct(A.p + p0 * A.ld + row, A.ld, rows, MR, kc, d);
   else pack_transposed(A.p + row * A.ld + p0, A.ld, rows, MR, kc, d);
@@ -115,20 +120,22 @@ void pack_b(const Operand& B, int64_t n, int64_t j0, int64_t p0, int64_t kc, flo
   else pack_direct(B.p + p0 * B.ld + col, B.ld, cols, NR, kc, d);
 }
 
-// acc = a_panel (kc x MR, of which the first R rows are used) ^T * b_panel (kc x NR); then
-// C = alpha * acc + beta * C on R rows x COLS. R is a template parameter so that a partial
-// last panel (the 2 rows left of a batch of 100) costs 2 rows of FMAs, not 14. The k loop is
+// acc = a_panel (kc x MR, of which the first R rows are used) ^T * b_panel (kc x NR, rows LDB
+// floats apart: NR when packed, the matrix's own stride when read in place); then
+// C = alpha * acc + beta * C on R rows x COLS. R is a template parameter so that a panel of
+// fewer rows costs only its rows of FMAs. The k loop is
 // unrolled twice to halve its bookkeeping uops (the loop body is close to the front end's 4 per
 // cycle); 14 rows instead of 12 gained 1-3% on every shape of the tutorial (session 4).
 template <int R>
-void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha, float beta,
-                  int64_t cols) {
+void micro_kernel(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, float alpha,
+                  float beta, int64_t cols) {
   __m512 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
 #pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_load_ps(b + k * NR), b1 = _mm512_load_ps(b + k * NR + 16);
-    _mm_prefetch(reinterpret_cast<const char*>(b + (k + 8) * NR), _MM_HINT_T0);
+    const __m512 b0 = _mm512_loadu_ps(b + k * ldb), b1 = _mm512_loadu_ps(b + k * ldb + 16);
+    _mm_prefetch(reinterpret_cast<const char*>(b + (k + 8) * ldb), _MM_HINT_T0);
+    if (ldb != NR) _mm_prefetch(reinterpret_cast<const char*>(b + (k + 8) * ldb + 16), _MM_HINT_T0);
 #pragma GCC unroll 14
     for (int r = 0; r < R; ++r) {
       const __m512 av = _mm512_set1_ps(a[k * MR + r]);
@@ -155,7 +162,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t 
   }
 }
 
-using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float, int64_t);
+using MicroKernel = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, float, float, int64_t);
 template <size_t... R>
 constexpr std::array<MicroKernel, MR> make_kernels(std::index_sequence<R...>) {
   return {&micro_kernel<int(R) + 1>...};
@@ -169,6 +176,17 @@ constexpr std::array<MicroKernel, MR> kMicroKernels = make_kernels(std::make_ind
 // on one thread; here the rows of C are split over the team. J columns at a time, one vector
 // accumulator per column, summed across lanes at the end: a fixed order per element, whatever
 // the thread count.
+// The sum of the 16 lanes of V, in a fixed order. (maskz forms: the plain ones, and
+// _mm512_reduce_add_ps, trip a false "uninitialized" warning in GCC 12's headers.)
+inline float lane_sum(__m512 v) {
+  constexpr __mmask16 all = 0xffff;
+  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(all, v, v, 0x4E));  // 256-bit halves
+  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(all, v, v, 0xB1));  // 128-bit lanes
+  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(all, v, 0x4E));        // pairs within a lane
+  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(all, v, 0xB1));
+  return _mm512_cvtss_f32(v);
+}
+
 template <int J>
 void dot_columns(int64_t k, const float* a, const float* b, int64_t ldb, float alpha, float beta, float* c) {
   const int64_t kfull = k / 16 * 16;
@@ -184,7 +202,7 @@ void dot_columns(int64_t k, const float* a, const float* b, int64_t ldb, float a
     for (int j = 0; j < J; ++j) acc[j] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(tail, b + j * ldb + kfull), acc[j]);
   }
   for (int j = 0; j < J; ++j) {
-    const float v = alpha * _mm512_reduce_add_ps(acc[j]);
+    const float v = alpha * lane_sum(acc[j]);
     c[j] = beta != 0.f ? v + beta * c[j] : v;
   }
 }
@@ -245,7 +263,7 @@ void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Opera
     const int64_t units = slices * mpanels;
     for (int64_t u = units * t / nt; u < units * (t + 1) / nt; ++u) {
       const int64_t s = u / mpanels, ip = u % mpanels, p0 = s * kslice;
-      pack_a(A, m, p0, std::min(kslice, k - p0), pa + s * slice_floats, ip);
+      pack_a(A, m, mpanels, p0, std::min(kslice, k - p0), pa + s * slice_floats, ip);
     }
 #pragma omp barrier
     // 2. Chunks of columns, first come first served.
@@ -257,13 +275,23 @@ void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Opera
       for (int64_t s = 0; s < slices; ++s) {
         const int64_t p0 = s * kslice, kc = std::min(kslice, k - p0);
         const float beta_pass = s == 0 ? beta : 1.f;
-        for (int64_t jp = 0; jp < npanels; ++jp) pack_b(B, n, j0, p0, kc, pb, jp);
+        // With few row panels (a batch of 100: 8) each B micro-panel is read only that often,
+        // so packing it costs more than it saves: a full-width panel of an untransposed B is
+        // read in place (rows of 32 floats, a stride apart). 1.09x faster on the tutorial's
+        // gx2 = gy W2 on the Zen 5 machine (docs/performance.md); transposed B must be packed.
+        const bool in_place = !B.trans && mpanels <= 8 && kc >= 64;
+        auto full = [&](int64_t jp) { return nc - jp * NR >= NR; };
+        for (int64_t jp = 0; jp < npanels; ++jp)
+          if (!in_place || !full(jp)) pack_b(B, n, j0, p0, kc, pb, jp);
         const float* a_slice = pa + s * slice_floats;
         for (int64_t ip = 0; ip < mpanels; ++ip) {
-          const MicroKernel kernel = kMicroKernels[std::min(MR, m - ip * MR) - 1];
-          for (int64_t jp = 0; jp < npanels; ++jp)
-            kernel(kc, a_slice + ip * MR * kc, pb + jp * NR * kc, C + ip * MR * ldc + j0 + jp * NR, ldc, alpha,
-                   beta_pass, std::min(NR, nc - jp * NR));
+          const int64_t row = panel_row(ip, mpanels, m);
+          const MicroKernel kernel = kMicroKernels[panel_row(ip + 1, mpanels, m) - row - 1];
+          for (int64_t jp = 0; jp < npanels; ++jp) {
+            const bool direct = in_place && full(jp);
+            kernel(kc, a_slice + ip * MR * kc, direct ? B.p + p0 * B.ld + j0 + jp * NR : pb + jp * NR * kc,
+                   direct ? B.ld : NR, C + row * ldc + j0 + jp * NR, ldc, alpha, beta_pass, std::min(NR, nc - jp * NR));
+          }
         }
       }
     }
