@@ -34,9 +34,9 @@
 // buckets are averaged through a shared-memory segment instead (distributed/shared_segment.h):
 // each gradient is packed into this rank's region of the segment from its own hook (there is no
 // message to batch, so it need not wait, going cold, for the rest of its bucket), and at
-// finalize() each rank sums its share of every parameter (share_of in shared_segment.h) over all
-// ranks' regions and writes the sums back into every region; each rank's gradients become views of its own region (so
-// in-place edits by optimizer hooks stay private). No bytes are copied between processes by
+// finalize() each rank sums its share of every parameter (share_of in shared_segment.h) over
+// all ranks' regions and writes the sums back into every region; each rank's gradients become
+// views of its own region (so in-place edits by optimizer hooks stay private). No bytes are copied between processes by
 // MPI, and with one core per rank there is no spare core to overlap such copies with anyway. A
 // still-held view of the last step's means makes that step take the MPI path
 // (stats().held_fallbacks). Options::shared_memory or CHAINERMN_SHARED_MEMORY=0 turns this off.

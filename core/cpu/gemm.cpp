@@ -1,8 +1,8 @@
 // Matrix products. float32 on AVX-512 machines goes through our own packed GEMM (BLIS-style
-// blocking with a 14x32 register-tiled micro-kernel; a dot-product kernel for products with few
-// columns and B transposed, such as the forward of a 10-output layer); Eigen's product served as the baseline
-// and runs at about a third of the rate on this machine's shapes (see docs/performance.md), so
-// it stays only for float64 (gradient checks) and CPUs without AVX-512.
+// blocking with a 14x32 register-tiled micro-kernel; a dot-product kernel for products with
+// few columns and B transposed, such as the forward of a 10-output layer). Eigen's product
+// served as the baseline and runs at about a third of the rate on this machine's shapes (see
+// docs/performance.md), so it stays only for float64 (gradient checks) and CPUs without AVX-512.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -170,12 +170,6 @@ constexpr std::array<MicroKernel, MR> make_kernels(std::index_sequence<R...>) {
 // kMicroKernels[rows - 1] computes a tile of ROWS rows.
 constexpr std::array<MicroKernel, MR> kMicroKernels = make_kernels(std::make_index_sequence<MR>());
 
-// Few columns with B transposed (n <= 16; the forward of a Linear layer with few outputs):
-// both operands run along k, so every element of C is a dot product of two contiguous rows.
-// The packed path pads such a product to 32 columns and, having one chunk of columns, runs it
-// on one thread; here the rows of C are split over the team. J columns at a time, one vector
-// accumulator per column, summed across lanes at the end: a fixed order per element, whatever
-// the thread count.
 // The sum of the 16 lanes of V, in a fixed order. (maskz forms: the plain ones, and
 // _mm512_reduce_add_ps, trip a false "uninitialized" warning in GCC 12's headers.)
 inline float lane_sum(__m512 v) {
@@ -187,6 +181,12 @@ inline float lane_sum(__m512 v) {
   return _mm512_cvtss_f32(v);
 }
 
+// Few columns with B transposed (n <= 16; the forward of a Linear layer with few outputs):
+// both operands run along k, so every element of C is a dot product of two contiguous rows.
+// The packed path pads such a product to 32 columns and, having one chunk of columns, runs it
+// on one thread; here the rows of C are split over the team. J columns at a time, one vector
+// accumulator per column, summed across lanes at the end: a fixed order per element, whatever
+// the thread count.
 template <int J>
 void dot_columns(int64_t k, const float* a, const float* b, int64_t ldb, float alpha, float beta, float* c) {
   const int64_t kfull = k / 16 * 16;
