@@ -141,6 +141,30 @@ TEST_CASE("ops: matrix products match a naive reference in every transpose mode"
   REQUIRE_THROWS_WITH(ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 2})), Catch::Contains("not aligned"));
 }
 
+TEST_CASE("ops: a sum over the leading axis, split over threads, equals the column sums and ignores the thread count") {
+  // Large enough that the columns are split over the team (the bias gradients of the tutorial).
+  Generator gen(11);
+  const int saved = num_threads();
+  for (auto [rows, cols] : {std::pair{100, 1000}, {300, 37}, {7, 4099}}) {
+    Tensor x = random::normal({rows, cols}, 0, 1, DType::Float32, &gen);
+    const std::vector<float> v = x.to_vector<float>();
+    std::vector<float> expected(static_cast<size_t>(cols), 0.f);
+    for (int j = 0; j < cols; ++j) {
+      double s = 0;
+      for (int r = 0; r < rows; ++r) s += double(v[size_t(r) * cols + j]);
+      expected[size_t(j)] = float(s);
+    }
+    set_num_threads(1);
+    const std::vector<float> one = ops::sum(x, {0}).to_vector<float>();
+    REQUIRE(one == expected);
+    for (int t : {2, 3}) {
+      set_num_threads(t);
+      REQUIRE(ops::sum(x, {0}).to_vector<float>() == one);
+    }
+  }
+  set_num_threads(saved);
+}
+
 TEST_CASE("ops: float32 matrix products do not depend on the number of threads") {
   // Our packed GEMM computes every element of C by one micro-kernel sequence in a fixed order,
   // whichever thread takes its chunk: bit-identical results with 1, 2 and 3 threads. Eigen's
