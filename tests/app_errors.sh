@@ -83,6 +83,24 @@ if [ -z "${MNIST_DIR:-}" ] || [ ! -d "${MNIST_DIR:-}" ]; then
 else
   data=(--data "$MNIST_DIR" -u 10 -e 1)
   # A model too large for memory (784 x 1e9 float32 weights): a message, not std::bad_alloc.
+  # --gpu where no GPU can be used (no device or driver, or a build without CUDA): a clear error
+  # before any data is read, within seconds. On a machine with a GPU the run trains instead.
+  started=$(date +%s)
+  "$app" --gpu "${data[@]}" -o "$tmp/g1" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  took=$(($(date +%s) - started))
+  if grep -q "no CUDA device is available" "$tmp/err"; then
+    if [ "$rc" -ne 1 ] || [ "$took" -gt 10 ] || ! grep -q "^mnist_mlp: error: cuda:0: " "$tmp/err"; then
+      fail "--gpu without a GPU: exit $rc after ${took}s: $(tail -c 400 "$tmp/err")"
+    else
+      echo "ok: --gpu without a GPU: $(head -n 1 "$tmp/err") (${took}s)"
+    fi
+  elif [ "$rc" -eq 0 ] && grep -q "^# device: cuda:0" "$tmp/out"; then
+    echo "ok: --gpu trained on cuda:0"
+  else
+    fail "--gpu: exit $rc: $(tail -c 400 "$tmp/err")"
+  fi
+  expect_error "--gpu with a bad id" "-g/--gpu expects an integer" "'zero'" -- --gpu=zero "${data[@]}"
   expect_error "model too large" "out of memory" "(1000000000, 784)" "GiB" -- --data "$MNIST_DIR" -u 1000000000 -e 1
   # Output directories that cannot be written.
   expect_error "output directory in /proc" "/proc/forbidden" "output directory" -- "${data[@]}" -o /proc/forbidden
@@ -93,6 +111,7 @@ else
   expect_error "missing snapshot" "/nonexistent/snapshot" "does not exist" -- "${data[@]}" -o "$tmp/r1" \
     -r /nonexistent/snapshot
   printf 'PK\003\004 this is not a snapshot \377\000\001' >"$tmp/corrupt_snapshot"
+  expect_error "snapshot path is a directory" "is a directory" "snapshot_iter_" -- "${data[@]}" -o "$tmp/r5" -r "$tmp"
   expect_error "corrupt snapshot" "$tmp/corrupt_snapshot" -- "${data[@]}" -o "$tmp/r2" -r "$tmp/corrupt_snapshot"
   : >"$tmp/empty_snapshot"
   expect_error "empty snapshot" "$tmp/empty_snapshot" -- "${data[@]}" -o "$tmp/r3" -r "$tmp/empty_snapshot"

@@ -99,6 +99,9 @@ void Trainer::serialize(Serializer& s) {
 
 void load_snapshot(const std::string& path, Trainer& trainer) {
   if (!std::filesystem::exists(path)) throw Error(str("resume: the snapshot '", path, "' does not exist"));
+  if (std::filesystem::is_directory(path))
+    throw Error(str("resume: '", path, "' is a directory; give a snapshot file written by the snapshot extension, such as ",
+                    (std::filesystem::path(path) / "snapshot_iter_600").string()));
   TensorMap entries;
   try {
     entries = load_npz(path);
