@@ -2,6 +2,7 @@
 // ReLU, Classifier (softmax cross-entropy + accuracy), Adam, evaluation on the test set after
 // every epoch, a log, a printed report, a progress bar, a graph dump and snapshots.
 //   mpiexec -n 2 build/apps/mnist_mlp [-b 100] [-e 20] [-u 1000] [-o result] [-r SNAPSHOT] [--data DIR]
+//   build/apps/mnist_mlp --gpu [ID]     # model, optimizer and data on CUDA device ID (default 0)
 // Every process trains on its share of the data with batch -b; gradients are averaged over all.
 #include <chainer.h>
 #include <chainermn.h>
@@ -51,6 +52,7 @@ struct Options {
   std::string data;
   std::string communicator = "naive";
   std::string reduction = "bucketed";
+  std::optional<int> gpu;  // --gpu: the CUDA device
 };
 
 const char* kUsage = R"(usage: mnist_mlp [options]
@@ -61,6 +63,7 @@ Trains the ChainerMN tutorial MLP on MNIST.
   -o, --out DIR       directory for the log, graph and snapshots (default result)
   -r, --resume FILE   resume from a snapshot written by an earlier run
   -f, --frequency N   snapshot every N epochs (default -1: once, at the end)
+  -g, --gpu [ID]      train on CUDA device ID (default 0): model, optimizer and data on the GPU
       --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)
       --seed N        random seed for initialization and shuffling (default 0)
       --threads N     compute threads per process (default: cores / processes on this node)
@@ -115,11 +118,19 @@ Options parse(int argc, char** argv) {
     else if (a == "--data") o.data = next();
     else if (a == "--communicator") o.communicator = next();
     else if (a == "--reduction") o.reduction = next();
+    else if (a == "-g" || a == "--gpu") {
+      // The ID is optional: "--gpu" alone means device 0, as does a following option.
+      const bool has_id = value || (i + 1 < argc && argv[i + 1][0] != '-');
+      o.gpu = has_id ? int(parse_int("-g/--gpu", next(), 0, 1023)) : 0;
+    }
     else throw Error(chainer::str("unknown option '", a, "' (see --help)"));
   }
   if (o.frequency == 0) throw Error("-f/--frequency must be -1 or positive, got 0");
   if (o.reduction != "bucketed" && o.reduction != "communicator")
     throw Error(chainer::str("--reduction must be bucketed or communicator, got '", o.reduction, "'"));
+  if (o.gpu && chainermn::world_size() > 1)
+    throw Error("--gpu with several processes needs the GPU communicators (pure_nccl, hierarchical, ...), which this "
+                "version does not have yet; run one process with --gpu, or several on the CPU");
   return o;
 }
 
@@ -151,6 +162,9 @@ std::string rank_suffix(const chainermn::Communicator& comm) {
 
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  // A GPU that cannot be used is an error before any data is read.
+  const chainer::Device device = o.gpu ? chainer::cuda::get_device(*o.gpu).device() : chainer::Device::cpu();
+  if (o.gpu) chainer::cuda::get_device(*o.gpu).use();
   auto comm = chainermn::create_communicator(o.communicator);
   const bool root = comm->rank() == 0;
   if (o.threads > 0) chainer::set_num_threads(o.threads);
@@ -162,7 +176,8 @@ int run(int argc, char** argv) {
     const std::string data_dir = find_data(o);
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << "\n# Using " << comm->name()
               << " communicator, " << o.reduction << " reduction\n# unit: " << o.unit << "\n# Minibatch-size: " << o.batchsize
-              << "\n# epoch: " << o.epoch << "\n# threads per process: " << chainer::num_threads()
+              << "\n# epoch: " << o.epoch << "\n# device: " << device.str()
+              << "\n# threads per process: " << chainer::num_threads()
               << "\n# data: " << data_dir << "\n\n"
               << std::flush;
     std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
@@ -172,8 +187,15 @@ int run(int argc, char** argv) {
   // multi-node evaluator weights each rank by its examples), so every test example counts once.
   test = chainermn::scatter_dataset(test, comm, 0, true, uint64_t(o.seed), /*force_equal_length=*/false);
 
+  // On a GPU the whole dataset is copied there once and batches are gathered on the device.
+  if (o.gpu) {
+    train = chainer::datasets::to_device(train, device);
+    test = chainer::datasets::to_device(test, device);
+  }
+
   chainer::random::seed(uint64_t(o.seed));
   auto model = std::make_shared<L::Classifier>(std::make_shared<MLP>(o.unit, 10));
+  model->to_device(device);  // the tutorial's model.to_gpu()
   // The two-line change of the tutorial: gradients are averaged over all workers between
   // backward and the update (and rank 0's parameters are broadcast first).
   chainermn::MultiNodeOptimizerOptions multi_node;

@@ -30,13 +30,16 @@ void Variable::backward(const BackwardOptions& options) const {
     if (root->data.numel() != 1)
       throw Error(str("backward: the variable has shape ", shape_str(root->data.shape()),
                       "; backward from a non-scalar needs an initial gradient (set grad first)"));
-    root_grad = Tensor::ones(root->data.shape(), root->data.dtype());
+    root_grad = Tensor::ones(root->data.shape(), root->data.dtype(), root->data.device());
   } else if (root_grad.shape() != root->data.shape()) {
     throw Error(str("backward: the initial gradient has shape ", shape_str(root_grad.shape()),
                     " but the variable has shape ", shape_str(root->data.shape())));
   } else if (root_grad.dtype() != root->data.dtype()) {
     throw Error(str("backward: the initial gradient has dtype ", dtype_name(root_grad.dtype()),
                     " but the variable has dtype ", dtype_name(root->data.dtype())));
+  } else if (root_grad.device() != root->data.device()) {
+    throw Error(str("backward: the initial gradient is on ", root_grad.device().str(), " but the variable is on ",
+                    root->data.device().str()));
   }
   if (!root->creator) return;  // a leaf: its grad already is the answer
 
@@ -85,7 +88,7 @@ void Variable::backward(const BackwardOptions& options) const {
           pending.erase(it);
         }
       }
-      gys.push_back(g.defined() ? std::move(g) : Tensor::zeros(f->output_shapes()[i], f->output_dtype()));
+      gys.push_back(g.defined() ? std::move(g) : Tensor::zeros(f->output_shapes()[i], f->output_dtype(), f->output_device()));
     }
     std::vector<Tensor> gxs = f->backward(gys);
     CHAINER_ASSERT(gxs.size() == f->inputs().size(), f->name(), " returned ", gxs.size(), " gradients for ",

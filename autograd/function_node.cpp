@@ -51,6 +51,7 @@ std::vector<Variable> record(const std::shared_ptr<FunctionNode>& node, const st
   for (Tensor& t : outputs) {
     node->output_shapes_.push_back(t.shape());
     node->output_dtype_ = t.dtype();
+    node->output_device_ = t.device();
     Variable v(std::move(t), true);
     v.node()->creator = node;
     node->outputs_.push_back(v.node_ptr());

@@ -40,11 +40,13 @@ class FunctionNode {
   std::vector<std::weak_ptr<VariableNode>> outputs_;
   std::vector<Shape> output_shapes_;
   DType output_dtype_ = DType::Float32;
+  Device output_device_;
   int64_t sequence_ = 0;
   bool released_ = false;
 
  public:
   DType output_dtype() const { return output_dtype_; }
+  Device output_device() const { return output_device_; }
 };
 
 // True when a function applied to INPUTS must record itself: backprop is enabled and some

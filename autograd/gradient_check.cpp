@@ -21,12 +21,14 @@ double weighted_sum(const std::vector<Variable>& ys, const std::vector<Tensor>& 
 
 void check_backward(const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f,
                     const std::vector<Tensor>& inputs, const GradientCheckOptions& options) {
+  // XS stay on the host, where finite differences perturb them; F sees copies on options.device.
+  const Device device = options.device;
   std::vector<Tensor> xs;
   std::vector<Variable> vars;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    xs.push_back(to_double(inputs[i]));
+    xs.push_back(to_double(inputs[i].to(Device::cpu())));
     bool checked = is_floating(xs[i].dtype()) && !(i < options.no_grads.size() && options.no_grads[i]);
-    vars.emplace_back(xs[i], checked);
+    vars.emplace_back(xs[i].to(device), checked);
   }
   std::vector<Variable> ys = f(vars);
   Generator gen(options.seed);
@@ -34,7 +36,7 @@ void check_backward(const std::function<std::vector<Variable>(const std::vector<
   for (const Variable& y : ys) {
     if (y.dtype() != DType::Float64)
       throw Error(str("check_backward: an output has dtype ", dtype_name(y.dtype()), "; the function must keep float64"));
-    gys.push_back(random::normal(y.shape(), 0.0, 1.0, DType::Float64, &gen));
+    gys.push_back(random::normal(y.shape(), 0.0, 1.0, DType::Float64, &gen).to(y.data().device()));
   }
   // Analytic: backward from the sum of <y_i, gy_i>, by seeding each output's grad.
   for (size_t i = 0; i < ys.size(); ++i) {
@@ -50,7 +52,7 @@ void check_backward(const std::function<std::vector<Variable>(const std::vector<
     for (int64_t k = 0; k < xs[i].numel(); ++k) {
       const double saved = x[k];
       std::vector<Variable> plain;
-      for (const Tensor& t : xs) plain.emplace_back(t, false);
+      for (const Tensor& t : xs) plain.emplace_back(t.to(device), false);
       x[k] = saved + options.eps;
       double fp = weighted_sum(f(plain), gys);
       x[k] = saved - options.eps;

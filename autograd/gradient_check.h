@@ -1,6 +1,7 @@
 // Finite-difference gradient checks, as chainer.gradient_check.check_backward: the function
 // runs in float64, and the gradients from backward are compared with central differences of
-// sum(f(x) * gy) for a random gy. Integer inputs (labels) pass through unchecked.
+// sum(f(x) * gy) for a random gy. Integer inputs (labels) pass through unchecked. With a CUDA
+// device in the options, F runs there: the GPU's backward is checked against its own forward.
 #pragma once
 #include <functional>
 #include <vector>
@@ -15,6 +16,7 @@ struct GradientCheckOptions {
   double rtol = 1e-4;
   uint64_t seed = 0;               // for the random output gradient
   std::vector<bool> no_grads = {};  // per input: true to skip its check
+  Device device = {};               // where F runs (inputs are copied there)
 };
 
 // Throws chainer::Error describing the first mismatch (input, element, analytic, numeric).

@@ -3,6 +3,10 @@
 // plus the test accuracy after each epoch so a fast-but-wrong engine cannot hide.
 //   build/bench/bench_epoch [--epochs 3] [--threads N] [--data DIR] [--unfused] [--communicator naive]
 //   mpiexec -n 2 build/bench/bench_epoch      # data-parallel: 2 processes x 1 thread here
+//   build/bench/bench_epoch --gpu [ID] [--eager] [--tf32]   # one CUDA device, as torch_gpu.py
+// On a GPU the data set lives on the device, the StandardUpdater runs the steps (whole-step CUDA
+// graphs unless --eager) and losses are summed on the device; the device is synchronized around
+// each timed part. It also prints kernel launches per step and the peak of device memory in use.
 // --threads defaults to the library's default (cores / ranks on this node), as mnist_mlp uses.
 // Under mpiexec rank 0 scatters the data, gradients are averaged by the multi-node optimizer
 // (bucketed, during backward), and an epoch is one pass over the data across all processes.
@@ -34,12 +38,80 @@ struct MLP : chainer::Chain {
     return (*l3)(F::relu((*l2)(F::relu((*l1)(x)))));
   }
 };
+int run_gpu(int id, int epochs, bool fused, bool graphs, bool tf32, const std::string& data) {
+  namespace cuda = chainer::cuda;
+  cuda::get_device(id).use();
+  const chainer::Device device = cuda::get_device(id).device();
+  cuda::set_allow_tf32(tf32);
+  chainer::random::seed(0);
+  auto [train_host, test_host] = chainer::datasets::get_mnist(data);
+  auto train = chainer::datasets::to_device(train_host, device), test = chainer::datasets::to_device(test_host, device);
+  auto mlp = std::make_shared<MLP>(1000);
+  mlp->fused = fused;
+  auto model = std::make_shared<L::Classifier>(mlp);
+  model->to_device(device);
+  auto adam = std::make_shared<chainer::optimizers::Adam>();
+  adam->setup(model);
+  auto it = std::make_shared<chainer::iterators::SerialIterator>(train, 100, true, true, 0);
+  chainer::training::StandardUpdater updater(it, adam, {}, {.device = device, .cuda_graph = graphs});
+  chainer::Reporter reporter;
+  reporter.add_observer("main", model.get());
+  using clock = std::chrono::steady_clock;
+  double total = 0, total_after_first = 0, last_acc = 0;
+  for (int e = 1; e <= epochs; ++e) {
+    chainer::DictSummary summary;
+    cuda::synchronize();
+    const cuda::LaunchCounts before = cuda::launch_counts();
+    const auto start = clock::now();
+    int64_t steps = 0;
+    do {
+      chainer::Observation observation;
+      {
+        chainer::Reporter::Scope scope(reporter, observation);
+        updater.update();
+      }
+      summary.add(observation);
+      ++steps;
+    } while (!it->is_new_epoch());
+    cuda::synchronize();
+    const double train_s = std::chrono::duration<double>(clock::now() - start).count();
+    const cuda::LaunchCounts after = cuda::launch_counts();
+    total += train_s;
+    if (e > 1) total_after_first += train_s;
+    const chainer::Observation mean = summary.compute_mean();
+    const auto eval_start = clock::now();
+    chainer::training::extensions::Evaluator evaluator(
+        std::make_shared<chainer::iterators::SerialIterator>(test, 100, false, false), model);
+    const chainer::Observation result = evaluator.evaluate();
+    cuda::synchronize();
+    const double eval_s = std::chrono::duration<double>(clock::now() - eval_start).count();
+    last_acc = result.at("validation/main/accuracy");
+    std::printf("epoch %d train_loss %.4f train_acc %.4f test_loss %.4f test_acc %.4f train_s %.3f eval_s %.3f "
+                "images_per_s %.0f step_us %.1f kernels_per_step %.1f graphs_per_step %.2f peak_mib %.1f\n",
+                e, mean.at("main/loss").value(), mean.at("main/accuracy").value(),
+                result.at("validation/main/loss").value(), last_acc, train_s, eval_s, double(steps) * 100 / train_s,
+                1e6 * train_s / double(steps), double(after.kernels - before.kernels) / double(steps),
+                double(after.graphs - before.graphs) / double(steps),
+                double(cuda::memory_stats().peak_in_use_bytes) / double(1 << 20));
+    std::fflush(stdout);
+  }
+  const cuda::MemoryStats mem = cuda::memory_stats();
+  std::printf("{\"engine\": \"chainermn-cpp\", \"device\": \"%s\", \"mode\": \"%s\", \"tf32\": %s, \"fused\": %s, "
+              "\"epochs\": %d, \"mean_train_s\": %.4f, \"mean_train_s_excl_first\": %.4f, \"graphs_captured\": %zu, "
+              "\"peak_mib\": %.1f, \"reserved_mib\": %.1f, \"cuda_mallocs\": %lld, \"test_acc\": %.4f}\n",
+              device.str().c_str(), graphs ? "graphs" : "eager", tf32 ? "true" : "false", fused ? "true" : "false", epochs,
+              total / epochs, epochs > 1 ? total_after_first / (epochs - 1) : total,
+              updater.cuda_graph_step().captures(), double(mem.peak_in_use_bytes) / double(1 << 20),
+              double(mem.reserved_bytes) / double(1 << 20), (long long)mem.device_mallocs, last_acc);
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   return chainermn::run_main(argc, argv, [](int argc, char** argv) -> int {
   int epochs = 3, threads = 0;  // 0: the library default
-  bool fused = true;
+  bool fused = true, graphs = true, tf32 = false;
+  int gpu = -1;
   std::string communicator = "naive";
   std::string data = "../shared/datasets/mnist";
   if (const char* env = std::getenv("MNIST_DIR")) data = env;
@@ -49,11 +121,16 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
     else if (!std::strcmp(argv[i], "--unfused")) fused = false;
     else if (!std::strcmp(argv[i], "--communicator") && i + 1 < argc) communicator = argv[++i];
+    else if (!std::strcmp(argv[i], "--gpu")) gpu = i + 1 < argc && argv[i + 1][0] != '-' ? std::atoi(argv[++i]) : 0;
+    else if (!std::strcmp(argv[i], "--eager")) graphs = false;
+    else if (!std::strcmp(argv[i], "--tf32")) tf32 = true;
     else {
-      std::fprintf(stderr, "usage: bench_epoch [--epochs N] [--threads N] [--data DIR] [--unfused] [--communicator NAME]\n");
+      std::fprintf(stderr, "usage: bench_epoch [--epochs N] [--threads N] [--data DIR] [--unfused] [--communicator NAME]\n"
+                           "                   [--gpu [ID] [--eager] [--tf32]]\n");
       return 2;
     }
   }
+  if (gpu >= 0) return run_gpu(gpu, epochs, fused, graphs, tf32, data);
     chainer::set_num_threads(threads);
     chainer::random::seed(0);
     auto comm = chainermn::create_communicator(communicator);

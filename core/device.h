@@ -1,5 +1,5 @@
-// Where a tensor's memory lives. Only the CPU exists today; CUDA joins in a later issue and all
-// dispatch on the device happens in core/ops.cpp, so kernels never test the device themselves.
+// Where a tensor's memory lives: the CPU or one CUDA device. Model code never tests it: ops
+// dispatch on it in one place (core/kernels.h), and it appears in error messages.
 #pragma once
 #include <string>
 
@@ -11,7 +11,9 @@ struct Device {
   int index = 0;
 
   static Device cpu() { return {}; }
+  static Device cuda(int index) { return {Type::CUDA, index}; }
   bool is_cpu() const { return type == Type::CPU; }
+  bool is_cuda() const { return type == Type::CUDA; }
   bool operator==(const Device& o) const { return type == o.type && index == o.index; }
   std::string str() const;  // "cpu", "cuda:0"
 };

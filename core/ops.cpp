@@ -1,17 +1,29 @@
-// Argument checks and device dispatch for core/ops.h. Only the CPU exists in this build; the
-// CUDA branch will be added here and nowhere else.
+// Argument checks and device dispatch for core/ops.h: every op checks its operands, makes its
+// outputs on their device and calls that device's kernel (core/kernels.h).
 #include "core/ops.h"
 
 #include <algorithm>
 
-#include "core/cpu/kernels.h"
+#include "core/kernels.h"
 
 namespace chainer::ops {
 
 namespace {
-void require_defined_cpu(const char* op, const Tensor& t) {
+void require_defined(const char* op, const Tensor& t) {
   if (!t.defined()) throw Error(str(op, ": an input tensor is undefined"));
-  if (!t.device().is_cpu()) throw Error(str(op, ": device ", t.device().str(), " is not supported in this build"));
+}
+// Every tensor defined and on one device; returns it.
+Device require_same_device(const char* op, std::initializer_list<const Tensor*> ts) {
+  Device device;
+  bool first = true;
+  for (const Tensor* t : ts) {
+    require_defined(op, *t);
+    if (first) device = t->device(), first = false;
+    else if (t->device() != device)
+      throw Error(str(op, ": the arrays are on different devices (", device.str(), " and ", t->device().str(),
+                      "); move them to one device first (Tensor::to, Link::to_gpu)"));
+  }
+  return device;
 }
 void require_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype())
@@ -22,31 +34,29 @@ void require_floating(const char* op, const Tensor& a) {
     throw Error(str(op, ": dtype ", dtype_name(a.dtype()), " is not supported (expected float32 or float64)"));
 }
 
-Tensor binary(cpu::BinaryOp kind, const char* op, const Tensor& a, const Tensor& b) {
-  require_defined_cpu(op, a);
-  require_defined_cpu(op, b);
+Tensor binary(BinaryOp kind, const char* op, const Tensor& a, const Tensor& b) {
+  const Device device = require_same_device(op, {&a, &b});
   require_same_dtype(op, a, b);
-  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op), a.dtype());
-  cpu::binary(kind, a, b, out);
+  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op), a.dtype(), device);
+  kernels_for(device).binary(kind, a, b, out);
   return out;
 }
 
-Tensor unary(cpu::UnaryOp kind, const char* op, const Tensor& a) {
-  require_defined_cpu(op, a);
+Tensor unary(UnaryOp kind, const char* op, const Tensor& a) {
+  const Device device = require_same_device(op, {&a});
   require_floating(op, a);
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
-  cpu::unary(kind, a, out);
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), device);
+  kernels_for(device).unary(kind, a, out);
   return out;
 }
 
-Tensor activation_grad(cpu::GradOp kind, const char* op, const Tensor& y, const Tensor& gy) {
-  require_defined_cpu(op, y);
-  require_defined_cpu(op, gy);
+Tensor activation_grad(GradOp kind, const char* op, const Tensor& y, const Tensor& gy) {
+  const Device device = require_same_device(op, {&y, &gy});
   require_same_dtype(op, y, gy);
   if (y.shape() != gy.shape())
     throw Error(str(op, ": gradient shape ", shape_str(gy.shape()), " differs from output shape ", shape_str(y.shape())));
-  Tensor out = Tensor::empty(y.shape(), y.dtype());
-  cpu::activation_grad(kind, y, gy, out);
+  Tensor out = Tensor::empty(y.shape(), y.dtype(), device);
+  kernels_for(device).activation_grad(kind, y, gy, out);
   return out;
 }
 }  // namespace
@@ -64,57 +74,79 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::Add, "add", a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::Sub, "sub", a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::Mul, "mul", a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::Div, "div", a, b); }
+Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, "add", a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, "sub", a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, "mul", a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, "div", a, b); }
 
-Tensor add_scalar(const Tensor& a, double s) {
-  require_defined_cpu("add_scalar", a);
-  require_floating("add_scalar", a);
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
-  cpu::affine(a, 1.0, s, out);
+namespace {
+Tensor affine(const char* op, const Tensor& a, double mul, double add) {
+  const Device device = require_same_device(op, {&a});
+  require_floating(op, a);
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), device);
+  kernels_for(device).affine(a, mul, add, out);
   return out;
 }
-Tensor mul_scalar(const Tensor& a, double s) {
-  require_defined_cpu("mul_scalar", a);
-  require_floating("mul_scalar", a);
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
-  cpu::affine(a, s, 0.0, out);
-  return out;
-}
-Tensor neg(const Tensor& a) { return unary(cpu::UnaryOp::Neg, "neg", a); }
-Tensor exp(const Tensor& a) { return unary(cpu::UnaryOp::Exp, "exp", a); }
-Tensor log(const Tensor& a) { return unary(cpu::UnaryOp::Log, "log", a); }
-Tensor sqrt(const Tensor& a) { return unary(cpu::UnaryOp::Sqrt, "sqrt", a); }
-Tensor square(const Tensor& a) { return unary(cpu::UnaryOp::Square, "square", a); }
-Tensor relu(const Tensor& a) { return unary(cpu::UnaryOp::Relu, "relu", a); }
-Tensor sigmoid(const Tensor& a) { return unary(cpu::UnaryOp::Sigmoid, "sigmoid", a); }
-Tensor tanh(const Tensor& a) { return unary(cpu::UnaryOp::Tanh, "tanh", a); }
-Tensor relu_grad(const Tensor& y, const Tensor& gy) { return activation_grad(cpu::GradOp::Relu, "relu_grad", y, gy); }
+}  // namespace
+Tensor add_scalar(const Tensor& a, double s) { return affine("add_scalar", a, 1.0, s); }
+Tensor mul_scalar(const Tensor& a, double s) { return affine("mul_scalar", a, s, 0.0); }
+Tensor neg(const Tensor& a) { return unary(UnaryOp::Neg, "neg", a); }
+Tensor exp(const Tensor& a) { return unary(UnaryOp::Exp, "exp", a); }
+Tensor log(const Tensor& a) { return unary(UnaryOp::Log, "log", a); }
+Tensor sqrt(const Tensor& a) { return unary(UnaryOp::Sqrt, "sqrt", a); }
+Tensor square(const Tensor& a) { return unary(UnaryOp::Square, "square", a); }
+Tensor relu(const Tensor& a) { return unary(UnaryOp::Relu, "relu", a); }
+Tensor sigmoid(const Tensor& a) { return unary(UnaryOp::Sigmoid, "sigmoid", a); }
+Tensor tanh(const Tensor& a) { return unary(UnaryOp::Tanh, "tanh", a); }
+Tensor relu_grad(const Tensor& y, const Tensor& gy) { return activation_grad(GradOp::Relu, "relu_grad", y, gy); }
 Tensor sigmoid_grad(const Tensor& y, const Tensor& gy) {
-  return activation_grad(cpu::GradOp::Sigmoid, "sigmoid_grad", y, gy);
+  return activation_grad(GradOp::Sigmoid, "sigmoid_grad", y, gy);
 }
-Tensor tanh_grad(const Tensor& y, const Tensor& gy) { return activation_grad(cpu::GradOp::Tanh, "tanh_grad", y, gy); }
+Tensor tanh_grad(const Tensor& y, const Tensor& gy) { return activation_grad(GradOp::Tanh, "tanh_grad", y, gy); }
 
 void axpy_(Tensor& y, double alpha, const Tensor& x) {
-  require_defined_cpu("axpy", y);
-  require_defined_cpu("axpy", x);
+  const Device device = require_same_device("axpy", {&y, &x});
   require_same_dtype("axpy", y, x);
+  require_floating("axpy", y);
   if (y.shape() != x.shape())
     throw Error(str("axpy: shapes ", shape_str(y.shape()), " and ", shape_str(x.shape()), " differ"));
   if (!y.is_contiguous()) throw Error("axpy: the destination must be contiguous");
-  cpu::axpy(y, alpha, x);
+  kernels_for(device).axpy(y, alpha, x);
 }
 
 void scale_(Tensor& y, double alpha) {
-  require_defined_cpu("scale", y);
+  const Device device = require_same_device("scale", {&y});
+  require_floating("scale", y);
   if (!y.is_contiguous()) throw Error("scale: the destination must be contiguous");
-  cpu::affine(y, alpha, 0.0, y);
+  kernels_for(device).affine(y, alpha, 0.0, y);
+}
+
+void accumulate_(Tensor& acc, const Tensor& value) {
+  const Device device = require_same_device("accumulate", {&acc, &value});
+  if (acc.dtype() != DType::Float64 || acc.numel() != 1)
+    throw Error(str("accumulate: the accumulator must be one float64 element, got ", dtype_name(acc.dtype()), " ",
+                    shape_str(acc.shape())));
+  require_floating("accumulate", value);
+  if (value.numel() != 1)
+    throw Error(str("accumulate: the value must have one element, got shape ", shape_str(value.shape())));
+  kernels_for(device).accumulate(acc, value);
+}
+
+Tensor take_rows(const Tensor& src, const std::vector<int64_t>& rows) {
+  const Device device = require_same_device("take_rows", {&src});
+  if (src.ndim() == 0) throw Error("take_rows: cannot take rows of a 0-dimensional array");
+  for (int64_t r : rows)
+    if (r < 0 || r >= src.size(0))
+      throw Error(str("take_rows: row ", r, " is out of range for an array of ", src.size(0), " rows"));
+  Shape shape = src.shape();
+  shape[0] = int64_t(rows.size());
+  Tensor out = Tensor::empty(shape, src.dtype(), device);
+  if (out.numel() > 0) kernels_for(device).take_rows(src, rows, out);
+  return out;
 }
 
 Tensor sum(const Tensor& a, const std::vector<int64_t>& axes, bool keepdims) {
-  require_defined_cpu("sum", a);
+  const Device device = require_same_device("sum", {&a});
   std::vector<bool> reduce(size_t(a.ndim()), axes.empty());
   for (int64_t ax : axes) {
     int64_t d = normalize_axis(ax, a.ndim(), "sum");
@@ -126,8 +158,8 @@ Tensor sum(const Tensor& a, const std::vector<int64_t>& axes, bool keepdims) {
     if (reduce[size_t(d)]) kept[size_t(d)] = 1;
     else dropped.push_back(a.shape()[size_t(d)]);
   }
-  Tensor out = Tensor::empty(kept, a.dtype());
-  cpu::sum_axes(a, reduce, out);
+  Tensor out = Tensor::empty(kept, a.dtype(), device);
+  kernels_for(device).sum_axes(a, reduce, out);
   return keepdims ? out : out.reshape(dropped);
 }
 
@@ -146,23 +178,23 @@ Tensor sum_to(const Tensor& a, const Shape& shape) {
 }
 
 Tensor broadcast_to(const Tensor& a, const Shape& shape) {
-  require_defined_cpu("broadcast_to", a);
+  const Device device = require_same_device("broadcast_to", {&a});
   if (a.shape() == shape) return a;
   if (broadcast_shapes(a.shape(), shape, "broadcast_to") != shape)
     throw Error(str("broadcast_to: cannot broadcast ", shape_str(a.shape()), " to ", shape_str(shape)));
-  Tensor out = Tensor::empty(shape, a.dtype());
-  cpu::broadcast_copy(a, out);
+  Tensor out = Tensor::empty(shape, a.dtype(), device);
+  kernels_for(device).broadcast_copy(a, out);
   return out;
 }
 
 Tensor max(const Tensor& a, int64_t axis, bool keepdims) {
-  require_defined_cpu("max", a);
+  const Device device = require_same_device("max", {&a});
   int64_t ax = normalize_axis(axis, a.ndim(), "max");
   if (a.shape()[size_t(ax)] == 0) throw Error("max: cannot reduce an axis of extent 0");
   Shape kept = a.shape();
   kept[size_t(ax)] = 1;
-  Tensor out = Tensor::empty(kept, a.dtype());
-  cpu::max_axis(a, ax, out, nullptr);
+  Tensor out = Tensor::empty(kept, a.dtype(), device);
+  kernels_for(device).max_axis(a, ax, out, nullptr);
   if (keepdims) return out;
   Shape dropped = a.shape();
   dropped.erase(dropped.begin() + ax);
@@ -170,21 +202,19 @@ Tensor max(const Tensor& a, int64_t axis, bool keepdims) {
 }
 
 Tensor argmax(const Tensor& a, int64_t axis) {
-  require_defined_cpu("argmax", a);
+  const Device device = require_same_device("argmax", {&a});
   int64_t ax = normalize_axis(axis, a.ndim(), "argmax");
   if (a.shape()[size_t(ax)] == 0) throw Error("argmax: cannot reduce an axis of extent 0");
   Shape dropped = a.shape();
   dropped.erase(dropped.begin() + ax);
-  Tensor idx = Tensor::empty(dropped, DType::Int32);
+  Tensor idx = Tensor::empty(dropped, DType::Int32, device);
   Tensor none;
-  cpu::max_axis(a, ax, none, &idx);
+  kernels_for(device).max_axis(a, ax, none, &idx);
   return idx;
 }
 
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c) {
-  require_defined_cpu("matmul", a);
-  require_defined_cpu("matmul", b);
-  require_defined_cpu("matmul", c);
+  const Device device = require_same_device("matmul", {&a, &b, &c});
   require_floating("matmul", a);
   require_same_dtype("matmul", a, b);
   require_same_dtype("matmul", a, c);
@@ -197,25 +227,25 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
                     trans_b ? "^T" : "", " are not aligned (", k, " != ", k2, ")"));
   if (c.shape() != Shape{m, n} || !c.is_contiguous())
     throw Error(str("matmul: output has shape ", shape_str(c.shape()), " but the product has shape ", shape_str({m, n})));
-  cpu::gemm(a.contiguous(), trans_a, b.contiguous(), trans_b, alpha, beta, c);
+  kernels_for(device).gemm(a.contiguous(), trans_a, b.contiguous(), trans_b, alpha, beta, c);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  require_defined_cpu("matmul", a);
-  require_defined_cpu("matmul", b);
+  const Device device = require_same_device("matmul", {&a, &b});
   if (a.ndim() != 2 || b.ndim() != 2)
     throw Error(str("matmul: expected 2-D arrays, got shapes ", shape_str(a.shape()), " and ", shape_str(b.shape())));
-  Tensor c = Tensor::empty({trans_a ? a.size(1) : a.size(0), trans_b ? b.size(0) : b.size(1)}, a.dtype());
+  Tensor c = Tensor::empty({trans_a ? a.size(1) : a.size(0), trans_b ? b.size(0) : b.size(1)}, a.dtype(), device);
   gemm(a, trans_a, b, trans_b, 1.0, 0.0, c);
   return c;
 }
 
 namespace {
 Tensor softmax_along(const char* op, const Tensor& x, int64_t axis, bool log) {
-  require_defined_cpu(op, x);
+  const Device device = require_same_device(op, {&x});
   require_floating(op, x);
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  cpu::softmax(x, normalize_axis(axis, x.ndim(), op), log, out);
+  const int64_t ax = normalize_axis(axis, x.ndim(), op);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
+  kernels_for(device).softmax(x, ax, log, out);
   return out;
 }
 }  // namespace
@@ -225,8 +255,9 @@ Tensor log_softmax(const Tensor& x, int64_t axis) { return softmax_along("log_so
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   if (xs.empty()) throw Error("concat: no arrays given");
-  for (const Tensor& x : xs) require_defined_cpu("concat", x);
   const Tensor& first = xs[0];
+  const Device device = require_same_device("concat", {&first});
+  for (const Tensor& x : xs) require_same_device("concat", {&first, &x});
   const int64_t ax = normalize_axis(axis, first.ndim(), "concat");
   Shape shape = first.shape();
   int64_t total = 0;
@@ -241,7 +272,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
     total += x.shape()[size_t(ax)];
   }
   shape[size_t(ax)] = total;
-  Tensor out = Tensor::empty(shape, first.dtype());
+  Tensor out = Tensor::empty(shape, first.dtype(), device);
   int64_t at = 0;
   for (const Tensor& x : xs) {
     const int64_t len = x.shape()[size_t(ax)];
@@ -256,7 +287,7 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
   const int64_t ax = normalize_axis(axis, xs[0].ndim() + 1, "stack");
   std::vector<Tensor> expanded;
   for (size_t i = 0; i < xs.size(); ++i) {
-    require_defined_cpu("stack", xs[i]);
+    require_same_device("stack", {&xs[0], &xs[i]});
     if (xs[i].shape() != xs[0].shape())
       throw Error(str("stack: array ", i, " has shape ", shape_str(xs[i].shape()), " but array 0 has ",
                       shape_str(xs[0].shape())));
@@ -269,36 +300,35 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
 
 
 void add_bias_(Tensor& y, const Tensor& b, bool relu) {
-  require_defined_cpu("add_bias", y);
+  const Device device = require_same_device("add_bias", {&y});
   require_floating("add_bias", y);
   if (y.ndim() != 2 || !y.is_contiguous())
     throw Error(str("add_bias: expected a contiguous 2-D output, got shape ", shape_str(y.shape())));
   if (b.defined()) {
-    require_defined_cpu("add_bias", b);
+    require_same_device("add_bias", {&y, &b});
     require_same_dtype("add_bias", y, b);
     if (b.shape() != Shape{y.size(1)})
       throw Error(str("add_bias: bias has shape ", shape_str(b.shape()), " but the output has shape ",
                       shape_str(y.shape()), " (expected ", shape_str({y.size(1)}), ")"));
   }
-  cpu::add_bias(y, b, relu);
+  kernels_for(device).add_bias(y, b, relu);
 }
 
 namespace {
 Tensor softmax_grad_impl(const char* op, const Tensor& y, const Tensor& gy, int64_t axis, bool log) {
-  require_defined_cpu(op, y);
-  require_defined_cpu(op, gy);
+  const Device device = require_same_device(op, {&y, &gy});
   require_floating(op, y);
   require_same_dtype(op, y, gy);
   if (y.shape() != gy.shape())
     throw Error(str(op, ": gradient shape ", shape_str(gy.shape()), " differs from output shape ", shape_str(y.shape())));
-  Tensor gx = Tensor::empty(y.shape(), y.dtype());
-  cpu::softmax_grad(y, gy, normalize_axis(axis, y.ndim(), op), log, gx);
+  const int64_t ax = normalize_axis(axis, y.ndim(), op);
+  Tensor gx = Tensor::empty(y.shape(), y.dtype(), device);
+  kernels_for(device).softmax_grad(y, gy, ax, log, gx);
   return gx;
 }
 
-void check_cross_entropy_args(const char* op, const Tensor& x, const Tensor& t) {
-  require_defined_cpu(op, x);
-  require_defined_cpu(op, t);
+Device check_cross_entropy_args(const char* op, const Tensor& x, const Tensor& t) {
+  const Device device = require_same_device(op, {&x, &t});
   require_floating(op, x);
   if (t.dtype() != DType::Int32)
     throw Error(str(op, ": labels have dtype ", dtype_name(t.dtype()), " (expected int32)"));
@@ -306,6 +336,7 @@ void check_cross_entropy_args(const char* op, const Tensor& x, const Tensor& t) 
   if (t.shape() != Shape{x.size(0)})
     throw Error(str(op, ": labels have shape ", shape_str(t.shape()), " but x has shape ", shape_str(x.shape()),
                     " (expected ", shape_str({x.size(0)}), ")"));
+  return device;
 }
 }  // namespace
 
@@ -316,24 +347,29 @@ Tensor log_softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis) {
   return softmax_grad_impl("log_softmax_grad", y, gy, axis, true);
 }
 
-CrossEntropyResult softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label) {
-  check_cross_entropy_args("softmax_cross_entropy", x, t);
+CrossEntropyResult softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label,
+                                         LossReduction reduction) {
+  const Device device = check_cross_entropy_args("softmax_cross_entropy", x, t);
   if (x.size(1) == 0) throw Error("softmax_cross_entropy: x has no classes (shape " + shape_str(x.shape()) + ")");
-  CrossEntropyResult r{Tensor::empty({x.size(0)}, x.dtype()), Tensor::empty({x.size(0)}, x.dtype()), 0};
-  const int64_t bad = cpu::softmax_cross_entropy(x, t, ignore_label, r.loss, r.lse, r.count);
+  const int64_t n = x.size(0);
+  CrossEntropyResult r{Tensor::empty({n}, x.dtype(), device), Tensor::empty({n}, x.dtype(), device),
+                       Tensor::empty({}, DType::Float64, device)};
+  Tensor reduced = reduction == LossReduction::None ? Tensor() : Tensor::empty({}, x.dtype(), device);
+  const int64_t bad =
+      kernels_for(device).softmax_cross_entropy(x, t, ignore_label, reduction, r.loss, r.lse, reduced, r.scale);
   if (bad >= 0)
     throw Error(str("softmax_cross_entropy: label ", t[bad].item<int32_t>(), " at index ", bad,
                     " is out of range for ", x.size(1), " classes (expected 0 <= label < ", x.size(1),
                     " or ignore_label ", ignore_label, ")"));
+  if (reduced.defined()) r.loss = reduced;
   return r;
 }
 
 Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
-                                  double scale, int64_t ignore_label) {
+                                  const Tensor& scale, int64_t ignore_label) {
   const char* op = "softmax_cross_entropy_grad";
-  check_cross_entropy_args(op, x, t);
-  require_defined_cpu(op, lse);
-  require_defined_cpu(op, gloss);
+  const Device device = check_cross_entropy_args(op, x, t);
+  require_same_device(op, {&x, &lse, &gloss, &scale});
   require_same_dtype(op, x, lse);
   require_same_dtype(op, x, gloss);
   if (lse.shape() != Shape{x.size(0)})
@@ -341,23 +377,25 @@ Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
   if (gloss.numel() != 1 && gloss.shape() != Shape{x.size(0)})
     throw Error(str(op, ": gradient has shape ", shape_str(gloss.shape()), " (expected one element or (", x.size(0),
                     "))"));
-  Tensor gx = Tensor::empty(x.shape(), x.dtype());
-  cpu::softmax_cross_entropy_grad(x, t, lse, gloss, scale, ignore_label, gx);
+  if (scale.dtype() != DType::Float64 || scale.numel() != 1)
+    throw Error(str(op, ": scale must be one float64 element, got ", dtype_name(scale.dtype()), " ",
+                    shape_str(scale.shape())));
+  Tensor gx = Tensor::empty(x.shape(), x.dtype(), device);
+  kernels_for(device).softmax_cross_entropy_grad(x, t, lse, gloss, scale, ignore_label, gx);
   return gx;
 }
 
-Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Generator& gen) {
+Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device, Generator& gen) {
   if (!(ratio >= 0.0 && ratio < 1.0)) throw Error(str("dropout: ratio ", ratio, " is outside [0, 1)"));
   if (!is_floating(dtype))
     throw Error(str("dropout: dtype ", dtype_name(dtype), " is not supported (expected float32 or float64)"));
-  Tensor mask = Tensor::empty(shape, dtype);
-  cpu::dropout_mask(ratio, gen, mask);
+  Tensor mask = Tensor::empty(shape, dtype, device);
+  kernels_for(device).dropout_mask(ratio, gen, mask);
   return mask;
 }
 
 Tensor accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label) {
-  require_defined_cpu("accuracy", y);
-  require_defined_cpu("accuracy", t);
+  const Device device = require_same_device("accuracy", {&y, &t});
   require_floating("accuracy", y);
   if (t.dtype() != DType::Int32)
     throw Error(str("accuracy: labels have dtype ", dtype_name(t.dtype()), " (expected int32)"));
@@ -368,9 +406,9 @@ Tensor accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label) {
     throw Error(str("accuracy: labels have shape ", shape_str(t.shape()), " but y has shape ", shape_str(y.shape()),
                     " (expected ", shape_str(expected), ")"));
   if (y.size(1) == 0) throw Error(str("accuracy: y has no classes (shape ", shape_str(y.shape()), ")"));
-  int64_t correct = 0, total = 0;
-  cpu::accuracy(y, t, ignore_label, correct, total);
-  return Tensor::scalar(total == 0 ? 0.0 : double(correct) / double(total), y.dtype());
+  Tensor out = Tensor::empty({}, y.dtype(), device);
+  kernels_for(device).accuracy(y, t, ignore_label, out);
+  return out;
 }
 
 }  // namespace chainer::ops

@@ -5,6 +5,7 @@
 #pragma once
 #include <vector>
 
+#include "core/kernels.h"
 #include "core/tensor.h"
 
 namespace chainer {
@@ -40,6 +41,12 @@ Tensor tanh_grad(const Tensor& y, const Tensor& gy);
 void axpy_(Tensor& y, double alpha, const Tensor& x);
 // y *= alpha, in place.
 void scale_(Tensor& y, double alpha);
+// acc (one float64 element) += value (one float element), in place and without reading either
+// on the host: how reported values are summed on a GPU.
+void accumulate_(Tensor& acc, const Tensor& value);
+// The rows ROWS (host indices) of SRC along axis 0, gathered on SRC's device: batches of a
+// dataset that lives on a GPU.
+Tensor take_rows(const Tensor& src, const std::vector<int64_t>& rows);
 
 // Sum over AXES (all axes when empty).
 Tensor sum(const Tensor& a, const std::vector<int64_t>& axes = {}, bool keepdims = false);
@@ -69,21 +76,23 @@ void add_bias_(Tensor& y, const Tensor& b, bool relu = false);
 Tensor softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis = 1);
 Tensor log_softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis = 1);
 
-// Softmax cross entropy of logits X (N, C) against int32 labels T (N,), per example, by
-// log-sum-exp. Rows labelled IGNORE_LABEL get loss 0 and are not counted.
+// Softmax cross entropy of logits X (N, C) against int32 labels T (N,), by log-sum-exp. Rows
+// labelled IGNORE_LABEL get loss 0 and are not counted.
 struct CrossEntropyResult {
-  Tensor loss;    // (N,) per-example losses
-  Tensor lse;     // (N,) log-sum-exp of each row, for the gradient
-  int64_t count;  // rows not ignored
+  Tensor loss;   // (N,) per-example losses, or their mean (a scalar) when REDUCTION asks for one
+  Tensor lse;    // (N,) log-sum-exp of each row, for the gradient
+  Tensor scale;  // one float64: what each row's loss was multiplied by (1/count, 1/N, or 1)
 };
-CrossEntropyResult softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label = -1);
+CrossEntropyResult softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label = -1,
+                                         LossReduction reduction = LossReduction::None);
 // Its gradient: gx[i] = (softmax(x[i]) - onehot(t[i])) * gloss[i] * scale (gloss may have one
 // element, shared by all rows); zero on ignored rows.
 Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
-                                  double scale, int64_t ignore_label = -1);
+                                  const Tensor& scale, int64_t ignore_label = -1);
 
-// A dropout mask of SHAPE: 1/(1-ratio) with probability 1-ratio, else 0, drawn from GEN.
-Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Generator& gen);
+// A dropout mask of SHAPE on DEVICE: 1/(1-ratio) with probability 1-ratio, else 0. One key is
+// drawn from GEN; the elements are Philox values of it, the same on every device.
+Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device, Generator& gen);
 
 // Fraction (a scalar of y's dtype) of argmax(y, axis 1) == t over labels other than
 // IGNORE_LABEL; 0 when every label is ignored. T has y's shape without axis 1.

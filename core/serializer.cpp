@@ -28,7 +28,8 @@ const Tensor& Serializer::find(const std::string& key) const {
 void Serializer::tensor(const std::string& key, Tensor& value) {
   if (!is_reader()) {
     if (!value.defined()) throw Error(str("serialize: the entry '", prefix_ + key, "' is undefined"));
-    (*entries_)[prefix_ + key] = value.clone();
+    // Entries live on the host, so snapshots and NPZ files do not depend on the device.
+    (*entries_)[prefix_ + key] = value.device().is_cpu() ? value.clone() : value.to(Device::cpu());
     return;
   }
   const Tensor& stored = find(key);

@@ -1,12 +1,19 @@
 #include "core/storage.h"
 
 #include "core/allocator.h"
+#include "core/cuda/runtime.h"
 #include "core/error.h"
 
 namespace chainer {
 
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
-  if (!device.is_cpu()) throw Error(str("storage: device ", device.str(), " is not available in this build"));
+  if (device.is_cuda()) {
+    // A block of the device's caching allocator (core/caching_allocator.h), given back when
+    // owner_ drops it.
+    owner_ = cuda::detail::runtime(device.index).allocate(device.index, bytes);
+    data_ = owner_.get();
+    return;
+  }
   // 64-byte aligned (one cache line, what AVX-512 loads like best); large blocks are recycled
   // (core/allocator.h).
   data_ = host_allocate(bytes);

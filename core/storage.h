@@ -1,7 +1,7 @@
 // A reference-counted, 64-byte aligned block of memory on one device. Tensors and their views
 // share a Storage through shared_ptr, so a view keeps its base alive. A Storage may also wrap
-// memory that something else owns (a segment shared between processes, say), keeping that
-// owner alive instead of freeing the memory itself.
+// memory that something else owns (a segment shared between processes, a block of the CUDA
+// caching allocator), keeping that owner alive instead of freeing the memory itself.
 #pragma once
 #include <cstddef>
 #include <memory>

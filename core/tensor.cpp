@@ -6,6 +6,9 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/cuda/runtime.h"
+#include "core/kernels.h"
+
 namespace chainer {
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape shape, std::vector<int64_t> strides,
@@ -27,13 +30,14 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
     std::snprintf(gib, sizeof gib, "%.1f", double(numel) * double(dtype_size(dtype)) / double(1 << 30));
     throw Error(str("out of memory: a ", dtype_name(dtype), " tensor of shape ", shape_str(shape), " needs ", gib,
                     " GiB on ", device.str()));
-  }
+  }  // (the CUDA allocator throws its own Error, naming what is in use and cached)
   return Tensor(std::move(storage), 0, shape, contiguous_strides(shape), dtype);
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  std::memset(t.raw_data(), 0, t.nbytes());
+  if (device.is_cpu()) std::memset(t.raw_data(), 0, t.nbytes());
+  else t.fill_(0.0);
   return t;
 }
 
@@ -193,49 +197,49 @@ Tensor Tensor::astype(DType dtype) const {
 }
 
 Tensor& Tensor::fill_(double value) {
-  CHAINER_DISPATCH_ALL(dtype_, "fill", [&] {
-    scalar_t v = scalar_t(value);
-    scalar_t* p = static_cast<scalar_t*>(storage_->data());
-    if (is_contiguous()) {
-      std::fill(p + offset_, p + offset_ + numel(), v);
-    } else {
-      for_each_offset(shape_, strides_, [&](int64_t o) { p[offset_ + o] = v; });
-    }
-  });
+  if (!defined()) throw Error("fill: the tensor is undefined");
+  if (numel() > 0) kernels_for(device()).fill(*this, value);
   return *this;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
+  if (!defined() || !src.defined()) throw Error("copy: a tensor is undefined");
   if (src.shape_ != shape_)
     throw Error(str("copy: source shape ", shape_str(src.shape_), " differs from destination shape ",
                     shape_str(shape_)));
-  if (src.dtype_ == dtype_ && is_contiguous() && src.is_contiguous()) {
-    if (raw_data() != src.raw_data()) std::memmove(raw_data(), src.raw_data(), nbytes());
+  if (numel() == 0) return *this;
+  const Device from = src.device(), to = device();
+  if (from == to) {
+    kernels_for(to).copy(src, *this);
     return *this;
   }
-  CHAINER_DISPATCH_ALL(dtype_, "copy", [&] {
-    using dst_t = scalar_t;
-    dst_t* dst = static_cast<dst_t*>(storage_->data()) + offset_;
-    CHAINER_DISPATCH_ALL(src.dtype_, "copy", [&] {
-      const scalar_t* s = static_cast<const scalar_t*>(src.storage_->data()) + src.offset_;
-      if (is_contiguous()) {  // the common case (clone, contiguous): no table of destination offsets
-        int64_t k = 0;
-        for_each_offset(src.shape_, src.strides_, [&](int64_t o) { dst[k++] = dst_t(s[o]); });
-        return;
-      }
-      std::vector<int64_t> doff;
-      doff.reserve(size_t(numel()));
-      for_each_offset(shape_, strides_, [&](int64_t o) { doff.push_back(o); });
-      size_t k = 0;
-      for_each_offset(src.shape_, src.strides_, [&](int64_t o) { dst[doff[k++]] = dst_t(s[o]); });
-    });
-  });
+  // Across devices the bytes move as one contiguous block of the destination's dtype: convert
+  // and pack on the source's side, land in a packed buffer on this side, then lay it out here.
+  const Tensor packed = src.dtype_ == dtype_ && src.is_contiguous() ? src : src.astype(dtype_);
+  const bool direct = is_contiguous();
+  Tensor landing = direct ? *this : empty(shape_, dtype_, to);
+  if (to.is_cpu()) {
+    cuda::detail::runtime(from.index).copy_to_host(from.index, landing.raw_data(), packed.raw_data(), nbytes());
+  } else if (from.is_cpu()) {
+    cuda::detail::runtime(to.index).copy_from_host(to.index, landing.raw_data(), packed.raw_data(), nbytes());
+  } else {
+    cuda::detail::runtime(to.index).copy_between(to.index, landing.raw_data(), from.index, packed.raw_data(), nbytes());
+  }
+  if (!direct) kernels_for(to).copy(landing, *this);
   return *this;
+}
+
+Tensor Tensor::to(Device device) const {
+  if (!defined() || this->device() == device) return *this;
+  Tensor out = empty(shape_, dtype_, device);
+  out.copy_(*this);
+  return out;
 }
 
 template <class T>
 T Tensor::item() const {
   if (numel() != 1) throw Error(str("item: tensor of shape ", shape_str(shape_), " has ", numel(), " elements, not 1"));
+  if (!device().is_cpu()) return to(Device::cpu()).item<T>();
   return CHAINER_DISPATCH_ALL(dtype_, "item", [&]() -> T {
     return T(static_cast<const scalar_t*>(storage_->data())[offset_]);
   });
@@ -252,6 +256,7 @@ template <class T>
 std::vector<T> Tensor::to_vector() const {
   std::vector<T> out;
   if (!defined()) return out;
+  if (!device().is_cpu()) return to(Device::cpu()).to_vector<T>();
   out.reserve(size_t(numel()));
   CHAINER_DISPATCH_ALL(dtype_, "to_vector", [&] {
     const scalar_t* p = static_cast<const scalar_t*>(storage_->data()) + offset_;

@@ -50,7 +50,8 @@ class Tensor {
   int64_t offset() const { return offset_; }  // in elements
   bool shares_storage(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
 
-  // Typed pointer to the first element; throws if T does not match dtype().
+  // Typed pointer to the first element (a device pointer for a GPU tensor); throws if T does not
+  // match dtype().
   template <class T> T* data();
   template <class T> const T* data() const;
   void* raw_data();
@@ -63,10 +64,13 @@ class Tensor {
   Tensor narrow(int64_t axis, int64_t start, int64_t length) const;  // view
   Tensor operator[](int64_t index) const;  // view of one slice along axis 0, that axis dropped
   Tensor astype(DType dtype) const;        // a converted copy (a copy even for the same dtype)
+  // The tensor on DEVICE: *this when it is there already, else a contiguous copy.
+  Tensor to(Device device) const;
 
   Tensor& fill_(double value);
-  Tensor& copy_(const Tensor& src);  // same shape, any layout; converts dtype
+  Tensor& copy_(const Tensor& src);  // same shape, any layout and device; converts dtype
 
+  // Host reads: on a GPU these wait for the device (and report its recorded errors).
   template <class T> T item() const;  // the value of a one-element tensor
   double item_double() const;
   template <class T> std::vector<T> to_vector() const;  // row-major values, converted to T

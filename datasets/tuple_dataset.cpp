@@ -1,6 +1,6 @@
 #include "datasets/tuple_dataset.h"
 
-#include <cstring>
+#include "core/ops.h"
 
 namespace chainer::datasets {
 
@@ -28,21 +28,26 @@ Example TupleDataset::get_example(size_t i) const {
 
 std::vector<Tensor> TupleDataset::get_batch(const std::vector<size_t>& indices) const {
   for (size_t i : indices) check_index(i);
+  const std::vector<int64_t> rows(indices.begin(), indices.end());
   std::vector<Tensor> batch;
   batch.reserve(fields_.size());
-  for (const Tensor& f : fields_) {
-    Shape shape = f.shape();
-    shape[0] = int64_t(indices.size());
-    Tensor out = Tensor::empty(shape, f.dtype());
-    const size_t row_bytes = size_t(shape_numel(Shape(shape.begin() + 1, shape.end()))) * f.itemsize();
-    if (row_bytes > 0 && !indices.empty()) {
-      const char* src = static_cast<const char*>(f.raw_data());
-      char* dst = static_cast<char*>(out.raw_data());
-      for (size_t j = 0; j < indices.size(); ++j) std::memcpy(dst + j * row_bytes, src + indices[j] * row_bytes, row_bytes);
-    }
-    batch.push_back(std::move(out));
-  }
+  for (const Tensor& f : fields_) batch.push_back(ops::take_rows(f, rows));
   return batch;
+}
+
+std::shared_ptr<const TupleDataset> to_device(const DatasetPtr& dataset, Device device) {
+  if (!dataset) throw Error("to_device: the dataset is null");
+  std::vector<Tensor> fields;
+  if (auto tuple = std::dynamic_pointer_cast<const TupleDataset>(dataset)) {
+    fields = tuple->fields();
+  } else {
+    if (dataset->size() == 0) throw Error("to_device: the dataset is empty");
+    std::vector<size_t> all(dataset->size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    fields = dataset->get_batch(all);
+  }
+  for (Tensor& f : fields) f = f.to(device);
+  return std::make_shared<const TupleDataset>(std::move(fields));
 }
 
 }  // namespace chainer::datasets

@@ -1,7 +1,7 @@
 // TupleDataset: a dataset of in-memory arrays that share their first axis, as Chainer's
 // chainer.datasets.TupleDataset. Example i is the row views {fields[0][i], fields[1][i], ...};
-// get_batch copies rows straight into one batch tensor per field. fields() exposes the
-// arrays so a distributed layer can serialize or scatter the data.
+// get_batch copies rows straight into one batch tensor per field, on the fields' device.
+// fields() exposes the arrays so a distributed layer can serialize or scatter the data.
 #pragma once
 #include <vector>
 
@@ -24,5 +24,9 @@ class TupleDataset : public Dataset {
   std::vector<Tensor> fields_;
   size_t size_ = 0;
 };
+
+// DATASET with every example gathered into one array per field on DEVICE, once: batches are then
+// gathered there (a GPU run copies MNIST to the device at the start, not a batch every step).
+std::shared_ptr<const TupleDataset> to_device(const DatasetPtr& dataset, Device device);
 
 }  // namespace chainer::datasets

@@ -36,7 +36,18 @@ std::string describe(const Tensor& t) {
   return t.defined() ? str(chainer::dtype_name(t.dtype()), " ", chainer::shape_str(t.shape())) : "undefined";
 }
 
-Tensor fresh(const Tensor& t) { return t.defined() ? t.clone() : Tensor(); }
+// A copy of T in host memory, where MPI reads and writes (GPU tensors are staged through it).
+Tensor fresh(const Tensor& t) { return !t.defined() ? Tensor() : t.device().is_cpu() ? t.clone() : t.to(chainer::Device::cpu()); }
+
+// The model operations average and broadcast parameters in place in host memory.
+void require_cpu_model(const chainer::Link& model, const char* op) {
+  for (const auto& [name, p] : model.namedparams())
+    if (p.data().defined() && !p.data().device().is_cpu())
+      throw Error(str(op, ": parameter ", name, " is on ", p.data().device().str(),
+                      "; the naive and flat communicators average parameters in host memory, and the GPU "
+                      "communicators (pure_nccl, hierarchical, ...) are not in this version yet: keep the model "
+                      "on the CPU for multi-process training"));
+}
 
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s = ranks.size() == 1 ? "rank " : "ranks ";
@@ -65,8 +76,8 @@ class Outbox {
     h.insert(h.end(), t.shape().begin(), t.shape().end());
     post_header(h, dest, tag, comm);
     if (!t.defined()) return;
-    tensors_.push_back(t);
-    detail::isend_chunked(t.raw_data(), t.nbytes(), dest, tag, comm, requests_);
+    const Tensor& host = tensors_.emplace_back(t.device().is_cpu() ? t : t.to(chainer::Device::cpu()));
+    detail::isend_chunked(host.raw_data(), host.nbytes(), dest, tag, comm, requests_);
   }
   // BYTES must outlive wait().
   void post_bytes(const std::string& bytes, int dest, int tag, MPI_Comm comm) {
@@ -238,7 +249,7 @@ Tensor Communicator::bcast(const Tensor& x, int root) const {
   if (meta[0] == kUndefined) return {};
   Shape shape = is_root ? x.shape() : Shape(size_t(meta[1]), 0);
   if (meta[1] > 0) CHAINERMN_MPI_CHECK(MPI_Bcast(shape.data(), int(meta[1]), MPI_INT64_T, root, c));
-  Tensor out = is_root ? x.clone() : Tensor::empty(shape, DType(meta[0]));
+  Tensor out = is_root ? fresh(x) : Tensor::empty(shape, DType(meta[0]));
   detail::bcast_chunked(out.raw_data(), out.nbytes(), root, c);
   return out;
 }
@@ -288,7 +299,7 @@ Tensor Communicator::allreduce(const Tensor& x) const {
   if (!x.defined()) return {};
   if (x.dtype() == DType::UInt8)
     throw Error("allreduce: dtype uint8 cannot be summed (use float32, float64, int32 or int64)");
-  Tensor out = x.clone();
+  Tensor out = fresh(x);
   detail::allreduce_sum_chunked(out.raw_data(), out.numel(), out.dtype(), c);
   return out;
 }
@@ -379,6 +390,7 @@ std::vector<std::string> Communicator::allgather_bytes(const std::string& bytes)
 // ---- Models ----
 
 void Communicator::bcast_data(chainer::Link& model) const {
+  require_cpu_model(model, "bcast_data");
   const MPI_Comm c = comm();
   const auto params = model.namedparams();
   using Entry = std::pair<std::string, std::vector<int64_t>>;  // name, signature of the data
@@ -434,6 +446,7 @@ void Communicator::bcast_data(chainer::Link& model) const {
 }
 
 void Communicator::multi_node_mean_grad(chainer::Link& model, bool zero_fill) const {
+  require_cpu_model(model, "multi_node_mean_grad");
   comm();
   if (debug_) check_grads_consistent(model, zero_fill, "multi_node_mean_grad");
   GradList grads;

@@ -48,7 +48,7 @@ class Communicator {
   // COLOR, ranked by KEY (then by rank); nullptr for processes that passed MPI_UNDEFINED.
   std::shared_ptr<Communicator> split(int color, int key) const;
 
-  // ---- Tensors ----
+  // ---- Tensors (GPU tensors are staged through host memory; results are CPU tensors) ----
   // Any shape and dtype; shape and dtype travel with the data (a small header message, then
   // the values in chunks of at most 1 GiB); non-contiguous input is sent as its contiguous copy;
   // an undefined tensor arrives undefined. Results are fresh contiguous tensors.

@@ -83,6 +83,8 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   // iteration), so the next update steps instead of spending itself on a broadcast and a
   // resumed run continues exactly as an uninterrupted one.
   void serialize(chainer::Serializer& s) override;
+  // Its all-reduce runs on the host, between backward and the step: a step cannot be captured.
+  bool capturable() const override { return false; }
 
   chainer::Optimizer& actual_optimizer() const { return *actual_; }
   const std::shared_ptr<chainer::Optimizer>& actual_optimizer_ptr() const { return actual_; }

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
+#include "nn/reporter.h"
 
 namespace chainermn {
 
@@ -60,7 +61,7 @@ template <class T, class Enable = void>
 struct Codec {
   static_assert(sizeof(T) == 0,
                 "chainermn: no Codec for this type (supported: arithmetic, std::string, std::vector, std::map, "
-                "std::pair, chainer::Tensor, and nestings of them)");
+                "std::pair, chainer::Tensor, chainer::ReportValue, and nestings of them)");
 };
 
 template <class T>
@@ -84,6 +85,13 @@ struct Codec<std::string> {
     r.read_raw(s.data(), s.size());
     return s;
   }
+};
+
+// A reported value travels as its number (a device value is read on the host first).
+template <>
+struct Codec<chainer::ReportValue> {
+  static void write(ByteWriter& w, const chainer::ReportValue& v) { Codec<double>::write(w, v.value()); }
+  static chainer::ReportValue read(ByteReader& r) { return Codec<double>::read(r); }
 };
 
 template <class T, class A>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/cuda.h"
 #include "core/npz.h"
 
 namespace chainer {
@@ -21,6 +22,7 @@ Variable& Link::add_param(const std::string& name, Tensor initial) {
   if (name.empty() || name.find('/') != std::string::npos)
     throw Error(str("add_param: '", name, "' is not a valid parameter name (non-empty, no '/')"));
   if (params_.count(name) || persistents_.count(name)) throw Error(str("add_param: '", name, "' is already registered"));
+  if (initial.defined()) initial = initial.to(device_);
   return params_.emplace(name, Variable(std::move(initial), true, name)).first->second;
 }
 
@@ -102,8 +104,30 @@ void Link::serialize(Serializer& s) {
     if (s.is_reader() && !p.data().defined() && !s.contains(name)) continue;
     if (!s.is_reader() && !p.data().defined()) continue;  // uninitialized: nothing to save yet
     s.tensor(name, p.data());
+    if (p.data().device() != device_) p.set_data(p.data().to(device_));  // loaded into an uninitialized one
   }
-  for (auto& [name, t] : persistents_) s.tensor(name, t);
+  for (auto& [name, t] : persistents_) {
+    s.tensor(name, t);
+    if (t.device() != device_) t = t.to(device_);
+  }
+}
+
+Link& Link::to_device(Device device) {
+  for (auto& [name, p] : params_) {
+    if (p.data().defined()) p.set_data(p.data().to(device));
+    if (p.grad().defined()) p.set_grad(p.grad().to(device));
+  }
+  for (auto& [name, t] : persistents_)
+    if (t.defined()) t = t.to(device);
+  std::vector<std::pair<std::string, Link*>> children;
+  collect_children(children);
+  for (auto& [name, child] : children) child->to_device(device);
+  device_ = device;
+  return *this;
+}
+
+Link& Link::to_gpu(int device) {
+  return to_device(cuda::get_device(device < 0 ? cuda::current_device() : device).device());
 }
 
 void Chain::register_child(const std::string& name, std::shared_ptr<Link> child) {

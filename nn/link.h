@@ -36,6 +36,16 @@ class Link {
   // Saves/loads parameters and persistent values (recursively, children under their names).
   virtual void serialize(Serializer& s);
 
+  // Where the parameters, their gradients and the persistent values live (Chainer's
+  // link.device); parameters created later, such as a Linear's W at its first call, are created
+  // there. to_device moves this link and its descendants and returns it; to_gpu(-1) uses the
+  // current device (chainer::cuda::get_device(id).use()). An optimizer moves its state to its
+  // parameters' device at the next update.
+  Device device() const { return device_; }
+  virtual Link& to_device(Device device);
+  Link& to_gpu(int device = -1);
+  Link& to_cpu() { return to_device(Device::cpu()); }
+
   // Parameters may be created uninitialized (an undefined tensor) and filled at the first call
   // when the input size becomes known.
   Variable& add_param(const std::string& name, Tensor initial = {});
@@ -51,6 +61,7 @@ class Link {
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;
   std::map<std::string, Variable> params_;
   std::map<std::string, Tensor> persistents_;
+  Device device_;
 };
 
 class Chain : public Link {

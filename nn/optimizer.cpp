@@ -1,5 +1,7 @@
 #include "nn/optimizer.h"
 
+#include "core/update_ops.h"
+
 namespace chainer {
 
 void Optimizer::setup(std::shared_ptr<Link> target) {
@@ -28,33 +30,70 @@ void Optimizer::add_hook(std::shared_ptr<OptimizerHook> hook) {
   hooks_.push_back(std::move(hook));
 }
 
+void Optimizer::update_one(Variable&, TensorMap&) {
+  throw Error("Optimizer: this optimizer defines neither update_rule() nor update_one()");
+}
+
 void Optimizer::update() {
   require_target("update");
   auto params = target_->namedparams();
   for (auto& [name, p] : params)
-    if (p.data().defined() && !p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype()));
+    if (p.data().defined() && !p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.data().device()));
   for (auto& hook : hooks_) (*hook)(*this);
   ++t_;
   if (partition_) partition_->before_steps(!hooks_.empty());
+  const std::optional<UpdateRule> rule = update_rule();
+  const std::vector<std::string> keys = state_names();
+  std::vector<ParamTensors> fused;  // what the rule steps, in parameter order
+  std::vector<std::string> fused_names;
+  auto add = [&](const std::string& name, const Tensor& data, const Tensor& grad, TensorMap& state) {
+    fused.push_back({data, grad, keys.size() > 0 ? state.at(keys[0]) : Tensor(), keys.size() > 1 ? state.at(keys[1]) : Tensor()});
+    fused_names.push_back(name);
+  };
   for (auto& [name, p] : params) {
     if (!p.data().defined()) continue;  // not initialized yet (lazy input size)
     param_t_ = ++param_steps_[name];
     TensorMap& state = states_[name];
     if (!partition_) {
-      update_one(p, state);
+      if (!rule) {
+        update_one(p, state);
+        continue;
+      }
+      const Device device = p.data().device();
+      for (const std::string& key : keys) {
+        Tensor& t = state[key];
+        t = t.defined() ? t.to(device) : Tensor::zeros(p.shape(), p.dtype(), device);
+      }
+      add(name, p.data(), p.grad().is_contiguous() ? p.grad() : p.grad().contiguous(), state);
       continue;
     }
     // This process's share of the parameter, as flat views of the data, gradient and state.
-    const auto [first, last] = partition_->prepare(name, p, state, state_names());
+    const auto [first, last] = partition_->prepare(name, p, state, keys);
     if (first >= last) continue;
     const int64_t n = p.numel();
     auto share = [&](const Tensor& t) { return t.reshape({n}).narrow(0, first, last - first); };
-    Variable part(share(p.data()));
-    part.set_grad(share(p.grad()));
     TensorMap part_state;
     for (const auto& [key, t] : state) part_state[key] = share(t);
+    if (rule) {
+      add(name, share(p.data()), share(p.grad()), part_state);
+      continue;
+    }
+    Variable part(share(p.data()));
+    part.set_grad(share(p.grad()));
     update_one(part, part_state);
   }
+  if (fused.empty()) return;
+  // The scalars are read from the optimizer when the step runs (and at every graph replay).
+  ops::update_(*rule, fused, [this, names = std::move(fused_names)](size_t i) {
+    return update_scalars(param_steps_.at(names[i]));
+  });
+}
+
+void Optimizer::count_replayed_step() {
+  require_target("update");
+  ++t_;
+  for (const auto& [name, p] : target_->namedparams())
+    if (p.data().defined()) ++param_steps_[name];
 }
 
 void Optimizer::set_update_partition(std::shared_ptr<UpdatePartition> partition) {

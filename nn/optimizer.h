@@ -7,10 +7,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/kernels.h"
 #include "nn/link.h"
 
 namespace chainer {
@@ -63,15 +65,31 @@ class Optimizer {
   virtual void new_epoch() { ++epoch_; }
   virtual void add_hook(std::shared_ptr<OptimizerHook> hook);
   virtual bool has_hooks() const { return !hooks_.empty(); }
+  const std::vector<std::shared_ptr<OptimizerHook>>& hooks() const { return hooks_; }
   virtual void serialize(Serializer& s);
+
+  // ---- Steps replayed from a CUDA graph (training/cuda_graph_step.h) ----
+  // Whether update() only queues device work, so that a whole step can be captured; false for
+  // an optimizer that synchronizes with other processes on the host (the multi-node optimizer).
+  virtual bool capturable() const { return true; }
+  // The host-side part of an update() whose device work a graph replayed: t() and every
+  // initialized parameter's step count advance.
+  virtual void count_replayed_step();
+  struct StepCounts {
+    int64_t t = 0;
+    std::map<std::string, int64_t> params;
+  };
+  StepCounts step_counts() const { return {t_, param_steps_}; }
+  void restore_step_counts(const StepCounts& counts) { t_ = counts.t, param_steps_ = counts.params; }
 
   // The state of parameter NAME ("/l1/W"); empty until its first update.
   virtual const TensorMap& state(const std::string& name) const;
 
   // Whether a step is elementwise: each element of a parameter is updated from the same element
   // of its gradient and state only, with state tensors of the parameter's shape that start at
-  // zero (SGD, MomentumSGD, Adam). Only such optimizers accept an UpdatePartition.
-  virtual bool elementwise() const { return false; }
+  // zero (SGD, MomentumSGD, Adam: those with an update_rule()). Only such optimizers accept an
+  // UpdatePartition.
+  bool elementwise() const { return update_rule().has_value(); }
   // Names of the per-parameter state tensors ("m", "v"), for deserialization and partitions.
   virtual std::vector<std::string> state_names() const = 0;
   // Installs PARTITION (null: none). What the previous partition held (parameters of the target
@@ -81,11 +99,18 @@ class Optimizer {
   const std::shared_ptr<UpdatePartition>& update_partition() const { return partition_; }
 
  protected:
-  // One parameter's step; STATE belongs to this parameter and starts empty. t() already counts
-  // this step; param_t() counts this parameter's own steps, this one included (Chainer's
-  // UpdateRule.t): a parameter initialized or added after the first update starts from 1, so
-  // e.g. Adam's bias correction treats its first step as a first step.
-  virtual void update_one(Variable& param, TensorMap& state) = 0;
+  // An elementwise optimizer names its rule (core/update_ops.h) and the scalars of a step of a
+  // parameter that has taken PARAM_T steps, this one included (Chainer's UpdateRule.t: a
+  // parameter initialized or added after the first update starts from 1, so e.g. Adam's bias
+  // correction treats its first step as a first step). update() then steps every parameter in
+  // one call (one launch on a GPU), with state tensors named by state_names() created on the
+  // parameter's device. The scalars are asked for when the step runs, and again for every
+  // replay of a step captured into a CUDA graph, so they must come from the optimizer's state.
+  virtual std::optional<UpdateRule> update_rule() const { return std::nullopt; }
+  virtual UpdateScalars update_scalars(int64_t param_t) const { return {}; }
+  // Any other optimizer steps one parameter at a time; STATE belongs to this parameter and starts
+  // empty. t() already counts this step; param_t() counts this parameter's own steps.
+  virtual void update_one(Variable& param, TensorMap& state);
   int64_t param_t() const { return param_t_; }
   void require_target(const char* what) const;
 

@@ -1,5 +1,6 @@
 #include "nn/reporter.h"
 
+#include "core/ops.h"
 #include "core/serializer.h"
 
 namespace chainer {
@@ -27,7 +28,8 @@ void Reporter::report(const std::map<std::string, Variable>& variables, const vo
   if (!t_observation) return;
   const std::string prefix = prefix_of(observer);
   for (const auto& [key, v] : variables) {
-    (*t_observation)[prefix + key] = v.item();
+    const Tensor& t = v.data();
+    (*t_observation)[prefix + key] = t.device().is_cpu() ? ReportValue(v.item()) : ReportValue(t);
     for (auto& hook : variable_hooks_) hook(prefix + key, v);
   }
 }
@@ -52,18 +54,25 @@ void report(const std::map<std::string, Variable>& variables, const void* observ
 }
 
 Reporter* current_reporter() { return t_reporter; }
+Observation* current_observation() { return t_observation; }
 
 void DictSummary::add(const Observation& observation) {
   for (const auto& [key, value] : observation) {
-    auto& [sum, count] = sums_[key];
-    sum += value;
-    ++count;
+    Sum& sum = sums_[key];
+    const Tensor& t = value.tensor();
+    if (t.defined() && !t.device().is_cpu()) {
+      if (!sum.device.defined()) sum.device = Tensor::zeros({}, DType::Float64, t.device());
+      ops::accumulate_(sum.device, t);
+    } else {
+      sum.host += value.value();
+    }
+    ++sum.count;
   }
 }
 
 Observation DictSummary::compute_mean() const {
   Observation mean;
-  for (const auto& [key, sc] : sums_) mean[key] = sc.second ? sc.first / double(sc.second) : 0.0;
+  for (const auto& [key, sum] : sums_) mean[key] = sum.count ? sum.total() / double(sum.count) : 0.0;
   return mean;
 }
 
@@ -74,7 +83,7 @@ void DictSummary::serialize(Serializer& s) {
   Tensor sums;
   if (!s.is_reader()) {
     std::vector<double> sum_values;
-    for (const auto& [key, sc] : sums_) keys += key + "\n", sum_values.push_back(sc.first), counts.push_back(sc.second);
+    for (const auto& [key, sum] : sums_) keys += key + "\n", sum_values.push_back(sum.total()), counts.push_back(sum.count);
     sums = Tensor::from_vector(sum_values);
   }
   s.value("keys", keys);
@@ -85,7 +94,7 @@ void DictSummary::serialize(Serializer& s) {
     std::vector<double> sum_values = sums.to_vector<double>();
     size_t start = 0, i = 0;
     for (size_t nl; (nl = keys.find('\n', start)) != std::string::npos; start = nl + 1, ++i)
-      sums_[keys.substr(start, nl - start)] = {sum_values.at(i), counts.at(i)};
+      sums_[keys.substr(start, nl - start)] = Sum{sum_values.at(i), Tensor(), counts.at(i)};
   }
 }
 

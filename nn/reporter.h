@@ -2,6 +2,11 @@
 // calls chainer::report({{"loss", v}}, this); the value lands in the observation of the active
 // reporter scope under the name the observer was registered with ("main/loss").
 // DictSummary averages observations over iterations for LogReport and PrintReport.
+//
+// A value reported as a variable on a GPU stays there: the observation holds the one-element
+// tensor and DictSummary sums it on the device, so a training step never waits for the device
+// to report its loss; the host reads the sum once, when compute_mean() is called (at a report
+// interval). Values on the CPU are read at once.
 #pragma once
 #include <functional>
 #include <map>
@@ -13,7 +18,23 @@
 
 namespace chainer {
 
-using Observation = std::map<std::string, double>;
+// A reported number: a double, or a one-element tensor on a GPU read only when needed.
+class ReportValue {
+ public:
+  ReportValue(double value = 0.0) : value_(value) {}  // NOLINT: numbers convert implicitly
+  explicit ReportValue(Tensor device_value) : tensor_(std::move(device_value)) {}
+  // The number (a host read for a device value).
+  double value() const { return tensor_.defined() ? tensor_.item_double() : value_; }
+  operator double() const { return value(); }  // NOLINT: reads as the number it is
+  // The device tensor, or undefined for a plain number.
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  double value_ = 0.0;
+  Tensor tensor_;
+};
+
+using Observation = std::map<std::string, ReportValue>;
 
 class Reporter {
  public:
@@ -54,6 +75,8 @@ class Reporter {
 void report(const Observation& values, const void* observer = nullptr);
 void report(const std::map<std::string, Variable>& variables, const void* observer = nullptr);
 Reporter* current_reporter();
+// The observation the active scope fills (null when none is active).
+Observation* current_observation();
 
 // Running means of reported values, key by key.
 class DictSummary {
@@ -63,7 +86,13 @@ class DictSummary {
   void serialize(class Serializer& s);
 
  private:
-  std::map<std::string, std::pair<double, int64_t>> sums_;  // key -> (sum, count)
+  struct Sum {
+    double host = 0;
+    Tensor device;  // float64, one element: the device values' sum
+    int64_t count = 0;
+    double total() const { return device.defined() ? host + device.item_double() : host; }
+  };
+  std::map<std::string, Sum> sums_;
 };
 
 }  // namespace chainer

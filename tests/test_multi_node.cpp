@@ -1329,7 +1329,7 @@ TEST_CASE("multi_node: a trainer with scattered data, the multi-node optimizer a
   CHECK(log->log().size() == 2);
   const Observation last = log->log().empty() ? Observation{} : log->log().back();
   CHECK(last.count("validation/main/loss") == 1);
-  const double loss = last.count("validation/main/loss") ? last.at("validation/main/loss") : NAN;
+  const double loss = last.count("validation/main/loss") ? last.at("validation/main/loss").value() : NAN;
   CHECK(std::isfinite(loss));
   const double root_loss = comm->bcast(Tensor::scalar(loss, DType::Float64), 0).item<double>();
   CHECK(loss == root_loss);

@@ -3,14 +3,16 @@
 namespace chainer::training {
 
 StandardUpdater::StandardUpdater(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Optimizer> optimizer,
-                                 LossFunction loss_func)
+                                 LossFunction loss_func, UpdaterOptions options)
     : StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>>{{"main", std::move(iterator)}},
                       std::map<std::string, std::shared_ptr<Optimizer>>{{"main", std::move(optimizer)}},
-                      std::move(loss_func)) {}
+                      std::move(loss_func), std::move(options)) {}
 
 StandardUpdater::StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators,
-                                 std::map<std::string, std::shared_ptr<Optimizer>> optimizers, LossFunction loss_func)
-    : iterators_(std::move(iterators)), optimizers_(std::move(optimizers)), loss_func_(std::move(loss_func)) {
+                                 std::map<std::string, std::shared_ptr<Optimizer>> optimizers, LossFunction loss_func,
+                                 UpdaterOptions options)
+    : iterators_(std::move(iterators)), optimizers_(std::move(optimizers)), loss_func_(std::move(loss_func)),
+      options_(std::move(options)) {
   if (!iterators_.count("main") || !iterators_.at("main")) throw Error("StandardUpdater: a 'main' iterator is required");
   if (!optimizers_.count("main") || !optimizers_.at("main")) throw Error("StandardUpdater: a 'main' optimizer is required");
   for (auto& [name, opt] : optimizers_)
@@ -22,14 +24,24 @@ void StandardUpdater::update() {
   ++iteration_;
 }
 
+Device StandardUpdater::device() const { return options_.device.value_or(optimizers_.at("main")->target().device()); }
+
 void StandardUpdater::update_core() {
   iterators::Iterator& it = *iterators_.at("main");
-  std::vector<Tensor> arrays = it.next_batch();
-  std::vector<Variable> inputs;
-  inputs.reserve(arrays.size());
-  for (Tensor& a : arrays) inputs.emplace_back(std::move(a));
+  const std::vector<Tensor> arrays = it.next_batch();
   Optimizer& opt = *optimizers_.at("main");
-  opt.update([&] { return loss_func_ ? loss_func_(inputs) : opt.target().forward_args(inputs).at(0); });
+  const auto step = [&](const std::vector<Variable>& inputs) {
+    opt.update([&] { return loss_func_ ? loss_func_(inputs) : opt.target().forward_args(inputs).at(0); });
+  };
+  const Device to = device();
+  if (to.is_cuda() && options_.cuda_graph) {
+    graph_step_.run(opt, to, arrays, step);
+  } else {
+    std::vector<Variable> inputs;
+    inputs.reserve(arrays.size());
+    for (const Tensor& a : arrays) inputs.emplace_back(a.to(to));
+    step(inputs);
+  }
   if (it.is_new_epoch()) opt.new_epoch();
 }
 

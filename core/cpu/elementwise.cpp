@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
@@ -73,6 +75,55 @@ void map_kernel(const Tensor& a, Tensor& out, F f) {
   });
 }
 }  // namespace
+
+void fill(Tensor& out, double value) {
+  CHAINER_DISPATCH_ALL(out.dtype(), "fill", [&] {
+    const scalar_t v = scalar_t(value);
+    scalar_t* p = static_cast<scalar_t*>(out.storage()->data()) + out.offset();
+    if (out.is_contiguous()) {
+      std::fill(p, p + out.numel(), v);
+    } else {
+      for_each_offset(out.shape(), out.strides(), [&](int64_t o) { p[o] = v; });
+    }
+  });
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  if (src.dtype() == dst.dtype() && dst.is_contiguous() && src.is_contiguous()) {
+    if (dst.raw_data() != src.raw_data()) std::memmove(dst.raw_data(), src.raw_data(), dst.nbytes());
+    return;
+  }
+  CHAINER_DISPATCH_ALL(dst.dtype(), "copy", [&] {
+    using dst_t = scalar_t;
+    dst_t* d = static_cast<dst_t*>(dst.storage()->data()) + dst.offset();
+    CHAINER_DISPATCH_ALL(src.dtype(), "copy", [&] {
+      const scalar_t* s = static_cast<const scalar_t*>(src.storage()->data()) + src.offset();
+      if (dst.is_contiguous()) {  // the common case (clone, contiguous): no table of destination offsets
+        int64_t k = 0;
+        for_each_offset(src.shape(), src.strides(), [&](int64_t o) { d[k++] = dst_t(s[o]); });
+        return;
+      }
+      std::vector<int64_t> doff;
+      doff.reserve(size_t(dst.numel()));
+      for_each_offset(dst.shape(), dst.strides(), [&](int64_t o) { doff.push_back(o); });
+      size_t k = 0;
+      for_each_offset(src.shape(), src.strides(), [&](int64_t o) { d[doff[k++]] = dst_t(s[o]); });
+    });
+  });
+}
+
+void take_rows(const Tensor& src, const std::vector<int64_t>& rows, Tensor& out) {
+  const Tensor s = src.contiguous();
+  const size_t row_bytes = size_t(shape_numel(Shape(src.shape().begin() + 1, src.shape().end()))) * src.itemsize();
+  if (row_bytes == 0) return;
+  const char* from = static_cast<const char*>(s.raw_data());
+  char* to = static_cast<char*>(out.raw_data());
+  for (size_t j = 0; j < rows.size(); ++j) std::memcpy(to + j * row_bytes, from + size_t(rows[j]) * row_bytes, row_bytes);
+}
+
+void accumulate(Tensor& acc, const Tensor& value) {
+  *acc.data<double>() += value.item_double();
+}
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   CHAINER_DISPATCH_ALL(out.dtype(), "binary", [&] {

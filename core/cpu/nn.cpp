@@ -6,6 +6,7 @@
 
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
+#include "core/philox.h"
 #include "core/random.h"
 
 namespace chainer::cpu {
@@ -79,18 +80,22 @@ void softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis, bool log, Ten
   });
 }
 
-int64_t softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label, Tensor& loss, Tensor& lse,
-                              int64_t& count) {
+int64_t softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label, LossReduction reduction,
+                              Tensor& loss, Tensor& lse, Tensor& reduced, Tensor& scale) {
   const Tensor tc = t.contiguous();
   const int32_t* pt = tc.data<int32_t>();
   const int64_t n = x.size(0), c = x.size(1);
   // Labels first (serially, they are few): a bad one must fail before any work is done.
-  count = 0;
+  int64_t count = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (pt[i] == ignore_label) continue;
     if (pt[i] < 0 || pt[i] >= c) return i;
     ++count;
   }
+  const double coeff = reduction == LossReduction::MeanOverValid   ? 1.0 / double(std::max<int64_t>(count, 1))
+                       : reduction == LossReduction::MeanOverBatch ? 1.0 / double(std::max<int64_t>(n, 1))
+                                                                   : 1.0;
+  *scale.data<double>() = coeff;
   CHAINER_DISPATCH_FLOATING(x.dtype(), "softmax_cross_entropy", [&] {
     using T = scalar_t;
     const Tensor xc = x.contiguous();
@@ -110,12 +115,17 @@ int64_t softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_l
         pl[i] = pt[i] == ignore_label ? T(0) : (m - row[pt[i]]) + log_z;
       }
     });
+    if (reduction != LossReduction::None) {
+      double sum = 0;  // in row order, in double, then rounded: as sum() does
+      for (int64_t i = 0; i < n; ++i) sum += double(pl[i]);
+      *reduced.data<T>() = T(sum) * T(coeff);
+    }
   });
   return -1;
 }
 
-void softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss, double scale,
-                                int64_t ignore_label, Tensor& gx) {
+void softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
+                                const Tensor& scale, int64_t ignore_label, Tensor& gx) {
   CHAINER_DISPATCH_FLOATING(x.dtype(), "softmax_cross_entropy_grad", [&] {
     using T = scalar_t;
     const Tensor xc = x.contiguous(), tc = t.contiguous(), zc = lse.contiguous(), gc = gloss.contiguous();
@@ -123,6 +133,7 @@ void softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& 
     const int32_t* pt = tc.data<int32_t>();
     const T* pz = zc.data<T>();
     const T* pg = gc.data<T>();
+    const double coeff_scale = *scale.data<double>();
     const bool per_row = gloss.numel() != 1;
     T* po = gx.data<T>();
     const int64_t n = x.size(0), c = x.size(1);
@@ -134,7 +145,7 @@ void softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& 
           std::fill(o, o + c, T(0));
           continue;
         }
-        const T coeff = T(double(pg[per_row ? i : 0]) * scale);
+        const T coeff = T(double(pg[per_row ? i : 0]) * coeff_scale);
         for (int64_t j = 0; j < c; ++j) o[j] = coeff * std::exp(row[j] - pz[i]);
         o[pt[i]] -= coeff;
       }
@@ -143,23 +154,30 @@ void softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& 
 }
 
 void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
+  const uint64_t key = gen.next_u64();  // one draw per mask; the elements come from Philox
   CHAINER_DISPATCH_FLOATING(mask.dtype(), "dropout", [&] {
     using T = scalar_t;
     const T scale = T(1.0 / (1.0 - ratio));
     T* p = mask.data<T>();
-    // Serial: the generator's stream must not depend on the thread count.
-    for (int64_t i = 0, n = mask.numel(); i < n; ++i) p[i] = gen.uniform() >= ratio ? scale : T(0);
+    const int64_t n = mask.numel();
+    parallel_for((n + 3) / 4, kGrain / 4, [&](int64_t s, int64_t e) {
+      for (int64_t b = s; b < e; ++b) {
+        const philox::Block r = philox::block(key, uint64_t(b));
+        for (int64_t k = 0; k < 4 && 4 * b + k < n; ++k)
+          p[4 * b + k] = double(r.v[k]) * (1.0 / 4294967296.0) >= ratio ? scale : T(0);
+      }
+    });
   });
 }
 
-void accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label, int64_t& correct, int64_t& total) {
+void accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label, Tensor& out) {
+  int64_t correct = 0, total = 0;
   CHAINER_DISPATCH_FLOATING(y.dtype(), "accuracy", [&] {
     using T = scalar_t;
     const Tensor yc = y.contiguous(), tc = t.contiguous();
     const T* py = yc.data<T>();
     const int32_t* pt = tc.data<int32_t>();
     const AxisView v = axis_view(y.shape(), 1);
-    correct = total = 0;
     for (int64_t r = 0; r < v.outer * v.inner; ++r) {
       if (pt[r] == ignore_label) continue;
       ++total;
@@ -169,6 +187,7 @@ void accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label, int64_t& c
         if (p[k * v.inner] > p[best * v.inner]) best = k;
       correct += best == pt[r];
     }
+    *out.data<T>() = T(total == 0 ? 0.0 : double(correct) / double(total));
   });
 }
 

@@ -69,4 +69,18 @@ void max_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax) {
   });
 }
 
+void sum_of_squares(const std::vector<Tensor>& xs, Tensor& out) {
+  double total = 0;
+  for (const Tensor& x : xs) {
+    double s = 0;  // per tensor, then added: the order GradientClipping always used
+    CHAINER_DISPATCH_FLOATING(x.dtype(), "sum_of_squares", [&] {
+      const Tensor c = x.contiguous();
+      const scalar_t* p = c.data<scalar_t>();
+      for (int64_t i = 0, n = c.numel(); i < n; ++i) s += double(p[i]) * double(p[i]);
+    });
+    total += s;
+  }
+  *out.data<double>() = total;
+}
+
 }  // namespace chainer::cpu

@@ -25,7 +25,7 @@ Variable dropout(const Variable& x, double ratio, Generator* gen) {
   if (!(ratio >= 0.0 && ratio < 1.0)) throw Error(str("dropout: ratio ", ratio, " is outside [0, 1)"));
   if (!x.defined()) throw Error("dropout: the input is undefined");
   if (!config::train()) return x;
-  Tensor mask = ops::dropout_mask(x.shape(), ratio, x.dtype(), gen ? *gen : random::default_generator());
+  Tensor mask = ops::dropout_mask(x.shape(), ratio, x.dtype(), x.data().device(), gen ? *gen : random::default_generator());
   Tensor y = ops::mul(x.data(), mask);
   if (!needs_recording({x})) return Variable(std::move(y));
   return record(std::make_shared<DropoutNode>(mask), {x}, {y})[0];

@@ -19,7 +19,8 @@ Linear::Linear(std::optional<int64_t> in_size, int64_t out_size, bool nobias) : 
 
 void Linear::initialize(int64_t in_size) {
   in_size_ = in_size;
-  W().set_data(initializers::lecun_normal({out_size_, in_size}));
+  // Drawn on the host, so a model initialized on a GPU starts from the same weights as on the CPU.
+  W().set_data(initializers::lecun_normal({out_size_, in_size}).to(device()));
 }
 
 void Linear::ensure_initialized(const Variable& x) {

@@ -22,14 +22,9 @@ double Adam::lr_at(int64_t steps) const {
   return alpha * std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t));
 }
 
-void Adam::update_one(Variable& param, TensorMap& state) {
-  if (state.empty()) {
-    state["m"] = Tensor::zeros(param.shape(), param.dtype());
-    state["v"] = Tensor::zeros(param.shape(), param.dtype());
-  }
-  ops::adam_update_(param.data(), param.grad(), state.at("m"), state.at("v"),
-                    {.lr = lr_at(param_t()), .beta1 = beta1, .beta2 = beta2, .eps = eps, .eta = eta,
-                     .weight_decay_rate = weight_decay_rate});
+UpdateScalars Adam::update_scalars(int64_t param_t) const {
+  return {.lr = lr_at(param_t), .beta1 = beta1, .beta2 = beta2, .eps = eps, .eta = eta,
+          .weight_decay_rate = weight_decay_rate};
 }
 
 }  // namespace chainer::optimizers

@@ -15,9 +15,9 @@ class Adam : public Optimizer {
   double lr_at(int64_t t) const;  // ... after T steps (a parameter's own count, param_t())
 
  protected:
-  void update_one(Variable& param, TensorMap& state) override;
+  std::optional<UpdateRule> update_rule() const override { return UpdateRule::Adam; }
+  UpdateScalars update_scalars(int64_t param_t) const override;
   std::vector<std::string> state_names() const override { return {"m", "v"}; }
-  bool elementwise() const override { return true; }
 };
 
 }  // namespace chainer::optimizers

@@ -1,7 +1,5 @@
 #include "nn/optimizers/momentum_sgd.h"
 
-#include "core/update_ops.h"
-
 namespace chainer::optimizers {
 
 MomentumSGD::MomentumSGD(double learning_rate, double m) : lr(learning_rate), momentum(m) {
@@ -9,10 +7,6 @@ MomentumSGD::MomentumSGD(double learning_rate, double m) : lr(learning_rate), mo
   if (!(m >= 0 && m < 1)) throw Error(str("MomentumSGD: momentum must be in [0, 1), got ", m));
 }
 
-void MomentumSGD::update_one(Variable& param, TensorMap& state) {
-  auto [it, fresh] = state.try_emplace("v");
-  if (fresh) it->second = Tensor::zeros(param.shape(), param.dtype());
-  ops::momentum_sgd_update_(param.data(), param.grad(), it->second, lr, momentum);
-}
+UpdateScalars MomentumSGD::update_scalars(int64_t) const { return {.lr = lr, .beta1 = momentum}; }
 
 }  // namespace chainer::optimizers

@@ -10,9 +10,9 @@ class SGD : public Optimizer {
   double lr;
 
  protected:
-  void update_one(Variable& param, TensorMap& state) override;
+  std::optional<UpdateRule> update_rule() const override { return UpdateRule::SGD; }
+  UpdateScalars update_scalars(int64_t param_t) const override;
   std::vector<std::string> state_names() const override { return {}; }
-  bool elementwise() const override { return true; }
 };
 
 }  // namespace chainer::optimizers

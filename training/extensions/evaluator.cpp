@@ -5,8 +5,9 @@
 namespace chainer::training::extensions {
 
 Evaluator::Evaluator(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Link> target, EvalFunction eval_func,
-                     std::string name)
-    : iterator_(std::move(iterator)), target_(std::move(target)), eval_func_(std::move(eval_func)), name_(std::move(name)) {
+                     std::string name, std::optional<Device> device)
+    : iterator_(std::move(iterator)), target_(std::move(target)), eval_func_(std::move(eval_func)), name_(std::move(name)),
+      device_(device) {
   if (!iterator_) throw Error("Evaluator: the iterator is null");
   if (!target_) throw Error("Evaluator: the target link is null");
 }
@@ -23,11 +24,12 @@ Observation Evaluator::evaluate() {
   example_count_ = 0;
   NoBackpropMode no_backprop;
   config::TrainScope eval_mode(false);
+  const Device device = device_.value_or(target_->device());
   while (iterator_->has_next()) {
     std::vector<Tensor> arrays = iterator_->next_batch();
     if (!arrays.empty() && arrays[0].ndim() > 0) example_count_ += arrays[0].size(0);
     std::vector<Variable> inputs;
-    for (Tensor& a : arrays) inputs.emplace_back(std::move(a));
+    for (Tensor& a : arrays) inputs.emplace_back(a.to(device));
     Observation observation;
     {
       Reporter::Scope scope(reporter, observation);

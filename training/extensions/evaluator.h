@@ -1,12 +1,14 @@
 // Evaluator, as chainer.training.extensions.Evaluator: runs the target over a whole
 // (non-repeating) iterator with backprop off and config.train false, and reports the mean of
-// the per-batch reports under "<name>/" ("validation/main/loss"). A repeating iterator, which
+// the per-batch reports under "<name>/" ("validation/main/loss"). Batches go to DEVICE (unset:
+// the target's device); on a GPU the per-batch values are summed there and read once. A repeating iterator, which
 // would never end, raises an error at its first epoch end. evaluate() is virtual, and
 // the last run's example count is kept, so a multi-node evaluator can weight ranks by it.
 #pragma once
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "datasets/iterator.h"
 #include "nn/link.h"
@@ -19,7 +21,7 @@ class Evaluator : public Extension {
  public:
   using EvalFunction = std::function<void(const std::vector<Variable>& arrays)>;
   Evaluator(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Link> target, EvalFunction eval_func = {},
-            std::string name = "validation");
+            std::string name = "validation", std::optional<Device> device = std::nullopt);
 
   void operator()(Trainer& trainer) override;
   std::string default_name() const override { return name_; }
@@ -38,6 +40,7 @@ class Evaluator : public Extension {
   std::shared_ptr<Link> target_;
   EvalFunction eval_func_;
   std::string name_;
+  std::optional<Device> device_;
   int64_t example_count_ = 0;
 };
 

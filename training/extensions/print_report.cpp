@@ -48,8 +48,8 @@ void PrintReport::operator()(Trainer& trainer) {
       std::string cell;
       if (auto it = entry.find(e); it != entry.end()) {
         char buf[64];
-        if (e == "epoch" || e == "iteration") std::snprintf(buf, sizeof buf, "%lld", (long long)it->second);
-        else std::snprintf(buf, sizeof buf, "%g", it->second);
+        if (e == "epoch" || e == "iteration") std::snprintf(buf, sizeof buf, "%lld", (long long)it->second.value());
+        else std::snprintf(buf, sizeof buf, "%g", it->second.value());
         cell = buf;
       }
       row += cell + std::string(width(e) - std::min(cell.size(), width(e) - 1), ' ');

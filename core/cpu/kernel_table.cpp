@@ -1,0 +1,34 @@
+#include "core/cpu/kernels.h"
+
+namespace chainer::cpu {
+
+const Kernels& kernel_table() {
+  static const Kernels table{
+      .fill = fill,
+      .copy = copy,
+      .take_rows = take_rows,
+      .binary = binary,
+      .unary = unary,
+      .broadcast_copy = broadcast_copy,
+      .affine = affine,
+      .activation_grad = activation_grad,
+      .axpy = axpy,
+      .accumulate = accumulate,
+      .sum_axes = sum_axes,
+      .max_axis = max_axis,
+      .sum_of_squares = sum_of_squares,
+      .gemm = gemm,
+      .softmax = softmax,
+      .softmax_grad = softmax_grad,
+      .add_bias = add_bias,
+      .softmax_cross_entropy = softmax_cross_entropy,
+      .softmax_cross_entropy_grad = softmax_cross_entropy_grad,
+      .dropout_mask = dropout_mask,
+      .accuracy = accuracy,
+      .update = update,
+      .clip_by_norm = clip_by_norm,
+  };
+  return table;
+}
+
+}  // namespace chainer::cpu

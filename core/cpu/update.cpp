@@ -1,0 +1,119 @@
+// The optimizer updates on the CPU, each fused into one pass over memory: the update is
+// memory-bound, so reading param, grad and state once is what makes it fast.
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include <cmath>
+
+#include "core/cpu/kernels.h"
+#include "core/parallel.h"
+
+namespace chainer::cpu {
+
+namespace {
+constexpr int64_t kGrain = 1 << 14;
+
+// Adam's element update, exactly as written (sqrt and division): float64, and the tails.
+template <class T>
+void adam_exact(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t b, int64_t e,
+                T b1, T b2, T lr, T eps, T eta, T wd) {
+  _Pragma("GCC ivdep")  // restrict and ivdep: the four arrays never overlap, so it vectorizes
+  for (int64_t i = b; i < e; ++i) {
+    const T gi = g[i];
+    const T mi = m[i] + b1 * (gi - m[i]);
+    const T vi = v[i] + b2 * (gi * gi - v[i]);
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= eta * (lr * mi / (std::sqrt(vi) + eps) + wd * p[i]);
+  }
+}
+
+// float32 with AVX-512: sqrt(v) as v * rsqrt(v) and 1 / (sqrt(v) + eps) from the reciprocal
+// estimate, each refined by one Newton step on FMAs (the result is within a few ulp of the
+// exact step). Exact vsqrtps and vdivps share one slow divider unit: alone, with the cache
+// cold, this loop is 2.3x faster than the exact one; in an epoch both wait on memory.
+void adam_range(float* p, const float* g, float* m, float* v, int64_t b, int64_t e, float b1, float b2, float lr,
+                float eps, float eta, float wd) {
+  int64_t i = b;
+#if defined(__AVX512F__)
+  const __m512 vb1 = _mm512_set1_ps(b1), vb2 = _mm512_set1_ps(b2), step = _mm512_set1_ps(eta * lr),
+               decay = _mm512_set1_ps(eta * wd), veps = _mm512_set1_ps(eps), half = _mm512_set1_ps(0.5f),
+               three = _mm512_set1_ps(3.f), two = _mm512_set1_ps(2.f), zero = _mm512_setzero_ps();
+  for (; i + 16 <= e; i += 16) {
+    const __m512 gi = _mm512_loadu_ps(g + i);
+    __m512 mi = _mm512_loadu_ps(m + i), vi = _mm512_loadu_ps(v + i), pi = _mm512_loadu_ps(p + i);
+    mi = _mm512_fmadd_ps(vb1, _mm512_sub_ps(gi, mi), mi);
+    vi = _mm512_fmadd_ps(vb2, _mm512_fmsub_ps(gi, gi, vi), vi);
+    _mm512_storeu_ps(m + i, mi);
+    _mm512_storeu_ps(v + i, vi);
+    // (maskz forms: the plain ones trip a false "uninitialized" warning in GCC 12's headers)
+    __m512 y = _mm512_maskz_rsqrt14_ps(0xffff, vi);  // y (3 - v y^2) / 2; sqrt(0) stays 0 (rsqrt gives inf)
+    y = _mm512_mul_ps(_mm512_mul_ps(half, y), _mm512_fnmadd_ps(_mm512_mul_ps(vi, y), y, three));
+    const __m512 denom = _mm512_add_ps(_mm512_maskz_mul_ps(_mm512_cmp_ps_mask(vi, zero, _CMP_GT_OQ), vi, y), veps);
+    __m512 r = _mm512_maskz_rcp14_ps(0xffff, denom);  // r (2 - d r)
+    r = _mm512_mul_ps(r, _mm512_fnmadd_ps(denom, r, two));
+    pi = _mm512_sub_ps(pi, _mm512_fmadd_ps(_mm512_mul_ps(step, mi), r, _mm512_mul_ps(decay, pi)));
+    _mm512_storeu_ps(p + i, pi);
+  }
+#endif
+  adam_exact<float>(p, g, m, v, i, e, b1, b2, lr, eps, eta, wd);
+}
+
+void adam_range(double* p, const double* g, double* m, double* v, int64_t b, int64_t e, double b1, double b2,
+                double lr, double eps, double eta, double wd) {
+  adam_exact<double>(p, g, m, v, b, e, b1, b2, lr, eps, eta, wd);
+}
+
+template <class T>
+void adam(ParamTensors& t, const UpdateScalars& s) {
+  T* const p = t.param.data<T>();
+  const T* const g = t.grad.data<T>();
+  T* const pm = t.state0.data<T>();
+  T* const pv = t.state1.data<T>();
+  const T b1 = T(1 - s.beta1), b2 = T(1 - s.beta2), lr = T(s.lr), eps = T(s.eps), eta = T(s.eta),
+          wd = T(s.weight_decay_rate);
+  parallel_for(t.param.numel(), kGrain, [=](int64_t b, int64_t e) { adam_range(p, g, pm, pv, b, e, b1, b2, lr, eps, eta, wd); });
+}
+
+// v = momentum * v - lr * g; p += v.
+template <class T>
+void momentum_sgd(ParamTensors& t, const UpdateScalars& s) {
+  T* p = t.param.data<T>();
+  const T* g = t.grad.data<T>();
+  T* pv = t.state0.data<T>();
+  const T mom = T(s.beta1), a = T(s.lr);
+  parallel_for(t.param.numel(), kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      pv[i] = mom * pv[i] - a * g[i];
+      p[i] += pv[i];
+    }
+  });
+}
+}  // namespace
+
+void update(UpdateRule rule, std::vector<ParamTensors>& params, const UpdateScalarsFn& scalars) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    ParamTensors& t = params[i];
+    const UpdateScalars s = scalars(i);
+    if (rule == UpdateRule::SGD) {
+      axpy(t.param, -s.lr, t.grad);
+      continue;
+    }
+    CHAINER_DISPATCH_FLOATING(t.param.dtype(), "update", [&] {
+      if (rule == UpdateRule::Adam) adam<scalar_t>(t, s);
+      else momentum_sgd<scalar_t>(t, s);
+    });
+  }
+}
+
+void clip_by_norm(std::vector<Tensor>& grads, double threshold) {
+  Tensor sq = Tensor::empty({}, DType::Float64);
+  sum_of_squares(grads, sq);
+  const double norm = std::sqrt(*sq.data<double>());
+  if (norm <= threshold) return;
+  const double rate = threshold / norm;
+  for (Tensor& g : grads) affine(g, rate, 0.0, g);
+}
+
+}  // namespace chainer::cpu

@@ -1,0 +1,153 @@
+// Loads the CUDA plugin on first use and forwards core/cuda.h to it.
+#include "core/cuda.h"
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include "core/cuda/runtime.h"
+
+namespace chainer::cuda {
+
+namespace {
+
+struct Plugin {
+  Runtime* runtime = nullptr;  // null when not available
+  std::string why_not;         // why runtime is null, or why there are no devices
+  int devices = 0;
+};
+
+// libchainer_cuda.so sits beside libchainer.so (in the build tree and where both are installed).
+std::string plugin_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&plugin_path), &info) && info.dli_fname)
+    return (std::filesystem::path(info.dli_fname).parent_path() / "libchainer_cuda.so").string();
+  return "libchainer_cuda.so";
+}
+
+Plugin load() {
+  Plugin p;
+#ifndef CHAINER_WITH_CUDA
+  p.why_not = "this build of chainermn-cpp has no CUDA support (it was configured without nvcc or with -Dcuda=disabled)";
+#else
+  const std::string path = plugin_path();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) handle = dlopen("libchainer_cuda.so", RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* e = dlerror();
+    p.why_not = str("the CUDA support library could not be loaded (", path, "): ", e ? e : "unknown error");
+    return p;
+  }
+  auto entry = reinterpret_cast<Runtime* (*)()>(dlsym(handle, "chainer_cuda_runtime"));
+  if (!entry) {
+    p.why_not = str(path, " has no chainer_cuda_runtime entry point");
+    return p;
+  }
+  p.runtime = entry();
+  p.devices = p.runtime->device_count(p.why_not);
+#endif
+  return p;
+}
+
+const Plugin& plugin() {
+  static const Plugin p = load();  // thread-safe initialization
+  return p;
+}
+
+// The device this thread's kernels go to; -1 until the runtime has been told.
+thread_local int t_current = 0;
+thread_local int t_runtime_device = -1;
+
+Runtime& runtime_for(int device) {
+  const Plugin& p = plugin();
+  if (p.devices == 0) throw Error(str("cuda:", device, ": no CUDA device is available (", p.why_not, ")"));
+  if (device < 0 || device >= p.devices)
+    throw Error(str("cuda:", device, ": there is no such device (", p.devices, p.devices == 1 ? " device" : " devices",
+                    " available: cuda:0", p.devices > 1 ? str("..cuda:", p.devices - 1) : std::string(), ")"));
+  if (t_runtime_device != device) {
+    p.runtime->set_device(device);
+    t_runtime_device = device;
+  }
+  return *p.runtime;
+}
+
+}  // namespace
+
+namespace detail {
+Runtime& runtime(int device) { return runtime_for(device); }
+}  // namespace detail
+
+bool built_with_cuda() {
+#ifdef CHAINER_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+int device_count() { return plugin().devices; }
+bool is_available() { return device_count() > 0; }
+std::string unavailable_reason() { return device_count() > 0 ? std::string() : plugin().why_not; }
+
+DeviceHandle get_device(int id) {
+  runtime_for(id);  // validates ID (and makes it current for the check; use() keeps it)
+  runtime_for(t_current);
+  return DeviceHandle(id);
+}
+
+void DeviceHandle::use() const {
+  runtime_for(id_);
+  t_current = id_;
+}
+
+void DeviceHandle::synchronize() const { runtime_for(id_).synchronize(id_); }
+
+int current_device() { return t_current; }
+
+void synchronize() { runtime_for(t_current).synchronize(t_current); }
+
+MemoryStats memory_stats(int device) {
+  if (device < 0) device = t_current;
+  return runtime_for(device).memory_stats(device);
+}
+
+void reset_peak_memory_stats(int device) {
+  if (device < 0) device = t_current;
+  runtime_for(device).reset_peak_memory_stats(device);
+}
+
+void empty_cache() {
+  if (plugin().devices > 0) plugin().runtime->empty_cache();
+}
+
+LaunchCounts launch_counts() { return plugin().devices > 0 ? plugin().runtime->launch_counts() : LaunchCounts{}; }
+
+namespace {
+bool g_allow_tf32 = false;
+}
+void set_allow_tf32(bool allow) {
+  g_allow_tf32 = allow;
+  if (plugin().devices > 0) plugin().runtime->set_allow_tf32(allow);
+}
+bool allow_tf32() { return g_allow_tf32; }
+
+std::unique_ptr<Graph> Graph::capture(Device device, const std::function<void()>& step) {
+  if (!device.is_cuda()) throw Error(str("CUDA graph: device ", device.str(), " is not a CUDA device"));
+  Runtime& rt = runtime_for(device.index);
+  rt.begin_capture(device.index);
+  try {
+    step();
+  } catch (...) {
+    runtime_for(device.index).abort_capture(device.index);
+    throw;
+  }
+  std::shared_ptr<void> exec = runtime_for(device.index).end_capture(device.index);
+  return std::unique_ptr<Graph>(new Graph(device, std::move(exec)));
+}
+
+Graph::~Graph() = default;
+
+void Graph::replay() { runtime_for(device_.index).replay(exec_); }
+
+}  // namespace chainer::cuda

@@ -1,0 +1,308 @@
+// Elementwise kernels: every op is one map kernel, out[i] = f(in[i]...) over the row-major
+// index i of OUT, instantiated per functor and per way of reading an operand (an accessor).
+// Dense and Tiled operands index with one load; only Strided pays for Layout::offset's integer
+// divisions, so the shapes of a training step (same-shape operands, a bias row over a batch)
+// never take it. Results follow core/cpu/elementwise.cpp formula for formula.
+#include <algorithm>
+
+#include "core/cuda/common.cuh"
+#include "core/cuda/kernels.h"
+
+namespace chainer::cuda {
+
+Layout layout_of(const Tensor& t) { return broadcast_layout(t, t.shape()); }
+
+Layout broadcast_layout(const Tensor& t, const Shape& out_shape) {
+  if (out_shape.size() > size_t(kMaxDims))
+    throw Error(str("CUDA kernels support at most ", kMaxDims, " dimensions, got shape ", shape_str(out_shape)));
+  CHAINER_ASSERT(t.ndim() <= int64_t(out_shape.size()), "shape ", shape_str(t.shape()), " has more dimensions than ",
+                 shape_str(out_shape));
+  Layout l;
+  l.nd = int(out_shape.size());
+  const int64_t shift = l.nd - t.ndim();
+  for (int d = 0; d < l.nd; ++d) {
+    l.shape[d] = out_shape[size_t(d)];
+    l.strides[d] = d < shift || t.shape()[size_t(d - shift)] == 1 ? 0 : t.strides()[size_t(d - shift)];
+  }
+  return l;
+}
+
+namespace {
+
+// ---- Accessors: element i of an operand in the row-major order of the output ----
+
+template <class T>
+struct Dense {
+  T* p;
+  __device__ T& operator[](int64_t i) const { return p[i]; }
+};
+// An operand whose broadcast to the output repeats it whole along the leading axes.
+template <class T>
+struct Tiled {
+  T* p;
+  int64_t period;
+  __device__ T& operator[](int64_t i) const { return p[i % period]; }
+};
+template <class T>
+struct Strided {
+  T* p;
+  Layout layout;
+  __device__ T& operator[](int64_t i) const { return p[layout.offset(i)]; }
+};
+// Whole rows of a contiguous source picked by ROWS: element i is in output row i / row_elems.
+template <class T>
+struct RowGather {
+  T* p;
+  const int64_t* rows;
+  int64_t row_elems;
+  __device__ T& operator[](int64_t i) const {
+    const int64_t r = i / row_elems;
+    return p[rows[r] * row_elems + (i - r * row_elems)];
+  }
+};
+
+bool dense_as(const Tensor& t, const Shape& shape) { return t.is_contiguous() && t.shape() == shape; }
+
+// T's broadcast to SHAPE is T itself repeated: T is contiguous and, past its leading extents
+// of 1, has the trailing extents of SHAPE (a bias (C) or (1, C) over (N, C), a scalar).
+bool tiles(const Tensor& t, const Shape& shape) {
+  if (!t.is_contiguous()) return false;
+  const auto first = std::find_if(t.shape().begin(), t.shape().end(), [](int64_t e) { return e != 1; });
+  const size_t k = size_t(t.shape().end() - first);
+  return k <= shape.size() && std::equal(first, t.shape().end(), shape.end() - int64_t(k));
+}
+
+// ---- The one kernel ----
+
+// In-place use (out and an input the same memory) is safe: each element is read and then
+// written by the same thread at the same index.
+template <class F, class Out, class... In>
+__global__ void map_kernel(int64_t n, F f, Out out, In... in) {
+  CHAINER_GRID_STRIDE_LOOP(i, n) out[i] = f(in[i]...);
+}
+
+template <class F, class Out, class... In>
+void launch_map(int64_t n, F f, Out out, In... in) {
+  if (n == 0) return;  // a grid of 0 blocks is a launch error
+  map_kernel<F, Out, In...><<<blocks_for(n), kThreads, 0, compute_stream()>>>(n, f, out, in...);
+  CHAINER_CUDA_CHECK_LAUNCH(map_kernel);
+}
+
+// OUT (contiguous) = F(A, B) with A and B broadcast to OUT's shape.
+template <class T, class F>
+void map2(F f, const Tensor& a, const Tensor& b, Tensor& out) {
+  const Shape& shape = out.shape();
+  const Dense<T> o{out.data<T>()};
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  const int64_t n = out.numel();
+  if (dense_as(a, shape) && dense_as(b, shape)) return launch_map(n, f, o, Dense<const T>{pa}, Dense<const T>{pb});
+  if (dense_as(a, shape) && tiles(b, shape))
+    return launch_map(n, f, o, Dense<const T>{pa}, Tiled<const T>{pb, b.numel()});
+  launch_map(n, f, o, Strided<const T>{pa, broadcast_layout(a, shape)}, Strided<const T>{pb, broadcast_layout(b, shape)});
+}
+
+// OUT (contiguous) = F(A), A of OUT's shape.
+template <class T, class F>
+void map1(F f, const Tensor& a, Tensor& out) {
+  const Dense<T> o{out.data<T>()};
+  if (a.is_contiguous()) return launch_map(out.numel(), f, o, Dense<const T>{a.data<T>()});
+  launch_map(out.numel(), f, o, Strided<const T>{a.data<T>(), layout_of(a)});
+}
+
+// ---- Functors ----
+
+template <class T>
+struct Constant {
+  T value;
+  __device__ T operator()() const { return value; }
+};
+
+template <class D>
+struct Convert {
+  template <class S>
+  __device__ D operator()(S x) const { return D(x); }
+};
+
+template <BinaryOp Op>
+struct BinaryFn {
+  // uint8 operands are promoted to int: the cast wraps the result back to T, as on the CPU.
+  template <class T>
+  __device__ T operator()(T x, T y) const {
+    if constexpr (Op == BinaryOp::Add) return T(x + y);
+    else if constexpr (Op == BinaryOp::Sub) return T(x - y);
+    else if constexpr (Op == BinaryOp::Mul) return T(x * y);
+    else return T(x / y);
+  }
+};
+
+template <UnaryOp Op>
+struct UnaryFn {
+  template <class T>
+  __device__ T operator()(T x) const {
+    if constexpr (Op == UnaryOp::Neg) return -x;
+    else if constexpr (Op == UnaryOp::Exp) return exp(x);
+    else if constexpr (Op == UnaryOp::Log) return log(x);
+    else if constexpr (Op == UnaryOp::Sqrt) return sqrt(x);
+    else if constexpr (Op == UnaryOp::Square) return x * x;
+    else if constexpr (Op == UnaryOp::Relu) return x > T(0) ? x : T(0);
+    else if constexpr (Op == UnaryOp::Sigmoid) return T(0.5) * tanh(T(0.5) * x) + T(0.5);
+    else return tanh(x);
+  }
+};
+
+// Arguments: the activation's output y and its gradient gy.
+template <GradOp Op>
+struct GradFn {
+  template <class T>
+  __device__ T operator()(T v, T g) const {
+    if constexpr (Op == GradOp::Relu) return v > T(0) ? g : T(0);
+    else if constexpr (Op == GradOp::Sigmoid) return g * v * (T(1) - v);
+    else return g * (T(1) - v * v);
+  }
+};
+
+template <class T>
+struct Affine {
+  T mul, add;
+  __device__ T operator()(T x) const { return x * mul + add; }
+};
+
+template <class T>
+struct Axpy {
+  T alpha;
+  __device__ T operator()(T y, T x) const { return y + alpha * x; }
+};
+
+struct AddAsDouble {
+  template <class T>
+  __device__ double operator()(double acc, T v) const { return acc + double(v); }
+};
+
+}  // namespace
+
+// ---- Memory ----
+
+void fill(Tensor& out, double value) {
+  CHAINER_DISPATCH_ALL(out.dtype(), "fill", [&] {
+    using T = scalar_t;
+    const Constant<T> f{T(value)};
+    // A non-contiguous OUT is a view: only its own elements may be written.
+    if (out.is_contiguous()) return launch_map(out.numel(), f, Dense<T>{out.data<T>()});
+    launch_map(out.numel(), f, Strided<T>{out.data<T>(), layout_of(out)});
+  });
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  if (dst.numel() == 0) return;
+  if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous()) {
+    if (src.raw_data() != dst.raw_data())
+      CHAINER_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), dst.nbytes(), cudaMemcpyDeviceToDevice,
+                                         compute_stream()));
+    return;
+  }
+  CHAINER_DISPATCH_ALL(dst.dtype(), "copy", [&] {
+    using D = scalar_t;
+    D* d = dst.data<D>();
+    CHAINER_DISPATCH_ALL(src.dtype(), "copy", [&] {
+      using S = scalar_t;
+      const S* s = src.data<S>();
+      const int64_t n = dst.numel();
+      if (!dst.is_contiguous())
+        return launch_map(n, Convert<D>{}, Strided<D>{d, layout_of(dst)}, Strided<const S>{s, layout_of(src)});
+      if (src.is_contiguous()) return launch_map(n, Convert<D>{}, Dense<D>{d}, Dense<const S>{s});
+      launch_map(n, Convert<D>{}, Dense<D>{d}, Strided<const S>{s, layout_of(src)});
+    });
+  });
+}
+
+void take_rows(const Tensor& src, const std::vector<int64_t>& rows, Tensor& out) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const Tensor s = src.contiguous();
+  const int64_t row_elems = n / int64_t(rows.size());
+  // Freed after the launch below, which is queued before any later use of the block.
+  const std::shared_ptr<void> device_rows = upload(rows.data(), rows.size() * sizeof(int64_t));
+  CHAINER_DISPATCH_ALL(out.dtype(), "take_rows", [&] {
+    using T = scalar_t;
+    launch_map(n, Convert<T>{}, Dense<T>{out.data<T>()},
+               RowGather<const T>{s.data<T>(), static_cast<const int64_t*>(device_rows.get()), row_elems});
+  });
+}
+
+// ---- Elementwise ----
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  CHAINER_DISPATCH_ALL(out.dtype(), "binary", [&] {
+    using T = scalar_t;
+    switch (op) {
+      case BinaryOp::Add: return map2<T>(BinaryFn<BinaryOp::Add>{}, a, b, out);
+      case BinaryOp::Sub: return map2<T>(BinaryFn<BinaryOp::Sub>{}, a, b, out);
+      case BinaryOp::Mul: return map2<T>(BinaryFn<BinaryOp::Mul>{}, a, b, out);
+      case BinaryOp::Div: return map2<T>(BinaryFn<BinaryOp::Div>{}, a, b, out);
+    }
+  });
+}
+
+void unary(UnaryOp op, const Tensor& a, Tensor& out) {
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "unary", [&] {
+    using T = scalar_t;
+    switch (op) {
+      case UnaryOp::Neg: return map1<T>(UnaryFn<UnaryOp::Neg>{}, a, out);
+      case UnaryOp::Exp: return map1<T>(UnaryFn<UnaryOp::Exp>{}, a, out);
+      case UnaryOp::Log: return map1<T>(UnaryFn<UnaryOp::Log>{}, a, out);
+      case UnaryOp::Sqrt: return map1<T>(UnaryFn<UnaryOp::Sqrt>{}, a, out);
+      case UnaryOp::Square: return map1<T>(UnaryFn<UnaryOp::Square>{}, a, out);
+      case UnaryOp::Relu: return map1<T>(UnaryFn<UnaryOp::Relu>{}, a, out);
+      case UnaryOp::Sigmoid: return map1<T>(UnaryFn<UnaryOp::Sigmoid>{}, a, out);
+      case UnaryOp::Tanh: return map1<T>(UnaryFn<UnaryOp::Tanh>{}, a, out);
+    }
+  });
+}
+
+void broadcast_copy(const Tensor& a, Tensor& out) {
+  CHAINER_DISPATCH_ALL(out.dtype(), "broadcast_to", [&] {
+    using T = scalar_t;
+    const Dense<T> o{out.data<T>()};
+    if (tiles(a, out.shape())) return launch_map(out.numel(), Convert<T>{}, o, Tiled<const T>{a.data<T>(), a.numel()});
+    launch_map(out.numel(), Convert<T>{}, o, Strided<const T>{a.data<T>(), broadcast_layout(a, out.shape())});
+  });
+}
+
+void affine(const Tensor& a, double mul, double add, Tensor& out) {
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "affine", [&] {
+    using T = scalar_t;
+    map1<T>(Affine<T>{T(mul), T(add)}, a, out);
+  });
+}
+
+void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) {
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "activation_grad", [&] {
+    using T = scalar_t;
+    switch (op) {
+      case GradOp::Relu: return map2<T>(GradFn<GradOp::Relu>{}, y, gy, out);
+      case GradOp::Sigmoid: return map2<T>(GradFn<GradOp::Sigmoid>{}, y, gy, out);
+      case GradOp::Tanh: return map2<T>(GradFn<GradOp::Tanh>{}, y, gy, out);
+    }
+  });
+}
+
+void axpy(Tensor& y, double alpha, const Tensor& x) {
+  CHAINER_DISPATCH_FLOATING(y.dtype(), "axpy", [&] {
+    using T = scalar_t;
+    const Dense<T> py{y.data<T>()};
+    const Axpy<T> f{T(alpha)};
+    if (x.is_contiguous()) return launch_map(y.numel(), f, py, py, Dense<const T>{x.data<T>()});
+    launch_map(y.numel(), f, py, py, Strided<const T>{x.data<T>(), layout_of(x)});
+  });
+}
+
+void accumulate(Tensor& acc, const Tensor& value) {
+  CHAINER_DISPATCH_FLOATING(value.dtype(), "accumulate", [&] {
+    using T = scalar_t;
+    const Dense<double> a{acc.data<double>()};
+    launch_map(1, AddAsDouble{}, a, a, Dense<const T>{value.data<T>()});
+  });
+}
+
+}  // namespace chainer::cuda

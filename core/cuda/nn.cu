@@ -1,0 +1,354 @@
+// Fused kernels behind nn/functions (core/cpu/nn.cpp and core/cpu/softmax.cpp are their twins,
+// with the same formulas): softmax and its gradient, the linear epilogue, softmax cross entropy,
+// dropout masks and accuracy. Per-row sums use fixed shuffle trees and single-block finishing
+// kernels, never atomics, so results depend only on the inputs; nothing is read on the host.
+#include <cmath>
+#include <type_traits>
+
+#include "core/cuda/common.cuh"
+#include "core/cuda/kernels.h"
+#include "core/philox.h"
+#include "core/random.h"
+
+namespace chainer::cuda {
+
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarps = kThreads / 32;
+
+template <class A>
+__device__ A shfl_xor(A v, int lane_mask) {
+  return __shfl_xor_sync(kFullMask, v, lane_mask);
+}
+
+// Butterfly reductions over groups of L lanes (1 or 32): every lane of a group ends with the same
+// bits. fmax, unlike std::max, is symmetric in NaN, so the lanes agree on the maximum too (a NaN
+// in a row makes the whole row NaN through the sum of exponentials, as on the CPU).
+template <int L, class A>
+__device__ A group_sum(A v) {
+  for (int m = L / 2; m > 0; m /= 2) v += shfl_xor(v, m);
+  return v;
+}
+template <int L, class A>
+__device__ A group_max(A v) {
+  for (int m = L / 2; m > 0; m /= 2) v = fmax(v, shfl_xor(v, m));
+  return v;
+}
+
+// Sum over a block of kThreads: warps by shuffles, then thread 0 adds the warps' sums in order.
+// The result is valid in thread 0; every thread of the block must call it.
+template <class A>
+__device__ A block_sum(A v) {
+  __shared__ A warp_sums[kWarps];
+  v = group_sum<32>(v);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  A total = 0;
+  if (threadIdx.x == 0)
+    for (int w = 0; w < kWarps; ++w) total += warp_sums[w];
+  __syncthreads();  // warp_sums is free for the next call
+  return total;
+}
+
+// (outer, len, inner) view of a tensor around AXIS; a "row" is one (outer, inner) pair.
+struct AxisView {
+  int64_t outer = 1, len = 1, inner = 1;
+  int64_t rows() const { return outer * inner; }
+};
+AxisView axis_view(const Shape& shape, int64_t axis) {
+  AxisView v;
+  v.len = shape[size_t(axis)];
+  for (int64_t d = 0; d < axis; ++d) v.outer *= shape[size_t(d)];
+  for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d) v.inner *= shape[size_t(d)];
+  return v;
+}
+
+// The rows of a view are taken by groups of L threads: a warp when inner == 1 (a row is
+// contiguous, lanes read consecutive elements), else one thread (consecutive threads read
+// consecutive addresses). L is uniform over a warp, so the group reductions see every lane.
+#define CHAINER_ROW_LOOP(row, rows, L)                                                                     \
+  for (int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / (L); row < (rows);                 \
+       row += int64_t(gridDim.x) * blockDim.x / (L))
+
+__device__ int64_t row_base(int64_t row, int64_t len, int64_t inner) {
+  return (row / inner) * len * inner + row % inner;
+}
+
+// Whether a label takes part in the loss: not ignored and one of the C classes.
+__device__ bool counted(int32_t label, int64_t ignore_label, int64_t classes) {
+  return label != ignore_label && label >= 0 && label < classes;
+}
+
+// Calls LAUNCH with the lanes per row (as std::integral_constant) and the blocks covering V's rows.
+template <class Launch>
+void launch_rows(const AxisView& v, Launch&& launch) {
+  if (v.inner == 1) launch(std::integral_constant<int, 32>(), blocks_for(v.rows(), kWarps));
+  else launch(std::integral_constant<int, 1>(), blocks_for(v.rows()));
+}
+
+// ---- softmax, softmax_grad ----
+
+template <class T, int L>
+__global__ void softmax_kernel(const T* x, T* y, int64_t rows, int64_t len, int64_t inner, bool take_log) {
+  const int lane = int(threadIdx.x) % L;
+  CHAINER_ROW_LOOP(row, rows, L) {
+    const int64_t base = row_base(row, len, inner);
+    const T* p = x + base;
+    T* o = y + base;
+    T m = -T(INFINITY);
+    for (int64_t k = lane; k < len; k += L) m = fmax(m, p[k * inner]);
+    m = group_max<L>(m);
+    T z = 0;
+    for (int64_t k = lane; k < len; k += L) z += exp(p[k * inner] - m);
+    z = group_sum<L>(z);
+    if (take_log) {
+      const T lz = m + log(z);
+      for (int64_t k = lane; k < len; k += L) o[k * inner] = p[k * inner] - lz;
+    } else {
+      const T inv = T(1) / z;
+      for (int64_t k = lane; k < len; k += L) o[k * inner] = exp(p[k * inner] - m) * inv;
+    }
+  }
+}
+
+template <class T, int L>
+__global__ void softmax_grad_kernel(const T* y, const T* gy, T* gx, int64_t rows, int64_t len, int64_t inner,
+                                    bool take_log) {
+  const int lane = int(threadIdx.x) % L;
+  CHAINER_ROW_LOOP(row, rows, L) {
+    const int64_t base = row_base(row, len, inner);
+    const T* yr = y + base;
+    const T* gr = gy + base;
+    T* o = gx + base;
+    T acc = 0;
+    if (take_log) {  // y = log softmax: gx = gy - softmax * sum(gy)
+      for (int64_t k = lane; k < len; k += L) acc += gr[k * inner];
+      acc = group_sum<L>(acc);
+      for (int64_t k = lane; k < len; k += L) o[k * inner] = gr[k * inner] - exp(yr[k * inner]) * acc;
+    } else {  // y = softmax: gx = y * (gy - sum(gy * y))
+      for (int64_t k = lane; k < len; k += L) acc += gr[k * inner] * yr[k * inner];
+      acc = group_sum<L>(acc);
+      for (int64_t k = lane; k < len; k += L) o[k * inner] = yr[k * inner] * (gr[k * inner] - acc);
+    }
+  }
+}
+
+// ---- add_bias ----
+
+template <class T>
+__global__ void add_bias_kernel(T* y, const T* b, int64_t n, int64_t cols, bool relu) {
+  CHAINER_GRID_STRIDE_LOOP(i, n) {
+    T v = y[i];
+    if (b) v += b[i % cols];
+    if (relu && v < T(0)) v = T(0);  // std::max(v, 0) as the CPU: NaN stays NaN
+    y[i] = v;
+  }
+}
+
+// ---- softmax_cross_entropy ----
+
+// A warp per row: the log-sum-exp and the loss; a bad label is reported and its row ignored.
+template <class T>
+__global__ void cross_entropy_rows_kernel(const T* x, const int32_t* t, int64_t n, int64_t classes,
+                                          int64_t ignore_label, T* loss, T* lse, DeviceErrorRecord* error) {
+  const int lane = int(threadIdx.x) % 32;
+  CHAINER_ROW_LOOP(i, n, 32) {
+    const T* row = x + i * classes;
+    T m = -T(INFINITY);
+    for (int64_t j = lane; j < classes; j += 32) m = fmax(m, row[j]);
+    m = group_max<32>(m);
+    T z = 0;
+    for (int64_t j = lane; j < classes; j += 32) z += exp(row[j] - m);
+    z = group_sum<32>(z);
+    if (lane == 0) {
+      const T log_z = log(z);
+      lse[i] = m + log_z;
+      const int32_t label = t[i];
+      const bool use = counted(label, ignore_label, classes);
+      if (!use && label != ignore_label)
+        report_device_error(error, kLabelOutOfRange, i, label, classes, ignore_label);
+      // (m - x_t) + log z rather than lse - x_t: no cancellation when logits are large.
+      loss[i] = use ? (m - row[label]) + log_z : T(0);
+    }
+  }
+}
+
+// One block: the count of rows used, the scale, and the reduced loss (sum in double, rounded to
+// T, times T(scale), as the CPU). REDUCED is null for LossReduction::None.
+template <class T>
+__global__ void cross_entropy_finish_kernel(const T* loss, const int32_t* t, int64_t n, int64_t classes,
+                                            int64_t ignore_label, LossReduction reduction, T* reduced,
+                                            double* scale) {
+  double sum = 0;
+  int64_t used = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    sum += double(loss[i]);
+    used += counted(t[i], ignore_label, classes);
+  }
+  sum = block_sum(sum);
+  used = block_sum(used);
+  if (threadIdx.x == 0) {
+    const double s = reduction == LossReduction::MeanOverValid   ? 1.0 / double(used > 1 ? used : 1)
+                     : reduction == LossReduction::MeanOverBatch ? 1.0 / double(n > 1 ? n : 1)
+                                                                 : 1.0;
+    *scale = s;
+    if (reduced) *reduced = T(sum) * T(s);
+  }
+}
+
+template <class T>
+__global__ void cross_entropy_grad_kernel(const T* x, const int32_t* t, const T* lse, const T* gloss, bool per_row,
+                                          const double* scale, int64_t n, int64_t classes, int64_t ignore_label,
+                                          T* gx) {
+  CHAINER_GRID_STRIDE_LOOP(idx, n * classes) {
+    const int64_t i = idx / classes, j = idx - i * classes;
+    const int32_t label = t[i];
+    T v = 0;
+    if (counted(label, ignore_label, classes)) {
+      const T coeff = T(double(gloss[per_row ? i : 0]) * *scale);
+      v = coeff * exp(x[idx] - lse[i]);
+      if (j == label) v -= coeff;
+    }
+    gx[idx] = v;
+  }
+}
+
+// ---- dropout_mask ----
+
+// A thread per Philox block of 4 elements; the key is read on the device (a graph replay
+// uploads a fresh one before it runs).
+template <class T>
+__global__ void dropout_kernel(const uint64_t* key, double ratio, T scale, T* mask, int64_t n) {
+  const uint64_t k = *key;
+  const int64_t blocks = (n + 3) / 4;
+  CHAINER_GRID_STRIDE_LOOP(b, blocks) {
+    const philox::Block r = philox::block(k, uint64_t(b));
+    for (int64_t e = 0; e < 4 && 4 * b + e < n; ++e)
+      mask[4 * b + e] = double(r.v[e]) * (1.0 / 4294967296.0) >= ratio ? scale : T(0);
+  }
+}
+
+// ---- accuracy ----
+
+// One block; a thread per row finds the first maximum as the CPU loop does (strict >).
+template <class T>
+__global__ void accuracy_kernel(const T* y, const int32_t* t, int64_t rows, int64_t len, int64_t inner,
+                                int64_t ignore_label, T* out) {
+  int64_t correct = 0, total = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    if (t[r] == ignore_label) continue;
+    ++total;
+    const T* p = y + row_base(r, len, inner);
+    int64_t best = 0;
+    for (int64_t k = 1; k < len; ++k)
+      if (p[k * inner] > p[best * inner]) best = k;
+    correct += best == t[r];
+  }
+  correct = block_sum(correct);
+  total = block_sum(total);
+  if (threadIdx.x == 0) *out = T(total == 0 ? 0.0 : double(correct) / double(total));
+}
+
+}  // namespace
+
+void softmax(const Tensor& x, int64_t axis, bool log, Tensor& out) {
+  const AxisView v = axis_view(x.shape(), axis);
+  if (x.numel() == 0) return;
+  const Tensor xc = x.contiguous();
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "softmax", [&] {
+    using T = scalar_t;
+    launch_rows(v, [&](auto lanes, unsigned blocks) {
+      softmax_kernel<T, decltype(lanes)::value><<<blocks, kThreads, 0, compute_stream()>>>(
+          xc.data<T>(), out.data<T>(), v.rows(), v.len, v.inner, log);
+      CHAINER_CUDA_CHECK_LAUNCH(softmax_kernel);
+    });
+  });
+}
+
+void softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis, bool log, Tensor& gx) {
+  const AxisView v = axis_view(y.shape(), axis);
+  if (y.numel() == 0) return;
+  const Tensor yc = y.contiguous(), gc = gy.contiguous();
+  CHAINER_DISPATCH_FLOATING(y.dtype(), "softmax_grad", [&] {
+    using T = scalar_t;
+    launch_rows(v, [&](auto lanes, unsigned blocks) {
+      softmax_grad_kernel<T, decltype(lanes)::value><<<blocks, kThreads, 0, compute_stream()>>>(
+          yc.data<T>(), gc.data<T>(), gx.data<T>(), v.rows(), v.len, v.inner, log);
+      CHAINER_CUDA_CHECK_LAUNCH(softmax_grad_kernel);
+    });
+  });
+}
+
+void add_bias(Tensor& y, const Tensor& b, bool relu) {
+  const int64_t n = y.numel();
+  if (n == 0 || (!b.defined() && !relu)) return;
+  const Tensor bc = b.defined() ? b.contiguous() : Tensor();
+  CHAINER_DISPATCH_FLOATING(y.dtype(), "add_bias", [&] {
+    using T = scalar_t;
+    add_bias_kernel<T><<<blocks_for(n), kThreads, 0, compute_stream()>>>(
+        y.data<T>(), bc.defined() ? bc.data<T>() : nullptr, n, y.size(1), relu);
+    CHAINER_CUDA_CHECK_LAUNCH(add_bias_kernel);
+  });
+}
+
+int64_t softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label, LossReduction reduction,
+                              Tensor& loss, Tensor& lse, Tensor& reduced, Tensor& scale) {
+  const Tensor xc = x.contiguous(), tc = t.contiguous();
+  const int64_t n = x.size(0), c = x.size(1);
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "softmax_cross_entropy", [&] {
+    using T = scalar_t;
+    if (n > 0) {
+      cross_entropy_rows_kernel<T><<<blocks_for(n, kWarps), kThreads, 0, compute_stream()>>>(
+          xc.data<T>(), tc.data<int32_t>(), n, c, ignore_label, loss.data<T>(), lse.data<T>(), device_error_record());
+      CHAINER_CUDA_CHECK_LAUNCH(cross_entropy_rows_kernel);
+    }
+    // Also with no rows: SCALE and REDUCED must be written.
+    cross_entropy_finish_kernel<T><<<1, kThreads, 0, compute_stream()>>>(
+        loss.data<T>(), tc.data<int32_t>(), n, c, ignore_label, reduction,
+        reduced.defined() ? reduced.data<T>() : nullptr, scale.data<double>());
+    CHAINER_CUDA_CHECK_LAUNCH(cross_entropy_finish_kernel);
+  });
+  return -1;  // a bad label is reported at the next host read
+}
+
+void softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
+                                const Tensor& scale, int64_t ignore_label, Tensor& gx) {
+  const int64_t n = x.size(0), c = x.size(1);
+  if (n * c == 0) return;
+  const Tensor xc = x.contiguous(), tc = t.contiguous(), zc = lse.contiguous(), gc = gloss.contiguous();
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "softmax_cross_entropy_grad", [&] {
+    using T = scalar_t;
+    cross_entropy_grad_kernel<T><<<blocks_for(n * c), kThreads, 0, compute_stream()>>>(
+        xc.data<T>(), tc.data<int32_t>(), zc.data<T>(), gc.data<T>(), gloss.numel() != 1, scale.data<double>(), n, c,
+        ignore_label, gx.data<T>());
+    CHAINER_CUDA_CHECK_LAUNCH(cross_entropy_grad_kernel);
+  });
+}
+
+void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
+  // Drawn even for an empty mask, so the generator advances as on the CPU.
+  const auto* key = static_cast<const uint64_t*>(
+      step_scalars(sizeof(uint64_t), [&gen](void* host) { *static_cast<uint64_t*>(host) = gen.next_u64(); }));
+  const int64_t n = mask.numel();
+  if (n == 0) return;
+  CHAINER_DISPATCH_FLOATING(mask.dtype(), "dropout", [&] {
+    using T = scalar_t;
+    dropout_kernel<T><<<blocks_for((n + 3) / 4), kThreads, 0, compute_stream()>>>(key, ratio, T(1.0 / (1.0 - ratio)),
+                                                                                  mask.data<T>(), n);
+    CHAINER_CUDA_CHECK_LAUNCH(dropout_kernel);
+  });
+}
+
+void accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label, Tensor& out) {
+  const AxisView v = axis_view(y.shape(), 1);
+  const Tensor yc = y.contiguous(), tc = t.contiguous();
+  CHAINER_DISPATCH_FLOATING(y.dtype(), "accuracy", [&] {
+    using T = scalar_t;
+    accuracy_kernel<T><<<1, kThreads, 0, compute_stream()>>>(yc.data<T>(), tc.data<int32_t>(), v.rows(), v.len,
+                                                            v.inner, ignore_label, out.data<T>());
+    CHAINER_CUDA_CHECK_LAUNCH(accuracy_kernel);
+  });
+}
+
+}  // namespace chainer::cuda

@@ -1,0 +1,288 @@
+// Reductions: sums over any set of axes, the maximum (and its index) along one axis, and the sum
+// of squares of a list of tensors. All are deterministic: each output is reduced by a fixed set
+// of threads in a fixed tree (shuffles, then shared memory in index order), never with atomics,
+// so a result depends only on the inputs and their shapes. Sums accumulate in double, as the CPU.
+#include <algorithm>
+#include <type_traits>
+
+#include "core/cuda/common.cuh"
+#include "core/cuda/kernels.h"
+
+namespace chainer::cuda {
+
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarps = kThreads / 32;
+
+template <class A>
+__device__ A shfl_xor(A v, int lane_mask) {
+  if constexpr (sizeof(A) < sizeof(int)) return A(__shfl_xor_sync(kFullMask, int(v), lane_mask));
+  else return __shfl_xor_sync(kFullMask, v, lane_mask);
+}
+
+// Butterfly sum over the warp: every lane ends with the same bits.
+template <class A>
+__device__ A warp_sum(A v) {
+  for (int m = 16; m > 0; m /= 2) v += shfl_xor(v, m);
+  return v;
+}
+
+// Sum over a block of kThreads: warps by shuffles, then thread 0 adds the warps' sums in order.
+// The result is valid in thread 0; every thread of the block must call it.
+template <class A>
+__device__ A block_sum(A v) {
+  __shared__ A warp_sums[kWarps];
+  v = warp_sum(v);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  A total = 0;
+  if (threadIdx.x == 0)
+    for (int w = 0; w < kWarps; ++w) total += warp_sums[w];
+  __syncthreads();  // warp_sums is free for the next call
+  return total;
+}
+
+// The input offset of index I of an index space (kept or reduced dims with their input strides):
+// Layout::offset without the outermost division (I < numel), so a 1-D space costs a multiply.
+__device__ int64_t offset_in(const Layout& l, int64_t i) {
+  int64_t off = 0;
+  for (int d = l.nd - 1; d > 0; --d) {
+    const int64_t q = i / l.shape[d];
+    off += (i - q * l.shape[d]) * l.strides[d];
+    i = q;
+  }
+  return l.nd > 0 ? off + i * l.strides[0] : off;
+}
+
+// ---- sum_axes ----
+
+// The innermost input dims are reduced: W warps per output stride over its reduced elements
+// (consecutive lanes read consecutive elements), then sum by shuffles (and block_sum for W > 1).
+template <class T, int W>
+__global__ void sum_rows_kernel(const T* a, T* out, int64_t outputs, int64_t count, Layout kept, Layout red) {
+  constexpr int kPerBlock = kWarps / W;
+  const int rank = int(threadIdx.x) % (32 * W);  // within this output's threads
+  for (int64_t base = int64_t(blockIdx.x) * kPerBlock; base < outputs; base += int64_t(gridDim.x) * kPerBlock) {
+    const int64_t o = base + int64_t(threadIdx.x) / (32 * W);
+    double s = 0;
+    if (o < outputs) {
+      const T* p = a + offset_in(kept, o);
+      for (int64_t r = rank; r < count; r += 32 * W) s += double(p[offset_in(red, r)]);
+    }
+    if constexpr (W == 1) s = warp_sum(s);
+    else s = block_sum(s);  // BASE is uniform over the block, so every thread gets here
+    if (rank == 0 && o < outputs) out[o] = T(s);
+  }
+}
+
+// The innermost input dims are kept: a block holds 32 consecutive outputs (threadIdx.x, reading
+// consecutive addresses), each summed by kSlices threads (threadIdx.y) over interleaved slices of
+// its reduced elements; the slices' sums are then added in slice order. This is the bias
+// gradient's (N, C) -> (C).
+constexpr int kSlices = kThreads / 32;
+
+template <class T>
+__global__ void sum_columns_kernel(const T* a, T* out, int64_t outputs, int64_t count, Layout kept, Layout red) {
+  __shared__ double slice_sums[kSlices][32];
+  for (int64_t base = int64_t(blockIdx.x) * 32; base < outputs; base += int64_t(gridDim.x) * 32) {
+    const int64_t o = base + threadIdx.x;
+    double s = 0;
+    if (o < outputs) {
+      const T* p = a + offset_in(kept, o);
+      for (int64_t r = threadIdx.y; r < count; r += kSlices) s += double(p[offset_in(red, r)]);
+    }
+    slice_sums[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && o < outputs) {
+      double total = 0;
+      for (int y = 0; y < kSlices; ++y) total += slice_sums[y][threadIdx.x];
+      out[o] = T(total);
+    }
+    __syncthreads();  // slice_sums is rewritten by the next round
+  }
+}
+
+// ---- max_axis ----
+
+// A candidate for the first maximum. The CPU loop (start at element 0, replace on strict >) ends
+// at element 0 when it is NaN, else at the first of the largest non-NaN values. Ranking NaN at
+// index 0 above everything and later NaNs below everything, then by value, then by lower index,
+// is a total order whose maximum is that element, so any reduction tree finds the same one.
+template <class T>
+struct Candidate {
+  T v;
+  int64_t at;  // < 0: no element seen
+};
+
+template <class T>
+__device__ int nan_rank(const Candidate<T>& c) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (isnan(c.v)) return c.at == 0 ? 2 : 0;
+  }
+  return 1;
+}
+
+template <class T>
+__device__ Candidate<T> first_max(const Candidate<T>& x, const Candidate<T>& y) {
+  if (x.at < 0 || y.at < 0) return x.at < 0 ? y : x;
+  const int rx = nan_rank(x), ry = nan_rank(y);
+  if (rx != ry) return rx > ry ? x : y;
+  if (rx == 1 && x.v != y.v) return x.v > y.v ? x : y;
+  return x.at < y.at ? x : y;
+}
+
+// L threads per output of an (outer, len, inner) view: a warp when inner == 1 (a row is
+// contiguous), else one thread (consecutive threads read consecutive addresses).
+template <class T, int L>
+__global__ void max_kernel(const T* a, int64_t outputs, int64_t len, int64_t inner, T* out, int32_t* argmax) {
+  const int lane = int(threadIdx.x) % L;
+  for (int64_t q = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / L; q < outputs;
+       q += int64_t(gridDim.x) * blockDim.x / L) {
+    const T* p = a + (q / inner) * len * inner + q % inner;
+    Candidate<T> best{T(0), -1};
+    for (int64_t k = lane; k < len; k += L) best = first_max(best, Candidate<T>{p[k * inner], k});
+    for (int m = L / 2; m > 0; m /= 2)
+      best = first_max(best, Candidate<T>{shfl_xor(best.v, m), shfl_xor(best.at, m)});
+    if (lane == 0) {
+      if (out) out[q] = best.v;
+      if (argmax) argmax[q] = int32_t(best.at);
+    }
+  }
+}
+
+// ---- sum_of_squares ----
+
+// Each tensor gets kPartials slots of the scratch (zeroed first): one per block of its launch.
+constexpr int kPartials = 128;
+
+template <class T>
+__global__ void sum_squares_kernel(const T* x, int64_t n, double* partials) {
+  double s = 0;
+  CHAINER_GRID_STRIDE_LOOP(i, n) s += double(x[i]) * double(x[i]);
+  s = block_sum(s);
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+// One block of kPartials threads: each tensor's slots by a fixed tree, then the tensors' sums
+// in list order (the CPU's order).
+__global__ void sum_squares_finish_kernel(const double* partials, int64_t tensors, double* out) {
+  __shared__ double warp_sums[kPartials / 32];
+  double total = 0;
+  for (int64_t j = 0; j < tensors; ++j) {
+    const double s = warp_sum(partials[j * kPartials + threadIdx.x]);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double tensor_sum = 0;
+      for (int w = 0; w < kPartials / 32; ++w) tensor_sum += warp_sums[w];
+      total += tensor_sum;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *out = total;
+}
+
+}  // namespace
+
+void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
+  if (out.numel() == 0) return;
+  if (a.numel() == 0) {  // sums of nothing; zero bits are 0 in every dtype
+    CHAINER_CUDA_CHECK(cudaMemsetAsync(out.raw_data(), 0, out.nbytes(), compute_stream()));
+    return;
+  }
+  // The contiguous input as a kept and a reduced index space: dims of extent 1 dropped, runs of
+  // kept or of reduced dims merged, so the usual cases have 1-D spaces.
+  const Tensor ac = a.contiguous();
+  Layout kept, red;
+  bool innermost_reduced = false, seen = false, last_reduced = false;
+  int64_t outputs = 1, count = 1, stride = 1;
+  for (int64_t d = a.ndim() - 1; d >= 0; --d) {
+    const int64_t extent = a.shape()[size_t(d)];
+    const bool r = reduce[size_t(d)];
+    if (extent != 1) {
+      Layout& l = r ? red : kept;
+      if (seen && r == last_reduced) {
+        l.shape[0] *= extent;  // merged with the run just inside it
+      } else {
+        if (l.nd == kMaxDims)
+          throw Error(str("sum: too many alternating summed and kept axes in shape ", shape_str(a.shape())));
+        for (int k = l.nd; k > 0; --k) l.shape[k] = l.shape[k - 1], l.strides[k] = l.strides[k - 1];
+        l.shape[0] = extent, l.strides[0] = stride, ++l.nd;
+      }
+      if (!seen) innermost_reduced = r;
+      seen = true, last_reduced = r;
+      (r ? count : outputs) *= extent;
+    }
+    stride *= extent;
+  }
+  CHAINER_DISPATCH_ALL(a.dtype(), "sum", [&] {
+    using T = scalar_t;
+    const T* pa = ac.data<T>();
+    T* po = out.data<T>();
+    if (!innermost_reduced) {
+      sum_columns_kernel<T><<<blocks_for(outputs, 32), dim3(32, kSlices), 0, compute_stream()>>>(pa, po, outputs, count,
+                                                                                                    kept, red);
+      CHAINER_CUDA_CHECK_LAUNCH(sum_columns_kernel);
+    } else if (count > 1024) {  // long rows: a block each
+      sum_rows_kernel<T, kWarps><<<blocks_for(outputs, 1), kThreads, 0, compute_stream()>>>(pa, po, outputs, count,
+                                                                                            kept, red);
+      CHAINER_CUDA_CHECK_LAUNCH(sum_rows_kernel);
+    } else {
+      sum_rows_kernel<T, 1><<<blocks_for(outputs, kWarps), kThreads, 0, compute_stream()>>>(pa, po, outputs, count,
+                                                                                            kept, red);
+      CHAINER_CUDA_CHECK_LAUNCH(sum_rows_kernel);
+    }
+  });
+}
+
+void max_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax) {
+  const int64_t len = a.shape()[size_t(axis)];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= a.shape()[size_t(d)];
+  for (int64_t d = axis + 1; d < a.ndim(); ++d) inner *= a.shape()[size_t(d)];
+  const int64_t outputs = outer * inner;
+  if (outputs == 0) return;
+  const Tensor ac = a.contiguous();
+  CHAINER_DISPATCH_ALL(a.dtype(), "max", [&] {
+    using T = scalar_t;
+    const T* pa = ac.data<T>();
+    T* po = out.defined() ? out.data<T>() : nullptr;
+    int32_t* pi = argmax ? argmax->data<int32_t>() : nullptr;
+    if (inner == 1) {
+      max_kernel<T, 32><<<blocks_for(outputs, kWarps), kThreads, 0, compute_stream()>>>(pa, outputs, len, inner, po,
+                                                                                        pi);
+      CHAINER_CUDA_CHECK_LAUNCH(max_kernel);
+    } else {
+      max_kernel<T, 1><<<blocks_for(outputs), kThreads, 0, compute_stream()>>>(pa, outputs, len, inner, po, pi);
+      CHAINER_CUDA_CHECK_LAUNCH(max_kernel);
+    }
+  });
+}
+
+void sum_of_squares(const std::vector<Tensor>& xs, Tensor& out) {
+  if (xs.empty()) {
+    CHAINER_CUDA_CHECK(cudaMemsetAsync(out.raw_data(), 0, sizeof(double), compute_stream()));
+    return;
+  }
+  const int64_t tensors = int64_t(xs.size());
+  Tensor partials = Tensor::empty({tensors * kPartials}, DType::Float64, Device::cuda(current_device_index()));
+  double* pp = partials.data<double>();
+  // Slots that no block writes (small or empty tensors) must add nothing.
+  CHAINER_CUDA_CHECK(cudaMemsetAsync(pp, 0, partials.nbytes(), compute_stream()));
+  for (int64_t j = 0; j < tensors; ++j) {
+    const Tensor x = xs[size_t(j)].contiguous();
+    const int64_t n = x.numel();
+    if (n == 0) continue;
+    CHAINER_DISPATCH_FLOATING(x.dtype(), "sum_of_squares", [&] {
+      using T = scalar_t;
+      const unsigned blocks = std::min(blocks_for(n), unsigned(kPartials));
+      sum_squares_kernel<T><<<blocks, kThreads, 0, compute_stream()>>>(x.data<T>(), n, pp + j * kPartials);
+      CHAINER_CUDA_CHECK_LAUNCH(sum_squares_kernel);
+    });
+  }
+  sum_squares_finish_kernel<<<1, kPartials, 0, compute_stream()>>>(pp, tensors, out.data<double>());
+  CHAINER_CUDA_CHECK_LAUNCH(sum_squares_finish_kernel);
+}
+
+}  // namespace chainer::cuda

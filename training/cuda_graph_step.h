@@ -1,0 +1,61 @@
+// Whole-step CUDA graphs for StandardUpdater: a define-by-run step records its graph on the host
+// every iteration, but a step of fixed shapes queues the same kernels every time. Once a step's
+// signature (the batch's shapes and dtypes, the parameters and optimizer state in memory, the
+// hooks, config::train) has been seen twice, the next such step is captured into a CUDA graph
+// (forward, backward and update; core/cuda.h) and later steps with that signature replay it:
+// the batch is copied into the graph's input buffers, the optimizer's counters advance on the
+// host, the per-step scalars (learning rates, dropout keys) are recomputed, and one graph launch
+// does the rest. What the step reported (the loss, the accuracy) is reported again: device
+// values the graph rewrites on every replay. A smaller last batch gets a graph of its own the
+// second time it is seen (kMaxGraphs are kept). A step that cannot be captured (it reads a value
+// on the host, or the optimizer synchronizes with other processes) runs eagerly from then on,
+// after a one-time message saying why. docs/design.md has the reasoning.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cuda.h"
+#include "nn/optimizer.h"
+#include "nn/reporter.h"
+
+namespace chainer::training {
+
+class CudaGraphStep {
+ public:
+  static constexpr size_t kMaxGraphs = 2;
+  using Step = std::function<void(const std::vector<Variable>& inputs)>;
+
+  // Runs STEP (one update of OPTIMIZER on INPUTS, which may be on the host) on DEVICE, through a
+  // graph when it can.
+  void run(Optimizer& optimizer, Device device, const std::vector<Tensor>& inputs, const Step& step);
+
+  // Whether steps still go through graphs (false after a step could not be captured).
+  bool enabled() const { return enabled_; }
+  size_t captures() const { return captures_; }  // graphs captured so far
+  size_t replays() const { return replays_; }    // steps run by replaying a graph
+
+ private:
+  struct Captured {
+    std::unique_ptr<cuda::Graph> graph;
+    std::vector<Tensor> inputs;               // the graph reads the batch from these
+    std::vector<const void*> grads;           // where the graph writes the gradients
+    Observation reported;                     // what the step reported, rewritten by each replay
+  };
+  std::string signature(const Optimizer& optimizer, const std::vector<Tensor>& inputs) const;
+  void capture(const std::string& key, Optimizer& optimizer, Device device, const std::vector<Tensor>& inputs,
+               const Step& step);
+  void eager(Device device, const std::vector<Tensor>& inputs, const Step& step);
+  void disable(const std::string& why);  // once, with a message
+  static std::vector<const void*> grads_of(const Optimizer& optimizer);
+
+  bool enabled_ = true;
+  std::map<std::string, int> seen_;                   // eager steps per signature
+  std::map<std::string, Captured> graphs_;
+  std::vector<std::string> order_;                    // captured signatures, least recent first
+  size_t captures_ = 0, replays_ = 0;
+};
+
+}  // namespace chainer::training
