@@ -51,12 +51,14 @@ void check_backward(const std::function<std::vector<Variable>(const std::vector<
     double* x = xs[i].data<double>();
     for (int64_t k = 0; k < xs[i].numel(); ++k) {
       const double saved = x[k];
-      std::vector<Variable> plain;
-      for (const Tensor& t : xs) plain.emplace_back(t.to(device), false);
-      x[k] = saved + options.eps;
-      double fp = weighted_sum(f(plain), gys);
-      x[k] = saved - options.eps;
-      double fm = weighted_sum(f(plain), gys);
+      // F sees the perturbed inputs (copied to the device after each perturbation).
+      auto evaluate = [&](double value) {
+        x[k] = value;
+        std::vector<Variable> plain;
+        for (const Tensor& t : xs) plain.emplace_back(t.to(device), false);
+        return weighted_sum(f(plain), gys);
+      };
+      const double fp = evaluate(saved + options.eps), fm = evaluate(saved - options.eps);
       x[k] = saved;
       double numeric = (fp - fm) / (2 * options.eps);
       if (!(std::abs(a[size_t(k)] - numeric) <= options.atol + options.rtol * std::abs(numeric)))

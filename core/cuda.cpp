@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 
@@ -124,12 +125,9 @@ void empty_cache() {
 LaunchCounts launch_counts() { return plugin().devices > 0 ? plugin().runtime->launch_counts() : LaunchCounts{}; }
 
 namespace {
-bool g_allow_tf32 = false;
+std::atomic<bool> g_allow_tf32{false};
 }
-void set_allow_tf32(bool allow) {
-  g_allow_tf32 = allow;
-  if (plugin().devices > 0) plugin().runtime->set_allow_tf32(allow);
-}
+void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
 bool allow_tf32() { return g_allow_tf32; }
 
 std::unique_ptr<Graph> Graph::capture(Device device, const std::function<void()>& step) {

@@ -121,6 +121,16 @@ void scale_(Tensor& y, double alpha) {
   kernels_for(device).affine(y, alpha, 0.0, y);
 }
 
+void scale_to_(Tensor& out, const Tensor& a, double alpha) {
+  const Device device = require_same_device("scale_to", {&out, &a});
+  require_same_dtype("scale_to", out, a);
+  require_floating("scale_to", a);
+  if (out.shape() != a.shape())
+    throw Error(str("scale_to: shapes ", shape_str(out.shape()), " and ", shape_str(a.shape()), " differ"));
+  if (!out.is_contiguous()) throw Error("scale_to: the destination must be contiguous");
+  kernels_for(device).affine(a, alpha, 0.0, out);
+}
+
 void accumulate_(Tensor& acc, const Tensor& value) {
   const Device device = require_same_device("accumulate", {&acc, &value});
   if (acc.dtype() != DType::Float64 || acc.numel() != 1)

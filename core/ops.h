@@ -41,6 +41,8 @@ Tensor tanh_grad(const Tensor& y, const Tensor& gy);
 void axpy_(Tensor& y, double alpha, const Tensor& x);
 // y *= alpha, in place.
 void scale_(Tensor& y, double alpha);
+// out = a * alpha into OUT (contiguous, a's shape and dtype): a scaled copy without a new tensor.
+void scale_to_(Tensor& out, const Tensor& a, double alpha);
 // acc (one float64 element) += value (one float element), in place and without reading either
 // on the host: how reported values are summed on a GPU.
 void accumulate_(Tensor& acc, const Tensor& value);

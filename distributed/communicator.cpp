@@ -8,6 +8,7 @@
 #include "core/config.h"
 #include "core/ops.h"
 #include "distributed/chunked_transfer.h"
+#include "distributed/packing.h"
 #include "distributed/flat_communicator.h"
 #include "distributed/mpi_check.h"
 #include "distributed/naive_communicator.h"
@@ -519,18 +520,10 @@ void Communicator::check_grads_finite(const chainer::Link& model, const char* op
 }
 
 void Communicator::check_grads_finite(const GradList& grads, const char* op) {
-  for (const auto& [n, p] : grads) {
-    const Tensor& g = p.grad();
-    const bool finite = CHAINER_DISPATCH_FLOATING(g.dtype(), "multi_node_mean_grad", [&] {
-      const scalar_t* d = g.data<scalar_t>();
-      for (int64_t i = 0, e = g.numel(); i < e; ++i)
-        if (!std::isfinite(d[i])) return false;
-      return true;
-    });
-    if (!finite)
+  for (const auto& [n, p] : grads)
+    if (!packing::all_finite(p.grad()))
       throw Error(str(op, ": parameters diverged: the averaged gradient of ", n,
                       " holds a non-finite value (NaN or infinity)"));
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

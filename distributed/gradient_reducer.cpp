@@ -9,6 +9,7 @@
 #include "core/parallel.h"
 #include "distributed/mpi_check.h"
 #include "distributed/mpi_runtime.h"
+#include "distributed/packing.h"
 #include "distributed/shared_segment.h"
 
 namespace chainermn {
@@ -31,12 +32,6 @@ MPI_Datatype mpi_type(DType dtype) {
     default: break;
   }
   throw chainer::InternalError("GradientReducer: no MPI type for this dtype");
-}
-
-template <class T>
-void scale_into(T* dst, const T* src, int64_t n, double factor) {
-  const T f = T(factor);
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * f;
 }
 
 // For i in [lo, hi): the sum over ranks j of region j at i, written back into every region.
@@ -88,7 +83,7 @@ struct GradientReducer::Impl {
     size_t shm_offset = 0, shm_stride = 0;
     Tensor shm_mine;
     bool held = false;
-    char* pack_base = nullptr;  // where this step packs: this rank's region, or buffer
+    Tensor pack_target;  // where this step packs: this rank's region, or buffer (undefined: not chosen)
   };
 
   std::shared_ptr<Communicator> comm;
@@ -160,43 +155,33 @@ struct GradientReducer::Impl {
 
   // Chooses where BUCKET is packed this step (once per step).
   void start_packing(Bucket& bucket) {
-    if (bucket.pack_base) return;
+    if (bucket.pack_target.defined()) return;
     if (segment && !(bucket.held = shared_region_held(bucket))) {
       bucket.buffer = Tensor();
-      bucket.pack_base = region(bucket, rank);
+      bucket.pack_target = bucket.shm_mine;
       return;
     }
     // The previous step's gradients are views of the buffer (see unpack); if somebody still
     // holds one, this step gets a fresh buffer instead of overwriting theirs.
     if (!bucket.buffer.defined() || bucket.buffer.numel() != bucket.numel || bucket.buffer.storage().use_count() > 1)
       bucket.buffer = Tensor::empty({bucket.numel}, bucket.dtype);
-    bucket.pack_base = static_cast<char*>(bucket.buffer.raw_data());
+    bucket.pack_target = bucket.buffer;
   }
 
   // Copies SLOT's gradient into its place in the bucket, already multiplied by 1/size (while it
   // is still warm in cache from backward), so the sum over ranks is the mean and finalize()
   // need not touch the values again.
   void pack_slot(Bucket& bucket, Slot& slot) {
-    const size_t item = chainer::dtype_size(bucket.dtype);
-    char* dst = bucket.pack_base + size_t(slot.offset) * item;
-    const size_t bytes = size_t(slot.numel) * item;
     std::shared_ptr<VariableNode> node = slot.node.lock();
-    Tensor g = node ? node->grad : Tensor();
-    slot.had_grad = g.defined();
+    const Tensor g = node ? node->grad : Tensor();
+    slot.had_grad = g.defined() && g.numel() == slot.numel;
     slot.packed = true;
-    if (g.defined() && g.numel() == slot.numel) {
-      if (g.dtype() != bucket.dtype) g = g.astype(bucket.dtype);
-      g = g.contiguous();
-      const double factor = 1.0 / double(size);
-      if (slot.dtype == DType::Float32)
-        scale_into(reinterpret_cast<float*>(dst), g.data<float>(), slot.numel, factor);
-      else
-        scale_into(reinterpret_cast<double*>(dst), g.data<double>(), slot.numel, factor);
+    if (slot.had_grad) {
+      packing::pack_one(g, bucket.pack_target, slot.offset, 1.0 / double(size));
     } else {
       // No gradient in this step (or a shape the plan does not know, only possible while a
       // plan is being thrown away): zeros keep the collective the same on every rank.
-      slot.had_grad = slot.had_grad && g.numel() == slot.numel;
-      if (bytes) std::memset(dst, 0, bytes);
+      packing::zero(bucket.pack_target, slot.offset, slot.numel);
     }
   }
 
@@ -260,7 +245,7 @@ struct GradientReducer::Impl {
     for (Slot& s : slots) s.packed = false;
     for (Bucket& b : buckets) {
       b.launched = false;
-      b.pack_base = nullptr;
+      b.pack_target = Tensor();
     }
   }
 

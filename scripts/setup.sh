@@ -20,6 +20,11 @@ if ((${#missing[@]})); then
   }
 fi
 
+# The CUDA toolkit, where this machine kind has one: meson builds the CUDA backend when it finds nvcc.
+if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+
 if [[ ! -f build/build.ninja ]]; then
   meson setup build --buildtype=release >/tmp/chainermn-meson-setup.log 2>&1 || {
     cat /tmp/chainermn-meson-setup.log >&2

@@ -2,9 +2,9 @@
 // products compute in FP32 unless TF32 is allowed (core/cuda.h, set_allow_tf32).
 #include <cublas_v2.h>
 
-#include <atomic>
 #include <mutex>
 
+#include "core/cuda.h"
 #include "core/cuda/common.cuh"
 #include "core/cuda/kernels.h"
 
@@ -30,7 +30,6 @@ struct Handle {
 };
 Handle g_handles[64];
 std::mutex g_mutex;
-std::atomic<bool> g_allow_tf32{false};
 
 cublasHandle_t handle() {
   const int device = current_device_index();
@@ -47,8 +46,8 @@ cublasHandle_t handle() {
     CHAINER_CUBLAS_CHECK(cublasSetWorkspace(h.handle, workspace, kWorkspaceBytes));
     CHAINER_CUBLAS_CHECK(cublasSetMathMode(h.handle, CUBLAS_DEFAULT_MATH));
   }
-  if (h.tf32 != g_allow_tf32) {
-    h.tf32 = g_allow_tf32;
+  if (h.tf32 != allow_tf32()) {
+    h.tf32 = allow_tf32();
     CHAINER_CUBLAS_CHECK(cublasSetMathMode(h.handle, h.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   }
   CHAINER_CUBLAS_CHECK(cublasSetStream(h.handle, compute_stream()));
@@ -56,14 +55,17 @@ cublasHandle_t handle() {
 }
 }  // namespace
 
-void set_blas_tf32(bool allow) { g_allow_tf32 = allow; }
-
 // Row-major C (m, n) is column-major C^T (n, m) = op(B)^T op(A)^T: cuBLAS multiplies B's view by
 // A's view. A row-major (r, c) array read column-major is its transpose with leading dimension c,
 // so each operand keeps its flag and its row length as leading dimension.
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c) {
   const int64_t m = c.size(0), n = c.size(1), k = trans_a ? a.size(0) : a.size(1);
   if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: C = beta C, without relying on how cuBLAS treats k = 0
+    if (beta == 0.0) fill(c, 0.0);
+    else affine(c, beta, 0.0, c);
+    return;
+  }
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int64_t lda = std::max<int64_t>(a.size(1), 1), ldb = std::max<int64_t>(b.size(1), 1);
   if (c.dtype() == DType::Float32) {

@@ -103,7 +103,7 @@ struct DeviceErrorRecord {
   int code;
   long long a, b, c, d;
 };
-// The record of the current device, in host memory mapped into the device's address space.
+// The record of the current device (device memory; read by the host at its next wait).
 DeviceErrorRecord* device_error_record();
 
 // Records the first error only (later ones would describe consequences of it).
@@ -111,7 +111,7 @@ __device__ inline void report_device_error(DeviceErrorRecord* r, int code, long 
                                            long long d) {
   if (atomicCAS(&r->code, 0, -1) == 0) {
     r->a = a, r->b = b, r->c = c, r->d = d;
-    __threadfence_system();
+    __threadfence();
     atomicExch(&r->code, code);
   }
 }

@@ -27,7 +27,6 @@ void sum_of_squares(const std::vector<Tensor>& xs, Tensor& out);
 
 // core/cuda/blas.cu (cuBLAS)
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
-void set_blas_tf32(bool allow);  // core/cuda.h, set_allow_tf32
 
 // core/cuda/nn.cu
 void softmax(const Tensor& x, int64_t axis, bool log, Tensor& out);

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/cuda/common.cuh"
+#include "core/cuda/reduce.cuh"
 #include "core/cuda/kernels.h"
 #include "core/philox.h"
 #include "core/random.h"
@@ -13,43 +14,6 @@
 namespace chainer::cuda {
 
 namespace {
-
-constexpr unsigned kFullMask = 0xffffffffu;
-constexpr int kWarps = kThreads / 32;
-
-template <class A>
-__device__ A shfl_xor(A v, int lane_mask) {
-  return __shfl_xor_sync(kFullMask, v, lane_mask);
-}
-
-// Butterfly reductions over groups of L lanes (1 or 32): every lane of a group ends with the same
-// bits. fmax, unlike std::max, is symmetric in NaN, so the lanes agree on the maximum too (a NaN
-// in a row makes the whole row NaN through the sum of exponentials, as on the CPU).
-template <int L, class A>
-__device__ A group_sum(A v) {
-  for (int m = L / 2; m > 0; m /= 2) v += shfl_xor(v, m);
-  return v;
-}
-template <int L, class A>
-__device__ A group_max(A v) {
-  for (int m = L / 2; m > 0; m /= 2) v = fmax(v, shfl_xor(v, m));
-  return v;
-}
-
-// Sum over a block of kThreads: warps by shuffles, then thread 0 adds the warps' sums in order.
-// The result is valid in thread 0; every thread of the block must call it.
-template <class A>
-__device__ A block_sum(A v) {
-  __shared__ A warp_sums[kWarps];
-  v = group_sum<32>(v);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
-  __syncthreads();
-  A total = 0;
-  if (threadIdx.x == 0)
-    for (int w = 0; w < kWarps; ++w) total += warp_sums[w];
-  __syncthreads();  // warp_sums is free for the next call
-  return total;
-}
 
 // (outer, len, inner) view of a tensor around AXIS; a "row" is one (outer, inner) pair.
 struct AxisView {

@@ -6,42 +6,12 @@
 #include <type_traits>
 
 #include "core/cuda/common.cuh"
+#include "core/cuda/reduce.cuh"
 #include "core/cuda/kernels.h"
 
 namespace chainer::cuda {
 
 namespace {
-
-constexpr unsigned kFullMask = 0xffffffffu;
-constexpr int kWarps = kThreads / 32;
-
-template <class A>
-__device__ A shfl_xor(A v, int lane_mask) {
-  if constexpr (sizeof(A) < sizeof(int)) return A(__shfl_xor_sync(kFullMask, int(v), lane_mask));
-  else return __shfl_xor_sync(kFullMask, v, lane_mask);
-}
-
-// Butterfly sum over the warp: every lane ends with the same bits.
-template <class A>
-__device__ A warp_sum(A v) {
-  for (int m = 16; m > 0; m /= 2) v += shfl_xor(v, m);
-  return v;
-}
-
-// Sum over a block of kThreads: warps by shuffles, then thread 0 adds the warps' sums in order.
-// The result is valid in thread 0; every thread of the block must call it.
-template <class A>
-__device__ A block_sum(A v) {
-  __shared__ A warp_sums[kWarps];
-  v = warp_sum(v);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
-  __syncthreads();
-  A total = 0;
-  if (threadIdx.x == 0)
-    for (int w = 0; w < kWarps; ++w) total += warp_sums[w];
-  __syncthreads();  // warp_sums is free for the next call
-  return total;
-}
 
 // The input offset of index I of an index space (kept or reduced dims with their input strides):
 // Layout::offset without the outermost division (I < numel), so a 1-D space costs a multiply.

@@ -147,8 +147,10 @@ struct DeviceState {
   cudaStream_t stream = nullptr;
   std::unique_ptr<CachingAllocator> allocator;
   PinnedStaging staging;
-  DeviceErrorRecord* error_host = nullptr;    // mapped pinned memory
-  DeviceErrorRecord* error_device = nullptr;  // its device address
+  // Device errors: kernels record into device memory (device atomics only); every host wait
+  // first queues a copy of the record into pinned memory, read once the wait is over.
+  DeviceErrorRecord* error_device = nullptr;
+  DeviceErrorRecord* error_host = nullptr;
   // Per-step scalars outside capture: a ring in device memory, written in stream order; a slot
   // is rewritten only by a write queued after the kernels that read it.
   char* ring = nullptr;
@@ -173,12 +175,17 @@ DeviceState& current() { return state(t_device); }
 
 std::string device_name(int device) { return str("cuda:", device); }
 
-// Throws the first error a kernel recorded on DEVICE since the last check, and clears it.
-void check_device_errors(int device) {
-  DeviceErrorRecord& r = *state(device).error_host;
-  if (r.code == kNoDeviceError) return;
-  const DeviceErrorRecord e = r;
-  r.code = kNoDeviceError;
+// Waits for DEVICE's stream, then throws the first error a kernel recorded there since the last
+// wait, and clears it.
+void wait_and_check(int device) {
+  DeviceState& s = state(device);
+  CHAINER_CUDA_CHECK(
+      cudaMemcpyAsync(s.error_host, s.error_device, sizeof(DeviceErrorRecord), cudaMemcpyDeviceToHost, s.stream));
+  CHAINER_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  if (s.error_host->code == kNoDeviceError) return;
+  const DeviceErrorRecord e = *s.error_host;
+  s.error_host->code = kNoDeviceError;
+  CHAINER_CUDA_CHECK(cudaMemsetAsync(s.error_device, 0, sizeof(DeviceErrorRecord), s.stream));
   std::string what;
   switch (e.code) {
     case kLabelOutOfRange:
@@ -262,9 +269,10 @@ class CudaRuntime final : public Runtime {
     if (s.ready) return;
     CHAINER_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     s.allocator = std::make_unique<CachingAllocator>(device_name(device), std::make_unique<CudaMemory>());
-    CHAINER_CUDA_CHECK(cudaHostAlloc(&s.error_host, sizeof(DeviceErrorRecord), cudaHostAllocMapped));
+    CHAINER_CUDA_CHECK(cudaMalloc(&s.error_device, sizeof(DeviceErrorRecord)));
+    CHAINER_CUDA_CHECK(cudaMemset(s.error_device, 0, sizeof(DeviceErrorRecord)));
+    CHAINER_CUDA_CHECK(cudaHostAlloc(&s.error_host, sizeof(DeviceErrorRecord), cudaHostAllocDefault));
     std::memset(s.error_host, 0, sizeof(DeviceErrorRecord));
-    CHAINER_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.error_device), s.error_host, 0));
     CHAINER_CUDA_CHECK(cudaMalloc(&s.ring, kRingBytes));
     s.ready = true;
   }
@@ -272,8 +280,7 @@ class CudaRuntime final : public Runtime {
   void synchronize(int device) override {
     DeviceState& s = state(device);
     if (capturing(s)) throw CaptureError("synchronize() waits for the device, which a CUDA graph cannot capture");
-    CHAINER_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    check_device_errors(device);
+    wait_and_check(device);
   }
 
   std::shared_ptr<void> allocate(int device, size_t bytes) override {
@@ -304,8 +311,7 @@ class CudaRuntime final : public Runtime {
       throw CaptureError("the step reads a device value on the host (item(), to_vector(), printing or Tensor::to(cpu)), "
                          "which a CUDA graph cannot capture");
     CHAINER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s.stream));
-    CHAINER_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    check_device_errors(device);
+    wait_and_check(device);
   }
 
   void copy_between(int dst_device, void* dst, int src_device, const void* src, size_t bytes) override {
@@ -330,15 +336,13 @@ class CudaRuntime final : public Runtime {
     CHAINER_CUDA_CHECK(cudaEventDestroy(ready));
   }
 
-  void set_allow_tf32(bool allow) override { set_blas_tf32(allow); }
   LaunchCounts launch_counts() override { return {g_kernel_launches.load(), g_graph_launches.load()}; }
 
   void begin_capture(int device) override {
     DeviceState& s = state(device);
     CHAINER_ASSERT(!capturing(s), "begin_capture: cuda:", device, " is already capturing");
     // Anything still queued must not be mistaken for part of the step.
-    CHAINER_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    check_device_errors(device);
+    wait_and_check(device);
     auto record = std::make_unique<CaptureRecord>();
     record->device = device;
     record->pool = s.allocator->begin_capture(s.stream);

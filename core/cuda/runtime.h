@@ -39,7 +39,6 @@ class Runtime {
   virtual void copy_to_host(int device, void* dst, const void* src, size_t bytes) = 0;
   virtual void copy_between(int dst_device, void* dst, int src_device, const void* src, size_t bytes) = 0;
 
-  virtual void set_allow_tf32(bool allow) = 0;
   virtual LaunchCounts launch_counts() = 0;
 
   // Graphs (core/cuda.h, Graph): capture on DEVICE's compute stream from this thread.

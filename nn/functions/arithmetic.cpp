@@ -138,7 +138,7 @@ Variable div(double s, const Variable& x) {
   if (!x.defined()) throw Error("div: the operand is undefined");
   if (!is_floating(x.dtype()))
     throw Error(str("div: dtype ", dtype_name(x.dtype()), " is not supported (expected float32 or float64)"));
-  Tensor y = ops::div(Tensor::scalar(s, x.dtype()), x.data());
+  Tensor y = ops::div(Tensor::full({}, s, x.dtype(), x.data().device()), x.data());
   if (!needs_recording({x})) return Variable(std::move(y));
   return record(std::make_shared<DivFromConstantNode>(x.data(), y), {x}, {y})[0];
 }

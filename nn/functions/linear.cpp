@@ -58,7 +58,7 @@ Variable apply(const Variable& x, const Variable& W, const Variable& b, bool rel
                       " (expected ", shape_str({Wd.size(0)}), ")"));
   }
   const Tensor x2 = xd.ndim() == 2 ? xd : xd.reshape({n, in});
-  Tensor y = Tensor::empty({n, Wd.size(0)}, xd.dtype());
+  Tensor y = Tensor::empty({n, Wd.size(0)}, xd.dtype(), xd.device());
   ops::gemm(x2, false, Wd, true, 1.0, 0.0, y);
   ops::add_bias_(y, b.defined() ? b.data() : Tensor(), relu);
 

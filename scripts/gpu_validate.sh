@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every GPU check on the machine with the GPU, from the folder scripts/gpu_prepare.sh made:
+# the GPU test binaries, the CPU unit tests, mnist_mlp --gpu for 20 epochs, and bench_epoch --gpu
+# (graphs and eager) against the PyTorch peer (eager, whole-step CUDA graphs, torch.compile) in
+# the same run. Everything goes to $OUT/validate.log (or .gpurun/out/), one line per step to
+# $OUT/summary.txt.
+#   bash .gpurun/validate.sh [--quick]      # --quick: 2 epochs of the app, 2 of each benchmark
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/out}
+mkdir -p "$out"
+epochs_app=20 epochs_bench=5
+[[ ${1:-} == --quick ]] && epochs_app=2 epochs_bench=2
+# shellcheck disable=SC1091
+source "$here/devrt/env.sh"
+export LD_LIBRARY_PATH="$here/lib:${LD_LIBRARY_PATH:-}" MNIST_DIR="$here/data/mnist" PYTHONUNBUFFERED=1
+"$here/devrt/check.sh" "$here/bin" "$here/lib" >"$out/validate.log" 2>&1
+nvidia-smi >>"$out/validate.log" 2>&1
+cd "$out" || exit 1
+
+step() {  # step NAME TIMEOUT COMMAND...: logs the output and one summary line
+  local name=$1 limit=$2
+  shift 2
+  echo "===== $name: $*" >>"$out/validate.log"
+  local start=$SECONDS
+  timeout "$limit" "$@" >>"$out/validate.log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc in $((SECONDS - start)) s" | tee -a "$out/summary.txt"
+}
+
+step test_cuda_ops 600 "$here/bin/test_cuda_ops"
+step test_cuda_training 600 "$here/bin/test_cuda_training"
+for t in tensor autograd functions serialization links optimizers training caching_allocator; do
+  step "test_$t" 300 "$here/bin/test_$t"
+done
+step mnist_mlp_gpu 900 "$here/bin/mnist_mlp" --gpu -e "$epochs_app" -o "$out/mnist_result" --data "$MNIST_DIR"
+grep -E '^ *[0-9]+ ' "$out/validate.log" | tail -n 1 | sed 's/^/mnist_mlp_gpu last epoch: /' >>"$out/summary.txt"
+step bench_graphs 600 "$here/bin/bench_epoch" --gpu --epochs "$epochs_bench" --data "$MNIST_DIR"
+step bench_eager 600 "$here/bin/bench_epoch" --gpu --eager --epochs "$epochs_bench" --data "$MNIST_DIR"
+for mode in eager graphs compile; do
+  step "torch_$mode" 900 python3 "$here/peers/torch_gpu.py" --mode "$mode" --epochs "$epochs_bench" --data "$MNIST_DIR"
+done
+grep -E '^\{' "$out/validate.log" >>"$out/summary.txt"

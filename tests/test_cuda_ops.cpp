@@ -1,0 +1,1312 @@
+// The CUDA backend against the CPU, in the manner of ggml's test-backend-ops: every entry point
+// of core/ops.h and core/update_ops.h, and the Tensor methods that move memory, run on cuda:0
+// over tables of cases (odd, empty, one-element, 0-d and non-contiguous shapes, each dtype the
+// op takes) and must give the CPU's result: NaN and infinities at the same places first, then
+// values within a tolerance per dtype (per op where the arithmetic differs). Then the
+// differentiable functions of nn/functions.h: finite differences checked on the GPU in float64,
+// and forward and backward on the GPU equal to the CPU's in float32. What the CPU suite already
+// checks about the CPU alone is not repeated here. tests/cuda_main.cpp exits 77 (skipped)
+// before any case runs when no CUDA device is usable.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <iomanip>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/gradient_check.h"
+#include "core/cuda.h"
+#include "core/ops.h"
+#include "core/random.h"
+#include "core/update_ops.h"
+#include "nn/functions.h"
+
+namespace F = chainer::functions;
+using namespace chainer;
+using Vars = std::vector<Variable>;
+
+namespace {
+
+const Device kCpu = Device::cpu();
+const Device kGpu = Device::cuda(0);
+constexpr DType kF32 = DType::Float32, kF64 = DType::Float64;
+const std::vector<DType> kFloatTypes = {kF32, kF64};
+const std::vector<DType> kAllTypes = {kF32, kF64, DType::Int32, DType::Int64, DType::UInt8};
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+// ---- Comparison ----
+
+// |gpu - cpu| <= rtol |cpu| + atol. Inputs are O(1), so the floor is a few ulps of 1: float32
+// 1e-5 relative (transcendentals differ by 1-2 ulps between libm and CUDA, and nvcc contracts
+// a*b+c into FMAs where g++ -std=c++20 does not) with a floor of 1e-6; float64 1e-12 both.
+// Integers are exact. Ops that add up K terms pass K as ATOL_SCALE: their rounding errors grow
+// with the number of terms, and near-zero results have no relative accuracy.
+struct Tol {
+  double rtol, atol;
+};
+Tol tol_for(DType dtype, double atol_scale = 1.0) {
+  if (dtype == kF32) return {1e-5, 1e-6 * atol_scale};
+  if (dtype == kF64) return {1e-12, 1e-12 * atol_scale};
+  return {0, 0};
+}
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os << std::setprecision(17) << v;
+  return os.str();
+}
+
+// Checks the GPU's GOT against the CPU's WANT: GOT on cuda:0 with WANT's shape and dtype; then
+// NaN and infinities at the same flat positions (a NaN for a NaN, an infinity of the same sign),
+// then every other element within TOL (exact for integer dtypes). A failure gives the count and
+// the first differing index with both values; the caller's INFO names the case.
+void expect_close(const Tensor& want, const Tensor& got, Tol tol) {
+  CHECK(want.defined());
+  CHECK(got.defined());
+  if (!want.defined() || !got.defined()) return;
+  CHECK(got.device().str() == kGpu.str());
+  CHECK(shape_str(got.shape()) == shape_str(want.shape()));
+  CHECK(std::string(dtype_name(got.dtype())) == dtype_name(want.dtype()));
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) return;
+  if (!is_floating(want.dtype())) {
+    const std::vector<int64_t> w = want.to_vector<int64_t>(), g = got.to_vector<int64_t>();
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < w.size(); ++i)
+      if (w[i] != g[i] && bad++ == 0) first = i;
+    INFO(bad << " of " << w.size() << " elements differ"
+              << (bad ? str("; the first at flat index ", first, ": cpu ", w[first], ", gpu ", g[first]) : ""));
+    CHECK(bad == 0);
+    return;
+  }
+  const std::vector<double> w = want.to_vector<double>(), g = got.to_vector<double>();
+  size_t special = 0, first_special = 0, off = 0, first_off = 0;
+  double worst = 0;  // the largest |got - want| / allowed
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (!std::isfinite(w[i]) || !std::isfinite(g[i])) {
+      const bool same = std::isnan(w[i]) ? std::isnan(g[i]) : w[i] == g[i];
+      if (!same && special++ == 0) first_special = i;
+      continue;
+    }
+    const double err = std::abs(g[i] - w[i]), allowed = tol.rtol * std::abs(w[i]) + tol.atol;
+    if (!(err <= allowed) && off++ == 0) first_off = i;
+    if (allowed > 0) worst = std::max(worst, err / allowed);
+  }
+  {
+    INFO("NaN/inf: " << special << " of " << w.size() << " elements differ"
+                     << (special ? str("; the first at flat index ", first_special, ": cpu ", fmt(w[first_special]),
+                                       ", gpu ", fmt(g[first_special]))
+                                 : ""));
+    CHECK(special == 0);
+  }
+  INFO("values: " << off << " of " << w.size() << " elements outside rtol " << tol.rtol << ", atol " << tol.atol
+                  << " (worst at " << worst << " times the allowance)"
+                  << (off ? str("; the first at flat index ", first_off, ": cpu ", fmt(w[first_off]), ", gpu ",
+                                fmt(g[first_off]))
+                          : ""));
+  CHECK(off == 0);
+}
+
+// Checks that GOT holds WANT's bytes element by element (any devices and layouts).
+void expect_same_bits(const Tensor& want, const Tensor& got) {
+  CHECK(shape_str(got.shape()) == shape_str(want.shape()));
+  CHECK(std::string(dtype_name(got.dtype())) == dtype_name(want.dtype()));
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) return;
+  const Tensor w = want.to(kCpu).contiguous(), g = got.to(kCpu).contiguous();
+  const size_t size = w.itemsize(), n = size_t(w.numel());
+  const auto* pw = static_cast<const unsigned char*>(w.raw_data());
+  const auto* pg = static_cast<const unsigned char*>(g.raw_data());
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (std::memcmp(pw + i * size, pg + i * size, size) != 0 && bad++ == 0) first = i;
+  INFO(bad << " of " << n << " elements differ in their bits"
+            << (bad ? str("; the first at flat index ", first, ": want ",
+                          fmt(w.reshape({-1})[int64_t(first)].item_double()), ", got ",
+                          fmt(g.reshape({-1})[int64_t(first)].item_double()))
+                    : ""));
+  CHECK(bad == 0);
+}
+
+// Runs one case of a table: an exception fails that case alone (the caller's INFO names it),
+// and the table goes on.
+void run_case(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    FAIL_CHECK("threw: " << e.what());
+  }
+}
+
+// The message of the chainer::Error that F throws.
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("not a chainer::Error: ") + e.what();
+  }
+  return "no exception";
+}
+
+// ---- Inputs ----
+
+// A CPU tensor of SHAPE and DTYPE: floating values uniform in [lo, hi), integers uniform in
+// [lo, hi] (floating dtypes too when INTEGRAL: ties for max, argmax and accuracy).
+Tensor random_tensor(const Shape& shape, DType dtype, Generator& gen, double lo = -2, double hi = 2,
+                     bool integral = false) {
+  std::vector<double> v(size_t(shape_numel(shape)));
+  const bool ints = integral || !is_floating(dtype);
+  for (double& x : v) x = ints ? lo + double(gen.below(uint64_t(hi - lo + 1))) : lo + (hi - lo) * gen.uniform();
+  return Tensor::from_vector(v, shape).astype(dtype);
+}
+
+// How an operand is laid out in memory: packed, or a view of a larger or permuted base tensor.
+enum class Layout { Contiguous, Offset, Transposed, SwappedAxes, Narrowed };
+const std::vector<Layout> kLayouts = {Layout::Contiguous, Layout::Offset, Layout::Transposed, Layout::SwappedAxes,
+                                      Layout::Narrowed};
+
+// One operand on both devices: the same values, seen through the same view of a base tensor on
+// each (so the GPU kernel reads strided, offset memory, not a packed copy).
+struct Pair {
+  Tensor cpu, gpu;
+};
+
+// Random values of SHAPE seen through LAYOUT: packed but 5 elements into its storage (a reshaped
+// window of a 1-D base), the transpose of a base with the axes reversed, of one with axes 0 and
+// 1 swapped, or a window at offset 2 of a base 3 longer on the last axis.
+Pair make_pair(const Shape& shape, DType dtype, Layout layout, Generator& gen, double lo = -2, double hi = 2,
+               bool integral = false) {
+  const size_t nd = shape.size();
+  std::vector<int64_t> perm(nd);
+  std::iota(perm.begin(), perm.end(), int64_t(0));
+  if (layout == Layout::Transposed) std::reverse(perm.begin(), perm.end());
+  if (layout == Layout::SwappedAxes && nd >= 2) std::swap(perm[0], perm[1]);
+  Shape base(nd);
+  for (size_t i = 0; i < nd; ++i) base[size_t(perm[i])] = shape[i];  // base.transpose(perm) has SHAPE
+  const bool narrow = layout == Layout::Narrowed && nd >= 1, offset = layout == Layout::Offset;
+  const int64_t n = shape_numel(shape);
+  if (narrow) base.back() += 3;
+  if (offset) base = {n + 5};
+  auto view = [&](const Tensor& t) {
+    return offset ? t.narrow(0, 5, n).reshape(shape) : narrow ? t.narrow(-1, 2, shape.back()) : t.transpose(perm);
+  };
+  const Tensor b = random_tensor(base, dtype, gen, lo, hi, integral);
+  return {view(b), view(b.to(kGpu))};
+}
+
+std::string layout_name(Layout layout, const std::vector<Tensor>& operands) {
+  static const char* const names[] = {"contiguous", "contiguous at offset 5 (a reshaped window)", "transposed",
+                                      "axes 0 and 1 swapped", "narrowed (offset 2)"};
+  std::string s = names[int(layout)];
+  const bool packed = std::all_of(operands.begin(), operands.end(), [](const Tensor& t) { return t.is_contiguous(); });
+  if (layout != Layout::Contiguous && layout != Layout::Offset && packed) s += " (contiguous for these shapes)";
+  return s;
+}
+
+// "OP of (5, 7) (7,) float32, transposed": the case, as INFO shows it.
+std::string describe(const std::string& op, const std::vector<Tensor>& operands, Layout layout) {
+  std::string s = op + " of";
+  for (const Tensor& t : operands) s += " " + shape_str(t.shape());
+  return s + " " + dtype_name(operands[0].dtype()) + ", " + layout_name(layout, operands);
+}
+
+// Shapes for elementwise ops: 0-d, one element, empty, odd sizes, 4-D, and one of a million.
+const std::vector<Shape> kShapes = {{},       {1},       {0},       {7},          {5, 7},
+                                    {13, 11}, {4, 0, 3}, {3, 5, 7}, {2, 3, 5, 7}, {1000, 1001}};
+
+// ---- The elementwise table ----
+
+using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
+struct ElementwiseCase {
+  std::string name;
+  std::vector<std::pair<double, double>> domains;  // one per operand; all operands have one shape
+  std::optional<int64_t> axis;                     // for ops along an axis
+  OpFn run;
+};
+
+const std::vector<ElementwiseCase>& elementwise_cases() {
+  using V = std::vector<Tensor>;
+  static const std::vector<ElementwiseCase> cases = {
+      {"neg", {{-3, 3}}, {}, [](const V& x) { return ops::neg(x[0]); }},
+      {"exp", {{-5, 5}}, {}, [](const V& x) { return ops::exp(x[0]); }},
+      {"log", {{0.05, 5}}, {}, [](const V& x) { return ops::log(x[0]); }},
+      {"sqrt", {{0, 5}}, {}, [](const V& x) { return ops::sqrt(x[0]); }},
+      {"square", {{-3, 3}}, {}, [](const V& x) { return ops::square(x[0]); }},
+      {"relu", {{-1, 1}}, {}, [](const V& x) { return ops::relu(x[0]); }},
+      {"sigmoid", {{-8, 8}}, {}, [](const V& x) { return ops::sigmoid(x[0]); }},
+      {"tanh", {{-4, 4}}, {}, [](const V& x) { return ops::tanh(x[0]); }},
+      {"add_scalar(x, 0.75)", {{-3, 3}}, {}, [](const V& x) { return ops::add_scalar(x[0], 0.75); }},
+      {"mul_scalar(x, -1.5)", {{-3, 3}}, {}, [](const V& x) { return ops::mul_scalar(x[0], -1.5); }},
+      {"scale_(y, 1.25) on a packed copy", {{-3, 3}}, {}, [](const V& x) {
+         Tensor y = x[0].clone();
+         ops::scale_(y, 1.25);
+         return y;
+       }},
+      {"axpy_(y, -0.75, x) into a packed y", {{-3, 3}, {-3, 3}}, {}, [](const V& x) {
+         Tensor y = x[0].clone();
+         ops::axpy_(y, -0.75, x[1]);
+         return y;
+       }},
+      {"relu_grad(y, gy)", {{-1, 1}, {-2, 2}}, {}, [](const V& x) { return ops::relu_grad(x[0], x[1]); }},
+      {"sigmoid_grad(y, gy)", {{0, 1}, {-2, 2}}, {}, [](const V& x) { return ops::sigmoid_grad(x[0], x[1]); }},
+      {"tanh_grad(y, gy)", {{-1, 1}, {-2, 2}}, {}, [](const V& x) { return ops::tanh_grad(x[0], x[1]); }},
+      {"softmax axis -1", {{-2, 2}}, -1, [](const V& x) { return ops::softmax(x[0], -1); }},
+      {"softmax axis 0", {{-2, 2}}, 0, [](const V& x) { return ops::softmax(x[0], 0); }},
+      {"log_softmax axis -1", {{-2, 2}}, -1, [](const V& x) { return ops::log_softmax(x[0], -1); }},
+      {"log_softmax axis 0", {{-2, 2}}, 0, [](const V& x) { return ops::log_softmax(x[0], 0); }},
+      // The gradients from real outputs (rows of y sum to 1), as backward calls them: with an
+      // arbitrary y the row sum cancels and float32 keeps no relative accuracy.
+      {"softmax_grad(softmax(x), gy) axis -1", {{-2, 2}, {-2, 2}}, -1,
+       [](const V& x) { return ops::softmax_grad(ops::softmax(x[0], -1), x[1], -1); }},
+      {"softmax_grad(softmax(x), gy) axis 0", {{-2, 2}, {-2, 2}}, 0,
+       [](const V& x) { return ops::softmax_grad(ops::softmax(x[0], 0), x[1], 0); }},
+      {"log_softmax_grad(log_softmax(x), gy) axis -1", {{-2, 2}, {-2, 2}}, -1,
+       [](const V& x) { return ops::log_softmax_grad(ops::log_softmax(x[0], -1), x[1], -1); }},
+      {"log_softmax_grad(log_softmax(x), gy) axis 0", {{-2, 2}, {-2, 2}}, 0,
+       [](const V& x) { return ops::log_softmax_grad(ops::log_softmax(x[0], 0), x[1], 0); }},
+  };
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("cuda ops: elementwise, activation and softmax ops over shapes, layouts and float dtypes", "[cuda][ops]") {
+  Generator gen(1);
+  for (const ElementwiseCase& c : elementwise_cases())
+    for (const Shape& shape : kShapes) {
+      // Along an axis: the axis must exist and not be empty (the CPU kernel reads element 0 of
+      // each row before its loop, so it has no reference for rows of nothing).
+      if (c.axis) {
+        if (shape.empty()) continue;
+        const int64_t ax = *c.axis < 0 ? *c.axis + int64_t(shape.size()) : *c.axis;
+        if (shape[size_t(ax)] == 0) continue;
+      }
+      for (DType dtype : kFloatTypes)
+        for (Layout layout : kLayouts) {
+          std::vector<Tensor> cpu, gpu;
+          for (const auto& d : c.domains) {
+            Pair p = make_pair(shape, dtype, layout, gen, d.first, d.second);
+            cpu.push_back(p.cpu);
+            gpu.push_back(p.gpu);
+          }
+          INFO(describe(c.name, cpu, layout));
+          run_case([&] { expect_close(c.run(cpu), c.run(gpu), tol_for(dtype)); });
+        }
+    }
+}
+
+TEST_CASE("cuda ops: add, sub, mul, div with broadcasting in every dtype", "[cuda][ops]") {
+  struct Op {
+    const char* name;
+    Tensor (*run)(const Tensor&, const Tensor&);
+  };
+  const Op binary_ops[] = {{"add", ops::add}, {"sub", ops::sub}, {"mul", ops::mul}, {"div", ops::div}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{5, 7}, {5, 7}},   {{5, 7}, {7}},         {{7}, {5, 7}},          {{5, 1}, {1, 7}},        {{13, 1, 7}, {11, 1}},
+      {{}, {5, 7}},       {{5, 7}, {}},          {{}, {}},               {{1}, {1}},              {{0, 7}, {7}},
+      {{3, 0}, {1}},      {{2, 3, 5, 7}, {3, 1, 7}}, {{1000, 1001}, {1001}}, {{1000, 1}, {1, 1001}}};
+  Generator gen(2);
+  for (const Op& op : binary_ops)
+    for (const auto& s : shapes)
+      for (DType dtype : kAllTypes)
+        for (Layout layout : kLayouts) {
+          // Integers small enough that nothing overflows int32; uint8 sub and mul wrap, which is
+          // defined (the int result converts modulo 256) and the same on both devices.
+          const bool is_div = std::string(op.name) == "div";
+          const bool floating = is_floating(dtype), u8 = dtype == DType::UInt8;
+          const double lo = floating ? -3 : u8 ? 0 : -20, hi = floating ? 3 : 20;
+          const double dlo = is_div ? (floating ? 0.5 : 1) : lo, dhi = is_div ? (floating ? 2.5 : 9) : hi;
+          Pair a = make_pair(s.first, dtype, layout, gen, lo, hi),
+               b = make_pair(s.second, dtype, layout, gen, dlo, dhi);
+          INFO(describe(op.name, {a.cpu, b.cpu}, layout));
+          run_case([&] { expect_close(op.run(a.cpu, b.cpu), op.run(a.gpu, b.gpu), tol_for(dtype)); });
+        }
+}
+
+TEST_CASE("cuda ops: NaN and infinities come out where the CPU puts them", "[cuda][ops]") {
+  const std::vector<double> specials = {kNaN, kInf, -kInf, 0.0, -0.0, 1e-30, 100, -100, 0.5, -2, 1, -1};
+  const int64_t n = int64_t(specials.size());
+  using V = std::vector<Tensor>;
+  const std::vector<std::pair<const char*, OpFn>> unary = {
+      {"neg", [](const V& x) { return ops::neg(x[0]); }},         {"exp", [](const V& x) { return ops::exp(x[0]); }},
+      {"log", [](const V& x) { return ops::log(x[0]); }},         {"sqrt", [](const V& x) { return ops::sqrt(x[0]); }},
+      {"square", [](const V& x) { return ops::square(x[0]); }},   {"relu", [](const V& x) { return ops::relu(x[0]); }},
+      {"sigmoid", [](const V& x) { return ops::sigmoid(x[0]); }}, {"tanh", [](const V& x) { return ops::tanh(x[0]); }},
+      {"mul_scalar(x, 3)", [](const V& x) { return ops::mul_scalar(x[0], 3); }},
+      {"relu_grad(x, x)", [](const V& x) { return ops::relu_grad(x[0], x[0]); }},
+  };
+  // Every pair, as a (12, 1) against b (12,); then rows a + b and a * b reduced, where b holds
+  // -inf but neither NaN nor inf (else every row would be NaN): rows of NaN, of -inf, of
+  // inf - inf, and finite rows with -inf in them (softmax 0 there, log_softmax -inf).
+  const std::vector<std::pair<const char*, OpFn>> binary = {
+      {"add", [](const V& x) { return ops::add(x[0], x[1]); }},
+      {"sub", [](const V& x) { return ops::sub(x[0], x[1]); }},
+      {"mul", [](const V& x) { return ops::mul(x[0], x[1]); }},
+      {"div", [](const V& x) { return ops::div(x[0], x[1]); }},
+  };
+  const std::vector<std::pair<const char*, OpFn>> rows = {
+      {"sum(a + b, axis 1)", [](const V& x) { return ops::sum(ops::add(x[0], x[1]), {1}); }},
+      {"sum(a * b, axis 1)", [](const V& x) { return ops::sum(ops::mul(x[0], x[1]), {1}); }},
+      {"softmax(a + b, axis 1)", [](const V& x) { return ops::softmax(ops::add(x[0], x[1]), 1); }},
+      {"log_softmax(a + b, axis 1)", [](const V& x) { return ops::log_softmax(ops::add(x[0], x[1]), 1); }},
+      {"softmax(a + b, axis 1) transposed, along axis 0",
+       [](const V& x) { return ops::softmax(ops::add(x[0], x[1]).transpose(), 0); }},
+  };
+  std::vector<double> without_nan_and_inf;
+  for (double v : specials)
+    if (!std::isnan(v) && v != kInf) without_nan_and_inf.push_back(v);
+  for (DType dtype : kFloatTypes) {
+    const Tensor x = Tensor::from_vector(specials).astype(dtype);
+    for (const auto& u : unary) {
+      INFO(u.first << " of the specials (NaN, inf, -inf, 0, -0, 1e-30, 100, -100, ...) " << dtype_name(dtype));
+      run_case([&] { expect_close(u.second({x}), u.second({x.to(kGpu)}), tol_for(dtype)); });
+    }
+    const Tensor a = x.reshape({n, 1}), b = Tensor::from_vector(without_nan_and_inf).astype(dtype);
+    for (const auto& g : binary) {
+      INFO(g.first << " over every pair of the specials, " << dtype_name(dtype));
+      run_case([&] { expect_close(g.second({a, x}), g.second({a.to(kGpu), x.to(kGpu)}), tol_for(dtype)); });
+    }
+    for (const auto& g : rows) {
+      INFO(g.first << ", a: the specials, b: the specials but NaN and inf, " << dtype_name(dtype));
+      run_case([&] { expect_close(g.second({a, b}), g.second({a.to(kGpu), b.to(kGpu)}), tol_for(dtype)); });
+    }
+    // max and argmax: a NaN first in its row wins, a later NaN never does, ties go to the first.
+    const Tensor m = Tensor::from_vector(std::vector<double>{kNaN, 1, 5, 2, 5, 0,           //
+                                                             1, 5, kNaN, 5, 2, 0,           //
+                                                             -kInf, -kInf, -kInf, -kInf, -kInf, -kInf,  //
+                                                             1, kInf, 3, kInf, kNaN, -kInf},
+                                         {4, 6})
+                         .astype(dtype);
+    for (const Tensor& view : {m, m.transpose()})
+      for (int64_t axis : {0, 1}) {
+        INFO("max and argmax along axis " << axis << " of a " << shape_str(view.shape()) << " " << dtype_name(dtype)
+                                          << " with NaN, inf, -inf and ties"
+                                          << (view.is_contiguous() ? "" : ", transposed"));
+        const Tensor g = m.to(kGpu), gv = view.is_contiguous() ? g : g.transpose();
+        run_case([&] {
+          expect_close(ops::max(view, axis), ops::max(gv, axis), tol_for(dtype));
+          expect_close(ops::argmax(view, axis), ops::argmax(gv, axis), tol_for(DType::Int32));
+        });
+      }
+  }
+}
+
+TEST_CASE("cuda ops: in-place add_bias_ with and without a bias and the ReLU", "[cuda][ops]") {
+  Generator gen(3);
+  for (const Shape& shape : {Shape{7, 5}, Shape{13, 11}, Shape{1000, 10}, Shape{0, 5}, Shape{1, 1}})
+    for (DType dtype : kFloatTypes)
+      for (int bias = 0; bias < 3; ++bias)  // none, packed, a narrowed view
+        for (bool relu : {false, true}) {
+          const Tensor y = random_tensor(shape, dtype, gen);
+          Tensor yc = y.clone(), yg = y.to(kGpu);
+          Pair b = make_pair({shape[1]}, dtype, bias == 2 ? Layout::Narrowed : Layout::Contiguous, gen);
+          INFO("add_bias_ of " << shape_str(shape) << " " << dtype_name(dtype) << ", bias "
+                               << (bias == 0 ? "undefined" : bias == 1 ? "packed" : "narrowed (offset 2)")
+                               << (relu ? ", relu" : ""));
+          run_case([&] {
+            ops::add_bias_(yc, bias ? b.cpu : Tensor(), relu);
+            ops::add_bias_(yg, bias ? b.gpu : Tensor(), relu);
+            expect_close(yc, yg, tol_for(dtype));
+          });
+        }
+}
+
+TEST_CASE("cuda ops: sum over every subset of axes, sum_to and broadcast_to", "[cuda][ops][reduction]") {
+  Generator gen(4);
+  // (3, 5, 1100): rows longer than 1024 take the block-per-output kernel.
+  const std::vector<Shape> shapes = {{5, 7, 11}, {3, 5, 7}, {13, 1, 7}, {3, 5, 1100}, {0, 7, 11}, {4, 0, 3}, {1, 1, 1}};
+  for (DType dtype : kAllTypes)
+    for (const Shape& shape : shapes) {
+      // uint8 sums stay below 256: the double sum converts to uint8 only while it fits.
+      if (dtype == DType::UInt8 && shape_numel(shape) > 255) continue;
+      const double lo = is_floating(dtype) ? -2 : dtype == DType::UInt8 ? 0 : -100;
+      const double hi = is_floating(dtype) ? 2 : dtype == DType::UInt8 ? 1 : 100;
+      for (Layout layout : kLayouts) {
+        Pair x = make_pair(shape, dtype, layout, gen, lo, hi);
+        for (int mask = 0; mask < 8; ++mask)  // mask 0: no axes given, which sums over all of them
+          for (bool keep : {false, true}) {
+            std::vector<int64_t> axes;
+            int64_t count = 1;
+            for (int64_t d = 0; d < 3; ++d) {
+              if (!(mask >> d & 1)) continue;
+              axes.push_back(keep && d == 2 ? -1 : d);  // a negative axis in half of the cases
+              count *= shape[size_t(d)];
+            }
+            if (mask == 0) count = shape_numel(shape);
+            INFO(describe("sum over axes " + shape_str(axes) + (keep ? " keepdims" : ""), {x.cpu}, layout));
+            run_case([&] {
+              expect_close(ops::sum(x.cpu, axes, keep), ops::sum(x.gpu, axes, keep),
+                           tol_for(dtype, std::max(1.0, double(count) / 100)));
+            });
+          }
+      }
+    }
+
+  // 0-d and 1-D inputs (2000: one long row), and a 4-D one with alternating summed and kept axes.
+  const std::vector<std::pair<Shape, std::vector<std::vector<int64_t>>>> more = {
+      {{}, {{}}},       {{7}, {{}, {0}}},  {{0}, {{}, {0}}},  {{1}, {{}, {-1}}}, {{2000}, {{}, {0}}},
+      {{2, 3, 5, 7}, {{0, 2}, {1, 3}, {3}, {0, 1, 2}, {-1, 0}}}};
+  for (DType dtype : {kF32, kF64, DType::Int32})
+    for (const auto& m : more)
+      for (Layout layout : kLayouts) {
+        Pair x = make_pair(m.first, dtype, layout, gen, -100, 100);
+        for (const std::vector<int64_t>& axes : m.second)
+          for (bool keep : {false, true}) {
+            INFO(describe("sum over axes " + shape_str(axes) + (keep ? " keepdims" : ""), {x.cpu}, layout));
+            run_case([&] {
+              expect_close(ops::sum(x.cpu, axes, keep), ops::sum(x.gpu, axes, keep),
+                           tol_for(dtype, std::max(1.0, double(x.cpu.numel()) / 100)));
+            });
+          }
+      }
+
+  for (DType dtype : {kF32, kF64, DType::Int32, DType::Int64})
+    for (Layout layout : kLayouts) {
+      Pair x = make_pair({5, 7, 11}, dtype, layout, gen, -20, 20);
+      for (const Shape& to : {Shape{7, 11}, Shape{1, 11}, Shape{5, 1, 11}, Shape{5, 7, 1}, Shape{1, 1, 1}, Shape{},
+                              Shape{11}, Shape{7, 1}, Shape{5, 7, 11}}) {
+        INFO(describe("sum_to " + shape_str(to), {x.cpu}, layout));
+        run_case([&] { expect_close(ops::sum_to(x.cpu, to), ops::sum_to(x.gpu, to), tol_for(dtype, 4)); });
+      }
+    }
+
+  const std::vector<std::pair<Shape, Shape>> broadcasts = {
+      {{7}, {5, 7}},         {{5, 1}, {5, 7}}, {{}, {3, 5, 7}},    {{1, 11}, {13, 11}}, {{3, 1, 7}, {2, 3, 5, 7}},
+      {{1}, {0, 4}},         {{7}, {1000, 7}}, {{5, 7}, {5, 7}},   {{1, 1}, {1, 1}}};
+  for (DType dtype : kAllTypes)
+    for (const auto& b : broadcasts)
+      for (Layout layout : kLayouts) {
+        Pair x = make_pair(b.first, dtype, layout, gen, 0, 100);
+        INFO(describe("broadcast_to " + shape_str(b.second), {x.cpu}, layout));
+        run_case([&] {
+          expect_close(ops::broadcast_to(x.cpu, b.second), ops::broadcast_to(x.gpu, b.second), tol_for(dtype));
+        });
+      }
+}
+
+TEST_CASE("cuda ops: max and argmax along every axis, ties to the first maximum", "[cuda][ops][reduction]") {
+  Generator gen(5);
+  // Values from a handful of integers, so most rows hold ties; (3, 1000) has rows longer than a warp.
+  const std::vector<Shape> shapes = {{5, 7, 11}, {3, 1000}, {13, 11}, {7}, {1, 1}, {0, 5}, {2, 3, 5, 7}};
+  for (DType dtype : kAllTypes)
+    for (const Shape& shape : shapes)
+      for (Layout layout : kLayouts) {
+        Pair x = make_pair(shape, dtype, layout, gen, dtype == DType::UInt8 ? 0 : -2, 3, true);
+        const int64_t nd = int64_t(shape.size());
+        for (int64_t axis = -1; axis < nd; ++axis) {
+          if (shape[size_t(axis < 0 ? axis + nd : axis)] == 0) continue;  // an error on both devices
+          for (bool keep : {false, true}) {
+            INFO(describe(str("max and argmax along axis ", axis, keep ? " keepdims" : ""), {x.cpu}, layout));
+            run_case([&] {
+              expect_close(ops::max(x.cpu, axis, keep), ops::max(x.gpu, axis, keep), tol_for(dtype));
+              expect_close(ops::argmax(x.cpu, axis), ops::argmax(x.gpu, axis), tol_for(DType::Int32));
+            });
+          }
+        }
+      }
+}
+
+TEST_CASE("cuda ops: matmul and gemm in every transpose mode, with k = 0 and empty products", "[cuda][ops][matmul]") {
+  CHECK_FALSE(cuda::allow_tf32());  // float32 products in float32: TF32 would need a looser tolerance
+  struct Mnk {
+    int64_t m, n, k;
+  };
+  // (100, 10, 784) with B transposed is the CPU's few-columns kernel; (64, 33, 300) its packed one.
+  const std::vector<Mnk> sizes = {{5, 7, 11},  {13, 1, 7}, {1, 13, 1}, {1, 1, 1}, {64, 33, 300},
+                                  {100, 10, 784}, {5, 7, 0}, {0, 7, 11}, {5, 0, 11}, {0, 0, 0}};
+  Generator gen(6);
+  for (DType dtype : kFloatTypes)
+    for (const Mnk& s : sizes)
+      for (int mode = 0; mode < 4; ++mode)
+        for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
+          const bool ta = mode & 1, tb = mode & 2;
+          Pair a = make_pair(ta ? Shape{s.k, s.m} : Shape{s.m, s.k}, dtype, layout, gen);
+          Pair b = make_pair(tb ? Shape{s.n, s.k} : Shape{s.k, s.n}, dtype, layout, gen);
+          INFO(describe(str("matmul (m, n, k) = (", s.m, ", ", s.n, ", ", s.k, ")", ta ? " a^T" : "", tb ? " b^T" : ""),
+                        {a.cpu, b.cpu}, layout));
+          // Sums of K products of O(1) values: the floor grows with K.
+          run_case([&] {
+            expect_close(ops::matmul(a.cpu, b.cpu, ta, tb), ops::matmul(a.gpu, b.gpu, ta, tb),
+                         tol_for(dtype, std::max<double>(1, double(s.k))));
+          });
+        }
+
+  // C = alpha op(A) op(B) + beta C. With beta 0, C is not read: NaN there must not come through.
+  struct AlphaBeta {
+    double alpha, beta;
+    bool nan_c;
+  };
+  const std::vector<AlphaBeta> coefficients = {
+      {1.5, -0.5, false}, {0.5, 0.0, true}, {-1.0, 1.0, false}, {0.0, 2.0, false}};
+  for (DType dtype : kFloatTypes)
+    for (const Mnk& s : {Mnk{5, 7, 11}, Mnk{13, 1, 7}, Mnk{64, 33, 300}, Mnk{5, 7, 0}})
+      for (const AlphaBeta& ab : coefficients)
+        for (int mode = 0; mode < 4; ++mode) {
+          const bool ta = mode & 1, tb = mode & 2;
+          Pair a = make_pair(ta ? Shape{s.k, s.m} : Shape{s.m, s.k}, dtype, Layout::Contiguous, gen);
+          Pair b = make_pair(tb ? Shape{s.n, s.k} : Shape{s.k, s.n}, dtype, Layout::Contiguous, gen);
+          const Tensor c0 = ab.nan_c ? Tensor::full({s.m, s.n}, kNaN, dtype) : random_tensor({s.m, s.n}, dtype, gen);
+          Tensor cc = c0.clone(), cg = c0.to(kGpu);
+          INFO(str("gemm alpha ", ab.alpha, " beta ", ab.beta, ab.nan_c ? " (C holds NaN)" : "", " (m, n, k) = (", s.m,
+                   ", ", s.n, ", ", s.k, ")", ta ? " a^T" : "", tb ? " b^T" : "", " ", dtype_name(dtype)));
+          run_case([&] {
+            ops::gemm(a.cpu, ta, b.cpu, tb, ab.alpha, ab.beta, cc);
+            ops::gemm(a.gpu, ta, b.gpu, tb, ab.alpha, ab.beta, cg);
+            expect_close(cc, cg, tol_for(dtype, 2 * std::max<double>(1, double(s.k))));
+          });
+        }
+}
+
+TEST_CASE("cuda ops: concat and stack along each axis, empty and non-contiguous pieces", "[cuda][ops]") {
+  Generator gen(7);
+  for (DType dtype : {kF32, kF64, DType::Int32, DType::UInt8}) {
+    for (int64_t axis : {0, 1, 2, -1}) {
+      const int64_t ax = axis < 0 ? axis + 3 : axis;
+      std::vector<Tensor> cpu, gpu;
+      const int64_t extents[] = {2, 0, 3};
+      for (int i = 0; i < 3; ++i) {
+        Shape s{5, 7, 3};
+        s[size_t(ax)] = extents[i];
+        Pair p = make_pair(s, dtype, i == 2 ? Layout::Transposed : Layout::Contiguous, gen, 0, 100);
+        cpu.push_back(p.cpu);
+        gpu.push_back(p.gpu);
+      }
+      INFO(describe(str("concat along axis ", axis), cpu, Layout::Transposed));
+      run_case([&] { expect_close(ops::concat(cpu, axis), ops::concat(gpu, axis), tol_for(dtype)); });
+    }
+    for (const Shape& s : {Shape{5, 7}, Shape{}, Shape{0, 4}}) {
+      const int64_t nd = int64_t(s.size());
+      for (int64_t axis = -1; axis <= nd; ++axis) {
+        std::vector<Tensor> cpu, gpu;
+        for (int i = 0; i < 3; ++i) {
+          Pair p = make_pair(s, dtype, i == 1 ? Layout::Transposed : Layout::Contiguous, gen, 0, 100);
+          cpu.push_back(p.cpu);
+          gpu.push_back(p.gpu);
+        }
+        INFO(describe(str("stack along axis ", axis), cpu, Layout::Transposed));
+        run_case([&] { expect_close(ops::stack(cpu, axis), ops::stack(gpu, axis), tol_for(dtype)); });
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda ops: take_rows gathers rows in any order, repeated, of any dtype and layout", "[cuda][ops]") {
+  struct Case {
+    Shape src;
+    std::vector<int64_t> rows;
+  };
+  const std::vector<Case> cases = {{{13, 7}, {3, 0, 3, 12, 5}}, {{11}, {10, 0, 10}},   {{5, 3, 4}, {4, 4, 1}},
+                                   {{9, 0}, {1, 2}},            {{6, 2}, {}},          {{1, 1}, {0, 0, 0}},
+                                   {{1000, 33}, {999, 0, 500, 500, 1}}};
+  Generator gen(8);
+  for (DType dtype : kAllTypes)
+    for (const Case& c : cases)
+      for (Layout layout : kLayouts) {
+        Pair x = make_pair(c.src, dtype, layout, gen, 0, 100);
+        INFO(describe("take_rows " + shape_str(c.rows), {x.cpu}, layout));
+        run_case([&] { expect_close(ops::take_rows(x.cpu, c.rows), ops::take_rows(x.gpu, c.rows), tol_for(dtype)); });
+      }
+  // A row out of range is checked on the host, so it throws at the call on the GPU too.
+  const Tensor g = Tensor::zeros({4, 3}, kF32, kGpu);
+  CHECK_THAT(error_of([&] { ops::take_rows(g, {1, 4}); }),
+             Catch::Contains("take_rows") && Catch::Contains("row 4 is out of range"));
+}
+
+TEST_CASE("cuda ops: accumulate_ adds one-element values into a float64 accumulator", "[cuda][ops]") {
+  Tensor acc_c = Tensor::zeros({}, kF64), acc_g = Tensor::zeros({}, kF64, kGpu);
+  Tensor acc1_c = Tensor::zeros({1}, kF64), acc1_g = Tensor::zeros({1}, kF64, kGpu);
+  Generator gen(9);
+  for (int i = 0; i < 40; ++i) {
+    // 0-d, (1,) and (1, 1) values, float32 and float64, and a one-element view at an offset.
+    const DType dtype = i % 2 ? kF32 : kF64;
+    const Tensor base = random_tensor({5}, dtype, gen, -1000, 1000);
+    const Tensor value =
+        i % 4 == 0 ? base.narrow(0, 3, 1) : base.narrow(0, 0, 1).reshape(i % 4 == 1 ? Shape{} : Shape{1, 1});
+    INFO("accumulate_ step " << i << ": value " << shape_str(value.shape()) << " " << dtype_name(dtype));
+    run_case([&] {
+      const Tensor vg = i % 4 == 0 ? base.to(kGpu).narrow(0, 3, 1) : value.to(kGpu);
+      ops::accumulate_(acc_c, value);
+      ops::accumulate_(acc_g, vg);
+      ops::accumulate_(acc1_c, value);
+      ops::accumulate_(acc1_g, vg);
+    });
+  }
+  // One addition in double per step on both devices: the same bits.
+  expect_same_bits(acc_c, acc_g);
+  expect_same_bits(acc1_c, acc1_g);
+  CHECK(acc_g.device().str() == "cuda:0");
+}
+
+TEST_CASE("cuda ops: softmax_cross_entropy and its gradient for every reduction and ignored rows",
+          "[cuda][ops][loss]") {
+  struct Case {
+    const char* name;
+    int64_t n, c, ignore_label;
+    double ignored;  // the fraction of rows labelled IGNORE_LABEL
+  };
+  // (300, 10): more rows than the finishing kernel's threads; (100, 1000): long rows.
+  const std::vector<Case> cases = {{"(7, 5)", 7, 5, -1, 0.3},
+                                   {"(13, 11), ignore_label 3 (a class index)", 13, 11, 3, 0.3},
+                                   {"(100, 1000)", 100, 1000, -1, 0.1},
+                                   {"(300, 10)", 300, 10, -1, 0.2},
+                                   {"(1, 1)", 1, 1, -1, 0.0},
+                                   {"(0, 5): no rows", 0, 5, -1, 0.0},
+                                   {"(4, 6): every row ignored", 4, 6, -1, 1.0}};
+  const std::pair<LossReduction, const char*> reductions[] = {
+      {LossReduction::None, "None"}, {LossReduction::MeanOverValid, "MeanOverValid"},
+      {LossReduction::MeanOverBatch, "MeanOverBatch"}};
+  Generator gen(10);
+  for (const Case& c : cases)
+    for (DType dtype : kFloatTypes)
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
+        Pair x = make_pair({c.n, c.c}, dtype, layout, gen, -3, 3);
+        std::vector<int32_t> labels;
+        for (int64_t i = 0; i < c.n; ++i)
+          labels.push_back(gen.uniform() < c.ignored ? int32_t(c.ignore_label) : int32_t(gen.below(uint64_t(c.c))));
+        const Tensor t = Tensor::from_vector(labels), tg = t.to(kGpu);
+        for (const auto& r : reductions) {
+          INFO(str("softmax_cross_entropy ", c.name, " ", dtype_name(dtype), ", ", layout_name(layout, {x.cpu}),
+                   ", reduction ", r.second));
+          run_case([&] {
+            const ops::CrossEntropyResult want = ops::softmax_cross_entropy(x.cpu, t, c.ignore_label, r.first);
+            const ops::CrossEntropyResult got = ops::softmax_cross_entropy(x.gpu, tg, c.ignore_label, r.first);
+            {
+              INFO("loss");
+              expect_close(want.loss, got.loss, tol_for(dtype));
+            }
+            {
+              INFO("lse");
+              expect_close(want.lse, got.lse, tol_for(dtype));
+            }
+            {
+              INFO("scale");
+              CHECK(std::string(dtype_name(got.scale.dtype())) == "float64");
+              expect_close(want.scale, got.scale, tol_for(kF64));
+            }
+            // The gradient from one shared gloss and from one per row; scale from the same device.
+            const Tensor shared = random_tensor({}, dtype, gen, 0.5, 1.5), per_row = random_tensor({c.n}, dtype, gen);
+            for (const Tensor& gloss : {shared, per_row}) {
+              INFO("gradient, gloss of shape " << shape_str(gloss.shape()));
+              expect_close(ops::softmax_cross_entropy_grad(x.cpu, t, want.lse, gloss, want.scale, c.ignore_label),
+                           ops::softmax_cross_entropy_grad(x.gpu, tg, got.lse, gloss.to(kGpu), got.scale,
+                                                           c.ignore_label),
+                           tol_for(dtype));
+            }
+          });
+        }
+      }
+}
+
+TEST_CASE("cuda ops: a label out of range throws at the next host read, and the device stays usable",
+          "[cuda][ops][loss]") {
+  // The CPU checks labels before any work and throws at the call (tests/test_functions.cpp); the
+  // GPU kernel records the first bad label and the next read on the host reports it
+  // (core/cuda.h, "Device errors").
+  Generator gen(11);
+  const Tensor x = random_tensor({3, 10}, kF32, gen), xg = x.to(kGpu);
+  SECTION("read by item()") {
+    ops::CrossEntropyResult r;
+    REQUIRE_NOTHROW(r = ops::softmax_cross_entropy(xg, Tensor::from_vector<int32_t>({1, 10, 2}).to(kGpu), -1,
+                                                   LossReduction::MeanOverValid));
+    CHECK_THAT(error_of([&] { r.loss.item<float>(); }),
+               Catch::Contains("label") && Catch::Contains("out of range") && Catch::Contains("label 10 at index 1"));
+  }
+  SECTION("read by cuda::synchronize()") {
+    REQUIRE_NOTHROW(ops::softmax_cross_entropy(xg, Tensor::from_vector<int32_t>({1, 2, -3}).to(kGpu)));
+    CHECK_THAT(error_of([] { cuda::synchronize(); }),
+               Catch::Contains("label") && Catch::Contains("out of range") && Catch::Contains("label -3 at index 2"));
+  }
+  SECTION("read by an unrelated copy to the host") {
+    REQUIRE_NOTHROW(ops::softmax_cross_entropy(xg, Tensor::from_vector<int32_t>({99, 2, 1}).to(kGpu)));
+    const Tensor other = ops::add(xg, xg);
+    CHECK_THAT(error_of([&] { other.to_vector<float>(); }),
+               Catch::Contains("label") && Catch::Contains("out of range") && Catch::Contains("label 99 at index 0"));
+  }
+  // Reported once; then the device computes and reads as before.
+  CHECK(error_of([] { cuda::synchronize(); }) == "no exception");
+  INFO("after the reported error");
+  const Tensor t = Tensor::from_vector<int32_t>({1, 9, 0});
+  expect_close(ops::softmax_cross_entropy(x, t, -1, LossReduction::MeanOverValid).loss,
+               ops::softmax_cross_entropy(xg, t.to(kGpu), -1, LossReduction::MeanOverValid).loss, tol_for(kF32));
+  expect_close(ops::mul(x, x), ops::mul(xg, xg), tol_for(kF32));
+}
+
+TEST_CASE("cuda ops: dropout_mask is the CPU's mask bit for bit from a generator of the same seed", "[cuda][ops]") {
+  uint64_t seed = 100;
+  for (const Shape& shape : {Shape{}, Shape{0}, Shape{1}, Shape{5, 7}, Shape{13, 11, 3}, Shape{1000, 1001}})
+    for (double ratio : {0.0, 0.3, 0.5, 0.9})
+      for (DType dtype : kFloatTypes) {
+        INFO("dropout_mask " << shape_str(shape) << " ratio " << ratio << " " << dtype_name(dtype) << " seed " << seed);
+        run_case([&] {
+          Generator a(seed), b(seed);
+          for (int draw = 0; draw < 2; ++draw) {  // the second mask from the advanced generators
+            INFO("mask " << draw);
+            const Tensor want = ops::dropout_mask(shape, ratio, dtype, kCpu, a);
+            const Tensor got = ops::dropout_mask(shape, ratio, dtype, kGpu, b);
+            CHECK(got.device().str() == "cuda:0");
+            expect_same_bits(want, got);
+          }
+          CHECK(a.next_u64() == b.next_u64());  // one draw per mask on both, empty masks included
+        });
+        ++seed;
+      }
+}
+
+TEST_CASE("cuda ops: accuracy with ties, ignored labels and a 3-D input", "[cuda][ops]") {
+  struct Case {
+    Shape y;
+    int64_t ignore_label;
+    double ignored;
+  };
+  // (1000, 10) and (300, 4, 2): more rows than the kernel's threads.
+  const std::vector<Case> cases = {{{7, 5}, -1, 0.3},    {{13, 11, 3}, -1, 0.2}, {{1000, 10}, 2, 0.1},
+                                   {{300, 4, 2}, -1, 0.0}, {{0, 5}, -1, 0.0},      {{1, 1}, -1, 0.0},
+                                   {{4, 6}, -1, 1.0}};
+  Generator gen(12);
+  for (const Case& c : cases)
+    for (DType dtype : kFloatTypes)
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::SwappedAxes}) {
+        Pair y = make_pair(c.y, dtype, layout, gen, 0, 2, true);  // ties: the first maximum counts
+        Shape ts = c.y;
+        ts.erase(ts.begin() + 1);
+        std::vector<int32_t> labels(size_t(shape_numel(ts)));
+        for (int32_t& l : labels)
+          l = gen.uniform() < c.ignored ? int32_t(c.ignore_label) : int32_t(gen.below(uint64_t(c.y[1])));
+        const Tensor t = Tensor::from_vector(labels, ts);
+        INFO(describe(str("accuracy, ignore_label ", c.ignore_label), {y.cpu, t}, layout));
+        run_case([&] {
+          expect_close(ops::accuracy(y.cpu, t, c.ignore_label), ops::accuracy(y.gpu, t.to(kGpu), c.ignore_label),
+                       tol_for(dtype));
+        });
+      }
+}
+
+namespace {
+const char* rule_name(UpdateRule rule) {
+  return rule == UpdateRule::SGD ? "SGD" : rule == UpdateRule::MomentumSGD ? "MomentumSGD" : "Adam";
+}
+
+struct ParamSpec {
+  Shape shape;
+  DType dtype;
+};
+
+// The tensors RULE reads for one parameter of SPEC, appended to CPU and (copied) to GPU.
+void add_param(UpdateRule rule, const ParamSpec& spec, Generator& gen, std::vector<ParamTensors>& cpu,
+               std::vector<ParamTensors>& gpu) {
+  ParamTensors p{random_tensor(spec.shape, spec.dtype, gen, -1, 1), random_tensor(spec.shape, spec.dtype, gen, -1, 1),
+                 Tensor(), Tensor()};
+  if (rule != UpdateRule::SGD) p.state0 = random_tensor(spec.shape, spec.dtype, gen, -0.1, 0.1);
+  if (rule == UpdateRule::Adam) p.state1 = random_tensor(spec.shape, spec.dtype, gen, 0.01, 1);  // v > 0
+  cpu.push_back(p);
+  gpu.push_back({p.param.to(kGpu), p.grad.to(kGpu), p.state0.to(kGpu), p.state1.to(kGpu)});
+}
+
+// Three steps of RULE over parameters of SPECS on both devices, with scalars that differ per
+// parameter and per step and come only through the function; then every tensor compared.
+void check_update(UpdateRule rule, const std::vector<ParamSpec>& specs, uint64_t seed) {
+  Generator gen(seed);
+  std::vector<ParamTensors> cpu, gpu;
+  for (const ParamSpec& s : specs) add_param(rule, s, gen, cpu, gpu);
+  int step = 0;
+  const UpdateScalarsFn scalars = [&step](size_t i) {
+    const double k = 1 + 0.1 * double(i), s = double(step) + 1;
+    return UpdateScalars{.lr = 0.01 * k / s, .beta1 = 0.9 - 0.01 * k, .beta2 = 0.999 - 0.001 * k, .eps = 1e-8 * k,
+                         .eta = 1.0 - 0.05 * k, .weight_decay_rate = 1e-3 * k};
+  };
+  for (step = 0; step < 3; ++step) {
+    ops::update_(rule, cpu, scalars);
+    ops::update_(rule, gpu, scalars);
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    INFO(rule_name(rule) << " parameter " << i << " of " << specs.size() << ": " << shape_str(specs[i].shape) << " "
+                         << dtype_name(specs[i].dtype));
+    const Tol tol = tol_for(specs[i].dtype);
+    {
+      INFO("param");
+      expect_close(cpu[i].param, gpu[i].param, tol);
+    }
+    if (rule != UpdateRule::SGD) {
+      INFO("state0");
+      expect_close(cpu[i].state0, gpu[i].state0, tol);
+    }
+    if (rule == UpdateRule::Adam) {
+      INFO("state1");
+      expect_close(cpu[i].state1, gpu[i].state1, tol);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("cuda ops: update_ steps SGD, MomentumSGD and Adam as the CPU does", "[cuda][update]") {
+  // One of over a million elements, one element, 0-d, empty, and float32 beside float64 in one call.
+  const std::vector<ParamSpec> specs = {{{1100, 1000}, kF32}, {{1}, kF32}, {{5, 7}, kF64}, {{13}, kF32},
+                                        {{0}, kF32},          {{}, kF64},  {{3, 1, 11}, kF64}};
+  // More parameters than one launch takes (48), of both dtypes: per-parameter scalars across launches.
+  std::vector<ParamSpec> many;
+  for (int i = 0; i < 100; ++i) many.push_back({{1 + i % 7, 3}, i % 3 == 0 ? kF64 : kF32});
+  for (UpdateRule rule : {UpdateRule::SGD, UpdateRule::MomentumSGD, UpdateRule::Adam}) {
+    run_case([&] { check_update(rule, specs, 20); });
+    run_case([&] { check_update(rule, many, 21); });
+  }
+
+  // The single-parameter forms.
+  Generator gen(22);
+  for (DType dtype : kFloatTypes) {
+    std::vector<ParamTensors> cpu, gpu;
+    add_param(UpdateRule::Adam, {{5, 7}, dtype}, gen, cpu, gpu);
+    const ops::AdamStep step{
+        .lr = 0.003, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .eta = 0.5, .weight_decay_rate = 0.01};
+    INFO("adam_update_ and momentum_sgd_update_ " << dtype_name(dtype));
+    run_case([&] {
+      ops::adam_update_(cpu[0].param, cpu[0].grad, cpu[0].state0, cpu[0].state1, step);
+      ops::adam_update_(gpu[0].param, gpu[0].grad, gpu[0].state0, gpu[0].state1, step);
+      ops::momentum_sgd_update_(cpu[0].param, cpu[0].grad, cpu[0].state0, 0.01, 0.9);
+      ops::momentum_sgd_update_(gpu[0].param, gpu[0].grad, gpu[0].state0, 0.01, 0.9);
+      expect_close(cpu[0].param, gpu[0].param, tol_for(dtype));
+      expect_close(cpu[0].state0, gpu[0].state0, tol_for(dtype));
+      expect_close(cpu[0].state1, gpu[0].state1, tol_for(dtype));
+    });
+  }
+}
+
+TEST_CASE("cuda ops: clip_grads_by_norm_ when it clips and when it does not, and sum_of_squares", "[cuda][update]") {
+  Generator gen(23);
+  const std::vector<ParamSpec> specs = {{{1100, 1000}, kF32}, {{1}, kF32}, {{5, 7}, kF64},
+                                        {{13}, kF32},         {{}, kF64},  {{0}, kF32}};
+  std::vector<Tensor> originals;
+  for (const ParamSpec& s : specs) originals.push_back(random_tensor(s.shape, s.dtype, gen, -1, 1));
+  // The norm is about sqrt(1.1e6 / 3) = 605.
+  for (double threshold : {10.0, 1e4}) {
+    std::vector<Tensor> cpu, gpu;
+    for (const Tensor& g : originals) {
+      cpu.push_back(g.clone());
+      gpu.push_back(g.to(kGpu));
+    }
+    run_case([&] {
+      ops::clip_grads_by_norm_(cpu, threshold);
+      ops::clip_grads_by_norm_(gpu, threshold);
+    });
+    for (size_t i = 0; i < specs.size(); ++i) {
+      INFO("clip_grads_by_norm_ threshold " << threshold << ", gradient " << i << " " << shape_str(specs[i].shape)
+                                            << " " << dtype_name(specs[i].dtype));
+      expect_close(cpu[i], gpu[i], tol_for(specs[i].dtype));
+      if (threshold > 1e3) expect_same_bits(originals[i], gpu[i]);  // not clipped: not touched
+    }
+  }
+  std::vector<Tensor> none;
+  CHECK_NOTHROW(ops::clip_grads_by_norm_(none, 1.0));
+
+  // Both accumulate squares in double: only the order differs (~sqrt(n) ulps for n terms).
+  for (DType dtype : kFloatTypes)
+    for (const Shape& shape : {Shape{}, Shape{0}, Shape{1}, Shape{5, 7}, Shape{13, 11, 3}, Shape{1100, 1000}})
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Narrowed}) {
+        Pair x = make_pair(shape, dtype, layout, gen);
+        INFO(describe("sum_of_squares", {x.cpu}, layout));
+        run_case([&] { CHECK(ops::sum_of_squares(x.gpu) == Approx(ops::sum_of_squares(x.cpu)).epsilon(1e-12)); });
+      }
+}
+
+TEST_CASE("cuda ops: an op on tensors of two devices throws naming the op and both devices", "[cuda][ops][errors]") {
+  Generator gen(24);
+  const Tensor c = random_tensor({5, 7}, kF32, gen), g = c.to(kGpu);
+  const Tensor labels_c = Tensor::from_vector<int32_t>({0, 1, 2, 3, 4}), labels_g = labels_c.to(kGpu);
+  const Tensor lse_g = Tensor::zeros({5}, kF32, kGpu), scale_c = Tensor::ones({}, kF64);
+  const std::vector<std::pair<const char*, std::function<void()>>> cases = {
+      {"add", [&] { ops::add(c, g); }},
+      {"mul", [&] { ops::mul(g, c); }},
+      {"relu_grad", [&] { ops::relu_grad(g, c); }},
+      {"matmul", [&] { ops::matmul(c, g, false, true); }},
+      {"matmul", [&] {
+         Tensor out = Tensor::zeros({5, 5}, kF32);  // gemm into a CPU output
+         ops::gemm(g, false, g, true, 1.0, 0.0, out);
+       }},
+      {"concat", [&] { ops::concat({g, c}, 0); }},
+      {"stack", [&] { ops::stack({c, g}, 0); }},
+      {"axpy", [&] {
+         Tensor y = g.clone();
+         ops::axpy_(y, 1.0, c);
+       }},
+      {"accumulate", [&] {
+         Tensor acc = Tensor::zeros({}, kF64, kGpu);
+         ops::accumulate_(acc, c.narrow(0, 0, 1).narrow(1, 0, 1));
+       }},
+      {"softmax_grad", [&] { ops::softmax_grad(g, c); }},
+      {"add_bias", [&] {
+         Tensor y = g.clone();
+         ops::add_bias_(y, Tensor::zeros({7}));
+       }},
+      {"softmax_cross_entropy", [&] { ops::softmax_cross_entropy(g, labels_c); }},
+      {"softmax_cross_entropy_grad", [&] { ops::softmax_cross_entropy_grad(g, labels_g, lse_g, g, scale_c); }},
+      {"accuracy", [&] { ops::accuracy(g, labels_c); }},
+      {"sgd", [&] {
+         std::vector<ParamTensors> p{{g.clone(), c, Tensor(), Tensor()}};
+         ops::update_(UpdateRule::SGD, p, [](size_t) { return UpdateScalars{.lr = 0.1}; });
+       }},
+      {"GradientClipping", [&] {
+         std::vector<Tensor> grads{g.clone(), c.clone()};
+         ops::clip_grads_by_norm_(grads, 1.0);
+       }},
+  };
+  for (const auto& e : cases) {
+    INFO("the op: " << e.first);
+    const std::string message = error_of(e.second);
+    CHECK_THAT(message, Catch::StartsWith(std::string(e.first) + ":") && Catch::Contains("cpu") &&
+                            Catch::Contains("cuda:0"));
+  }
+}
+
+// ---- Tensor methods that move memory ----
+
+namespace {
+// Random bytes: every exponent of the float types (denormals, infinities, NaN payloads) and the
+// whole range of the integers. NaNs are made quiet: a signalling NaN may legitimately be quieted
+// by a move through a floating-point register, which no copy here promises to avoid.
+Tensor random_bits(const Shape& shape, DType dtype, Generator& gen) {
+  Tensor t = Tensor::empty(shape, dtype);
+  auto* p = static_cast<unsigned char*>(t.raw_data());
+  for (size_t i = 0; i < t.nbytes(); ++i) p[i] = uint8_t(gen.next_u64() >> 56);
+  if (dtype == kF32) {
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, p + 4 * i, 4);
+      if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu)) bits |= 0x00400000u;
+      std::memcpy(p + 4 * i, &bits, 4);
+    }
+  } else if (dtype == kF64) {
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      uint64_t bits;
+      std::memcpy(&bits, p + 8 * i, 8);
+      if ((bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (bits & 0x000fffffffffffffull))
+        bits |= 0x0008000000000000ull;
+      std::memcpy(p + 8 * i, &bits, 8);
+    }
+  }
+  return t;
+}
+
+using ViewFn = std::function<Tensor(const Tensor&)>;
+// Views of a (7, 5, 3) base: packed, transposed, permuted, narrowed, indexed, reshaped, empty.
+const std::vector<std::pair<const char*, ViewFn>>& views() {
+  static const std::vector<std::pair<const char*, ViewFn>> v = {
+      {"the whole tensor", [](const Tensor& t) { return t; }},
+      {"transpose()", [](const Tensor& t) { return t.transpose(); }},
+      {"transpose({1, 0, 2})", [](const Tensor& t) { return t.transpose({1, 0, 2}); }},
+      {"narrow(2, 1, 2)", [](const Tensor& t) { return t.narrow(2, 1, 2); }},
+      {"narrow(0, 2, 4).transpose()", [](const Tensor& t) { return t.narrow(0, 2, 4).transpose(); }},
+      {"[3]", [](const Tensor& t) { return t[3]; }},
+      {"[3][1]", [](const Tensor& t) { return t[3][1]; }},
+      {"[6][4][2] (0-d)", [](const Tensor& t) { return t[6][4][2]; }},
+      {"reshape({35, 3})", [](const Tensor& t) { return t.reshape({35, 3}); }},
+      {"narrow(1, 0, 0) (empty)", [](const Tensor& t) { return t.narrow(1, 0, 0); }},
+  };
+  return v;
+}
+}  // namespace
+
+TEST_CASE("cuda tensor: to() round trips are bit-exact for every dtype and layout", "[cuda][tensor]") {
+  Generator gen(30);
+  for (DType dtype : kAllTypes) {
+    const Tensor base = random_bits({7, 5, 3}, dtype, gen);
+    const Tensor gbase = base.to(kGpu);
+    CHECK(gbase.device().str() == "cuda:0");
+    CHECK(gbase.to(kGpu).shares_storage(gbase));  // already there: no copy
+    CHECK(base.to(kCpu).shares_storage(base));
+    for (const auto& v : views()) {
+      const Tensor cpu_view = v.second(base), gpu_view = v.second(gbase);
+      INFO(dtype_name(dtype) << " " << v.first << " " << shape_str(cpu_view.shape()));
+      run_case([&] {
+        const Tensor up = cpu_view.to(kGpu);  // a strided host source, packed on the way
+        CHECK(up.device().str() == "cuda:0");
+        CHECK(up.is_contiguous());
+        expect_same_bits(cpu_view, up);
+        expect_same_bits(cpu_view, up.to(kCpu));
+        expect_same_bits(cpu_view, gpu_view.to(kCpu));  // a strided device source
+        const Tensor packed = gpu_view.contiguous(), copy = gpu_view.clone();
+        CHECK(packed.device().str() == "cuda:0");
+        CHECK(packed.is_contiguous());
+        CHECK((packed.shares_storage(gbase) == gpu_view.is_contiguous()));  // copies only when needed
+        CHECK_FALSE(copy.shares_storage(gbase));
+        CHECK(copy.device().str() == "cuda:0");
+        expect_same_bits(cpu_view, packed);
+        expect_same_bits(cpu_view, copy);
+        expect_same_bits(cpu_view.reshape({-1}), gpu_view.reshape({-1}));
+      });
+    }
+  }
+}
+
+TEST_CASE("cuda tensor: fill_ and copy_ write every element of their view and nothing else", "[cuda][tensor]") {
+  Generator gen(31);
+  // Destination views of a (6, 4) base whose other elements hold a sentinel.
+  const std::vector<std::pair<const char*, ViewFn>> dst_views = {
+      {"the whole (6, 4)", [](const Tensor& t) { return t; }},
+      {"transpose()", [](const Tensor& t) { return t.transpose(); }},
+      {"narrow(1, 1, 2)", [](const Tensor& t) { return t.narrow(1, 1, 2); }},
+      {"narrow(0, 1, 4).transpose()", [](const Tensor& t) { return t.narrow(0, 1, 4).transpose(); }},
+      {"[2]", [](const Tensor& t) { return t[2]; }},
+      {"[5][3] (0-d)", [](const Tensor& t) { return t[5][3]; }},
+      {"narrow(0, 2, 0) (empty)", [](const Tensor& t) { return t.narrow(0, 2, 0); }},
+  };
+  // Source and destination dtypes: the same, and conversions (values in [0, 100), so every one
+  // is defined).
+  const std::vector<std::pair<DType, DType>> dtypes = {
+      {kF32, kF32}, {kF64, kF64}, {DType::Int32, DType::Int32}, {DType::Int64, DType::Int64},
+      {DType::UInt8, DType::UInt8},  // the same dtype; then conversions
+      {kF64, kF32}, {kF32, kF64}, {DType::Int32, kF64}, {kF32, DType::Int32}, {DType::UInt8, DType::Int64},
+      {DType::Int64, kF32}};
+  for (const auto& d : dtypes)
+    for (const auto& v : dst_views) {
+      const DType from = d.first, to = d.second;
+      const Tensor sentinel_c = Tensor::full({6, 4}, 77, to);
+      const Shape shape = v.second(sentinel_c).shape();
+      INFO("into " << v.first << " " << shape_str(shape) << " of " << dtype_name(to) << ", from " << dtype_name(from));
+      run_case([&] {
+        {
+          INFO("fill_(13.75)");
+          Tensor bc = sentinel_c.clone(), bg = sentinel_c.to(kGpu);
+          v.second(bc).fill_(13.75);
+          v.second(bg).fill_(13.75);
+          expect_same_bits(bc, bg);
+        }
+        // The reference: the same view of a CPU base, copied from a CPU source.
+        Pair src = make_pair(shape, from, Layout::Transposed, gen, 0, 99.9);
+        Tensor want = sentinel_c.clone();
+        v.second(want).copy_(src.cpu);
+        {
+          INFO("copy_ from the host (strided source) into a device view");
+          Tensor bg = sentinel_c.to(kGpu);
+          v.second(bg).copy_(src.cpu);
+          expect_same_bits(want, bg);
+        }
+        {
+          INFO("copy_ on the device from a strided device source");
+          Tensor bg = sentinel_c.to(kGpu);
+          v.second(bg).copy_(src.gpu);
+          expect_same_bits(want, bg);
+        }
+        {
+          INFO("copy_ on the device from a packed device source");
+          Tensor bg = sentinel_c.to(kGpu);
+          v.second(bg).copy_(src.gpu.contiguous());
+          expect_same_bits(want, bg);
+        }
+        {
+          INFO("copy_ from the device into a host view");
+          Tensor bc = sentinel_c.clone();
+          v.second(bc).copy_(src.gpu);
+          expect_same_bits(want, bc);
+        }
+      });
+    }
+}
+
+TEST_CASE("cuda tensor: astype between every pair of dtypes, zeros, ones and full", "[cuda][tensor]") {
+  Generator gen(32);
+  for (DType from : kAllTypes)
+    for (DType to : kAllTypes)
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
+        // In [0, 100): float-to-integer conversions truncate and are defined for every target.
+        Pair x = make_pair({5, 7}, from, layout, gen, 0, 99.9);
+        INFO(describe(str("astype(", dtype_name(to), ")"), {x.cpu}, layout));
+        run_case([&] {
+          const Tensor got = x.gpu.astype(to);
+          CHECK(got.device().str() == "cuda:0");
+          CHECK_FALSE(got.shares_storage(x.gpu));  // a copy even for the same dtype
+          expect_same_bits(x.cpu.astype(to), got);
+        });
+      }
+  for (DType dtype : kAllTypes)
+    for (const Shape& shape : {Shape{}, Shape{0}, Shape{5, 7}}) {
+      INFO("zeros, ones and full(2.75) of " << shape_str(shape) << " " << dtype_name(dtype) << " on cuda:0");
+      run_case([&] {
+        expect_same_bits(Tensor::zeros(shape, dtype), Tensor::zeros(shape, dtype, kGpu));
+        expect_same_bits(Tensor::ones(shape, dtype), Tensor::ones(shape, dtype, kGpu));
+        expect_same_bits(Tensor::full(shape, 2.75, dtype), Tensor::full(shape, 2.75, dtype, kGpu));
+        CHECK(Tensor::empty(shape, dtype, kGpu).device().str() == "cuda:0");
+      });
+    }
+}
+
+// ---- The differentiable functions ----
+
+namespace {
+using Fn = std::function<Variable(const Vars&)>;
+
+struct FnCase {
+  std::string name;
+  Fn f;
+  std::vector<Tensor> inputs;        // float64 values and int32 labels, on the CPU
+  std::vector<bool> no_grads = {};   // per input: data, no gradient
+  bool differentiable = true;
+};
+
+Tensor input(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1) {
+  Generator gen(seed);
+  return random_tensor(shape, kF64, gen, lo, hi);
+}
+
+// |x| in [0.1, 1): the ReLU kink stays far from finite-difference steps and float32 rounding.
+Tensor away_from_zero(const Shape& shape, uint64_t seed) {
+  Tensor t = input(shape, seed);
+  double* p = t.data<double>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = (p[i] < 0 ? -0.1 : 0.1) + 0.9 * p[i];
+  return t;
+}
+
+Tensor labels(const std::vector<int32_t>& values) { return Tensor::from_vector(values); }
+
+std::string shapes_of(const std::vector<Tensor>& inputs) {
+  std::string s;
+  for (const Tensor& t : inputs) s += (s.empty() ? "" : " ") + shape_str(t.shape());
+  return s;
+}
+
+// Inputs of linear_relu whose pre-activations are all at least 0.05 from the kink.
+std::vector<Tensor> linear_relu_inputs() {
+  for (uint64_t seed = 1; seed < 1000; ++seed) {
+    Tensor x = input({4, 3}, 100 * seed), W = input({5, 3}, 100 * seed + 1), b = input({5}, 100 * seed + 2);
+    bool far = true;
+    for (double p : ops::add(ops::matmul(x, W, false, true), b).to_vector<double>()) far &= std::abs(p) > 0.05;
+    if (far) return {x, W, b};
+  }
+  throw Error("linear_relu_inputs: no seed gave pre-activations away from 0");
+}
+
+std::vector<FnCase> function_cases() {
+  auto gen = std::make_shared<Generator>();  // dropout's, reseeded before every call
+  auto sce = [](bool normalize, int64_t ignore, const char* reduce) -> Fn {
+    return [=](const Vars& v) { return F::softmax_cross_entropy(v[0], v[1], normalize, ignore, reduce); };
+  };
+  std::vector<FnCase> cases = {
+      {"linear", [](const Vars& v) { return F::linear(v[0], v[1], v[2]); },
+       {input({7, 5}, 1), input({3, 5}, 2), input({3}, 3)}},
+      {"linear without bias", [](const Vars& v) { return F::linear(v[0], v[1]); },
+       {input({4, 6}, 4), input({2, 6}, 5)}},
+      {"linear of a (3, 2, 4) x", [](const Vars& v) { return F::linear(v[0], v[1], v[2]); },
+       {input({3, 2, 4}, 6), input({5, 8}, 7), input({5}, 8)}},
+      {"linear with x as data", [](const Vars& v) { return F::linear(v[0], v[1], v[2]); },
+       {input({4, 3}, 9), input({2, 3}, 10), input({2}, 11)}, {true, false, false}},
+      {"linear_relu", [](const Vars& v) { return F::linear_relu(v[0], v[1], v[2]); }, linear_relu_inputs()},
+      {"relu", [](const Vars& v) { return F::relu(v[0]); }, {away_from_zero({5, 7}, 12)}},
+      {"sigmoid", [](const Vars& v) { return F::sigmoid(v[0]); }, {input({5, 7}, 13, -3, 3)}},
+      {"tanh", [](const Vars& v) { return F::tanh(v[0]); }, {input({3, 4, 2}, 14, -2, 2)}},
+      {"add (5, 7) + (7,)", [](const Vars& v) { return v[0] + v[1]; }, {input({5, 7}, 15), input({7}, 16)}},
+      {"sub (5, 1) - (1, 7)", [](const Vars& v) { return v[0] - v[1]; }, {input({5, 1}, 17), input({1, 7}, 18)}},
+      {"mul (2, 3, 4) * (3, 1)", [](const Vars& v) { return v[0] * v[1]; }, {input({2, 3, 4}, 19), input({3, 1}, 20)}},
+      {"mul () * (5, 7)", [](const Vars& v) { return v[0] * v[1]; }, {input({}, 21), input({5, 7}, 22)}},
+      {"div (5, 7) / (5, 1)", [](const Vars& v) { return v[0] / v[1]; },
+       {input({5, 7}, 23), input({5, 1}, 24, 0.5, 2)}},
+      {"scalar arithmetic", [](const Vars& v) { return 2.0 * (1.0 - v[0]) * v[0] + v[0] / 3.0 - 0.5; },
+       {input({5, 7}, 25)}},
+      {"2 / x and -x", [](const Vars& v) { return 2.0 / v[0] + (-v[0]) * 3.0; }, {input({5, 7}, 26, 0.5, 2)}},
+      {"sum", [](const Vars& v) { return F::sum(v[0]); }, {input({5, 7}, 27)}},
+      {"sum axis 1 keepdims", [](const Vars& v) { return F::sum(v[0], 1, true); }, {input({3, 5, 7}, 28)}},
+      {"mean axis -1", [](const Vars& v) { return F::mean(v[0], -1); }, {input({5, 7}, 29)}},
+      {"average weighted along axis 0", [](const Vars& v) { return F::average(v[0], 0, v[1]); },
+       {input({5, 7}, 30), input({5}, 31, 0.5, 2)}},
+      {"average weighted over all", [](const Vars& v) { return F::average(v[0], std::nullopt, v[1]); },
+       {input({5, 7}, 32), input({5, 7}, 33, 0.5, 2)}},
+      {"reshape", [](const Vars& v) { return F::reshape(v[0], {3, -1}); }, {input({2, 3, 2}, 34)}},
+      {"transpose (1, 2, 0)", [](const Vars& v) { return F::transpose(v[0], {1, 2, 0}); }, {input({2, 3, 4}, 35)}},
+      {"concat along axis 1", [](const Vars& v) { return F::concat({v[0], v[1], v[2]}, 1); },
+       {input({2, 3}, 36), input({2, 1}, 37), input({2, 4}, 38)}},
+      {"stack along axis 2", [](const Vars& v) { return F::stack({v[0], v[1]}, 2); },
+       {input({2, 3}, 39), input({2, 3}, 40)}},
+      {"softmax axis 1", [](const Vars& v) { return F::softmax(v[0]); }, {input({5, 7}, 41, -2, 2)}},
+      {"softmax axis 0 of (2, 3, 4)", [](const Vars& v) { return F::softmax(v[0], 0); }, {input({2, 3, 4}, 42, -2, 2)}},
+      {"log_softmax axis -1 of (3, 4, 5)", [](const Vars& v) { return F::log_softmax(v[0], -1); },
+       {input({3, 4, 5}, 43, -2, 2)}},
+      {"softmax_cross_entropy mean over the valid rows", sce(true, -1, "mean"),
+       {input({6, 5}, 44, -2, 2), labels({4, -1, 0, 3, -1, 1})}},
+      {"softmax_cross_entropy mean over the batch", sce(false, -1, "mean"),
+       {input({3, 4}, 45, -2, 2), labels({3, -1, 0})}},
+      {"softmax_cross_entropy per example", sce(true, -1, "no"), {input({5, 3}, 46, -2, 2), labels({1, -1, 0, 2, 2})}},
+      {"softmax_cross_entropy ignore_label 7", sce(true, 7, "mean"), {input({3, 4}, 47, -2, 2), labels({7, 2, 0})}},
+      {"softmax_cross_entropy, every row ignored", sce(true, -1, "mean"), {input({2, 3}, 48, -2, 2), labels({-1, -1})}},
+      {"mean_squared_error", [](const Vars& v) { return F::mean_squared_error(v[0], v[1]); },
+       {input({3, 4}, 49), input({3, 4}, 50)}},
+      {"dropout 0.3", [gen](const Vars& v) {
+         gen->seed(42);
+         return F::dropout(v[0], 0.3, gen.get());
+       }, {input({4, 5}, 51)}},
+      {"tanh MLP into softmax_cross_entropy", [](const Vars& v) {
+         return F::softmax_cross_entropy(F::linear(F::tanh(F::linear(v[0], v[1], v[2])), v[3], v[4]), v[5]);
+       },
+       {input({6, 4}, 52), input({5, 4}, 53), input({5}, 54), input({3, 5}, 55), input({3}, 56),
+        labels({0, 2, 1, 1, -1, 0})}},
+      {"accuracy", [](const Vars& v) { return F::accuracy(v[0], v[1]); },
+       {input({7, 5}, 57), labels({0, 4, -1, 2, 2, 1, 3})}, {}, false},
+  };
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool ta = mode & 1, tb = mode & 2;
+    cases.push_back({str("matmul", ta ? " a^T" : "", tb ? " b^T" : ""),
+                     [=](const Vars& v) { return F::matmul(v[0], v[1], ta, tb); },
+                     {input(ta ? Shape{3, 5} : Shape{5, 3}, 60 + uint64_t(mode)),
+                      input(tb ? Shape{4, 3} : Shape{3, 4}, 70 + uint64_t(mode))}});
+  }
+  return cases;
+}
+
+// Forward of C on DEVICE in float32, then backward from a fixed random gy: the output and the
+// gradient of every input that has one, each named.
+std::vector<std::pair<std::string, Tensor>> forward_backward(const FnCase& c, Device device) {
+  Vars vars;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const Tensor& x = c.inputs[i];
+    const bool floating = is_floating(x.dtype());
+    const bool data = i < c.no_grads.size() && c.no_grads[i];
+    vars.emplace_back((floating ? x.astype(kF32) : x).to(device), floating && !data);
+  }
+  Variable y = c.f(vars);
+  std::vector<std::pair<std::string, Tensor>> out{{"the output", y.data()}};
+  if (!y.creator()) return out;
+  Generator gen(7);
+  y.set_grad(random::normal(y.shape(), 0, 1, kF32, &gen).to(device));
+  y.backward();
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (vars[i].requires_grad()) out.push_back({str("the gradient of input ", i), vars[i].grad()});
+  return out;
+}
+}  // namespace
+
+TEST_CASE("cuda functions: gradients on the GPU match finite differences (float64)", "[cuda][functions]") {
+  for (const FnCase& c : function_cases()) {
+    if (!c.differentiable) continue;
+    INFO("function: " << c.name << " of " << shapes_of(c.inputs) << ", float64");
+    int off_device = 0;  // outputs not on cuda:0: the check would not be testing the GPU
+    const Fn on_gpu = [&](const Vars& v) {
+      Variable y = c.f(v);
+      off_device += y.data().device() != kGpu;
+      return y;
+    };
+    run_case([&] { check_backward(on_gpu, c.inputs, {.no_grads = c.no_grads, .device = kGpu}); });
+    CHECK(off_device == 0);
+  }
+}
+
+TEST_CASE("cuda functions: forward and backward on the GPU equal the CPU's (float32)", "[cuda][functions]") {
+  // Small graphs of O(1) values with sums of up to ~35 terms: float32 1e-5 relative with a
+  // floor of 1e-5.
+  const Tol tol{1e-5, 1e-5};
+  for (const FnCase& c : function_cases()) {
+    INFO("function: " << c.name << " of " << shapes_of(c.inputs) << ", float32");
+    run_case([&] {
+      const auto want = forward_backward(c, kCpu), got = forward_backward(c, kGpu);
+      CHECK(got.size() == want.size());
+      for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+        INFO(want[i].first);
+        expect_close(want[i].second, got[i].second, tol);
+      }
+    });
+  }
+}
