@@ -92,8 +92,7 @@ bool is_available() { return device_count() > 0; }
 std::string unavailable_reason() { return device_count() > 0 ? std::string() : plugin().why_not; }
 
 DeviceHandle get_device(int id) {
-  runtime_for(id);  // validates ID (and makes it current for the check; use() keeps it)
-  runtime_for(t_current);
+  runtime_for(id);  // throws for an ID that cannot be used
   return DeviceHandle(id);
 }
 

@@ -38,4 +38,12 @@ int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op) {
   return axis < 0 ? axis + ndim : axis;
 }
 
+AxisView axis_view(const Shape& shape, int64_t axis) {
+  AxisView v;
+  v.len = shape[size_t(axis)];
+  for (int64_t d = 0; d < axis; ++d) v.outer *= shape[size_t(d)];
+  for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d) v.inner *= shape[size_t(d)];
+  return v;
+}
+
 }  // namespace chainer

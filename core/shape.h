@@ -14,4 +14,13 @@ std::vector<int64_t> contiguous_strides(const Shape& shape);
 // Resolves a possibly negative axis against ndim; OP names the caller in the error.
 int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op);
 
+// SHAPE seen around AXIS as (outer, len, inner): the extents before AXIS multiplied, AXIS's own,
+// and those after it multiplied. A "row" is one (outer, inner) pair: the LEN elements of a
+// softmax or an argmax, INNER apart.
+struct AxisView {
+  int64_t outer = 1, len = 1, inner = 1;
+  int64_t rows() const { return outer * inner; }
+};
+AxisView axis_view(const Shape& shape, int64_t axis);
+
 }  // namespace chainer

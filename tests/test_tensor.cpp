@@ -5,8 +5,10 @@
 #include "core/allocator.h"
 #include "core/config.h"
 #include "core/cpu/kernels.h"
+#include "core/cuda.h"
 #include "core/ops.h"
 #include "core/parallel.h"
+#include "core/philox.h"
 #include "core/random.h"
 #include "core/tensor.h"
 
@@ -288,4 +290,55 @@ TEST_CASE("allocator: large blocks are recycled, small ones are not cached") {
   set_host_cache_limit(limit);
   host_empty_cache();
   REQUIRE(host_allocator_stats().cached_bytes == 0);
+}
+
+TEST_CASE("random: Philox4x32-10 matches the published test vector; dropout masks are Philox values of one key") {
+  const philox::Block b = philox::block(0, 0);  // Random123's known-answer test, counter and key 0
+  CHECK(b.v[0] == 0x6627e8d5u);
+  CHECK(b.v[1] == 0xe169c58du);
+  CHECK(b.v[2] == 0xbc57ac4cu);
+  CHECK(b.v[3] == 0x9b00dbd8u);
+  // The mask draws one key and thresholds Philox values of it: the same on every device, for any
+  // thread count (so a CUDA mask equals this one).
+  Generator gen(11), copy(11);
+  const Tensor mask = ops::dropout_mask({7, 13}, 0.3, DType::Float32, Device::cpu(), gen);
+  const uint64_t key = copy.next_u64();
+  const std::vector<float> got = mask.to_vector<float>();
+  for (int64_t i = 0; i < 91; ++i)
+    REQUIRE(got[size_t(i)] == (philox::uniform(key, uint64_t(i)) >= 0.3 ? float(1.0 / 0.7) : 0.f));
+  CHECK(gen.next_u64() == copy.next_u64());  // exactly one draw per mask
+  set_num_threads(1);
+  Generator again(11);
+  CHECK(ops::dropout_mask({7, 13}, 0.3, DType::Float32, Device::cpu(), again).to_vector<float>() == got);
+  set_num_threads(0);
+}
+
+TEST_CASE("ops: take_rows, scale_to_ and accumulate_") {
+  const Tensor src = Tensor::arange(12, DType::Float64).reshape({4, 3});
+  CHECK(ops::take_rows(src, {3, 0, 3}).to_vector<double>() == std::vector<double>{9, 10, 11, 0, 1, 2, 9, 10, 11});
+  CHECK(ops::take_rows(src.transpose(), {1}).to_vector<double>() == std::vector<double>{1, 4, 7, 10});
+  CHECK(ops::take_rows(src, {}).shape() == Shape{0, 3});
+  REQUIRE_THROWS_WITH(ops::take_rows(src, {4}), Catch::Contains("take_rows: row 4 is out of range") &&
+                                                     Catch::Contains("4 rows"));
+  Tensor out = Tensor::zeros({3, 4}, DType::Float64);
+  ops::scale_to_(out, src.transpose(), 0.5);
+  CHECK(out.to_vector<double>() == std::vector<double>{0, 1.5, 3, 4.5, 0.5, 2, 3.5, 5, 1, 2.5, 4, 5.5});
+  REQUIRE_THROWS_WITH(ops::scale_to_(out, src, 1.0), Catch::Contains("scale_to: shapes (3, 4) and (4, 3) differ"));
+  Tensor acc = Tensor::zeros({}, DType::Float64);
+  ops::accumulate_(acc, Tensor::scalar(0.25, DType::Float32));
+  ops::accumulate_(acc, Tensor::scalar(1.5, DType::Float64));
+  CHECK(acc.item_double() == 1.75);
+  REQUIRE_THROWS_WITH(ops::accumulate_(out, acc), Catch::Contains("accumulate: the accumulator must be one float64"));
+}
+
+TEST_CASE("cuda: a device that cannot be used is an error naming it and why, not a crash") {
+  if (cuda::is_available()) return;  // the GPU suite covers that case
+  CHECK(cuda::device_count() == 0);
+  const std::string why = cuda::unavailable_reason();
+  CHECK_FALSE(why.empty());
+  REQUIRE_THROWS_WITH(Tensor::ones({2}).to(Device::cuda(0)),
+                      Catch::Contains("cuda:0: no CUDA device is available") && Catch::Contains(why));
+  REQUIRE_THROWS_WITH(cuda::get_device(1), Catch::Contains("cuda:1"));
+  // The CPU is untouched by the failed attempts.
+  CHECK(ops::add(Tensor::ones({2}), Tensor::ones({2})).to_vector<float>() == std::vector<float>{2, 2});
 }

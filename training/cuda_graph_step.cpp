@@ -15,10 +15,9 @@ void CudaGraphStep::eager(Device device, const std::vector<Tensor>& inputs, cons
   step(vars);
 }
 
-std::vector<const void*> CudaGraphStep::grads_of(const Optimizer& optimizer) {
-  std::vector<const void*> out;
-  for (const auto& [name, p] : optimizer.target().namedparams())
-    out.push_back(p.grad().defined() ? p.grad().raw_data() : nullptr);
+std::vector<Tensor> CudaGraphStep::grads_of(const Optimizer& optimizer) {
+  std::vector<Tensor> out;
+  for (const auto& [name, p] : optimizer.target().namedparams()) out.push_back(p.grad());
   return out;
 }
 
@@ -47,19 +46,18 @@ void CudaGraphStep::run(Optimizer& optimizer, Device device, const std::vector<T
   const std::string key = signature(optimizer, inputs);
   if (auto it = graphs_.find(key); it != graphs_.end()) {
     Captured& c = it->second;
-    if (grads_of(optimizer) == c.grads) {
-      for (size_t i = 0; i < inputs.size(); ++i) c.inputs[i].copy_(inputs[i]);  // host batches: one async copy
-      optimizer.count_replayed_step();
-      c.graph->replay();
-      if (!c.reported.empty()) report(c.reported);
-      order_.erase(std::find(order_.begin(), order_.end(), key));
-      order_.push_back(key);
-      ++replays_;
-      return;
-    }
-    // Gradients were cleared or replaced outside the step: the graph writes where nobody looks.
-    graphs_.erase(it);
+    for (size_t i = 0; i < inputs.size(); ++i) c.inputs[i].copy_(inputs[i]);  // host batches: one async copy
+    // The step's gradients are where this graph writes them (another graph's step, or a
+    // cleargrads, may have left others in the parameters).
+    auto params = optimizer.target().namedparams();
+    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_grad(c.grads[i]);
+    optimizer.count_replayed_step();
+    c.graph->replay();
+    if (!c.reported.empty()) report(c.reported);
     order_.erase(std::find(order_.begin(), order_.end(), key));
+    order_.push_back(key);
+    ++replays_;
+    return;
   }
   if (seen_.size() > 64) seen_.clear();  // batches of ever new shapes: nothing to replay
   if (seen_[key]++ == 0) return eager(device, inputs, step);  // warm-up: state, lazy parameters, handles

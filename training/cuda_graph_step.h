@@ -3,9 +3,9 @@
 // signature (the batch's shapes and dtypes, the parameters and optimizer state in memory, the
 // hooks, config::train) has been seen twice, the next such step is captured into a CUDA graph
 // (forward, backward and update; core/cuda.h) and later steps with that signature replay it:
-// the batch is copied into the graph's input buffers, the optimizer's counters advance on the
-// host, the per-step scalars (learning rates, dropout keys) are recomputed, and one graph launch
-// does the rest. What the step reported (the loss, the accuracy) is reported again: device
+// the batch is copied into the graph's input buffers, the parameters' gradients become the
+// buffers the graph writes them to, the optimizer's counters advance on the host, the per-step
+// scalars (learning rates, dropout keys) are recomputed, and one graph launch does the rest. What the step reported (the loss, the accuracy) is reported again: device
 // values the graph rewrites on every replay. A smaller last batch gets a graph of its own the
 // second time it is seen (kMaxGraphs are kept). A step that cannot be captured (it reads a value
 // on the host, or the optimizer synchronizes with other processes) runs eagerly from then on,
@@ -41,7 +41,7 @@ class CudaGraphStep {
   struct Captured {
     std::unique_ptr<cuda::Graph> graph;
     std::vector<Tensor> inputs;               // the graph reads the batch from these
-    std::vector<const void*> grads;           // where the graph writes the gradients
+    std::vector<Tensor> grads;                // the gradients the graph writes, per parameter
     Observation reported;                     // what the step reported, rewritten by each replay
   };
   std::string signature(const Optimizer& optimizer, const std::vector<Tensor>& inputs) const;
@@ -49,7 +49,7 @@ class CudaGraphStep {
                const Step& step);
   void eager(Device device, const std::vector<Tensor>& inputs, const Step& step);
   void disable(const std::string& why);  // once, with a message
-  static std::vector<const void*> grads_of(const Optimizer& optimizer);
+  static std::vector<Tensor> grads_of(const Optimizer& optimizer);
 
   bool enabled_ = true;
   std::map<std::string, int> seen_;                   // eager steps per signature

@@ -14,18 +14,6 @@ namespace chainer::cpu {
 namespace {
 constexpr int64_t kGrain = 1 << 15;
 
-// (outer, len, inner) view of a tensor around AXIS.
-struct AxisView {
-  int64_t outer = 1, len = 1, inner = 1;
-};
-AxisView axis_view(const Shape& shape, int64_t axis) {
-  AxisView v;
-  v.len = shape[size_t(axis)];
-  for (int64_t d = 0; d < axis; ++d) v.outer *= shape[size_t(d)];
-  for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d) v.inner *= shape[size_t(d)];
-  return v;
-}
-
 // Rows per parallel chunk for rows of LEN elements: about kGrain elements a chunk.
 int64_t row_grain(int64_t len) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)); }
 }  // namespace

@@ -51,9 +51,7 @@ void max_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax) {
     using T = scalar_t;
     const Tensor ac = a.contiguous();
     const T* pa = ac.data<T>();
-    int64_t outer = 1, inner = 1, len = a.shape()[size_t(axis)];
-    for (int64_t d = 0; d < axis; ++d) outer *= a.shape()[size_t(d)];
-    for (int64_t d = axis + 1; d < a.ndim(); ++d) inner *= a.shape()[size_t(d)];
+    const auto [outer, len, inner] = axis_view(a.shape(), axis);
     T* po = out.defined() ? out.data<T>() : nullptr;
     int32_t* pi = argmax ? argmax->data<int32_t>() : nullptr;
     for (int64_t o = 0; o < outer; ++o)

@@ -11,9 +11,7 @@ void softmax(const Tensor& x, int64_t axis, bool log, Tensor& out) {
     const Tensor xc = x.contiguous();
     const T* px = xc.data<T>();
     T* po = out.data<T>();
-    int64_t outer = 1, inner = 1, len = x.shape()[size_t(axis)];
-    for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[size_t(d)];
-    for (int64_t d = axis + 1; d < x.ndim(); ++d) inner *= x.shape()[size_t(d)];
+    const auto [outer, len, inner] = axis_view(x.shape(), axis);
     parallel_for(outer * inner, 64, [&](int64_t s, int64_t e) {
       for (int64_t r = s; r < e; ++r) {
         const int64_t o = r / inner, i = r % inner;

@@ -15,19 +15,6 @@ namespace chainer::cuda {
 
 namespace {
 
-// (outer, len, inner) view of a tensor around AXIS; a "row" is one (outer, inner) pair.
-struct AxisView {
-  int64_t outer = 1, len = 1, inner = 1;
-  int64_t rows() const { return outer * inner; }
-};
-AxisView axis_view(const Shape& shape, int64_t axis) {
-  AxisView v;
-  v.len = shape[size_t(axis)];
-  for (int64_t d = 0; d < axis; ++d) v.outer *= shape[size_t(d)];
-  for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d) v.inner *= shape[size_t(d)];
-  return v;
-}
-
 // The rows of a view are taken by groups of L threads: a warp when inner == 1 (a row is
 // contiguous, lanes read consecutive elements), else one thread (consecutive threads read
 // consecutive addresses). L is uniform over a warp, so the group reductions see every lane.
