@@ -162,6 +162,7 @@ std::atomic<int64_t> g_kernel_launches{0}, g_graph_launches{0};
 
 constexpr int kMaxDevices = 64;
 constexpr size_t kRingBytes = size_t(1) << 20;
+constexpr size_t kMaxStagedBytes = size_t(64) << 20;  // larger host-to-device copies are not staged
 DeviceState g_devices[kMaxDevices];
 std::mutex g_init_mutex;
 thread_local int t_device = 0;
@@ -298,6 +299,12 @@ class CudaRuntime final : public Runtime {
 
   void copy_from_host(int device, void* dst, const void* src, size_t bytes) override {
     DeviceState& s = state(device);
+    if (bytes > kMaxStagedBytes) {
+      // A data set going to the device once: no pinned buffer that large is kept for it. CUDA
+      // waits for the stream first and returns once SRC has been read.
+      CHAINER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.stream));
+      return;
+    }
     PinnedStaging::Buffer b = s.staging.acquire(bytes);
     std::memcpy(b.ptr, src, bytes);
     CHAINER_CUDA_CHECK(cudaMemcpyAsync(dst, b.ptr, bytes, cudaMemcpyHostToDevice, s.stream));
