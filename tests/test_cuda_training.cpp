@@ -213,7 +213,7 @@ TEST_CASE("the tutorial model learns MNIST on the GPU") {
   adam->setup(model);
   auto updater = std::make_shared<training::StandardUpdater>(
       std::make_shared<iterators::SerialIterator>(train_gpu, 100, true, true, 0), adam);
-  training::Trainer trainer(updater, {1, training::Unit::Epoch}, "");
+  training::Trainer trainer(updater, {1, training::Unit::Epoch}, "result_cuda_mnist");
   auto evaluator = std::make_shared<training::extensions::Evaluator>(
       std::make_shared<iterators::SerialIterator>(test_gpu, 100, false, false), model);
   trainer.extend(evaluator);
