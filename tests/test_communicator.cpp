@@ -126,6 +126,15 @@ TEST_CASE("communicator: intra and inter ranks group the processes by host name"
   }
 }
 
+TEST_CASE("communicator: the job spans the hosts it was started on") {
+  // Set by tests/simhosts.sh: a run on simulated hosts must really see them as separate hosts.
+  const char* expected = std::getenv("CHAINERMN_EXPECT_HOSTS");
+  if (!expected) return;
+  auto comm = make();
+  CHECK(comm->inter_size() == std::atoi(expected));
+  CHECK(std::set<std::string>(comm->host_names().begin(), comm->host_names().end()).size() == size_t(std::atoi(expected)));
+}
+
 TEST_CASE("communicator: compute_topology follows ChainerMN's rule on any host list") {
   const std::vector<std::string> hosts{"b", "a", "b", "c", "a", "b"};
   const int intra_rank[] = {0, 0, 1, 0, 1, 2};

@@ -56,6 +56,13 @@ namespace {
 
 std::shared_ptr<mn::Communicator> world(const std::string& name = "naive") { return mn::create_communicator(name); }
 
+// Several ranks, all on one host: where the reducer averages through shared memory and the
+// ranks share the update (never across hosts).
+bool all_on_one_host() {
+  auto comm = world();
+  return comm->size() > 1 && comm->intra_size() == comm->size();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Datasets
 
@@ -737,7 +744,7 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
                    (long long)out.stats.waited_for_earlier, (long long)out.stats.restarts);
     CHECK(out.t == 4);
     CHECK(out.difference < 1e-5);
-    CHECK(out.shared_update == (variant.shard_update && chainermn::world_size() > 1));
+    CHECK(out.shared_update == (variant.shard_update && all_on_one_host()));
     if (variant.reduction == "bucketed") {
       CHECK(out.stats.steps == 4);
       // The first bucket is 64 bytes: several buckets. The default plan has one.
@@ -753,8 +760,9 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
         CHECK(out.stats.restarts == 4);
       }
       if (variant.reversed) CHECK(out.stats.waited_for_earlier > 0);
-      // All ranks of these tests run on this host: shared memory unless turned off.
-      const bool shm = variant.shared_memory && chainermn::world_size() > 1;
+      // Ranks all on one host average through shared memory unless it is turned off; across
+      // hosts (simulated ones, tests/simhosts.sh) never.
+      const bool shm = variant.shared_memory && all_on_one_host();
       CHECK(out.stats.shared_memory_steps == (shm ? 4 : 0));
       CHECK(out.stats.held_fallbacks == 0);
     }
@@ -799,8 +807,10 @@ void barrier(const mn::Communicator& comm) { CHAINERMN_MPI_CHECK(MPI_Barrier(com
 }  // namespace
 
 TEST_CASE("multi_node: on one host the ranks share the parameters and state and each step a share") {
+  // (Across hosts each rank steps everything: the same code path checks that the results agree.)
   auto comm = world();
   const int n = comm->size(), rank = comm->rank();
+  const bool shared = all_on_one_host();
   constexpr int64_t b = 5;
   const Data data = make_data(int64_t(n) * b * 6);
   auto batch = [&](int it) { return rows(data, (int64_t(it) * n + rank) * b, b); };
@@ -823,7 +833,7 @@ TEST_CASE("multi_node: on one host the ranks share the parameters and state and 
         ref->update([&] { return model_ref->forward_args(batch(it))[0]; });
       }
       auto& mno = dynamic_cast<mn::MultiNodeOptimizer&>(*opt);
-      CHECK(mno.shares_update() == (n > 1));
+      CHECK(mno.shares_update() == shared);
       CHECK_FALSE(dynamic_cast<mn::MultiNodeOptimizer&>(*ref).shares_update());
       CHECK(opt->t() == 3);
       // Bit for bit the unshared result, and every rank sees all of the state.
@@ -849,7 +859,7 @@ TEST_CASE("multi_node: on one host the ranks share the parameters and state and 
         ref->update([&] { return model_ref->forward_args(batch(it))[0]; });
       }
       CHECK(dynamic_cast<mn::MultiNodeOptimizer&>(*opt2).broadcast_count() == 0);
-      CHECK(dynamic_cast<mn::MultiNodeOptimizer&>(*opt2).shares_update() == (n > 1));
+      CHECK(dynamic_cast<mn::MultiNodeOptimizer&>(*opt2).shares_update() == shared);
       CHECK(same_params_and_state(*model2, *actual2, *model_ref, *actual_ref));
       CHECK(same_params_and_state(*model, *actual, *model_ref, *actual_ref));
 
@@ -867,14 +877,14 @@ TEST_CASE("multi_node: on one host the ranks share the parameters and state and 
       barrier(*comm);
       if (rank == 0) w.data().data<float>()[0] = 123.f;
       barrier(*comm);
-      CHECK(cell() == (n > 1 || rank == 0 ? 123.0 : before));
-      if (n > 1) CHECK((actual->update_partition() && actual->update_partition()->holds(w.data())));
+      CHECK(cell() == (shared || rank == 0 ? 123.0 : before));
+      if (shared) CHECK((actual->update_partition() && actual->update_partition()->holds(w.data())));
       opt.reset();
       CHECK_FALSE(actual->update_partition());
       barrier(*comm);
       if (rank == 0) w.data().data<float>()[0] = -1.f;
       barrier(*comm);
-      CHECK(cell() == (rank == 0 ? -1.0 : (n > 1 ? 123.0 : before)));
+      CHECK(cell() == (rank == 0 ? -1.0 : (shared ? 123.0 : before)));
     }
   }
   // An optimizer whose step is not elementwise steps every parameter on every rank, as before.
@@ -966,7 +976,7 @@ TEST_CASE("multi_node: the reducer alone: plan, hooks and detach") {
   reducer.attach(*model);
   CHECK(reducer.attached());
   CHECK(reducer.matches(*model));
-  CHECK(reducer.uses_shared_memory() == (chainermn::world_size() > 1));  // every rank on this host
+  CHECK(reducer.uses_shared_memory() == all_on_one_host());
   // Reverse namedparams order: l2/b, l2/W, l1/b, l1/W; the first bucket holds l2/b only.
   const auto names = reducer.bucket_names();
   CHECK(names.size() == 4);
