@@ -67,8 +67,9 @@ Trains the ChainerMN tutorial MLP on MNIST.
       --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)
       --seed N        random seed for initialization and shuffling (default 0)
       --threads N     compute threads per process (default: cores / processes on this node)
-      --communicator NAME  naive (default) or flat on CPU: the communicator's all-reduce
-                      scheme, used as such with --reduction communicator
+      --communicator NAME  naive (default), flat, hierarchical, two_dimensional or
+                      single_node: the communicator's all-reduce scheme, used as such
+                      with --reduction communicator
       --reduction R   how the multi-node optimizer averages gradients: bucketed (default:
                       buckets reduced while backward runs, as PyTorch DDP) or communicator
                       (the communicator's multi_node_mean_grad at update time, as ChainerMN)

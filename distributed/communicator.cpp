@@ -9,9 +9,7 @@
 #include "core/ops.h"
 #include "distributed/chunked_transfer.h"
 #include "distributed/packing.h"
-#include "distributed/flat_communicator.h"
 #include "distributed/mpi_check.h"
-#include "distributed/naive_communicator.h"
 
 namespace chainermn {
 
@@ -527,20 +525,5 @@ void Communicator::check_grads_finite(const GradList& grads, const char* op) {
 }
 
 // ---------------------------------------------------------------------------------------------
-
-std::shared_ptr<Communicator> create_communicator(const std::string& name, MPI_Comm comm) {
-  static const char* const kCuda[] = {"hierarchical", "two_dimensional", "single_node", "pure_nccl", "non_cuda_aware"};
-  if (name == "naive") return std::make_shared<NaiveCommunicator>(comm);
-  if (name == "flat") return std::make_shared<FlatCommunicator>(comm);
-  for (const char* n : kCuda)
-    if (name == n)
-      throw Error(str("create_communicator: the '", name,
-                      "' communicator needs CUDA and NCCL, which this build of chainermn-cpp lacks; "
-                      "use 'naive' or 'flat', which work on CPU"));
-  std::string valid = "naive, flat";
-  for (const char* n : kCuda) valid += str(", ", n);
-  throw Error(str("create_communicator: unknown communicator name '", name, "'; valid names: ", valid,
-                  " (only naive and flat work without CUDA)"));
-}
 
 }  // namespace chainermn

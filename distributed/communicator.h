@@ -2,7 +2,10 @@
 // topology (intra = on this host, inter = across hosts), collectives on tensors, byte strings
 // and serialisable objects, and the model-level operations the multi-node optimizer builds on
 // (bcast_data, multi_node_mean_grad). Concrete kinds differ only in how gradients are
-// averaged: "naive" does one all-reduce per parameter, "flat" packs all gradients in one buffer.
+// averaged: "naive" does one all-reduce per parameter, "flat" packs all gradients in one buffer,
+// "hierarchical", "two_dimensional" and "single_node" compose an intra-host and an inter-host
+// stage (distributed/composed_communicators.h). create_communicator (create_communicator.cpp)
+// makes any of them by name.
 //
 // Conventions: collectives are called by every rank of the communicator in the same order.
 // Errors that every rank can see (shapes that differ across ranks in allreduce, bcast_data,
@@ -138,7 +141,7 @@ class Communicator {
 
   // Frees the MPI communicators (not MPI itself); any later call throws. The destructor does
   // it too when MPI is still running.
-  void finalize();
+  virtual void finalize();
   bool finalized() const { return comm_ == MPI_COMM_NULL; }
 
  protected:
@@ -165,8 +168,9 @@ class Communicator {
   bool debug_ = false;
 };
 
-// NAME: naive, flat on CPU; hierarchical, two_dimensional, single_node, pure_nccl and
-// non_cuda_aware need CUDA and throw saying so; anything else throws listing the valid names.
+// NAME: naive, flat, hierarchical, two_dimensional, single_node (on CPU tensors); pure_nccl and
+// non_cuda_aware need NCCL, which this version lacks, and throw saying so; anything else throws
+// listing the valid names.
 // COMM is duplicated, so the communicator's traffic never mixes with the caller's. Starts MPI
 // (init_mpi) when nobody did.
 std::shared_ptr<Communicator> create_communicator(const std::string& name = "naive", MPI_Comm comm = MPI_COMM_WORLD);

@@ -68,7 +68,7 @@ expect_error "empty value" "--out" "needs a value" -- --out=
 expect_error "frequency 0" "-f/--frequency" -- -f 0
 expect_error "unknown reduction" "--reduction" "'foo'" -- --reduction foo
 expect_error "unknown communicator" "unknown communicator name 'bogus'" "naive, flat" -- --communicator bogus
-expect_error "GPU communicator on CPU" "'pure_nccl'" "needs CUDA" -- --communicator pure_nccl
+expect_error "NCCL communicator" "'pure_nccl'" "needs NCCL" -- --communicator pure_nccl
 expect_error "too many threads" "--threads" "at most" -- --threads 99999999999
 expect_error "missing data directory" "/nonexistent" "MNIST" -- --data /nonexistent -e 1 -u 10
 # Neither --data nor $MNIST_DIR: the message lists the default places it looked (none exists

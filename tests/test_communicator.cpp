@@ -25,9 +25,21 @@ namespace L = chainer::links;
 
 namespace {
 
-const char* const kKinds[] = {"naive", "flat"};
-
 std::shared_ptr<Communicator> make(const std::string& name = "naive") { return chainermn::create_communicator(name); }
+
+// Every communicator that averages CPU tensors and suits this job's placement: single_node needs
+// one host, two_dimensional the same number of processes on every host.
+std::vector<std::string> kinds() {
+  auto comm = make();
+  std::map<std::string, int> per_host;
+  for (const std::string& h : comm->host_names()) ++per_host[h];
+  bool even = true;
+  for (const auto& [h, n] : per_host) even = even && n == per_host.begin()->second;
+  std::vector<std::string> out{"naive", "flat", "hierarchical"};
+  if (even) out.push_back("two_dimensional");
+  if (comm->inter_size() == 1) out.push_back("single_node");
+  return out;
+}
 
 // ChainerMN's ExampleModel: three linear layers, parameters /a/W (3, 2), /a/b (3), /b/W (4, 3),
 // /b/b (4), /c/W (5, 4), /c/b (5).
@@ -80,7 +92,7 @@ TEST_CASE("communicator: init_mpi is idempotent") {
 }
 
 TEST_CASE("communicator: rank and size follow MPI_COMM_WORLD; the comm is duplicated") {
-  for (const char* kind : kKinds) {
+  for (const std::string& kind : kinds()) {
     auto comm = make(kind);
     int rank = -1, size = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -150,16 +162,35 @@ TEST_CASE("communicator: compute_topology follows ChainerMN's rule on any host l
   CHECK_THROWS_AS(chainermn::compute_topology(hosts, 6), chainer::Error);
 }
 
-TEST_CASE("communicator: create_communicator explains GPU-only and unknown names") {
-  for (const char* gpu : {"hierarchical", "two_dimensional", "single_node", "pure_nccl", "non_cuda_aware"}) {
-    CHECK_THROWS_WITH(make(gpu), Catch::Contains(gpu) && Catch::Contains("CUDA") && Catch::Contains("NCCL") &&
-                                     Catch::Contains("'naive' or 'flat'"));
+TEST_CASE("communicator: create_communicator explains NCCL-only and unknown names") {
+  for (const char* gpu : {"pure_nccl", "non_cuda_aware"}) {
+    CHECK_THROWS_WITH(make(gpu), Catch::Contains(std::string("'") + gpu + "'") && Catch::Contains("NCCL") &&
+                                     Catch::Contains("naive, flat, hierarchical, two_dimensional and single_node"));
   }
   CHECK_THROWS_WITH(make("fancy"), Catch::Contains("unknown communicator name 'fancy'") &&
                                        Catch::Contains("naive, flat, hierarchical, two_dimensional, single_node, "
                                                        "pure_nccl, non_cuda_aware"));
   CHECK_THROWS_AS(make(""), chainer::Error);
   CHECK_THROWS_WITH(chainermn::create_communicator("naive", MPI_COMM_NULL), Catch::Contains("MPI_COMM_NULL"));
+}
+
+TEST_CASE("communicator: single_node and two_dimensional refuse placements they cannot serve, on every rank") {
+  auto comm = make();
+  std::map<std::string, int> per_host;
+  for (const std::string& h : comm->host_names()) ++per_host[h];
+  if (comm->inter_size() > 1)
+    CHECK_THROWS_WITH(make("single_node"), Catch::Contains("single_node: the job spans " +
+                                                           std::to_string(comm->inter_size()) + " hosts"));
+  else
+    CHECK(make("single_node")->name() == "single_node");
+  int low = 1 << 30, high = 0;
+  for (const auto& [h, n] : per_host) low = std::min(low, n), high = std::max(high, n);
+  if (low != high)
+    CHECK_THROWS_WITH(make("two_dimensional"),
+                      Catch::Contains("two_dimensional: every host needs the same number of processes") &&
+                          Catch::Contains(" has " + std::to_string(low)) && Catch::Contains(" has " + std::to_string(high)));
+  else
+    CHECK(make("two_dimensional")->name() == "two_dimensional");
 }
 
 TEST_CASE("communicator: CHAINERMN_DEBUG=1 turns debug mode on") {
@@ -174,7 +205,8 @@ TEST_CASE("communicator: CHAINERMN_DEBUG=1 turns debug mode on") {
 }
 
 TEST_CASE("communicator: split groups by color, orders by key, keeps the kind") {
-  for (const char* kind : kKinds) {
+  for (const std::string& kind : kinds()) {
+    if (kind == "two_dimensional") continue;  // half of evenly filled hosts need not be even
     auto comm = make(kind);
     const int rank = comm->rank(), size = comm->size();
     auto sub = comm->split(rank % 2, -rank);  // reversed order inside each color
@@ -414,7 +446,7 @@ TEST_CASE("communicator: transfers in many chunks reassemble exactly") {
     if (rank == 1) CHECK(same_values(comm->recv(0, 2), iota({37, 3}, DType::Float32, 0)));
   }
   // The multi-node mean too.
-  for (const char* kind : kKinds) {
+  for (const std::string& kind : kinds()) {
     auto c = make(kind);
     ExampleModel model;
     for (auto& [n, p] : model.namedparams()) p.set_grad(Tensor::full(p.shape(), rank));
@@ -513,7 +545,7 @@ TEST_CASE("communicator: object collectives on strings, vectors, maps, tensors")
 // ---- Models ----
 
 TEST_CASE("communicator: bcast_data makes every rank's parameters rank 0's") {
-  for (const char* kind : kKinds) {
+  for (const std::string& kind : kinds()) {
     auto comm = make(kind);
     const int rank = comm->rank(), size = comm->size();
     chainer::random::seed(uint64_t(100 + rank));  // different initial values on every rank
@@ -552,8 +584,8 @@ void set_grads(chainer::Link& model, int rank) {
 }
 }  // namespace
 
-TEST_CASE("communicator: multi_node_mean_grad averages gradients (naive and flat, twice)") {
-  for (const char* kind : kKinds) {
+TEST_CASE("communicator: multi_node_mean_grad averages gradients (every kind, twice)") {
+  for (const std::string& kind : kinds()) {
     auto comm = make(kind);
     const int rank = comm->rank(), size = comm->size();
     ExampleModel model;
@@ -596,7 +628,7 @@ TEST_CASE("communicator: flat reuses one buffer across calls and handles float64
 }
 
 TEST_CASE("communicator: parameters without gradients are skipped") {
-  for (const char* kind : kKinds) {
+  for (const std::string& kind : kinds()) {
     auto comm = make(kind);
     const int rank = comm->rank(), size = comm->size();
     ExampleModel model;
@@ -616,7 +648,7 @@ TEST_CASE("communicator: parameters without gradients are skipped") {
 }
 
 TEST_CASE("communicator: zero_fill counts missing gradients as zeros") {
-  for (const char* kind : kKinds) {
+  for (const std::string& kind : kinds()) {
     auto comm = make(kind);
     const int rank = comm->rank(), size = comm->size();
     {
@@ -651,7 +683,7 @@ TEST_CASE("communicator: zero_fill counts missing gradients as zeros") {
 }
 
 TEST_CASE("communicator: debug mode names the parameter and ranks whose shapes differ") {
-  for (const char* kind : kKinds) {
+  for (const std::string& kind : kinds()) {
     auto comm = make(kind);
     comm->set_debug(true);
     const int rank = comm->rank(), size = comm->size();
@@ -676,7 +708,7 @@ TEST_CASE("communicator: debug mode names the parameter and ranks whose shapes d
 }
 
 TEST_CASE("communicator: debug mode reports diverged (non-finite) gradients") {
-  for (const char* kind : kKinds) {
+  for (const std::string& kind : kinds()) {
     auto comm = make(kind);
     comm->set_debug(true);
     const int rank = comm->rank();

@@ -690,9 +690,19 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
     naive.reduction = "communicator";
     naive.optimizer = optimizer;
     cases.emplace_back("naive/" + optimizer, naive);
-    Variant flat = naive;
-    flat.comm = "flat";
-    cases.emplace_back("flat/" + optimizer, flat);
+    // Every communicator that averages CPU tensors (single_node and two_dimensional where the
+    // placement suits them), at update time as ChainerMN does.
+    auto comm = world();
+    std::map<std::string, int> per_host;
+    for (const std::string& h : comm->host_names()) ++per_host[h];
+    bool even = true;
+    for (const auto& [h, count] : per_host) even = even && count == per_host.begin()->second;
+    for (const std::string name : {"flat", "hierarchical", "two_dimensional", "single_node"}) {
+      if ((name == "two_dimensional" && !even) || (name == "single_node" && comm->inter_size() > 1)) continue;
+      Variant composed = naive;
+      composed.comm = name;
+      cases.emplace_back(name + "/" + optimizer, composed);
+    }
     Variant bucketed;
     bucketed.optimizer = optimizer;
     cases.emplace_back("bucketed/" + optimizer, bucketed);

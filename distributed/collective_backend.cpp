@@ -1,0 +1,98 @@
+#include "distributed/collective_backend.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "core/error.h"
+#include "distributed/chunked_transfer.h"
+#include "distributed/mpi_check.h"
+
+namespace chainermn {
+
+using chainer::Error;
+using chainer::Tensor;
+
+std::vector<int64_t> even_shares(int64_t n, int parts) {
+  std::vector<int64_t> shares(size_t(parts), n / parts);
+  for (int i = 0; i < int(n % parts); ++i) ++shares[size_t(i)];
+  return shares;
+}
+
+namespace {
+
+class MpiBackend final : public CollectiveBackend {
+ public:
+  explicit MpiBackend(MPI_Comm comm) : comm_(comm) {
+    CHAINERMN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    CHAINERMN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void reduce(Tensor& buf, int root) const override {
+    const MPI_Datatype type = detail::mpi_datatype(buf.dtype());
+    char* base = static_cast<char*>(buf.raw_data());
+    for_chunks(buf, [&](int64_t at, int count) {
+      void* p = base + at * int64_t(buf.itemsize());
+      CHAINERMN_MPI_CHECK(MPI_Reduce(rank_ == root ? MPI_IN_PLACE : p, rank_ == root ? p : nullptr, count, type, MPI_SUM,
+                                     root, comm_));
+    });
+  }
+  void allreduce(Tensor& buf) const override {
+    detail::allreduce_sum_chunked(buf.raw_data(), buf.numel(), buf.dtype(), comm_);
+  }
+  void bcast(Tensor& buf, int root) const override { detail::bcast_chunked(buf.raw_data(), buf.nbytes(), root, comm_); }
+
+  void reduce_scatter(Tensor& buf, const std::vector<int64_t>& shares) const override {
+    const std::vector<int> counts = int_counts(shares, "reduce_scatter");
+    char* base = static_cast<char*>(buf.raw_data());
+    // In place, MPI leaves this rank's sum at the start of the buffer: move it to its share.
+    CHAINERMN_MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, base, counts.data(), detail::mpi_datatype(buf.dtype()), MPI_SUM,
+                                           comm_));
+    const int64_t item = int64_t(buf.itemsize());
+    std::memmove(base + offset_of(shares, rank_) * item, base, size_t(shares[size_t(rank_)] * item));
+  }
+  void allgather(Tensor& buf, const std::vector<int64_t>& shares) const override {
+    const std::vector<int> counts = int_counts(shares, "allgather");
+    std::vector<int> displs(counts.size(), 0);
+    for (size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+    CHAINERMN_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf.raw_data(), counts.data(), displs.data(),
+                                       detail::mpi_datatype(buf.dtype()), comm_));
+  }
+
+ private:
+  // FN(first element, count) over BUF in chunks of at most max_chunk_bytes().
+  template <class Fn>
+  static void for_chunks(const Tensor& buf, Fn&& fn) {
+    const int64_t step = std::max<int64_t>(1, int64_t(detail::max_chunk_bytes() / buf.itemsize()));
+    for (int64_t at = 0; at < buf.numel(); at += step) fn(at, int(std::min(step, buf.numel() - at)));
+  }
+  static int64_t offset_of(const std::vector<int64_t>& shares, int member) {
+    int64_t at = 0;
+    for (int i = 0; i < member; ++i) at += shares[size_t(i)];
+    return at;
+  }
+  // Shares as MPI's int counts: the displacements of MPI's v-collectives are ints too.
+  static std::vector<int> int_counts(const std::vector<int64_t>& shares, const char* op) {
+    std::vector<int> counts;
+    int64_t total = 0;
+    for (int64_t s : shares) {
+      total += s;
+      counts.push_back(int(s));
+    }
+    if (total > INT_MAX)
+      throw Error(chainer::str(op, ": ", total, " elements are more than one MPI call can address (", INT_MAX,
+                               "); use the flat or hierarchical communicator for buffers this large"));
+    return counts;
+  }
+
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveBackend> mpi_backend(MPI_Comm comm) { return std::make_unique<MpiBackend>(comm); }
+
+}  // namespace chainermn

@@ -1,0 +1,43 @@
+// Communicators composed of an intra-host and an inter-host stage, as ChainerMN's:
+//   hierarchical     sum within each host to its first rank, all-reduce among those ranks (one
+//                    per host), broadcast within each host;
+//   two_dimensional  reduce-scatter within each host, all-reduce of each shard across hosts
+//                    (among the ranks of equal intra_rank), all-gather within each host (it
+//                    needs the same number of processes on every host);
+//   single_node      one all-reduce within the host (the job must fit on one host).
+// Each stage is a CollectiveBackend over a sub-communicator (the ranks of this host; the first
+// rank of every host; the ranks of this intra_rank), so one algorithm serves any memory: on the
+// CPU both stages are MPI (distributed/collective_backend.h); on GPUs the intra-host stage is
+// NCCL's. Gradients are packed into one flat buffer per dtype (distributed/packing.h) and come
+// back scaled by 1/size.
+#pragma once
+#include <map>
+#include <memory>
+
+#include "distributed/collective_backend.h"
+#include "distributed/communicator.h"
+
+namespace chainermn {
+
+class ComposedCommunicator : public Communicator {
+ public:
+  enum class Algorithm { Hierarchical, TwoDimensional, SingleNode };
+  // Collective over COMM (duplicated, as every communicator's). Throws chainer::Error on every
+  // rank when the placement does not suit ALGORITHM (single_node across hosts, two_dimensional
+  // with uneven hosts).
+  ComposedCommunicator(Algorithm algorithm, MPI_Comm comm);
+  ~ComposedCommunicator() override;
+  void finalize() override;
+
+ protected:
+  void mean_grads(const GradList& grads) const override;
+
+ private:
+  void reduce(chainer::Tensor& buf) const;  // BUF = its sum over all ranks
+  Algorithm algorithm_;
+  MPI_Comm intra_comm_ = MPI_COMM_NULL, inter_comm_ = MPI_COMM_NULL;
+  std::unique_ptr<CollectiveBackend> intra_, inter_;  // inter_ is null where this rank takes no part
+  mutable std::map<chainer::DType, chainer::Tensor> buffers_;
+};
+
+}  // namespace chainermn
