@@ -30,8 +30,7 @@ ComposedCommunicator::ComposedCommunicator(Algorithm algorithm, MPI_Comm comm)
     throw Error(str("single_node: the job spans ", inter_size(), " hosts (inter_size ", inter_size(),
                     "), but this communicator averages within one host; use hierarchical, two_dimensional or flat"));
   if (algorithm == Algorithm::TwoDimensional) {
-    std::map<std::string, int> per_host;
-    for (const std::string& h : hosts) ++per_host[h];
+    const std::map<std::string, int> per_host = processes_per_host(hosts);
     const auto [low, high] = std::minmax_element(per_host.begin(), per_host.end(),
                                                  [](const auto& a, const auto& b) { return a.second < b.second; });
     if (low->second != high->second)
@@ -84,17 +83,9 @@ void ComposedCommunicator::reduce(Tensor& buf) const {
 
 void ComposedCommunicator::mean_grads(const GradList& grads) const {
   comm();  // throws after finalize()
-  std::map<chainer::DType, std::vector<Tensor>> groups;  // dtype order: the same on every rank
-  for (const auto& [name, p] : grads) groups[p.grad().dtype()].push_back(p.grad());
-  for (auto& [dtype, gs] : groups) {
-    int64_t total = 0;
-    for (const Tensor& g : gs) total += g.numel();
-    Tensor& buf = buffers_[dtype];
-    if (!buf.defined() || buf.numel() != total) buf = Tensor::empty({total}, dtype);
-    packing::pack(gs, buf);
-    reduce(buf);
-    packing::unpack(buf, gs, 1.0 / double(size()));
-  }
+  std::vector<Tensor> gs;
+  for (const auto& [name, p] : grads) gs.push_back(p.grad());
+  packing::reduce_packed(gs, buffers_, 1.0 / double(size()), [&](Tensor& packed) { reduce(packed); });
 }
 
 }  // namespace chainermn

@@ -14,18 +14,11 @@ Tensor FlatCommunicator::buffer(chainer::DType dtype) const {
 
 void FlatCommunicator::mean_grads(const GradList& grads) const {
   const MPI_Comm c = comm();
-  // One buffer per dtype, in dtype order (the same on every rank); parameters in list order.
-  std::map<chainer::DType, std::vector<Tensor>> groups;
-  for (const auto& [name, p] : grads) groups[p.grad().dtype()].push_back(p.grad());
-  for (auto& [dtype, gs] : groups) {
-    int64_t total = 0;
-    for (const Tensor& g : gs) total += g.numel();
-    Tensor& buf = buffers_[dtype];
-    if (!buf.defined() || buf.numel() < total) buf = Tensor::empty({total}, dtype);
-    packing::pack(gs, buf);
-    detail::allreduce_sum_chunked(buf.raw_data(), total, dtype, c);
-    packing::unpack(buf, gs, 1.0 / double(size()));
-  }
+  std::vector<Tensor> gs;
+  for (const auto& [name, p] : grads) gs.push_back(p.grad());
+  packing::reduce_packed(gs, buffers_, 1.0 / double(size()), [&](Tensor& packed) {
+    detail::allreduce_sum_chunked(packed.raw_data(), packed.numel(), packed.dtype(), c);
+  });
 }
 
 }  // namespace chainermn

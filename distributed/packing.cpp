@@ -38,6 +38,22 @@ void zero(Tensor& dst, int64_t offset, int64_t n) {
   part.fill_(0.0);
 }
 
+void reduce_packed(const std::vector<Tensor>& grads, std::map<chainer::DType, Tensor>& buffers, double factor,
+                   const std::function<void(Tensor& packed)>& sum) {
+  std::map<chainer::DType, std::vector<Tensor>> groups;
+  for (const Tensor& g : grads) groups[g.dtype()].push_back(g);
+  for (auto& [dtype, gs] : groups) {
+    int64_t total = 0;
+    for (const Tensor& g : gs) total += g.numel();
+    Tensor& buf = buffers[dtype];
+    if (!buf.defined() || buf.numel() < total) buf = Tensor::empty({total}, dtype);
+    Tensor packed = buf.narrow(0, 0, total);
+    pack(gs, packed);
+    sum(packed);
+    unpack(packed, gs, factor);
+  }
+}
+
 bool all_finite(const Tensor& t) {
   // 0 * x is 0 for every finite x and NaN for NaN and infinities, so the sum is NaN exactly when
   // some element is not finite (the sum of zeros cannot overflow).

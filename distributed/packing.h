@@ -2,6 +2,8 @@
 // through core/ops, so the same code serves host and device memory (the communicators and the
 // gradient reducer used to do it three ways with raw loops over host pointers).
 #pragma once
+#include <functional>
+#include <map>
 #include <vector>
 
 #include "core/tensor.h"
@@ -19,6 +21,12 @@ void pack(const std::vector<Tensor>& srcs, Tensor& dst, double factor = 1.0);
 void unpack(const Tensor& src, const std::vector<Tensor>& dsts, double factor = 1.0);
 // DST[offset : offset + n] = 0.
 void zero(Tensor& dst, int64_t offset, int64_t n);
+// The packed reduction of the flat-buffer communicators: per dtype, in dtype order (the same
+// on every rank), GRADS of that dtype are packed into its buffer in BUFFERS (kept across calls,
+// grown when a model needs more), SUM sums the packed elements over the ranks in place, and
+// each gradient gets its part back times FACTOR.
+void reduce_packed(const std::vector<Tensor>& grads, std::map<chainer::DType, Tensor>& buffers, double factor,
+                   const std::function<void(Tensor& packed)>& sum);
 // Whether every element of T is finite (no NaN or infinity); reads one number on the host.
 bool all_finite(const Tensor& t);
 

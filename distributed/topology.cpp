@@ -27,6 +27,12 @@ Topology compute_topology(const std::vector<std::string>& hosts, int rank) {
   return t;
 }
 
+std::map<std::string, int> processes_per_host(const std::vector<std::string>& hosts) {
+  std::map<std::string, int> per_host;
+  for (const std::string& h : hosts) ++per_host[h];
+  return per_host;
+}
+
 std::string host_name() {
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;

@@ -5,6 +5,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct Topology {
 
 // The topology of rank RANK when rank i runs on HOSTS[i].
 Topology compute_topology(const std::vector<std::string>& hosts, int rank);
+
+// Host name -> how many of HOSTS (one entry per rank) run there.
+std::map<std::string, int> processes_per_host(const std::vector<std::string>& hosts);
 
 // This machine's host name (MPI_Get_processor_name).
 std::string host_name();

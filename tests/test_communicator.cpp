@@ -31,8 +31,7 @@ std::shared_ptr<Communicator> make(const std::string& name = "naive") { return c
 // one host, two_dimensional the same number of processes on every host.
 std::vector<std::string> kinds() {
   auto comm = make();
-  std::map<std::string, int> per_host;
-  for (const std::string& h : comm->host_names()) ++per_host[h];
+  const std::map<std::string, int> per_host = chainermn::processes_per_host(comm->host_names());
   bool even = true;
   for (const auto& [h, n] : per_host) even = even && n == per_host.begin()->second;
   std::vector<std::string> out{"naive", "flat", "hierarchical"};
@@ -176,8 +175,7 @@ TEST_CASE("communicator: create_communicator explains NCCL-only and unknown name
 
 TEST_CASE("communicator: single_node and two_dimensional refuse placements they cannot serve, on every rank") {
   auto comm = make();
-  std::map<std::string, int> per_host;
-  for (const std::string& h : comm->host_names()) ++per_host[h];
+  const std::map<std::string, int> per_host = chainermn::processes_per_host(comm->host_names());
   if (comm->inter_size() > 1)
     CHECK_THROWS_WITH(make("single_node"), Catch::Contains("single_node: the job spans " +
                                                            std::to_string(comm->inter_size()) + " hosts"));

@@ -693,8 +693,7 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
     // Every communicator that averages CPU tensors (single_node and two_dimensional where the
     // placement suits them), at update time as ChainerMN does.
     auto comm = world();
-    std::map<std::string, int> per_host;
-    for (const std::string& h : comm->host_names()) ++per_host[h];
+    const std::map<std::string, int> per_host = mn::processes_per_host(comm->host_names());
     bool even = true;
     for (const auto& [h, count] : per_host) even = even && count == per_host.begin()->second;
     for (const std::string name : {"flat", "hierarchical", "two_dimensional", "single_node"}) {
