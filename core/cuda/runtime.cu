@@ -424,11 +424,9 @@ int current_device_index() { return t_device; }
 DeviceErrorRecord* device_error_record() { return current().error_device; }
 
 std::shared_ptr<void> upload(const void* src, size_t bytes) {
-  DeviceState& s = current();
-  CachingAllocator* allocator = s.allocator.get();
-  void* p = allocator->allocate(bytes, s.stream);
-  std::shared_ptr<void> owner(p, [allocator](void* q) { allocator->free(q); });
-  if (bytes) chainer_cuda_runtime()->copy_from_host(t_device, p, src, bytes);
+  Runtime& runtime = *chainer_cuda_runtime();
+  std::shared_ptr<void> owner = runtime.allocate(t_device, bytes);
+  if (bytes) runtime.copy_from_host(t_device, owner.get(), src, bytes);
   return owner;
 }
 
