@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <iostream>
-#include <sstream>
 
 #include "core/config.h"
 
@@ -15,26 +14,35 @@ void CudaGraphStep::eager(Device device, const std::vector<Tensor>& inputs, cons
   step(vars);
 }
 
-std::vector<Tensor> CudaGraphStep::grads_of(const Optimizer& optimizer) {
+std::vector<Tensor> CudaGraphStep::grads_of(const Params& params) {
   std::vector<Tensor> out;
-  for (const auto& [name, p] : optimizer.target().namedparams()) out.push_back(p.grad());
+  for (const auto& [name, p] : params) out.push_back(p.grad());
   return out;
 }
 
 // Everything a captured step depends on that could change between steps without the graph
 // knowing: the batch's layout, where parameters and optimizer state live, the hooks, the mode.
-std::string CudaGraphStep::signature(const Optimizer& optimizer, const std::vector<Tensor>& inputs) const {
-  std::ostringstream key;
-  for (const Tensor& x : inputs) key << dtype_name(x.dtype()) << shape_str(x.shape()) << ';';
-  for (const auto& [name, p] : optimizer.target().namedparams()) {
-    key << name << '@' << (p.data().defined() ? p.data().raw_data() : nullptr);
-    if (p.data().defined()) key << dtype_name(p.dtype()) << shape_str(p.shape());
-    for (const auto& [k, t] : optimizer.state(name)) key << k << '@' << (t.defined() ? t.raw_data() : nullptr);
-    key << ';';
+CudaGraphStep::Key CudaGraphStep::signature(const Optimizer& optimizer, const Params& params,
+                                            const std::vector<Tensor>& inputs) {
+  Key key;
+  auto layout = [&](const Tensor& t) {
+    key.push_back(int64_t(t.dtype()));
+    key.push_back(t.ndim());
+    key.insert(key.end(), t.shape().begin(), t.shape().end());
+  };
+  auto address = [&](const Tensor& t) { key.push_back(t.defined() ? int64_t(uintptr_t(t.raw_data())) : 0); };
+  for (const Tensor& x : inputs) layout(x);
+  for (const auto& [name, p] : params) {
+    address(p.data());
+    if (p.data().defined()) layout(p.data());
+    const TensorMap& state = optimizer.state(name);
+    key.push_back(int64_t(state.size()));
+    for (const auto& [k, t] : state) address(t);
   }
-  for (const auto& hook : optimizer.hooks()) key << hook->name() << '@' << hook.get() << ';';
-  key << config::train() << is_backprop_enabled();
-  return key.str();
+  for (const auto& hook : optimizer.hooks()) key.push_back(int64_t(uintptr_t(hook.get())));
+  key.push_back(config::train());
+  key.push_back(is_backprop_enabled());
+  return key;
 }
 
 void CudaGraphStep::run(Optimizer& optimizer, Device device, const std::vector<Tensor>& inputs, const Step& step) {
@@ -43,13 +51,13 @@ void CudaGraphStep::run(Optimizer& optimizer, Device device, const std::vector<T
     disable("the optimizer synchronizes with other processes on the host (a multi-node optimizer)");
     return eager(device, inputs, step);
   }
-  const std::string key = signature(optimizer, inputs);
+  Params params = optimizer.target().namedparams();
+  const Key key = signature(optimizer, params, inputs);
   if (auto it = graphs_.find(key); it != graphs_.end()) {
     Captured& c = it->second;
     for (size_t i = 0; i < inputs.size(); ++i) c.inputs[i].copy_(inputs[i]);  // host batches: one async copy
     // The step's gradients are where this graph writes them (another graph's step, or a
     // cleargrads, may have left others in the parameters).
-    auto params = optimizer.target().namedparams();
     for (size_t i = 0; i < params.size(); ++i) params[i].second.set_grad(c.grads[i]);
     optimizer.count_replayed_step();
     c.graph->replay();
@@ -64,7 +72,7 @@ void CudaGraphStep::run(Optimizer& optimizer, Device device, const std::vector<T
   capture(key, optimizer, device, inputs, step);
 }
 
-void CudaGraphStep::capture(const std::string& key, Optimizer& optimizer, Device device,
+void CudaGraphStep::capture(const Key& key, Optimizer& optimizer, Device device,
                             const std::vector<Tensor>& inputs, const Step& step) {
   Captured c;
   std::vector<Variable> vars;
@@ -86,7 +94,7 @@ void CudaGraphStep::capture(const std::string& key, Optimizer& optimizer, Device
     return eager(device, inputs, step);
   }
   c.graph->replay();  // capturing queued nothing: this runs the step
-  c.grads = grads_of(optimizer);
+  c.grads = grads_of(optimizer.target().namedparams());
   if (observation) {
     c.reported = *observation;
     observation->insert(outer.begin(), outer.end());  // the step's values win on a clash

@@ -32,6 +32,9 @@ class CudaGraphStep {
   // graph when it can.
   void run(Optimizer& optimizer, Device device, const std::vector<Tensor>& inputs, const Step& step);
 
+  // Runs STEP eagerly on INPUTS moved to DEVICE (what run() falls back to).
+  static void eager(Device device, const std::vector<Tensor>& inputs, const Step& step);
+
   // Whether steps still go through graphs (false after a step could not be captured).
   bool enabled() const { return enabled_; }
   size_t captures() const { return captures_; }  // graphs captured so far
@@ -44,17 +47,19 @@ class CudaGraphStep {
     std::vector<Tensor> grads;                // the gradients the graph writes, per parameter
     Observation reported;                     // what the step reported, rewritten by each replay
   };
-  std::string signature(const Optimizer& optimizer, const std::vector<Tensor>& inputs) const;
-  void capture(const std::string& key, Optimizer& optimizer, Device device, const std::vector<Tensor>& inputs,
+  // Numbers, not text: it is computed on every step, a replay's only host work besides the launch.
+  using Key = std::vector<int64_t>;
+  using Params = std::vector<std::pair<std::string, Variable>>;
+  static Key signature(const Optimizer& optimizer, const Params& params, const std::vector<Tensor>& inputs);
+  void capture(const Key& key, Optimizer& optimizer, Device device, const std::vector<Tensor>& inputs,
                const Step& step);
-  void eager(Device device, const std::vector<Tensor>& inputs, const Step& step);
   void disable(const std::string& why);  // once, with a message
-  static std::vector<Tensor> grads_of(const Optimizer& optimizer);
+  static std::vector<Tensor> grads_of(const Params& params);
 
   bool enabled_ = true;
-  std::map<std::string, int> seen_;                   // eager steps per signature
-  std::map<std::string, Captured> graphs_;
-  std::vector<std::string> order_;                    // captured signatures, least recent first
+  std::map<Key, int> seen_;                     // eager steps per signature
+  std::map<Key, Captured> graphs_;
+  std::vector<Key> order_;                      // captured signatures, least recent first
   size_t captures_ = 0, replays_ = 0;
 };
 

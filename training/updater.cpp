@@ -33,15 +33,8 @@ void StandardUpdater::update_core() {
   const auto step = [&](const std::vector<Variable>& inputs) {
     opt.update([&] { return loss_func_ ? loss_func_(inputs) : opt.target().forward_args(inputs).at(0); });
   };
-  const Device to = device();
-  if (to.is_cuda() && options_.cuda_graph) {
-    graph_step_.run(opt, to, arrays, step);
-  } else {
-    std::vector<Variable> inputs;
-    inputs.reserve(arrays.size());
-    for (const Tensor& a : arrays) inputs.emplace_back(a.to(to));
-    step(inputs);
-  }
+  if (options_.cuda_graph) graph_step_.run(opt, device(), arrays, step);  // eager off CUDA devices
+  else CudaGraphStep::eager(device(), arrays, step);
   if (it.is_new_epoch()) opt.new_epoch();
 }
 
