@@ -130,7 +130,7 @@ Options parse(int argc, char** argv) {
   if (o.reduction != "bucketed" && o.reduction != "communicator")
     throw Error(chainer::str("--reduction must be bucketed or communicator, got '", o.reduction, "'"));
   if (o.gpu && chainermn::world_size() > 1)
-    throw Error("--gpu with several processes needs the GPU communicators (pure_nccl, hierarchical, ...), which this "
+    throw Error("--gpu with several processes needs the NCCL communicators (pure_nccl, non_cuda_aware), which this "
                 "version does not have yet; run one process with --gpu, or several on the CPU");
   return o;
 }

@@ -38,15 +38,6 @@ std::string describe(const Tensor& t) {
 // A copy of T in host memory, where MPI reads and writes (GPU tensors are staged through it).
 Tensor fresh(const Tensor& t) { return !t.defined() ? Tensor() : t.device().is_cpu() ? t.clone() : t.to(chainer::Device::cpu()); }
 
-// The model operations average and broadcast parameters in place in host memory.
-void require_cpu_model(const chainer::Link& model, const char* op) {
-  for (const auto& [name, p] : model.namedparams())
-    if (p.data().defined() && !p.data().device().is_cpu())
-      throw Error(str(op, ": parameter ", name, " is on ", p.data().device().str(),
-                      "; the naive and flat communicators average parameters in host memory, and the GPU "
-                      "communicators (pure_nccl, hierarchical, ...) are not in this version yet: keep the model "
-                      "on the CPU for multi-process training"));
-}
 
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s = ranks.size() == 1 ? "rank " : "ranks ";
@@ -75,7 +66,7 @@ class Outbox {
     h.insert(h.end(), t.shape().begin(), t.shape().end());
     post_header(h, dest, tag, comm);
     if (!t.defined()) return;
-    const Tensor& host = tensors_.emplace_back(t.device().is_cpu() ? t : t.to(chainer::Device::cpu()));
+    const Tensor& host = tensors_.emplace_back(t.to(chainer::Device::cpu()));
     detail::isend_chunked(host.raw_data(), host.nbytes(), dest, tag, comm, requests_);
   }
   // BYTES must outlive wait().
@@ -389,7 +380,7 @@ std::vector<std::string> Communicator::allgather_bytes(const std::string& bytes)
 // ---- Models ----
 
 void Communicator::bcast_data(chainer::Link& model) const {
-  require_cpu_model(model, "bcast_data");
+  require_model_on_host(model, "bcast_data");
   const MPI_Comm c = comm();
   const auto params = model.namedparams();
   using Entry = std::pair<std::string, std::vector<int64_t>>;  // name, signature of the data
@@ -445,7 +436,7 @@ void Communicator::bcast_data(chainer::Link& model) const {
 }
 
 void Communicator::multi_node_mean_grad(chainer::Link& model, bool zero_fill) const {
-  require_cpu_model(model, "multi_node_mean_grad");
+  require_model_on_host(model, "multi_node_mean_grad");
   comm();
   if (debug_) check_grads_consistent(model, zero_fill, "multi_node_mean_grad");
   GradList grads;
@@ -508,6 +499,15 @@ void Communicator::check_grads_consistent(const chainer::Link& model, bool zero_
   if (!msg.empty())
     throw Error(str(op, " (debug mode): the gradients to average differ across ranks "
                     "(use zero_fill, or make every rank compute the same gradients):", msg));
+}
+
+void Communicator::require_model_on_host(const chainer::Link& model, const char* op) {
+  for (const auto& [name, p] : model.namedparams())
+    if (p.data().defined() && !p.data().device().is_cpu())
+      throw Error(str(op, ": parameter ", name, " is on ", p.data().device().str(),
+                      "; the communicators of this version average and broadcast parameters in host memory, and "
+                      "the NCCL ones (pure_nccl, non_cuda_aware) are not in it yet: keep the model on the CPU for "
+                      "multi-process training"));
 }
 
 void Communicator::check_grads_finite(const chainer::Link& model, const char* op) {

@@ -138,6 +138,9 @@ class Communicator {
   // every rank reaches the same verdict because the means are identical everywhere.
   void check_grads_consistent(const chainer::Link& model, bool zero_fill, const char* op) const;
   static void check_grads_finite(const chainer::Link& model, const char* op);
+  // Throws chainer::Error naming OP, the parameter and its device when MODEL has a parameter off
+  // the CPU: the communicators of this version average and broadcast parameters in host memory.
+  static void require_model_on_host(const chainer::Link& model, const char* op);
 
   // Frees the MPI communicators (not MPI itself); any later call throws. The destructor does
   // it too when MPI is still running.

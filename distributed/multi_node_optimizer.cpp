@@ -65,11 +65,7 @@ MultiNodeOptimizer::Signature MultiNodeOptimizer::signature_of(const chainer::Li
 void MultiNodeOptimizer::update() {
   require_target("update");
   chainer::Link& link = target();
-  if (!link.device().is_cpu())
-    throw Error(chainer::str("multi-node optimizer: the model is on ", link.device().str(), "; the '", comm_->name(),
-                             "' communicator averages gradients in host memory, and the GPU communicators "
-                             "(pure_nccl, hierarchical, ...) are not in this version yet: keep the model on the CPU "
-                             "for multi-process training"));
+  Communicator::require_model_on_host(link, "multi-node optimizer");
   Signature sig = signature_of(link);
   if (restored_) {
     restored_ = false;
