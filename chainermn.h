@@ -3,14 +3,14 @@
 // evaluators, scatter_dataset, and object serialization. Includes chainer.h.
 #pragma once
 #include "chainer.h"
-#include "distributed/communicator.h"
-#include "distributed/flat_communicator.h"
+#include "distributed/communicators/communicator.h"
+#include "distributed/communicators/flat_communicator.h"
 #include "distributed/generic_multi_node_evaluator.h"
 #include "distributed/mpi_check.h"
 #include "distributed/mpi_runtime.h"
 #include "distributed/multi_node_evaluator.h"
 #include "distributed/multi_node_optimizer.h"
-#include "distributed/naive_communicator.h"
+#include "distributed/communicators/naive_communicator.h"
 #include "distributed/object_reduction.h"
 #include "distributed/object_serialization.h"
 #include "distributed/scatter_dataset.h"

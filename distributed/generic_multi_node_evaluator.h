@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "datasets/iterator.h"
-#include "distributed/communicator.h"
+#include "distributed/communicators/communicator.h"
 #include "nn/link.h"
 #include "nn/reporter.h"
 #include "training/extension.h"

@@ -9,7 +9,7 @@
 #include "core/parallel.h"
 #include "distributed/mpi_check.h"
 #include "distributed/mpi_runtime.h"
-#include "distributed/packing.h"
+#include "distributed/communicators/packing.h"
 #include "distributed/shared_segment.h"
 
 namespace chainermn {

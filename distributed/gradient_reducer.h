@@ -50,7 +50,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/communicator.h"
+#include "distributed/communicators/communicator.h"
 #include "nn/link.h"
 
 namespace chainermn {

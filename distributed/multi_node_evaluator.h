@@ -15,7 +15,7 @@
 #pragma once
 #include <memory>
 
-#include "distributed/communicator.h"
+#include "distributed/communicators/communicator.h"
 #include "training/extensions/evaluator.h"
 
 namespace chainermn {

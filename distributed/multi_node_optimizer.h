@@ -37,7 +37,7 @@
 #include <utility>
 #include <vector>
 
-#include "distributed/communicator.h"
+#include "distributed/communicators/communicator.h"
 #include "distributed/gradient_reducer.h"
 #include "distributed/shared_update.h"
 #include "nn/optimizer.h"

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "datasets/dataset.h"
-#include "distributed/communicator.h"
+#include "distributed/communicators/communicator.h"
 
 namespace chainermn {
 

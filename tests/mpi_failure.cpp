@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "distributed/communicator.h"
+#include "distributed/communicators/communicator.h"
 
 int main(int argc, char** argv) {
   return chainermn::run_main(argc, argv, [](int argc, char** argv) {

@@ -26,7 +26,7 @@
 #include "datasets/serial_iterator.h"
 #include "datasets/sub_dataset.h"
 #include "datasets/tuple_dataset.h"
-#include "distributed/communicator.h"
+#include "distributed/communicators/communicator.h"
 #include "distributed/generic_multi_node_evaluator.h"
 #include "distributed/gradient_reducer.h"
 #include "distributed/multi_node_evaluator.h"

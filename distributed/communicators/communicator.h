@@ -4,7 +4,7 @@
 // (bcast_data, multi_node_mean_grad). Concrete kinds differ only in how gradients are
 // averaged: "naive" does one all-reduce per parameter, "flat" packs all gradients in one buffer,
 // "hierarchical", "two_dimensional" and "single_node" compose an intra-host and an inter-host
-// stage (distributed/composed_communicators.h). create_communicator (create_communicator.cpp)
+// stage (distributed/communicators/composed_communicators.h). create_communicator (create_communicator.cpp)
 // makes any of them by name.
 //
 // Conventions: collectives are called by every rank of the communicator in the same order.
@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,13 +32,24 @@ namespace chainermn {
 
 using chainer::Tensor;
 
+// Options of create_communicator, as ChainerMN's keyword arguments.
+struct CommunicatorOptions {
+  // The dtype gradients travel in while multi_node_mean_grad averages them (ChainerMN's
+  // allreduce_grad_dtype). Unset: their own dtype. Float16 or BFloat16 halve the bytes on the
+  // wire: each gradient is scaled by 1/size before the cast (so the sum cannot overflow where
+  // the gradients themselves fit), summed in that dtype and cast back. Float32 sums float64
+  // gradients in float32.
+  std::optional<chainer::DType> allreduce_grad_dtype;
+};
+
 class Communicator {
  public:
   virtual ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  const std::string& name() const { return name_; }  // "naive", "flat"
+  const std::string& name() const { return name_; }  // "naive", "flat", ...
+  const CommunicatorOptions& options() const { return options_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
   int intra_rank() const { return topology_.intra_rank; }  // rank among the processes on this host
@@ -148,7 +160,7 @@ class Communicator {
   bool finalized() const { return comm_ == MPI_COMM_NULL; }
 
  protected:
-  Communicator(std::string name, MPI_Comm comm);  // duplicates COMM
+  Communicator(std::string name, MPI_Comm comm, CommunicatorOptions options = {});  // duplicates COMM
 
   // One (name, parameter) per gradient to average: initialized, with a defined contiguous
   // floating-point gradient of the parameter's shape.
@@ -163,6 +175,7 @@ class Communicator {
   static void check_grads_finite(const GradList& grads, const char* op);
 
   std::string name_;
+  CommunicatorOptions options_;
   MPI_Comm comm_ = MPI_COMM_NULL;       // the caller's traffic: send/recv with the caller's tags, collectives
   MPI_Comm coll_comm_ = MPI_COMM_NULL;  // collectives built on point-to-point messages, apart from the caller's tags
   int rank_ = 0, size_ = 1;
@@ -171,11 +184,21 @@ class Communicator {
   bool debug_ = false;
 };
 
-// NAME: naive, flat, hierarchical, two_dimensional, single_node (on CPU tensors); pure_nccl and
-// non_cuda_aware need NCCL, which this version lacks, and throw saying so; anything else throws
-// listing the valid names.
+
+// NAME: naive, flat, hierarchical, two_dimensional, single_node, pure_nccl, non_cuda_aware
+// (communicator_kinds() says which this build and machine can make); an unknown name throws
+// listing the valid ones, a kind that cannot be made here throws saying what it needs.
 // COMM is duplicated, so the communicator's traffic never mixes with the caller's. Starts MPI
 // (init_mpi) when nobody did.
-std::shared_ptr<Communicator> create_communicator(const std::string& name = "naive", MPI_Comm comm = MPI_COMM_WORLD);
+std::shared_ptr<Communicator> create_communicator(const std::string& name = "naive", MPI_Comm comm = MPI_COMM_WORLD,
+                                                  const CommunicatorOptions& options = {});
+
+// Every kind create_communicator knows, in its order, with whether it can be made here.
+struct CommunicatorKind {
+  std::string name;
+  bool available = false;
+  std::string requirement;  // what it needs that is missing (empty when available)
+};
+std::vector<CommunicatorKind> communicator_kinds();
 
 }  // namespace chainermn

@@ -1,4 +1,4 @@
-#include "distributed/naive_communicator.h"
+#include "distributed/communicators/naive_communicator.h"
 
 #include "core/ops.h"
 #include "distributed/chunked_transfer.h"

@@ -3,15 +3,17 @@
 // scaling by 1/size on the way out. One latency for the whole model instead of one per
 // parameter. The buffer is kept and reused across calls (it grows when a model needs more).
 #pragma once
+#include <utility>
 #include <map>
 
-#include "distributed/communicator.h"
+#include "distributed/communicators/communicator.h"
 
 namespace chainermn {
 
 class FlatCommunicator : public Communicator {
  public:
-  explicit FlatCommunicator(MPI_Comm comm = MPI_COMM_WORLD) : Communicator("flat", comm) {}
+  explicit FlatCommunicator(MPI_Comm comm = MPI_COMM_WORLD, CommunicatorOptions options = {})
+      : Communicator("flat", comm, std::move(options)) {}
 
   // The packing buffer for DTYPE (undefined before the first call that needed it).
   Tensor buffer(chainer::DType dtype) const;

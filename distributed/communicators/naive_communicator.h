@@ -2,13 +2,15 @@
 // MPI_Allreduce per parameter, in place on each gradient, then scales by 1/size. Simplest, and
 // best when parameters are few and large; many small parameters pay one latency each.
 #pragma once
-#include "distributed/communicator.h"
+#include <utility>
+#include "distributed/communicators/communicator.h"
 
 namespace chainermn {
 
 class NaiveCommunicator : public Communicator {
  public:
-  explicit NaiveCommunicator(MPI_Comm comm = MPI_COMM_WORLD) : Communicator("naive", comm) {}
+  explicit NaiveCommunicator(MPI_Comm comm = MPI_COMM_WORLD, CommunicatorOptions options = {})
+      : Communicator("naive", comm, std::move(options)) {}
 
  protected:
   void mean_grads(const GradList& grads) const override;

@@ -7,15 +7,15 @@
 //   single_node      one all-reduce within the host (the job must fit on one host).
 // Each stage is a CollectiveBackend over a sub-communicator (the ranks of this host; the first
 // rank of every host; the ranks of this intra_rank), so one algorithm serves any memory: on the
-// CPU both stages are MPI (distributed/collective_backend.h); on GPUs the intra-host stage is
-// NCCL's. Gradients are packed into one flat buffer per dtype (distributed/packing.h) and come
+// CPU both stages are MPI (distributed/communicators/collective_backend.h); on GPUs the intra-host stage is
+// NCCL's. Gradients are packed into one flat buffer per dtype (distributed/communicators/packing.h) and come
 // back scaled by 1/size.
 #pragma once
 #include <map>
 #include <memory>
 
-#include "distributed/collective_backend.h"
-#include "distributed/communicator.h"
+#include "distributed/communicators/collective_backend.h"
+#include "distributed/communicators/communicator.h"
 
 namespace chainermn {
 
@@ -25,7 +25,7 @@ class ComposedCommunicator : public Communicator {
   // Collective over COMM (duplicated, as every communicator's). Throws chainer::Error on every
   // rank when the placement does not suit ALGORITHM (single_node across hosts, two_dimensional
   // with uneven hosts).
-  ComposedCommunicator(Algorithm algorithm, MPI_Comm comm);
+  ComposedCommunicator(Algorithm algorithm, MPI_Comm comm, CommunicatorOptions options = {});
   ~ComposedCommunicator() override;
   void finalize() override;
 

@@ -1,4 +1,4 @@
-#include "distributed/communicator.h"
+#include "distributed/communicators/communicator.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "core/config.h"
 #include "core/ops.h"
 #include "distributed/chunked_transfer.h"
-#include "distributed/packing.h"
+#include "distributed/communicators/packing.h"
 #include "distributed/mpi_check.h"
 
 namespace chainermn {
@@ -163,7 +163,8 @@ std::string signature_text(const std::vector<int64_t>& s, const char* nothing) {
 
 // ---------------------------------------------------------------------------------------------
 
-Communicator::Communicator(std::string name, MPI_Comm comm) : name_(std::move(name)), debug_(chainer::config::env_flag("CHAINERMN_DEBUG", false)) {
+Communicator::Communicator(std::string name, MPI_Comm comm, CommunicatorOptions options)
+    : name_(std::move(name)), options_(std::move(options)), debug_(chainer::config::env_flag("CHAINERMN_DEBUG", false)) {
   if (!mpi_is_running()) init_mpi();
   if (comm == MPI_COMM_NULL) throw Error("create_communicator: the MPI communicator is MPI_COMM_NULL");
   try {
@@ -207,7 +208,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) const {
   if (sub == MPI_COMM_NULL) return nullptr;
   std::shared_ptr<Communicator> c;
   try {
-    c = create_communicator(name_, sub);
+    c = create_communicator(name_, sub, options_);
   } catch (...) {
     MPI_Comm_free(&sub);
     throw;

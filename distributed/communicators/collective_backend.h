@@ -1,4 +1,4 @@
-// The collectives that communicators are composed of (distributed/composed_communicators.h),
+// The collectives that communicators are composed of (distributed/communicators/composed_communicators.h),
 // on one flat buffer of one dtype over a group of processes: sums to a root or to everyone,
 // broadcast, and the reduce-scatter / all-gather pair over consecutive shares. One
 // implementation per kind of memory and transport: MPI on host memory here (with the

@@ -1,9 +1,9 @@
-#include "distributed/flat_communicator.h"
+#include "distributed/communicators/flat_communicator.h"
 
 #include <vector>
 
 #include "distributed/chunked_transfer.h"
-#include "distributed/packing.h"
+#include "distributed/communicators/packing.h"
 
 namespace chainermn {
 

@@ -1,9 +1,9 @@
-#include "distributed/composed_communicators.h"
+#include "distributed/communicators/composed_communicators.h"
 
 #include <algorithm>
 
 #include "distributed/mpi_check.h"
-#include "distributed/packing.h"
+#include "distributed/communicators/packing.h"
 
 namespace chainermn {
 
@@ -22,8 +22,8 @@ const char* name_of(ComposedCommunicator::Algorithm a) {
 }
 }  // namespace
 
-ComposedCommunicator::ComposedCommunicator(Algorithm algorithm, MPI_Comm comm)
-    : Communicator(name_of(algorithm), comm), algorithm_(algorithm) {
+ComposedCommunicator::ComposedCommunicator(Algorithm algorithm, MPI_Comm comm, CommunicatorOptions options)
+    : Communicator(name_of(algorithm), comm, std::move(options)), algorithm_(algorithm) {
   // Placement checks first: every rank knows every host name, so all reach the same verdict.
   const std::vector<std::string>& hosts = host_names();
   if (algorithm == Algorithm::SingleNode && inter_size() > 1)

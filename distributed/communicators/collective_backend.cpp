@@ -1,4 +1,4 @@
-#include "distributed/collective_backend.h"
+#include "distributed/communicators/collective_backend.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,4 +1,4 @@
-#include "distributed/packing.h"
+#include "distributed/communicators/packing.h"
 
 #include <cmath>
 
