@@ -345,6 +345,8 @@ class CudaRuntime final : public Runtime {
 
   LaunchCounts launch_counts() override { return {g_kernel_launches.load(), g_graph_launches.load()}; }
 
+  void* native_stream(int device) override { return state(device).stream; }
+
   void begin_capture(int device) override {
     DeviceState& s = state(device);
     CHAINER_ASSERT(!capturing(s), "begin_capture: cuda:", device, " is already capturing");

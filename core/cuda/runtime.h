@@ -41,6 +41,10 @@ class Runtime {
 
   virtual LaunchCounts launch_counts() = 0;
 
+  // DEVICE's compute stream, as a cudaStream_t, for libraries that order streams of their own
+  // against it (the NCCL communicators: distributed/communicators/nccl_backend.h).
+  virtual void* native_stream(int device) = 0;
+
   // Graphs (core/cuda.h, Graph): capture on DEVICE's compute stream from this thread.
   virtual void begin_capture(int device) = 0;
   virtual std::shared_ptr<void> end_capture(int device) = 0;  // the executable graph and what it needs
