@@ -1,5 +1,9 @@
 #include "core/dtype.h"
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 #include "core/error.h"
 
 namespace chainer {
@@ -11,6 +15,8 @@ size_t dtype_size(DType dtype) {
     case DType::Int32: return 4;
     case DType::Int64: return 8;
     case DType::UInt8: return 1;
+    case DType::Float16: return 2;
+    case DType::BFloat16: return 2;
   }
   CHAINER_ASSERT(false, "unknown dtype");
 }
@@ -22,10 +28,42 @@ const char* dtype_name(DType dtype) {
     case DType::Int32: return "int32";
     case DType::Int64: return "int64";
     case DType::UInt8: return "uint8";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";  // ml_dtypes' name (numpy has none)
   }
   return "unknown";
 }
 
-bool is_floating(DType dtype) { return dtype == DType::Float32 || dtype == DType::Float64; }
+bool is_floating(DType dtype) { return dtype == DType::Float32 || dtype == DType::Float64 || is_storage_only(dtype); }
+
+bool is_storage_only(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
+
+void widen(const float16* src, float* dst, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+  for (; i < n; ++i) dst[i] = float(src[i]);
+}
+
+void narrow(const float* src, float16* dst, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i) dst[i] = float16(src[i]);
+}
+
+// bfloat16's conversions are a shift and an add: the compiler vectorizes these loops itself.
+void widen(const bfloat16* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = float(src[i]);
+}
+
+void narrow(const float* src, bfloat16* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = bfloat16(src[i]);
+}
 
 }  // namespace chainer

@@ -23,11 +23,16 @@ const char* npy_descr(DType d) {
     case DType::Int32: return "<i4";
     case DType::Int64: return "<i8";
     case DType::UInt8: return "|u1";
+    case DType::Float16: return "<f2";
+    case DType::BFloat16: break;  // numpy has no bfloat16 (ml_dtypes writes a void type)
   }
   return "";
 }
 
-std::string npy_bytes(const Tensor& t) {
+std::string npy_bytes(const std::string& key, const Tensor& t) {
+  if (*npy_descr(t.dtype()) == '\0')
+    throw Error(str("save_npz: entry '", key, "' is ", dtype_name(t.dtype()),
+                    ", which numpy cannot read (convert with astype(DType::Float32) first)"));
   std::string header = std::string("{'descr': '") + npy_descr(t.dtype()) + "', 'fortran_order': False, 'shape': (";
   for (int64_t d : t.shape()) header += std::to_string(d) + ", ";
   if (t.ndim() > 1) header.resize(header.size() - 2);  // "(3, 4)", but "(3,)" and "()"
@@ -69,7 +74,8 @@ Tensor parse_npy(const std::string& path, const std::string& name, const std::st
   else if (descr == "<i4") dtype = DType::Int32;
   else if (descr == "<i8") dtype = DType::Int64;
   else if (descr == "|u1" || descr == "|b1") dtype = DType::UInt8;
-  else throw bad("has dtype '" + descr + "', which is not supported (float32/64, int32/64, uint8)");
+  else if (descr == "<f2") dtype = DType::Float16;
+  else throw bad("has dtype '" + descr + "', which is not supported (float16/32/64, int32/64, uint8)");
   if (field("fortran_order").find("True") < field("fortran_order").find(','))
     throw bad("is stored in Fortran order, which is not supported");
   std::string shape_text = field("shape");
@@ -109,7 +115,7 @@ void save_npz(const std::string& path, const TensorMap& entries) {
   std::string archive, central;
   uint32_t count = 0;
   for (const auto& [key, tensor] : entries) {
-    const std::string name = key + ".npy", data = npy_bytes(tensor);
+    const std::string name = key + ".npy", data = npy_bytes(key, tensor);
     if (data.size() >= 0xffffffffu) throw Error(str("save_npz: entry '", key, "' is over 4 GiB"));
     const uint32_t crc = uint32_t(crc32(0, reinterpret_cast<const Bytef*>(data.data()), uInt(data.size())));
     const uint32_t offset = uint32_t(archive.size());

@@ -29,14 +29,18 @@ void require_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype())
     throw Error(str(op, ": dtypes differ (", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), ")"));
 }
+// float32 or float64: the storage types (float16, bfloat16) have no kernels (core/dtype.h).
 void require_floating(const char* op, const Tensor& a) {
-  if (!is_floating(a.dtype()))
+  if (!is_floating(a.dtype()) || is_storage_only(a.dtype()))
     throw Error(str(op, ": dtype ", dtype_name(a.dtype()), " is not supported (expected float32 or float64)"));
 }
 
 Tensor binary(BinaryOp kind, const char* op, const Tensor& a, const Tensor& b) {
   const Device device = require_same_device(op, {&a, &b});
   require_same_dtype(op, a, b);
+  if (is_storage_only(a.dtype()))
+    throw Error(str(op, ": dtype ", dtype_name(a.dtype()), " is not supported (float16 and bfloat16 are storage types: "
+                    "convert with astype(DType::Float32) first)"));
   Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op), a.dtype(), device);
   kernels_for(device).binary(kind, a, b, out);
   return out;

@@ -68,7 +68,7 @@ template Tensor Tensor::from_vector(const std::vector<uint8_t>&, const Shape&);
 
 Tensor Tensor::arange(int64_t n, DType dtype) {
   Tensor t = empty({n}, dtype);
-  CHAINER_DISPATCH_ALL(dtype, "arange", [&] {
+  CHAINER_DISPATCH_ALL_AND_16BIT(dtype, "arange", [&] {
     scalar_t* p = t.data<scalar_t>();
     for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(i);
   });
@@ -240,7 +240,7 @@ template <class T>
 T Tensor::item() const {
   if (numel() != 1) throw Error(str("item: tensor of shape ", shape_str(shape_), " has ", numel(), " elements, not 1"));
   if (!device().is_cpu()) return to(Device::cpu()).item<T>();
-  return CHAINER_DISPATCH_ALL(dtype_, "item", [&]() -> T {
+  return CHAINER_DISPATCH_ALL_AND_16BIT(dtype_, "item", [&]() -> T {
     return T(static_cast<const scalar_t*>(storage_->data())[offset_]);
   });
 }
@@ -258,7 +258,7 @@ std::vector<T> Tensor::to_vector() const {
   if (!defined()) return out;
   if (!device().is_cpu()) return to(Device::cpu()).to_vector<T>();
   out.reserve(size_t(numel()));
-  CHAINER_DISPATCH_ALL(dtype_, "to_vector", [&] {
+  CHAINER_DISPATCH_ALL_AND_16BIT(dtype_, "to_vector", [&] {
     const scalar_t* p = static_cast<const scalar_t*>(storage_->data()) + offset_;
     for_each_offset(shape_, strides_, [&](int64_t o) { out.push_back(T(p[o])); });
   });

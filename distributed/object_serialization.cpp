@@ -19,7 +19,7 @@ chainer::Tensor Codec<chainer::Tensor>::read(ByteReader& r) {
   if (!defined) return {};
   uint8_t dtype = 0;
   r.read_raw(&dtype, 1);
-  if (dtype > uint8_t(chainer::DType::UInt8))
+  if (dtype >= chainer::kDTypeCount)
     throw chainer::Error(chainer::str("deserialize_object: unknown dtype code ", int(dtype), " in a tensor"));
   const chainer::Shape shape = Codec<std::vector<int64_t>>::read(r);
   for (int64_t e : shape)

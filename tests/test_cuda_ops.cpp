@@ -1137,6 +1137,127 @@ TEST_CASE("cuda tensor: astype between every pair of dtypes, zeros, ones and ful
     }
 }
 
+// ---- float16 and bfloat16: storage types, moved and converted on the GPU as on the CPU ----
+
+namespace {
+const std::vector<DType> kStorageTypes = {DType::Float16, DType::BFloat16};
+
+// The bits of each element of T (a 16-bit dtype, any device and layout).
+std::vector<uint16_t> bits16(const Tensor& t) {
+  const Tensor c = t.to(kCpu).contiguous();
+  std::vector<uint16_t> out(size_t(c.numel()));
+  if (!out.empty()) std::memcpy(out.data(), c.raw_data(), out.size() * 2);
+  return out;
+}
+bool is_nan16(uint16_t bits, DType dtype) {
+  const uint16_t exponent = dtype == DType::Float16 ? 0x7c00 : 0x7f80;
+  return (bits & exponent) == exponent && (bits & ~exponent & 0x7fff) != 0;
+}
+}  // namespace
+
+TEST_CASE("cuda tensor: float16 and bfloat16 round trips, views and astype against every dtype", "[cuda][tensor]") {
+  Generator gen(33);
+  for (DType dtype : kStorageTypes) {
+    const Tensor base = random_bits({7, 5, 3}, dtype, gen);
+    const Tensor gbase = base.to(kGpu);
+    for (const auto& v : views()) {
+      INFO(dtype_name(dtype) << " " << v.first);
+      run_case([&] {
+        expect_same_bits(v.second(base), v.second(base).to(kGpu));
+        expect_same_bits(v.second(base), v.second(gbase).to(kCpu));
+        expect_same_bits(v.second(base), v.second(gbase).clone());  // a strided device copy
+      });
+    }
+  }
+  std::vector<DType> all = kAllTypes;
+  all.insert(all.end(), kStorageTypes.begin(), kStorageTypes.end());
+  for (DType from : all)
+    for (DType to : all) {
+      if (!is_storage_only(from) && !is_storage_only(to)) continue;  // the table above has those
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
+        Pair x = make_pair({5, 7}, from, layout, gen, 0, 99.9);
+        INFO(describe(str("astype(", dtype_name(to), ")"), {x.cpu}, layout));
+        run_case([&] { expect_same_bits(x.cpu.astype(to), x.gpu.astype(to)); });
+      }
+    }
+  for (DType dtype : kStorageTypes)
+    for (const Shape& shape : {Shape{}, Shape{0}, Shape{5, 7}}) {
+      INFO("zeros, ones and full(0.1) of " << shape_str(shape) << " " << dtype_name(dtype) << " on cuda:0");
+      run_case([&] {
+        expect_same_bits(Tensor::zeros(shape, dtype), Tensor::zeros(shape, dtype, kGpu));
+        expect_same_bits(Tensor::ones(shape, dtype), Tensor::ones(shape, dtype, kGpu));
+        expect_same_bits(Tensor::full(shape, 0.1, dtype), Tensor::full(shape, 0.1, dtype, kGpu));
+      });
+    }
+}
+
+TEST_CASE("cuda tensor: float16 and bfloat16 conversions round as the CPU's: ties, overflow, subnormals, NaN",
+          "[cuda][tensor]") {
+  // The cases of tests/test_tensor.cpp, converted on the GPU from float32 and float64.
+  const std::vector<double> values = {1.0, -2.0, 0.0, -0.0, 0.1, 65504.0, 65519.99609375, 65520.0, -65520.0, 1e10,
+                                      kInf, -kInf, 0x1p-24, 0x1p-25, 0x1.8p-25, 0x1.8p-24, 0x1.4p-23, 0x1.ffcp-15,
+                                      1 + 0x1p-11, 1 + 0x1.8p-10, 1 + 0x1p-11 + 0x1p-20, 2049.0, 1 + 0x1p-8,
+                                      1 + 0x1.8p-7, 0x1.fep127, 0x1p-133, 0x1p-134, 0x1p-149, kNaN, -kNaN,
+                                      // float64 only: just off a tie that float32 would round onto
+                                      1 + 0x1p-11 + 0x1p-40, 1 + 0x1p-8 + 0x1p-40, 65519.999999, 0x1p-25 + 0x1p-60};
+  for (DType source : kFloatTypes)
+    for (DType dtype : kStorageTypes) {
+      INFO(dtype_name(source) << " to " << dtype_name(dtype));
+      const Tensor x = Tensor::from_vector(values).astype(source);
+      const std::vector<uint16_t> want = bits16(x.astype(dtype)), got = bits16(x.to(kGpu).astype(dtype));
+      for (size_t i = 0; i < values.size(); ++i) {
+        INFO(fmt(values[i]) << ": cpu 0x" << std::hex << want[i] << ", gpu 0x" << got[i]);
+        if (is_nan16(want[i], dtype)) CHECK(is_nan16(got[i], dtype));
+        else CHECK(got[i] == want[i]);
+      }
+      // And back: every 16-bit pattern widens on the GPU to the CPU's float32 and float64.
+      Tensor patterns = Tensor::empty({65536}, dtype);
+      for (uint32_t i = 0; i < 65536; ++i) static_cast<uint16_t*>(patterns.raw_data())[i] = uint16_t(i);
+      INFO("every pattern widened to " << dtype_name(source));
+      expect_close(patterns.astype(source), patterns.to(kGpu).astype(source), {0, 0});
+    }
+}
+
+TEST_CASE("cuda tensor: float16 and bfloat16 fill_, copy_ into views, take_rows; other ops throw", "[cuda][tensor]") {
+  Generator gen(34);
+  for (DType dtype : kStorageTypes)
+    for (DType other : {kF32, kF64, DType::Int32, DType::Float16, DType::BFloat16}) {
+      INFO(dtype_name(dtype) << " and " << dtype_name(other));
+      run_case([&] {
+        const Tensor sentinel = Tensor::full({6, 4}, 77, dtype);
+        Tensor bc = sentinel.clone(), bg = sentinel.to(kGpu);
+        bc.narrow(1, 1, 2).fill_(13.75);
+        bg.narrow(1, 1, 2).fill_(13.75);
+        expect_same_bits(bc, bg);
+        // Into a transposed view, from a strided source of the other dtype; and the reverse.
+        Pair src = make_pair({4, 6}, other, Layout::Transposed, gen, 0, 99.9);
+        bc.transpose().copy_(src.cpu);
+        bg.transpose().copy_(src.gpu);
+        expect_same_bits(bc, bg);
+        Tensor oc = Tensor::full({4, 3}, 5, other), og = oc.to(kGpu);
+        oc.transpose().copy_(bc.narrow(0, 1, 3));  // a (3, 4) window into a transposed (4, 3)
+        og.transpose().copy_(bg.narrow(0, 1, 3));
+        expect_same_bits(oc, og);
+      });
+    }
+  for (DType dtype : kStorageTypes) {
+    Pair x = make_pair({13, 7}, dtype, Layout::Transposed, gen, 0, 100);
+    INFO(describe("take_rows {3, 0, 3, 12}", {x.cpu}, Layout::Transposed));
+    run_case([&] { expect_same_bits(ops::take_rows(x.cpu, {3, 0, 3, 12}), ops::take_rows(x.gpu, {3, 0, 3, 12})); });
+    const Tensor g = Tensor::ones({2, 2}, dtype, kGpu);
+    const std::string name = dtype_name(dtype);
+    CHECK_THAT(error_of([&] { ops::add(g, g); }), Catch::Contains("add: dtype " + name + " is not supported"));
+    CHECK_THAT(error_of([&] { ops::exp(g); }), Catch::Contains("exp: dtype " + name + " is not supported"));
+    CHECK_THAT(error_of([&] { ops::sum(g); }), Catch::Contains("sum: dtype " + name + " is not supported"));
+    CHECK_THAT(error_of([&] { ops::matmul(g, g); }), Catch::Contains("matmul: dtype " + name + " is not supported"));
+    CHECK_THAT(error_of([&] { ops::broadcast_to(g[0], {2, 2}); }),
+               Catch::Contains("broadcast_to: dtype " + name + " is not supported"));
+    Tensor p = g.clone(), v = g.clone();
+    CHECK_THAT(error_of([&] { ops::momentum_sgd_update_(p, g, v, 0.1, 0.9); }),
+               Catch::Contains("momentum_sgd: dtype " + name + " is not supported"));
+  }
+}
+
 // ---- The differentiable functions ----
 
 namespace {

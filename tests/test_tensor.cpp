@@ -1,16 +1,24 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <sstream>
 #include <string>
 
 #include "core/allocator.h"
 #include "core/config.h"
 #include "core/cpu/kernels.h"
 #include "core/cuda.h"
+#include "core/npz.h"
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "core/philox.h"
 #include "core/random.h"
 #include "core/tensor.h"
+#include "core/update_ops.h"
 
 using namespace chainer;
 
@@ -341,4 +349,220 @@ TEST_CASE("cuda: a device that cannot be used is an error naming it and why, not
   REQUIRE_THROWS_WITH(cuda::get_device(1), Catch::Contains("cuda:1"));
   // The CPU is untouched by the failed attempts.
   CHECK(ops::add(Tensor::ones({2}), Tensor::ones({2})).to_vector<float>() == std::vector<float>{2, 2});
+}
+
+// ---- float16 and bfloat16: storage types (core/float16.h) ----
+
+namespace {
+// The bits of each element of T (float16 or bfloat16, any layout).
+std::vector<uint16_t> bits16(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  std::vector<uint16_t> out(size_t(c.numel()));
+  if (!out.empty()) std::memcpy(out.data(), c.raw_data(), out.size() * 2);
+  return out;
+}
+bool is_nan16(uint16_t bits, DType dtype) {
+  const uint16_t exponent = dtype == DType::Float16 ? 0x7c00 : 0x7f80;
+  return (bits & exponent) == exponent && (bits & ~exponent & 0x7fff) != 0;
+}
+const float kNaN32 = std::numeric_limits<float>::quiet_NaN();
+const float kInf32 = std::numeric_limits<float>::infinity();
+std::string fmt_hex(float v) {
+  std::ostringstream os;
+  os << std::hexfloat << v;
+  return os.str();
+}
+}  // namespace
+
+TEST_CASE("tensor: float32 to float16 rounds to nearest even, overflows to infinity, keeps subnormals") {
+  struct Case {
+    float value;
+    uint16_t bits;
+  };
+  const float ulp1 = 0x1p-10f;  // float16's spacing at 1
+  const std::vector<Case> cases = {
+      {1.0f, 0x3c00}, {-2.0f, 0xc000}, {0.0f, 0x0000}, {-0.0f, 0x8000}, {0.1f, 0x2e66},
+      {65504.0f, 0x7bff},            // the largest float16
+      {65519.996f, 0x7bff},          // just below halfway to 65536: still the largest
+      {65520.0f, 0x7c00},            // halfway: ties to even, which is infinity
+      {-65520.0f, 0xfc00}, {1e10f, 0x7c00}, {kInf32, 0x7c00}, {-kInf32, 0xfc00},
+      {0x1p-24f, 0x0001},            // the smallest subnormal
+      {0x1p-25f, 0x0000},            // half of it: a tie, to even (zero)
+      {0x1.8p-25f, 0x0001},          // above the tie
+      {0x1.8p-24f, 0x0002},          // 1.5 units: a tie between 1 and 2, to even
+      {0x1.4p-23f, 0x0002},          // 2.5 units: a tie between 2 and 3, to even
+      {1023 * 0x1p-24f, 0x03ff},     // the largest subnormal
+      {0x1.ffcp-15f, 0x0400},        // rounds up into the smallest normal
+      {0x1p-14f, 0x0400},
+      {1 + ulp1 / 2, 0x3c00},        // ties to even in the normal range: down to 1 ...
+      {1 + 3 * ulp1 / 2, 0x3c02},    // ... and up to 1 + 2 ulp
+      {1 + ulp1 / 2 + 0x1p-20f, 0x3c01},  // just above a tie: up
+      {2047.0f, 0x67ff}, {2049.0f, 0x6800},  // 2049 ties between 2048 and 2050: even (2048)
+  };
+  std::vector<float> values;
+  for (const Case& c : cases) values.push_back(c.value);
+  const std::vector<uint16_t> got = bits16(Tensor::from_vector(values).astype(DType::Float16));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("float32 " << fmt_hex(cases[i].value) << " -> float16 0x" << std::hex << got[i] << ", expected 0x"
+                    << cases[i].bits);
+    CHECK(got[i] == cases[i].bits);
+  }
+  const std::vector<uint16_t> nans = bits16(Tensor::from_vector(std::vector<float>{kNaN32, -kNaN32}).astype(DType::Float16));
+  CHECK(is_nan16(nans[0], DType::Float16));
+  CHECK(is_nan16(nans[1], DType::Float16));
+  CHECK((nans[1] & 0x8000) != 0);  // the sign stays
+}
+
+TEST_CASE("tensor: float32 to bfloat16 rounds to nearest even; NaN stays NaN") {
+  struct Case {
+    float value;
+    uint16_t bits;
+  };
+  const float ulp1 = 0x1p-7f;  // bfloat16's spacing at 1
+  const std::vector<Case> cases = {
+      {1.0f, 0x3f80}, {-2.0f, 0xc000}, {-0.0f, 0x8000}, {3.0f, 0x4040},
+      {1 + ulp1 / 2, 0x3f80}, {1 + 3 * ulp1 / 2, 0x3f82}, {1 + ulp1 / 2 + 0x1p-20f, 0x3f81},
+      {0x1.fep127f, 0x7f7f},                            // the largest bfloat16
+      {std::numeric_limits<float>::max(), 0x7f80},      // above halfway to 2^128: infinity
+      {kInf32, 0x7f80}, {-kInf32, 0xff80},
+      {0x1p-133f, 0x0001},                              // the smallest bfloat16 subnormal
+      {0x1p-134f, 0x0000},                              // half of it: to even (zero)
+      {0x1p-149f, 0x0000},                              // the smallest float32 subnormal
+  };
+  std::vector<float> values;
+  for (const Case& c : cases) values.push_back(c.value);
+  const std::vector<uint16_t> got = bits16(Tensor::from_vector(values).astype(DType::BFloat16));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("float32 " << fmt_hex(cases[i].value) << " -> bfloat16 0x" << std::hex << got[i] << ", expected 0x"
+                    << cases[i].bits);
+    CHECK(got[i] == cases[i].bits);
+  }
+  // A NaN whose payload lies only in the bits that are cut off must not become infinity.
+  float low_payload_nan;
+  const uint32_t nan_bits = 0x7f800001u;
+  std::memcpy(&low_payload_nan, &nan_bits, 4);
+  const std::vector<uint16_t> nans =
+      bits16(Tensor::from_vector(std::vector<float>{kNaN32, low_payload_nan, -kNaN32}).astype(DType::BFloat16));
+  for (uint16_t b : nans) CHECK(is_nan16(b, DType::BFloat16));
+  CHECK((nans[2] & 0x8000) != 0);
+}
+
+TEST_CASE("tensor: every float16 and bfloat16 value converts to float32 and back to the same bits") {
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    INFO(dtype_name(dtype));
+    Tensor all = Tensor::empty({65536}, dtype);
+    for (uint32_t i = 0; i < 65536; ++i) static_cast<uint16_t*>(all.raw_data())[i] = uint16_t(i);
+    const Tensor wide = all.astype(DType::Float32);
+    const std::vector<float> values = wide.to_vector<float>();
+    const std::vector<uint16_t> back = bits16(wide.astype(dtype));
+    size_t bad = 0;
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const bool nan = is_nan16(uint16_t(i), dtype);
+      if (nan ? !(std::isnan(values[i]) && is_nan16(back[i], dtype)) : back[i] != i) ++bad;
+    }
+    CHECK(bad == 0);
+    // Known values on the way out: float16 0x0001 is 2^-24, 0x7bff is 65504, 0x7c00 infinity.
+    if (dtype == DType::Float16) {
+      CHECK(values[0x0001] == 0x1p-24f);
+      CHECK(values[0x03ff] == 1023 * 0x1p-24f);
+      CHECK(values[0x3c00] == 1.0f);
+      CHECK(values[0x7bff] == 65504.0f);
+      CHECK(values[0x7c00] == kInf32);
+      CHECK(values[0xfc00] == -kInf32);
+    } else {
+      CHECK(values[0x3f80] == 1.0f);
+      CHECK(values[0x0001] == 0x1p-133f);
+      CHECK(values[0x7f80] == kInf32);
+    }
+  }
+}
+
+TEST_CASE("tensor: float64 to float16 and bfloat16 rounds once (no double rounding through float32)") {
+  // 1 + 2^-11 + 2^-40 lies just above the float16 tie between 1 and 1 + 2^-10, but float32 rounds
+  // it onto the tie itself; rounding that again would give 1. Likewise for bfloat16 at 1 + 2^-8.
+  const Tensor h = Tensor::from_vector(std::vector<double>{1 + 0x1p-11 + 0x1p-40, 1 + 0x1p-11, 65519.999999, 65520.0,
+                                                           0x1p-25 + 0x1p-60})
+                       .astype(DType::Float16);
+  CHECK(bits16(h) == std::vector<uint16_t>{0x3c01, 0x3c00, 0x7bff, 0x7c00, 0x0001});
+  const Tensor b = Tensor::from_vector(std::vector<double>{1 + 0x1p-8 + 0x1p-40, 1 + 0x1p-8, -(1 + 0x1p-8 + 0x1p-40)})
+                       .astype(DType::BFloat16);
+  CHECK(bits16(b) == std::vector<uint16_t>{0x3f81, 0x3f80, 0xbf81});
+  // Integers and float64 values come back through float16 exactly where float16 holds them.
+  const Tensor ints = Tensor::from_vector(std::vector<int32_t>{-2048, 0, 7, 2048, 70000}).astype(DType::Float16);
+  CHECK(ints.to_vector<double>() == std::vector<double>{-2048, 0, 7, 2048, INFINITY});
+  CHECK(ints.narrow(0, 0, 4).astype(DType::Int64).to_vector<int64_t>() == std::vector<int64_t>{-2048, 0, 7, 2048});
+}
+
+TEST_CASE("tensor: float16 and bfloat16 tensors are made, filled, copied across layouts and read") {
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    INFO(dtype_name(dtype));
+    CHECK(dtype_size(dtype) == 2);
+    CHECK(is_floating(dtype));
+    CHECK(is_storage_only(dtype));
+    CHECK(Tensor::zeros({3}, dtype).to_vector<float>() == std::vector<float>{0, 0, 0});
+    CHECK(Tensor::full({2, 2}, 2.5, dtype).to_vector<double>() == std::vector<double>{2.5, 2.5, 2.5, 2.5});
+    CHECK(Tensor::ones({}, dtype).item<float>() == 1.0f);
+    CHECK(Tensor::arange(5, dtype).to_vector<int32_t>() == std::vector<int32_t>{0, 1, 2, 3, 4});
+    CHECK(Tensor::scalar(-0.75, dtype).astype(DType::Float64).item_double() == -0.75);
+    // Copies between layouts and dtypes, both ways: the transpose of integer-valued data.
+    const Tensor base = Tensor::arange(12, DType::Float32).reshape({3, 4});
+    Tensor h = Tensor::empty({4, 3}, dtype);
+    h.copy_(base.transpose());  // strided source, converting
+    CHECK(h.to_vector<float>() == base.transpose().contiguous().to_vector<float>());
+    Tensor back = Tensor::zeros({3, 4}, DType::Float64);
+    back.transpose().copy_(h);  // strided destination, converting
+    CHECK(back.to_vector<double>() == base.to_vector<double>());
+    const Tensor view = h.narrow(1, 1, 2);  // non-contiguous 16-bit source
+    CHECK(view.clone().to_vector<float>() == std::vector<float>{4, 8, 5, 9, 6, 10, 7, 11});
+    CHECK(view.astype(dtype == DType::Float16 ? DType::BFloat16 : DType::Float16).to_vector<float>() ==
+          std::vector<float>{4, 8, 5, 9, 6, 10, 7, 11});
+    h.narrow(0, 1, 2).fill_(-1.0);  // a view: only its rows
+    CHECK(h.to_vector<float>() == std::vector<float>{0, 4, 8, -1, -1, -1, -1, -1, -1, 3, 7, 11});
+    CHECK(ops::take_rows(h, {3, 0}).to_vector<float>() == std::vector<float>{3, 7, 11, 0, 4, 8});
+    CHECK(ops::concat({h, h}, 0).shape() == Shape{8, 3});
+  }
+  CHECK(std::string(dtype_name(DType::Float16)) == "float16");
+  CHECK(std::string(dtype_name(DType::BFloat16)) == "bfloat16");
+  REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::BFloat16).data<float16>(),
+                      Catch::Contains("bfloat16") && Catch::Contains("float16 was requested"));
+  // A large conversion runs over the thread team: every element lands where it belongs, both ways.
+  std::vector<float> values(100003);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(int(i % 4096) - 2048);  // exact in float16
+  const Tensor wide = Tensor::from_vector(values);
+  CHECK(wide.astype(DType::Float16).astype(DType::Float32).to_vector<float>() == values);
+  CHECK(wide.astype(DType::Float16).to_vector<float>() == values);
+}
+
+TEST_CASE("tensor: ops other than memory ones refuse float16 and bfloat16, naming the op and the dtype") {
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    const std::string name = dtype_name(dtype);
+    const Tensor x = Tensor::ones({2, 2}, dtype);
+    CHECK_THROWS_WITH(ops::add(x, x), Catch::Contains("add: dtype " + name + " is not supported"));
+    CHECK_THROWS_WITH(ops::mul(x, x), Catch::Contains("mul: dtype " + name + " is not supported"));
+    CHECK_THROWS_WITH(ops::exp(x), Catch::Contains("exp: dtype " + name + " is not supported"));
+    CHECK_THROWS_WITH(ops::relu(x), Catch::Contains("relu: dtype " + name + " is not supported"));
+    CHECK_THROWS_WITH(ops::mul_scalar(x, 2.0), Catch::Contains("mul_scalar: dtype " + name + " is not supported"));
+    CHECK_THROWS_WITH(ops::sum(x), Catch::Contains("sum: dtype " + name + " is not supported"));
+    CHECK_THROWS_WITH(ops::max(x, 0), Catch::Contains("max: dtype " + name + " is not supported"));
+    CHECK_THROWS_WITH(ops::matmul(x, x), Catch::Contains("matmul: dtype " + name + " is not supported"));
+    CHECK_THROWS_WITH(ops::softmax(x), Catch::Contains("softmax: dtype " + name + " is not supported"));
+    CHECK_THROWS_WITH(ops::broadcast_to(Tensor::ones({2}, dtype), {2, 2}),
+                      Catch::Contains("broadcast_to: dtype " + name + " is not supported"));
+    Tensor p = Tensor::ones({2}, dtype), g = Tensor::ones({2}, dtype), v = Tensor::zeros({2}, dtype);
+    CHECK_THROWS_WITH(ops::momentum_sgd_update_(p, g, v, 0.1, 0.9),
+                      Catch::Contains("momentum_sgd: dtype " + name + " is not supported"));
+  }
+}
+
+TEST_CASE("tensor: NPZ saves and loads float16 as numpy's '<f2'; bfloat16 is refused by name") {
+  const std::string path = (std::filesystem::temp_directory_path() / "chainer_test_float16.npz").string();
+  const Tensor h = Tensor::from_vector(std::vector<float>{1.5f, -65504.0f, 0x1p-24f}).astype(DType::Float16);
+  save_npz(path, {{"h", h}, {"f", Tensor::ones({2})}});
+  const TensorMap loaded = load_npz(path);
+  REQUIRE(loaded.count("h") == 1);
+  CHECK(loaded.at("h").dtype() == DType::Float16);
+  CHECK(bits16(loaded.at("h")) == bits16(h));
+  std::remove(path.c_str());
+  REQUIRE_THROWS_WITH(save_npz(path, {{"w", Tensor::ones({2}, DType::BFloat16)}}),
+                      Catch::Contains("save_npz: entry 'w' is bfloat16"));
 }

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
@@ -9,6 +10,20 @@ namespace chainer::cpu {
 
 namespace {
 constexpr int64_t kGrain = 1 << 15;
+
+template <class T>
+constexpr bool is_16bit = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+
+// D[i] = S[i] for N elements; between float32 and a 16-bit type by the vectorized loops of
+// core/float16.h.
+template <class D, class S>
+void convert_dense(const S* s, D* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = D(s[i]);
+}
+void convert_dense(const float* s, float16* d, int64_t n) { narrow(s, d, n); }
+void convert_dense(const float* s, bfloat16* d, int64_t n) { narrow(s, d, n); }
+void convert_dense(const float16* s, float* d, int64_t n) { widen(s, d, n); }
+void convert_dense(const bfloat16* s, float* d, int64_t n) { widen(s, d, n); }
 
 // Strides of A seen through the broadcast to OUT's shape (0 on broadcast axes).
 std::vector<int64_t> broadcast_strides(const Tensor& a, const Shape& out) {
@@ -77,7 +92,7 @@ void map_kernel(const Tensor& a, Tensor& out, F f) {
 }  // namespace
 
 void fill(Tensor& out, double value) {
-  CHAINER_DISPATCH_ALL(out.dtype(), "fill", [&] {
+  CHAINER_DISPATCH_ALL_AND_16BIT(out.dtype(), "fill", [&] {
     const scalar_t v = scalar_t(value);
     scalar_t* p = static_cast<scalar_t*>(out.storage()->data()) + out.offset();
     if (out.is_contiguous()) {
@@ -93,11 +108,22 @@ void copy(const Tensor& src, Tensor& dst) {
     if (dst.raw_data() != src.raw_data()) std::memmove(dst.raw_data(), src.raw_data(), dst.nbytes());
     return;
   }
-  CHAINER_DISPATCH_ALL(dst.dtype(), "copy", [&] {
+  CHAINER_DISPATCH_ALL_AND_16BIT(dst.dtype(), "copy", [&] {
     using dst_t = scalar_t;
     dst_t* d = static_cast<dst_t*>(dst.storage()->data()) + dst.offset();
-    CHAINER_DISPATCH_ALL(src.dtype(), "copy", [&] {
+    CHAINER_DISPATCH_ALL_AND_16BIT(src.dtype(), "copy", [&] {
       const scalar_t* s = static_cast<const scalar_t*>(src.storage()->data()) + src.offset();
+      // Conversions to and from the 16-bit types are arithmetic, not a byte copy: between dense
+      // tensors (packing gradients for the wire) they run over the team. Decided at compile
+      // time, so the other pairs keep their loop as it was.
+      if constexpr (is_16bit<dst_t> || is_16bit<scalar_t>) {
+        if (dst.is_contiguous() && src.is_contiguous()) {
+          parallel_for(dst.numel(), kGrain, [&](int64_t b, int64_t e) {
+            convert_dense(s + b, d + b, e - b);
+          });
+          return;
+        }
+      }
       if (dst.is_contiguous()) {  // the common case (clone, contiguous): no table of destination offsets
         int64_t k = 0;
         for_each_offset(src.shape(), src.strides(), [&](int64_t o) { d[k++] = dst_t(s[o]); });

@@ -3,10 +3,20 @@
 // Dense and Tiled operands index with one load; only Strided pays for Layout::offset's integer
 // divisions, so the shapes of a training step (same-shape operands, a bias row over a batch)
 // never take it. Results follow core/cpu/elementwise.cpp formula for formula.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
+#include <type_traits>
 
 #include "core/cuda/common.cuh"
 #include "core/cuda/kernels.h"
+
+// The memory kernels (fill, copy, take_rows) also take the storage types float16 and bfloat16
+// (core/dtype.h), as CUDA's __half and __nv_bfloat16, converted by CUDA's round-to-nearest-even
+// intrinsics: the same results as the host conversions of core/float16.h.
+#define CHAINER_DISPATCH_MEMORY(DTYPE, OPNAME, ...) \
+  CHAINER_DISPATCH_ALL_AND(DTYPE, OPNAME, __half, __nv_bfloat16, __VA_ARGS__)
 
 namespace chainer::cuda {
 
@@ -118,11 +128,53 @@ struct Constant {
   __device__ T operator()() const { return value; }
 };
 
+template <class T>
+constexpr bool is_16bit = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+__device__ inline float widen(__half x) { return __half2float(x); }
+__device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// X as a D. The 16-bit types go through float (exact) or come from float or double, rounded
+// once; any other pair is the plain C++ conversion, as it always was.
+template <class D, class S>
+__device__ D convert(S x) {
+  if constexpr (std::is_same_v<D, S>) return x;
+  else if constexpr (is_16bit<S>) return convert<D>(widen(x));
+  else if constexpr (std::is_same_v<D, __half>) {
+    if constexpr (std::is_same_v<S, float>) return __float2half_rn(x);
+    else return __double2half(double(x));
+  } else if constexpr (std::is_same_v<D, __nv_bfloat16>) {
+    if constexpr (std::is_same_v<S, float>) return __float2bfloat16_rn(x);
+    else return __double2bfloat16(double(x));
+  } else {
+    return D(x);
+  }
+}
+
 template <class D>
 struct Convert {
   template <class S>
-  __device__ D operator()(S x) const { return D(x); }
+  __device__ D operator()(S x) const { return convert<D>(x); }
 };
+
+// FILL's VALUE as a T, on the host: the 16-bit types from core/float16.h's conversions (the same
+// rounding as CUDA's), passed to the kernel as their bits.
+template <class T>
+T host_value(double value) {
+  if constexpr (std::is_same_v<T, __half>) return __half(__half_raw{chainer::float16(value).bits});
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __nv_bfloat16(__nv_bfloat16_raw{chainer::bfloat16(value).bits});
+  else return T(value);
+}
+
+// T's elements of a tensor of the matching dtype (Tensor::data has no CUDA types).
+template <class T>
+T* elements(Tensor& t) {
+  return static_cast<T*>(t.raw_data());
+}
+template <class T>
+const T* elements(const Tensor& t) {
+  return static_cast<const T*>(t.raw_data());
+}
 
 template <BinaryOp Op>
 struct BinaryFn {
@@ -184,12 +236,12 @@ struct AddAsDouble {
 // ---- Memory ----
 
 void fill(Tensor& out, double value) {
-  CHAINER_DISPATCH_ALL(out.dtype(), "fill", [&] {
+  CHAINER_DISPATCH_MEMORY(out.dtype(), "fill", [&] {
     using T = scalar_t;
-    const Constant<T> f{T(value)};
+    const Constant<T> f{host_value<T>(value)};
     // A non-contiguous OUT is a view: only its own elements may be written.
-    if (out.is_contiguous()) return launch_map(out.numel(), f, Dense<T>{out.data<T>()});
-    launch_map(out.numel(), f, Strided<T>{out.data<T>(), layout_of(out)});
+    if (out.is_contiguous()) return launch_map(out.numel(), f, Dense<T>{elements<T>(out)});
+    launch_map(out.numel(), f, Strided<T>{elements<T>(out), layout_of(out)});
   });
 }
 
@@ -201,12 +253,12 @@ void copy(const Tensor& src, Tensor& dst) {
                                          compute_stream()));
     return;
   }
-  CHAINER_DISPATCH_ALL(dst.dtype(), "copy", [&] {
+  CHAINER_DISPATCH_MEMORY(dst.dtype(), "copy", [&] {
     using D = scalar_t;
-    D* d = dst.data<D>();
-    CHAINER_DISPATCH_ALL(src.dtype(), "copy", [&] {
+    D* d = elements<D>(dst);
+    CHAINER_DISPATCH_MEMORY(src.dtype(), "copy", [&] {
       using S = scalar_t;
-      const S* s = src.data<S>();
+      const S* s = elements<S>(src);
       const int64_t n = dst.numel();
       if (!dst.is_contiguous())
         return launch_map(n, Convert<D>{}, Strided<D>{d, layout_of(dst)}, Strided<const S>{s, layout_of(src)});
@@ -223,10 +275,10 @@ void take_rows(const Tensor& src, const std::vector<int64_t>& rows, Tensor& out)
   const int64_t row_elems = n / int64_t(rows.size());
   // Freed after the launch below, which is queued before any later use of the block.
   const std::shared_ptr<void> device_rows = upload(rows.data(), rows.size() * sizeof(int64_t));
-  CHAINER_DISPATCH_ALL(out.dtype(), "take_rows", [&] {
+  CHAINER_DISPATCH_MEMORY(out.dtype(), "take_rows", [&] {
     using T = scalar_t;
-    launch_map(n, Convert<T>{}, Dense<T>{out.data<T>()},
-               RowGather<const T>{s.data<T>(), static_cast<const int64_t*>(device_rows.get()), row_elems});
+    launch_map(n, Convert<T>{}, Dense<T>{elements<T>(out)},
+               RowGather<const T>{elements<T>(s), static_cast<const int64_t*>(device_rows.get()), row_elems});
   });
 }
 
