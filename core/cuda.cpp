@@ -60,12 +60,18 @@ const Plugin& plugin() {
 thread_local int t_current = 0;
 thread_local int t_runtime_device = -1;
 
-Runtime& runtime_for(int device) {
+// The plugin, once DEVICE is known to be usable (throws naming the device otherwise).
+const Plugin& plugin_with(int device) {
   const Plugin& p = plugin();
   if (p.devices == 0) throw Error(str("cuda:", device, ": no CUDA device is available (", p.why_not, ")"));
   if (device < 0 || device >= p.devices)
     throw Error(str("cuda:", device, ": there is no such device (", p.devices, p.devices == 1 ? " device" : " devices",
                     " available: cuda:0", p.devices > 1 ? str("..cuda:", p.devices - 1) : std::string(), ")"));
+  return p;
+}
+
+Runtime& runtime_for(int device) {
+  const Plugin& p = plugin_with(device);
   if (t_runtime_device != device) {
     p.runtime->set_device(device);
     t_runtime_device = device;
@@ -90,6 +96,14 @@ bool built_with_cuda() {
 int device_count() { return plugin().devices; }
 bool is_available() { return device_count() > 0; }
 std::string unavailable_reason() { return device_count() > 0 ? std::string() : plugin().why_not; }
+
+RuntimeVersions versions() {
+  const Plugin& p = plugin();
+  if (!p.runtime) throw Error(str("cuda::versions: ", p.why_not));
+  return p.runtime->versions();
+}
+
+DeviceProperties device_properties(int id) { return plugin_with(id).runtime->device_properties(id); }
 
 DeviceHandle get_device(int id) {
   runtime_for(id);  // throws for an ID that cannot be used

@@ -32,6 +32,26 @@ bool is_available();  // device_count() > 0
 // Why device_count() is 0 ("this build has no CUDA support", "no CUDA-capable device is detected", ...).
 std::string unavailable_reason();
 
+// What this machine's CUDA is, for diagnostics (apps/chainermn_check prints it). Versions are
+// encoded as CUDA encodes them: 1000 * major + 10 * minor (12040 is 12.4).
+struct RuntimeVersions {
+  int driver = 0;   // the newest CUDA the installed driver supports (cudaDriverGetVersion); 0: no driver
+  int runtime = 0;  // the CUDA runtime libchainer_cuda.so runs on (cudaRuntimeGetVersion)
+};
+// Works without a device; throws chainer::Error saying why when the CUDA support library cannot
+// be loaded (always in a build without CUDA).
+RuntimeVersions versions();
+struct DeviceProperties {
+  std::string name;         // "NVIDIA H100 80GB HBM3"
+  int major = 0, minor = 0;  // compute capability (9.0 for H100)
+  size_t total_memory_bytes = 0;
+  int multiprocessors = 0;
+  std::string pci_bus_id;   // "0000:17:00.0"
+};
+// Throws chainer::Error when ID is not a usable device, as get_device does. Reading them does not
+// make the device current or allocate on it.
+DeviceProperties device_properties(int id);
+
 // A CUDA device, as cupy's Device: get_device(1).use().
 class DeviceHandle {
  public:

@@ -403,6 +403,29 @@ class CudaRuntime final : public Runtime {
     ++g_graph_launches;
   }
 
+  RuntimeVersions versions() override {
+    RuntimeVersions v;
+    // Both succeed without a GPU; the driver's is 0 where no driver is installed.
+    CHAINER_CUDA_CHECK(cudaDriverGetVersion(&v.driver));
+    CHAINER_CUDA_CHECK(cudaRuntimeGetVersion(&v.runtime));
+    return v;
+  }
+
+  DeviceProperties device_properties(int device) override {
+    cudaDeviceProp prop{};
+    CHAINER_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    DeviceProperties p;
+    p.name = prop.name;
+    p.major = prop.major;
+    p.minor = prop.minor;
+    p.total_memory_bytes = prop.totalGlobalMem;
+    p.multiprocessors = prop.multiProcessorCount;
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device) == cudaSuccess) p.pci_bus_id = bus;
+    else cudaGetLastError();
+    return p;
+  }
+
  private:
   // Frees what a capture held, in stream order: the pool goes back to ordinary use behind the
   // graph's last launch, and staging buffers once that launch has read them.

@@ -50,6 +50,11 @@ class Runtime {
   virtual std::shared_ptr<void> end_capture(int device) = 0;  // the executable graph and what it needs
   virtual void abort_capture(int device) = 0;                 // discards a capture that failed
   virtual void replay(const std::shared_ptr<void>& graph) = 0;
+
+  // Diagnostics (core/cuda.h): versions() works without a device; device_properties() needs a
+  // valid DEVICE but neither makes it current nor sets it up.
+  virtual RuntimeVersions versions() = 0;
+  virtual DeviceProperties device_properties(int device) = 0;
 };
 
 namespace detail {
