@@ -3,6 +3,7 @@
 // every epoch, a log, a printed report, a progress bar, a graph dump and snapshots.
 //   mpiexec -n 2 build/apps/mnist_mlp [-b 100] [-e 20] [-u 1000] [-o result] [-r SNAPSHOT] [--data DIR]
 //   build/apps/mnist_mlp --gpu [ID]     # model, optimizer and data on CUDA device ID (default 0)
+//   mpiexec -n 2 build/apps/mnist_mlp --gpu   # each process on device intra_rank, pure_nccl
 // Every process trains on its share of the data with batch -b; gradients are averaged over all.
 #include <chainer.h>
 #include <chainermn.h>
@@ -50,7 +51,7 @@ struct Options {
   std::string out = "result";
   std::string resume;
   std::string data;
-  std::string communicator = "naive";
+  std::string communicator;  // default: naive on CPUs, pure_nccl on GPUs
   std::string reduction = "bucketed";
   std::optional<int> gpu;  // --gpu: the CUDA device
 };
@@ -63,12 +64,15 @@ Trains the ChainerMN tutorial MLP on MNIST.
   -o, --out DIR       directory for the log, graph and snapshots (default result)
   -r, --resume FILE   resume from a snapshot written by an earlier run
   -f, --frequency N   snapshot every N epochs (default -1: once, at the end)
-  -g, --gpu [ID]      train on CUDA device ID (default 0): model, optimizer and data on the GPU
+  -g, --gpu [ID]      train on CUDA device ID (default 0): model, optimizer and data on the GPU;
+                      with several processes each takes device ID + intra_rank (modulo the
+                      devices it sees), as the tutorial's device = comm.intra_rank
       --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)
       --seed N        random seed for initialization and shuffling (default 0)
       --threads N     compute threads per process (default: cores / processes on this node)
-      --communicator NAME  naive (default), flat, hierarchical, two_dimensional or
-                      single_node: the communicator's all-reduce scheme, used as such
+      --communicator NAME  naive (default on CPUs), flat, hierarchical, two_dimensional,
+                      single_node, pure_nccl (default with --gpu) or non_cuda_aware: the
+                      communicator's all-reduce scheme, used as such
                       with --reduction communicator
       --reduction R   how the multi-node optimizer averages gradients: bucketed (default:
                       buckets reduced while backward runs, as PyTorch DDP) or communicator
@@ -129,9 +133,6 @@ Options parse(int argc, char** argv) {
   if (o.frequency == 0) throw Error("-f/--frequency must be -1 or positive, got 0");
   if (o.reduction != "bucketed" && o.reduction != "communicator")
     throw Error(chainer::str("--reduction must be bucketed or communicator, got '", o.reduction, "'"));
-  if (o.gpu && chainermn::world_size() > 1)
-    throw Error("--gpu with several processes needs the NCCL communicators (pure_nccl, non_cuda_aware), which this "
-                "version does not have yet; run one process with --gpu, or several on the CPU");
   return o;
 }
 
@@ -163,11 +164,22 @@ std::string rank_suffix(const chainermn::Communicator& comm) {
 
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  // A GPU that cannot be used is an error before any data is read.
-  const chainer::Device device = o.gpu ? chainer::cuda::get_device(*o.gpu).device() : chainer::Device::cpu();
-  if (o.gpu) chainer::cuda::get_device(*o.gpu).use();
-  auto comm = chainermn::create_communicator(o.communicator);
+  auto comm = chainermn::create_communicator(
+      !o.communicator.empty() ? o.communicator : o.gpu && chainermn::world_size() > 1 ? "pure_nccl" : "naive");
   const bool root = comm->rank() == 0;
+  // A GPU that cannot be used is an error before any data is read. Several processes on a host
+  // take one device each, in intra_rank order.
+  chainer::Device device = chainer::Device::cpu();
+  if (o.gpu) {
+    const int visible = chainer::cuda::device_count();
+    const int id = visible > 0 ? (*o.gpu + comm->intra_rank()) % visible : *o.gpu;
+    if (comm->intra_rank() == 0 && comm->intra_size() > visible && visible > 0)
+      std::cerr << "warning: " << comm->intra_size() << " processes on this host share " << visible
+                << (visible == 1 ? " GPU" : " GPUs") << " (NCCL refuses two ranks on one GPU: use --communicator flat "
+                << "or hierarchical there)\n";
+    device = chainer::cuda::get_device(id).device();
+    chainer::cuda::get_device(id).use();
+  }
   if (o.threads > 0) chainer::set_num_threads(o.threads);
 
   // Rank 0 reads MNIST; scatter_dataset sends every worker its share, so one epoch is one pass

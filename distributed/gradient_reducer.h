@@ -4,18 +4,19 @@
 // attach(link) plans BUCKETS over the link's initialized parameters taken in REVERSE
 // namedparams() order (roughly the order backward finishes them): a small first bucket
 // (first_bucket_bytes, ~1 MB) so communication starts early, then buckets of about bucket_bytes
-// (~25 MB). A bucket never mixes dtypes; a parameter larger than a bucket gets one of its own.
+// (~25 MB). A parameter larger than a bucket gets one of its own.
 // Every parameter gets a VariableNode grad hook; when backward makes a gradient final the hook
 // counts it, and as soon as EVERY parameter of the next bucket in plan order is final that bucket
 // is packed into one buffer (multiplied by 1/size on the way, while the gradients are still warm
-// in cache) and started with MPI_Iallreduce (sum, in place). Buckets are always
-// started in plan order, the same on every rank: a bucket that becomes ready before an earlier
-// one waits for it (counted in stats().waited_for_earlier). Each hook also calls MPI_Test on the
-// buckets in flight so MPI makes progress during the rest of backward.
+// in cache) and handed to the transport, which starts its sum over the ranks and returns a
+// handle to wait on (distributed/bucket_transport.h). Buckets are always started in plan order,
+// the same on every rank: a bucket that becomes ready before an earlier one waits for it
+// (counted in stats().waited_for_earlier). Each hook also tests the sums in flight so MPI makes
+// progress during the rest of backward. A bucket never mixes dtypes or devices.
 //
 // finalize() completes the step: it starts, in order, every bucket not started yet (parameters
 // that got no gradient in this backward count as zeros, so no rank ever waits for a bucket that
-// another rank cannot start) and waits for all of them (MPI_Waitall). Each gradient then becomes
+// another rank cannot start) and waits for all of them. Each gradient then becomes
 // a view of its slice of the bucket buffer, so the means are never copied again; the buffer is
 // reused by the next step unless somebody still holds such a view (then a fresh one is made).
 // With zero_fill a parameter without a gradient then gets the mean of the others' gradients;
@@ -30,19 +31,20 @@
 // gradient: the started buckets are then completed and thrown away, and finalize() reduces
 // everything again from the accumulated gradients (stats().restarts).
 //
-// On one host (every rank of the communicator on this machine, as with `mpiexec -n 2` here) the
-// buckets are averaged through a shared-memory segment instead (distributed/shared_segment.h):
-// each gradient is packed into this rank's region of the segment from its own hook (there is no
-// message to batch, so it need not wait, going cold, for the rest of its bucket), and at
-// finalize() each rank sums its share of every parameter (share_of in shared_segment.h) over
-// all ranks' regions and writes the sums back into every region; each rank's gradients become
-// views of its own region (so in-place edits by optimizer hooks stay private). No bytes are copied between processes by
-// MPI, and with one core per rank there is no spare core to overlap such copies with anyway. A
-// still-held view of the last step's means makes that step take the MPI path
-// (stats().held_fallbacks). Options::shared_memory or CHAINERMN_SHARED_MEMORY=0 turns this off.
+// The transport: on one host (every rank of the communicator on this machine, as with
+// `mpiexec -n 2` here) and with every parameter in host memory, a shared-memory segment
+// (distributed/shared_memory_transport.h): each gradient is packed into this rank's region from
+// its own hook, and finalize() sums each rank's share of every parameter over all ranks' regions;
+// a still-held view of the last step's means makes that step use MPI (stats().held_fallbacks).
+// Options::shared_memory or CHAINERMN_SHARED_MEMORY=0 turns it off. Otherwise the
+// communicator's own algorithm (Communicator::start_sum: MPI_Iallreduce for naive and flat, the
+// composed algorithm for hierarchical, two_dimensional and single_node, NCCL for pure_nccl),
+// each bucket in a private buffer; device buffers are summed in stream order where the
+// communicator's library allows it.
 //
-// The reducer works on its own duplicate of the communicator's MPI communicator, so its
-// non-blocking traffic never mixes with other collectives.
+// The reducer's own traffic (the shared-memory step) runs on its own duplicate of the
+// communicator's MPI communicator, and start_sum on another, so it never mixes with other
+// collectives.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -28,6 +28,15 @@ MultiNodeOptimizer::MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actua
   if (actual_->target_ptr()) chainer::Optimizer::setup(actual_->target_ptr());
 }
 
+namespace {
+// Whether every initialized parameter of LINK is in host memory (the shared update's segment is).
+bool on_host(const chainer::Link& link) {
+  for (const auto& [name, p] : link.namedparams())
+    if (p.data().defined() && !p.data().device().is_cpu()) return false;
+  return true;
+}
+}  // namespace
+
 MultiNodeOptimizer::~MultiNodeOptimizer() { unshare_update(); }
 
 void MultiNodeOptimizer::unshare_update() {
@@ -40,7 +49,7 @@ void MultiNodeOptimizer::share_update(const chainer::Link& link) {
   unshare_update();
   share_planned_ = true;
   if (!options_.shard_update || !chainer::config::env_flag("CHAINERMN_SHARD_UPDATE", true) || comm_->size() == 1 ||
-      comm_->intra_size() != comm_->size() || !actual_->elementwise())
+      comm_->intra_size() != comm_->size() || !actual_->elementwise() || !on_host(link))
     return;
   shared_ = SharedUpdate::create(comm_->mpi_comm(), link, actual_->state_names());
   if (shared_) actual_->set_update_partition(shared_);
@@ -65,7 +74,6 @@ MultiNodeOptimizer::Signature MultiNodeOptimizer::signature_of(const chainer::Li
 void MultiNodeOptimizer::update() {
   require_target("update");
   chainer::Link& link = target();
-  Communicator::require_model_on_host(link, "multi-node optimizer");
   Signature sig = signature_of(link);
   if (restored_) {
     restored_ = false;

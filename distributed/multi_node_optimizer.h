@@ -12,8 +12,9 @@
 //
 // Gradients are averaged in one of two ways (MultiNodeOptimizerOptions::reduction):
 //   "bucketed" (the default): a GradientReducer (distributed/gradient_reducer.h) hooked on the
-//     parameters starts MPI_Iallreduce on buckets of gradients while backward is still running,
-//     as PyTorch's DDP does; update() waits for them. This works with update(lossfun) and with
+//     parameters starts the sums of buckets of gradients while backward is still running, as
+//     PyTorch's DDP does (through shared memory on one host, else by the communicator's own
+//     algorithm); update() waits for them. This works with update(lossfun) and with
 //     update() after the caller ran backward; gradients set by hand are reduced at update time.
 //   "communicator": Communicator::multi_node_mean_grad at update time, i.e. the communicator's
 //     own scheme ("naive": one all-reduce per parameter, "flat": one packed buffer), as ChainerMN.
@@ -21,7 +22,8 @@
 // ranks compare their gradients before averaging and a non-finite mean throws afterwards.
 // Every rank must call update the same number of times with the same model structure.
 //
-// When every rank runs on this host and the actual optimizer's step is elementwise (SGD,
+// When every rank runs on this host, the parameters are in host memory and the actual
+// optimizer's step is elementwise (SGD,
 // MomentumSGD, Adam), the ranks keep one copy of the parameters and of the optimizer state in
 // shared memory and each steps a share of every parameter (distributed/shared_update.h), instead
 // of every rank repeating the whole step; the results are the same bit for bit.

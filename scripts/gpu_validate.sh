@@ -33,6 +33,12 @@ step test_cuda_training 600 "$here/bin/test_cuda_training"
 for t in tensor autograd functions serialization links optimizers training caching_allocator; do
   step "test_$t" 300 "$here/bin/test_$t"
 done
+# The communicators on GPU gradients: one rank (the NCCL paths), two sharing the GPU (MPI paths).
+for np in 1 2; do
+  step "gpu_communicators_np$np" 300 mpiexec -n "$np" "$here/bin/test_gpu_communicators"
+done
+step mnist_mlp_gpu_pure_nccl 600 mpiexec -n 1 "$here/bin/mnist_mlp" --gpu --communicator pure_nccl -e 2 -o "$out/mnist_nccl" --data "$MNIST_DIR"
+step mnist_mlp_gpu_np2_flat 600 mpiexec -n 2 "$here/bin/mnist_mlp" --gpu --communicator flat -e 2 -o "$out/mnist_np2" --data "$MNIST_DIR"
 step mnist_mlp_gpu 900 "$here/bin/mnist_mlp" --gpu -e "$epochs_app" -o "$out/mnist_result" --data "$MNIST_DIR"
 grep -E '^ *[0-9]+ ' "$out/validate.log" | tail -n 1 | sed 's/^/mnist_mlp_gpu last epoch: /' >>"$out/summary.txt"
 step bench_graphs 600 "$here/bin/bench_epoch" --gpu --epochs "$epochs_bench" --data "$MNIST_DIR"

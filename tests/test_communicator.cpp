@@ -3,6 +3,7 @@
 // takes the same branches, so the collectives inside them meet.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -367,7 +368,8 @@ TEST_CASE("communicator: gather and allgather tensors of different shapes") {
 TEST_CASE("communicator: allreduce sums elementwise in every numeric dtype") {
   auto comm = make();
   const int rank = comm->rank(), size = comm->size();
-  for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64}) {
+  // float16 and bfloat16 by the MPI_Op of distributed/chunked_transfer.h (these sums are exact).
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Float16, DType::BFloat16}) {
     const Tensor x = Tensor::full({3, 4}, rank + 1, dtype);
     const Tensor y = comm->allreduce(x);
     CHECK(y.dtype() == dtype);
@@ -678,6 +680,197 @@ TEST_CASE("communicator: zero_fill counts missing gradients as zeros") {
       }
     }
   }
+}
+
+// ---- allreduce_grad_dtype: gradients travel in another dtype ----
+
+namespace {
+
+std::shared_ptr<Communicator> make_with_wire(const std::string& kind, DType wire) {
+  chainermn::CommunicatorOptions options;
+  options.allreduce_grad_dtype = wire;
+  return chainermn::create_communicator(kind, MPI_COMM_WORLD, options);
+}
+
+// Rank RANK's gradient of parameter K of SHAPE in the random cases: normal values from a
+// generator seeded by both, so that every rank can make every rank's.
+Tensor random_grad(const Shape& shape, int rank, int k) {
+  chainer::Generator gen(uint64_t(1000 * rank + k));
+  return chainer::random::normal(shape, 0.0, 1.0, DType::Float32, &gen);
+}
+
+// Whether every element of T is V, exactly.
+bool exactly(const Tensor& t, double v) {
+  const std::vector<double> values = t.to_vector<double>();
+  return std::all_of(values.begin(), values.end(), [&](double x) { return x == v; });
+}
+
+// The unit roundoff of the wire dtype: half its spacing at 1.
+double unit_roundoff(DType wire) { return wire == DType::Float16 ? 0x1p-11 : 0x1p-8; }
+
+const std::vector<DType> kWireTypes = {DType::Float16, DType::BFloat16};
+
+}  // namespace
+
+TEST_CASE("communicator: allreduce_grad_dtype float16 and bfloat16: the float32 mean within the wire's precision") {
+  for (const std::string& kind : kinds())
+    for (DType wire : kWireTypes) {
+      INFO(kind << ", " << chainer::dtype_name(wire) << " on the wire");
+      auto comm = make_with_wire(kind, wire);
+      auto reference = make("naive");  // float32 on the wire
+      CHECK(comm->options().allreduce_grad_dtype == wire);
+      const int rank = comm->rank(), size = comm->size();
+      ExampleModel model, ref;
+      const auto params = model.namedparams(), ref_params = ref.namedparams();
+      for (size_t k = 0; k < params.size(); ++k) {
+        Variable(params[k].second).set_grad(random_grad(params[k].second.shape(), rank, int(k)));
+        Variable(ref_params[k].second).set_grad(random_grad(params[k].second.shape(), rank, int(k)));
+      }
+      comm->multi_node_mean_grad(model);
+      reference->multi_node_mean_grad(ref);
+      // Each rank's g / size is rounded once (relative error u) and the sum of SIZE such values
+      // takes at most SIZE - 1 roundings of partial sums: |error| <= SIZE u mean_r |g_r| to first
+      // order (plus float16's subnormal spacing 2^-24 per rounding, for values near zero, and the
+      // float32 reference's own rounding).
+      const double u = unit_roundoff(wire);
+      size_t bad = 0, total = 0;
+      double worst = 0;
+      for (size_t k = 0; k < params.size(); ++k) {
+        CHECK(params[k].second.grad().dtype() == DType::Float32);
+        const std::vector<float> got = params[k].second.grad().to_vector<float>();
+        const std::vector<float> want = ref_params[k].second.grad().to_vector<float>();
+        std::vector<double> mean_abs(got.size(), 0.0);
+        for (int r = 0; r < size; ++r) {
+          const std::vector<float> g = random_grad(params[k].second.shape(), r, int(k)).to_vector<float>();
+          for (size_t i = 0; i < g.size(); ++i) mean_abs[i] += std::abs(double(g[i])) / size;
+        }
+        for (size_t i = 0; i < got.size(); ++i, ++total) {
+          const double allowed = size * u * (1 + size * u) * mean_abs[i] + size * 0x1p-24 + 1e-6 * mean_abs[i];
+          const double err = std::abs(double(got[i]) - double(want[i]));
+          if (!(err <= allowed)) ++bad;
+          worst = std::max(worst, err / (mean_abs[i] + 1e-30));
+        }
+      }
+      INFO(bad << " of " << total << " elements outside the bound; the worst error is " << worst
+                << " times the element's mean |g|");
+      CHECK(bad == 0);
+    }
+}
+
+TEST_CASE("communicator: allreduce_grad_dtype: exact means where the wire holds the values, rounded where not") {
+  for (const std::string& kind : kinds())
+    for (DType wire : kWireTypes) {
+      INFO(kind << ", " << chainer::dtype_name(wire) << " on the wire");
+      auto comm = make_with_wire(kind, wire);
+      const int rank = comm->rank(), size = comm->size();
+      for (size_t chunk : {size_t(1) << 30, size_t(64)}) {  // and in many chunks of 32 elements
+        INFO("chunks of " << chunk << " bytes");
+        SmallChunks chunks(chunk);
+        // Parameter k gets size (rank + k) / 8 on every element: each rank's share (rank + k) / 8
+        // and every partial sum are small multiples of 1/8, exact in both dtypes, so the mean
+        // size ((size - 1) / 2 + k) / 8 is exact too.
+        ExampleModel model;
+        int k = 0;
+        for (auto& [n, p] : model.namedparams()) p.set_grad(Tensor::full(p.shape(), size * (rank + k++) / 8.0));
+        comm->multi_node_mean_grad(model);
+        k = 0;
+        for (auto& [n, p] : model.namedparams()) {
+          INFO(n);
+          CHECK(exactly(p.grad(), size * ((size - 1) / 2.0 + k++) / 8.0));
+        }
+        // size (1 + u/2), u the unit roundoff: each rank's share 1 + u/2 lies between 1 and the
+        // next wire value, below the tie, so it rounds to 1 and the mean comes back as exactly
+        // size, where float32 on the wire would keep size (1 + u/2).
+        const double off = unit_roundoff(wire) / 2;
+        for (auto& [n, p] : model.namedparams()) p.set_grad(Tensor::full(p.shape(), size * (1 + off)));
+        comm->multi_node_mean_grad(model);
+        for (auto& [n, p] : model.namedparams()) {
+          INFO(n);
+          CHECK(exactly(p.grad(), size));
+        }
+      }
+    }
+}
+
+TEST_CASE("communicator: allreduce_grad_dtype float16: a sum past float16's range whose mean fits comes back") {
+  // 40000 on every rank sums to 40000 size, past float16's largest value (65504) from 2 ranks
+  // on, but each rank's share is scaled by 1/size before the cast, so no partial sum exceeds
+  // 40000. Mixed signs and a float64 parameter in the same buffer too.
+  for (const std::string& kind : kinds()) {
+    INFO(kind);
+    auto comm = make_with_wire(kind, DType::Float16);
+    chainer::Link link;
+    link.add_param("big", Tensor::zeros({5})).set_grad(Tensor::full({5}, 40000.0));
+    link.add_param("negative", Tensor::zeros({3})).set_grad(Tensor::full({3}, -60000.0));
+    link.add_param("wide", Tensor::zeros({2}, DType::Float64)).set_grad(Tensor::full({2}, 50000.0, DType::Float64));
+    comm->multi_node_mean_grad(link);
+    CHECK(link.param("wide").grad().dtype() == DType::Float64);  // back in its own dtype
+    // Exact for 1, 2 and 4 ranks; with 3, 40000 / 3 rounds to 13336 and the sum to 40000 or
+    // 40032 (float16's spacing there is 32): within one spacing in every case.
+    for (const auto& [name, want] : std::vector<std::pair<std::string, double>>{
+             {"big", 40000.0}, {"negative", -60000.0}, {"wide", 50000.0}})
+      for (double v : link.param(name).grad().to_vector<double>()) {
+        INFO(name << ": " << v);
+        CHECK(std::isfinite(v));
+        CHECK(std::abs(v - want) <= 32.0);
+      }
+  }
+}
+
+TEST_CASE("communicator: allreduce_grad_dtype float32 averages float64 gradients in float32") {
+  for (const std::string& kind : kinds()) {
+    INFO(kind);
+    auto comm = make_with_wire(kind, DType::Float32);
+    const int rank = comm->rank(), size = comm->size();
+    chainer::Link link;
+    // size (rank + 1) / 8 + 2^-40: the shares are exact in float32 but for the 2^-40 term, which
+    // float32 cannot hold next to them; the mean comes back without it, as float64.
+    link.add_param("d", Tensor::zeros({6}, DType::Float64))
+        .set_grad(Tensor::full({6}, size * (rank + 1) / 8.0 + 0x1p-40, DType::Float64));
+    link.add_param("f", Tensor::zeros({3})).set_grad(Tensor::full({3}, 2.0 * rank));  // its own dtype already
+    comm->multi_node_mean_grad(link);
+    CHECK(link.param("d").grad().dtype() == DType::Float64);
+    CHECK(exactly(link.param("d").grad(), size * ((size - 1) / 2.0 + 1) / 8.0));
+    CHECK(all_equal(link.param("f").grad(), size - 1.0));
+  }
+  // The flat communicator packs both into its float32 buffer.
+  auto flat = make_with_wire("flat", DType::Float32);
+  chainer::Link link;
+  link.add_param("d", Tensor::zeros({4}, DType::Float64)).set_grad(Tensor::ones({4}, DType::Float64));
+  link.add_param("f", Tensor::zeros({2})).set_grad(Tensor::ones({2}));
+  flat->multi_node_mean_grad(link);
+  const auto* f = dynamic_cast<const chainermn::FlatCommunicator*>(flat.get());
+  REQUIRE(f != nullptr);
+  CHECK(f->buffer(DType::Float32).numel() == 6);
+  CHECK_FALSE(f->buffer(DType::Float64).defined());
+}
+
+TEST_CASE("communicator: allreduce_grad_dtype that cannot carry gradients is refused at creation") {
+  for (const std::string& kind : kinds())
+    for (DType bad : {DType::Int32, DType::Int64, DType::UInt8}) {
+      INFO(kind << " " << chainer::dtype_name(bad));
+      CHECK_THROWS_WITH(make_with_wire(kind, bad),
+                        Catch::Contains("create_communicator: allreduce_grad_dtype " +
+                                        std::string(chainer::dtype_name(bad))) &&
+                            Catch::Contains("float16, bfloat16, float32, float64"));
+    }
+  // The 16-bit types travel as a type of their own: MPI's integer sum on them is an error (on
+  // every rank), not a sum of bit patterns.
+  auto plain = make();
+  uint16_t one = 0x3c00;
+  auto integer_sum = [&] {
+    CHAINERMN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &one, 1, chainermn::detail::mpi_datatype(DType::Float16), MPI_SUM,
+                                      plain->mpi_comm()));
+  };
+  CHECK_THROWS_AS(integer_sum(), chainermn::MpiError);
+  CHECK(chainermn::detail::mpi_sum_op(DType::Float16) != MPI_SUM);
+  CHECK(chainermn::detail::mpi_sum_op(DType::BFloat16) != chainermn::detail::mpi_sum_op(DType::Float16));
+  CHECK(chainermn::detail::mpi_sum_op(DType::Float32) == MPI_SUM);
+  // split() keeps the option.
+  auto comm = make_with_wire("flat", DType::BFloat16);
+  auto half = comm->split(comm->rank() % 2, comm->rank());
+  REQUIRE(half != nullptr);
+  CHECK(half->options().allreduce_grad_dtype == DType::BFloat16);
 }
 
 TEST_CASE("communicator: debug mode names the parameter and ranks whose shapes differ") {

@@ -23,37 +23,58 @@ namespace {
 
 class MpiBackend final : public CollectiveBackend {
  public:
-  explicit MpiBackend(MPI_Comm comm) : comm_(comm) {
+  MpiBackend(MPI_Comm comm, DeviceMemory device) : comm_(comm), staged_(device == DeviceMemory::Staged) {
     CHAINERMN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     CHAINERMN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  void reduce(Tensor& buf, int root) const override {
+  // Each collective on what MPI may be handed for BUF (pending_sum.h: BUF itself in host memory
+  // or with CUDA-aware MPI, else a host copy written back).
+  void reduce(Tensor& buf, int root) const override { on_accessible(buf, [&](Tensor& b) { reduce_accessible(b, root); }); }
+  void allreduce(Tensor& buf) const override { on_accessible(buf, [&](Tensor& b) { allreduce_accessible(b); }); }
+  void bcast(Tensor& buf, int root) const override { on_accessible(buf, [&](Tensor& b) { bcast_accessible(b, root); }); }
+  void reduce_scatter(Tensor& buf, const std::vector<int64_t>& shares) const override {
+    on_accessible(buf, [&](Tensor& b) { reduce_scatter_accessible(b, shares); });
+  }
+  void allgather(Tensor& buf, const std::vector<int64_t>& shares) const override {
+    on_accessible(buf, [&](Tensor& b) { allgather_accessible(b, shares); });
+  }
+
+ private:
+  template <class Fn>
+  void on_accessible(Tensor& buf, Fn&& fn) const {
+    Tensor b = mpi_accessible(buf, staged_);
+    fn(b);
+    if (b.storage() != buf.storage()) buf.copy_(b);
+  }
+
+  void reduce_accessible(Tensor& buf, int root) const {
     const MPI_Datatype type = detail::mpi_datatype(buf.dtype());
+    const MPI_Op sum = detail::mpi_sum_op(buf.dtype());
     char* base = static_cast<char*>(buf.raw_data());
     for_chunks(buf, [&](int64_t at, int count) {
       void* p = base + at * int64_t(buf.itemsize());
-      CHAINERMN_MPI_CHECK(MPI_Reduce(rank_ == root ? MPI_IN_PLACE : p, rank_ == root ? p : nullptr, count, type, MPI_SUM,
+      CHAINERMN_MPI_CHECK(MPI_Reduce(rank_ == root ? MPI_IN_PLACE : p, rank_ == root ? p : nullptr, count, type, sum,
                                      root, comm_));
     });
   }
-  void allreduce(Tensor& buf) const override {
+  void allreduce_accessible(Tensor& buf) const {
     detail::allreduce_sum_chunked(buf.raw_data(), buf.numel(), buf.dtype(), comm_);
   }
-  void bcast(Tensor& buf, int root) const override { detail::bcast_chunked(buf.raw_data(), buf.nbytes(), root, comm_); }
+  void bcast_accessible(Tensor& buf, int root) const { detail::bcast_chunked(buf.raw_data(), buf.nbytes(), root, comm_); }
 
-  void reduce_scatter(Tensor& buf, const std::vector<int64_t>& shares) const override {
+  void reduce_scatter_accessible(Tensor& buf, const std::vector<int64_t>& shares) const {
     const std::vector<int> counts = int_counts(shares, "reduce_scatter");
     char* base = static_cast<char*>(buf.raw_data());
     // In place, MPI leaves this rank's sum at the start of the buffer: move it to its share.
-    CHAINERMN_MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, base, counts.data(), detail::mpi_datatype(buf.dtype()), MPI_SUM,
-                                           comm_));
+    CHAINERMN_MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, base, counts.data(), detail::mpi_datatype(buf.dtype()),
+                                           detail::mpi_sum_op(buf.dtype()), comm_));
     const int64_t item = int64_t(buf.itemsize());
     std::memmove(base + offset_of(shares, rank_) * item, base, size_t(shares[size_t(rank_)] * item));
   }
-  void allgather(Tensor& buf, const std::vector<int64_t>& shares) const override {
+  void allgather_accessible(Tensor& buf, const std::vector<int64_t>& shares) const {
     const std::vector<int> counts = int_counts(shares, "allgather");
     std::vector<int> displs(counts.size(), 0);
     for (size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
@@ -88,11 +109,14 @@ class MpiBackend final : public CollectiveBackend {
   }
 
   MPI_Comm comm_;
+  bool staged_ = false;
   int rank_ = 0, size_ = 1;
 };
 
 }  // namespace
 
-std::unique_ptr<CollectiveBackend> mpi_backend(MPI_Comm comm) { return std::make_unique<MpiBackend>(comm); }
+std::unique_ptr<CollectiveBackend> mpi_backend(MPI_Comm comm, DeviceMemory device) {
+  return std::make_unique<MpiBackend>(comm, device);
+}
 
 }  // namespace chainermn

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "distributed/communicators/pending_sum.h"
 
 namespace chainermn {
 
@@ -28,10 +29,22 @@ class CollectiveBackend {
   virtual void reduce_scatter(chainer::Tensor& buf, const std::vector<int64_t>& shares) const = 0;
   // ... and back: every member's share of BUF goes to every member's BUF.
   virtual void allgather(chainer::Tensor& buf, const std::vector<int64_t>& shares) const = 0;
+  // allreduce, started: by default done at once; NCCL's queues it on its stream and the handle's
+  // wait() orders the compute stream after it, so backward goes on meanwhile.
+  virtual std::unique_ptr<PendingSum> start_allreduce(chainer::Tensor& buf) const {
+    allreduce(buf);
+    return finished_sum();
+  }
 };
 
-// MPI over COMM (borrowed: it must outlive the backend), on host memory.
-std::unique_ptr<CollectiveBackend> mpi_backend(MPI_Comm comm);
+// How an MPI stage treats device memory: Auto hands MPI the device pointers when MPI is
+// CUDA-aware (distributed/mpi_library.h) and stages through host memory otherwise; Staged always
+// stages (non_cuda_aware).
+enum class DeviceMemory { Auto, Staged };
+
+// MPI over COMM (borrowed: it must outlive the backend), on host memory, and on device memory
+// as DEVICE says.
+std::unique_ptr<CollectiveBackend> mpi_backend(MPI_Comm comm, DeviceMemory device = DeviceMemory::Auto);
 
 // N elements cut into PARTS consecutive shares as evenly as possible (the first N % PARTS one
 // larger).

@@ -117,7 +117,7 @@ Tensor recv_tensor(int source, int tag, MPI_Comm comm, const char* what) {
   MPI_Status status;
   const std::vector<int64_t> h = recv_header(source, tag, comm, kTensorMagic, what, status);
   const int64_t dtype = h[1];
-  if (h.size() < 3 || int64_t(h.size()) != 3 + h[2] || dtype < kUndefined || dtype > int64_t(DType::UInt8))
+  if (h.size() < 3 || int64_t(h.size()) != 3 + h[2] || dtype < kUndefined || dtype >= chainer::kDTypeCount)
     throw Error(str(what, ": malformed tensor header from rank ", status.MPI_SOURCE));
   if (dtype == kUndefined) return {};
   const Shape shape(h.begin() + 3, h.end());
@@ -167,6 +167,10 @@ Communicator::Communicator(std::string name, MPI_Comm comm, CommunicatorOptions 
     : name_(std::move(name)), options_(std::move(options)), debug_(chainer::config::env_flag("CHAINERMN_DEBUG", false)) {
   if (!mpi_is_running()) init_mpi();
   if (comm == MPI_COMM_NULL) throw Error("create_communicator: the MPI communicator is MPI_COMM_NULL");
+  if (const auto wire = options_.allreduce_grad_dtype; wire && !chainer::is_floating(*wire))
+    throw Error(str("create_communicator: allreduce_grad_dtype ", chainer::dtype_name(*wire),
+                    " cannot carry gradients (valid: float16, bfloat16, float32, float64, or unset for each "
+                    "gradient's own dtype)"));
   try {
     CHAINERMN_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
     CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -189,7 +193,8 @@ Communicator::~Communicator() {
 void Communicator::finalize() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   if (coll_comm_ != MPI_COMM_NULL) MPI_Comm_free(&coll_comm_);
-  comm_ = coll_comm_ = MPI_COMM_NULL;
+  if (sum_comm_ != MPI_COMM_NULL) MPI_Comm_free(&sum_comm_);
+  comm_ = coll_comm_ = sum_comm_ = MPI_COMM_NULL;
 }
 
 MPI_Comm Communicator::comm() const {
@@ -200,6 +205,14 @@ MPI_Comm Communicator::comm() const {
 MPI_Comm Communicator::coll() const {
   comm();
   return coll_comm_;
+}
+
+std::unique_ptr<PendingSum> Communicator::start_sum(Tensor& buf) const {
+  if (sum_comm_ == MPI_COMM_NULL) {
+    CHAINERMN_MPI_CHECK(MPI_Comm_dup(comm(), &sum_comm_));
+    CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(sum_comm_, MPI_ERRORS_RETURN));
+  }
+  return start_mpi_sum(buf, sum_comm_);
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) const {
@@ -381,7 +394,6 @@ std::vector<std::string> Communicator::allgather_bytes(const std::string& bytes)
 // ---- Models ----
 
 void Communicator::bcast_data(chainer::Link& model) const {
-  require_model_on_host(model, "bcast_data");
   const MPI_Comm c = comm();
   const auto params = model.namedparams();
   using Entry = std::pair<std::string, std::vector<int64_t>>;  // name, signature of the data
@@ -422,22 +434,16 @@ void Communicator::bcast_data(chainer::Link& model) const {
 
   for (const auto& [n, sig] : root) {
     if (sig[0] == kUndefined) continue;
-    Variable p = by_name.at(n);
-    if (rank_ == 0) {
-      Tensor d = p.data().contiguous();
-      detail::bcast_chunked(d.raw_data(), d.nbytes(), 0, c);
-    } else if (p.data().is_contiguous()) {
-      detail::bcast_chunked(p.data().raw_data(), p.data().nbytes(), 0, c);
-    } else {
-      Tensor t = Tensor::empty(p.data().shape(), p.data().dtype());
-      detail::bcast_chunked(t.raw_data(), t.nbytes(), 0, c);
-      p.data().copy_(t);
-    }
+    Tensor data = by_name.at(n).data();
+    // In place where MPI can reach the values (contiguous, in host memory or CUDA-aware MPI);
+    // otherwise through a copy, written back on the receivers.
+    Tensor t = mpi_accessible(data.contiguous());
+    detail::bcast_chunked(t.raw_data(), t.nbytes(), 0, c);
+    if (rank_ != 0 && t.storage() != data.storage()) data.copy_(t);
   }
 }
 
 void Communicator::multi_node_mean_grad(chainer::Link& model, bool zero_fill) const {
-  require_model_on_host(model, "multi_node_mean_grad");
   comm();
   if (debug_) check_grads_consistent(model, zero_fill, "multi_node_mean_grad");
   GradList grads;
@@ -448,7 +454,7 @@ void Communicator::multi_node_mean_grad(chainer::Link& model, bool zero_fill) co
     Tensor g = p.grad();
     if (!g.defined()) {
       if (!zero_fill) continue;
-      v.set_grad(Tensor::zeros(data.shape(), data.dtype()));
+      v.set_grad(Tensor::zeros(data.shape(), data.dtype(), data.device()));
     } else {
       if (g.shape() != data.shape())
         throw Error(str("multi_node_mean_grad: the gradient of ", n, " has shape ", chainer::shape_str(g.shape()),
@@ -500,15 +506,6 @@ void Communicator::check_grads_consistent(const chainer::Link& model, bool zero_
   if (!msg.empty())
     throw Error(str(op, " (debug mode): the gradients to average differ across ranks "
                     "(use zero_fill, or make every rank compute the same gradients):", msg));
-}
-
-void Communicator::require_model_on_host(const chainer::Link& model, const char* op) {
-  for (const auto& [name, p] : model.namedparams())
-    if (p.data().defined() && !p.data().device().is_cpu())
-      throw Error(str(op, ": parameter ", name, " is on ", p.data().device().str(),
-                      "; the communicators of this version average and broadcast parameters in host memory, and "
-                      "the NCCL ones (pure_nccl, non_cuda_aware) are not in it yet: keep the model on the CPU for "
-                      "multi-process training"));
 }
 
 void Communicator::check_grads_finite(const chainer::Link& model, const char* op) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "distributed/communicators/pending_sum.h"
 #include "distributed/mpi_runtime.h"
 #include "distributed/object_reduction.h"
 #include "distributed/object_serialization.h"
@@ -150,9 +151,14 @@ class Communicator {
   // every rank reaches the same verdict because the means are identical everywhere.
   void check_grads_consistent(const chainer::Link& model, bool zero_fill, const char* op) const;
   static void check_grads_finite(const chainer::Link& model, const char* op);
-  // Throws chainer::Error naming OP, the parameter and its device when MODEL has a parameter off
-  // the CPU: the communicators of this version average and broadcast parameters in host memory.
-  static void require_model_on_host(const chainer::Link& model, const char* op);
+
+  // Starts summing BUF (flat, contiguous, floating; host or device memory) over every rank, in
+  // place, by this communicator's algorithm: the gradient reducer hands it each bucket
+  // (distributed/bucket_transport.h). Collective, in the same order on every rank. By default
+  // an MPI_Iallreduce over an MPI communicator of its own (made by the first call), staged
+  // through host memory for a device buffer; the composed communicators sum at once and return a
+  // finished handle, the NCCL ones queue the sum on their stream.
+  virtual std::unique_ptr<PendingSum> start_sum(Tensor& buf) const;
 
   // Frees the MPI communicators (not MPI itself); any later call throws. The destructor does
   // it too when MPI is still running.
@@ -178,6 +184,7 @@ class Communicator {
   CommunicatorOptions options_;
   MPI_Comm comm_ = MPI_COMM_NULL;       // the caller's traffic: send/recv with the caller's tags, collectives
   MPI_Comm coll_comm_ = MPI_COMM_NULL;  // collectives built on point-to-point messages, apart from the caller's tags
+  mutable MPI_Comm sum_comm_ = MPI_COMM_NULL;  // start_sum's non-blocking sums (made at its first call)
   int rank_ = 0, size_ = 1;
   Topology topology_;
   std::vector<std::string> host_names_;

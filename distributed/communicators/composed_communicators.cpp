@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "distributed/communicators/nccl_backend.h"
 #include "distributed/mpi_check.h"
 #include "distributed/communicators/packing.h"
 
@@ -17,6 +18,8 @@ const char* name_of(ComposedCommunicator::Algorithm a) {
     case ComposedCommunicator::Algorithm::Hierarchical: return "hierarchical";
     case ComposedCommunicator::Algorithm::TwoDimensional: return "two_dimensional";
     case ComposedCommunicator::Algorithm::SingleNode: return "single_node";
+    case ComposedCommunicator::Algorithm::NonCudaAware: return "non_cuda_aware";
+    case ComposedCommunicator::Algorithm::PureNccl: return "pure_nccl";
   }
   return "?";
 }
@@ -39,13 +42,16 @@ ComposedCommunicator::ComposedCommunicator(Algorithm algorithm, MPI_Comm comm, C
                       "; use hierarchical, which allows uneven hosts"));
   }
   const MPI_Comm c = mpi_comm();
-  CHAINERMN_MPI_CHECK(MPI_Comm_split(c, inter_rank(), rank(), &intra_comm_));
-  const int inter_color = algorithm == Algorithm::Hierarchical    ? (intra_rank() == 0 ? 0 : MPI_UNDEFINED)
+  // pure_nccl's one stage spans every rank.
+  CHAINERMN_MPI_CHECK(MPI_Comm_split(c, algorithm == Algorithm::PureNccl ? 0 : inter_rank(), rank(), &intra_comm_));
+  const bool per_host_root = algorithm == Algorithm::Hierarchical || algorithm == Algorithm::NonCudaAware;
+  const int inter_color = per_host_root                            ? (intra_rank() == 0 ? 0 : MPI_UNDEFINED)
                           : algorithm == Algorithm::TwoDimensional ? intra_rank()
                                                                    : MPI_UNDEFINED;
   CHAINERMN_MPI_CHECK(MPI_Comm_split(c, inter_color, rank(), &inter_comm_));
   intra_ = mpi_backend(intra_comm_);
-  if (inter_comm_ != MPI_COMM_NULL) inter_ = mpi_backend(inter_comm_);
+  if (inter_comm_ != MPI_COMM_NULL)
+    inter_ = mpi_backend(inter_comm_, algorithm == Algorithm::NonCudaAware ? DeviceMemory::Staged : DeviceMemory::Auto);
 }
 
 ComposedCommunicator::~ComposedCommunicator() {
@@ -53,6 +59,7 @@ ComposedCommunicator::~ComposedCommunicator() {
 }
 
 void ComposedCommunicator::finalize() {
+  intra_nccl_.reset();
   intra_.reset();
   inter_.reset();
   if (intra_comm_ != MPI_COMM_NULL) MPI_Comm_free(&intra_comm_);
@@ -60,32 +67,60 @@ void ComposedCommunicator::finalize() {
   Communicator::finalize();
 }
 
+const CollectiveBackend& ComposedCommunicator::intra_for(const Tensor& buf) const {
+  const bool gpu_only = algorithm_ == Algorithm::PureNccl || algorithm_ == Algorithm::NonCudaAware;
+  if (buf.device().is_cpu()) {
+    if (gpu_only)
+      throw Error(str(name(), ": this communicator averages GPU gradients, but they are in host memory (",
+                      buf.device().str(), "); move the model to the GPU (model.to_gpu(comm->intra_rank())) or use ",
+                      "flat or hierarchical for a CPU model"));
+    return *intra_;
+  }
+  if (!intra_nccl_ || nccl_device_ != buf.device().index) {
+    intra_nccl_ = nccl::backend(intra_comm_, buf.device().index, name().c_str());
+    nccl_device_ = buf.device().index;
+  }
+  return *intra_nccl_;
+}
+
 void ComposedCommunicator::reduce(Tensor& buf) const {
+  const CollectiveBackend& intra = intra_for(buf);
   switch (algorithm_) {
     case Algorithm::Hierarchical:
-      intra_->reduce(buf, 0);
+    case Algorithm::NonCudaAware:
+      intra.reduce(buf, 0);
       if (inter_) inter_->allreduce(buf);
-      intra_->bcast(buf, 0);
+      intra.bcast(buf, 0);
       return;
     case Algorithm::TwoDimensional: {
-      const std::vector<int64_t> shares = even_shares(buf.numel(), intra_->size());
-      intra_->reduce_scatter(buf, shares);
+      const std::vector<int64_t> shares = even_shares(buf.numel(), intra.size());
+      intra.reduce_scatter(buf, shares);
       int64_t at = 0;
-      for (int i = 0; i < intra_->rank(); ++i) at += shares[size_t(i)];
-      Tensor mine = buf.narrow(0, at, shares[size_t(intra_->rank())]);
+      for (int i = 0; i < intra.rank(); ++i) at += shares[size_t(i)];
+      Tensor mine = buf.narrow(0, at, shares[size_t(intra.rank())]);
       inter_->allreduce(mine);  // the same shard of every host (equal hosts: equal shares)
-      intra_->allgather(buf, shares);
+      intra.allgather(buf, shares);
       return;
     }
-    case Algorithm::SingleNode: intra_->allreduce(buf); return;
+    case Algorithm::SingleNode:
+    case Algorithm::PureNccl: intra.allreduce(buf); return;
   }
+}
+
+std::unique_ptr<PendingSum> ComposedCommunicator::start_sum(Tensor& buf) const {
+  comm();  // throws after finalize()
+  // One stage (and on a GPU): the backend can queue it and let backward go on meanwhile.
+  if (algorithm_ == Algorithm::PureNccl || algorithm_ == Algorithm::SingleNode) return intra_for(buf).start_allreduce(buf);
+  reduce(buf);
+  return finished_sum();
 }
 
 void ComposedCommunicator::mean_grads(const GradList& grads) const {
   comm();  // throws after finalize()
   std::vector<Tensor> gs;
   for (const auto& [name, p] : grads) gs.push_back(p.grad());
-  packing::reduce_packed(gs, buffers_, 1.0 / double(size()), [&](Tensor& packed) { reduce(packed); });
+  packing::reduce_packed(gs, buffers_, 1.0 / double(size()), [&](Tensor& packed) { reduce(packed); },
+                         options().allreduce_grad_dtype);
 }
 
 }  // namespace chainermn

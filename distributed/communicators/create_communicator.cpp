@@ -5,6 +5,7 @@
 #include "distributed/communicators/composed_communicators.h"
 #include "distributed/communicators/flat_communicator.h"
 #include "distributed/communicators/naive_communicator.h"
+#include "distributed/communicators/nccl_backend.h"
 
 namespace chainermn {
 
@@ -16,12 +17,18 @@ using Make = std::function<std::shared_ptr<Communicator>(MPI_Comm, const Communi
 struct Kind {
   const char* name;
   Make make;
-  // What the kind needs that this build or machine lacks (empty: it can be made).
+  // What the kind needs that this build or machine lacks (empty: it can be made here).
   std::function<std::string()> missing = [] { return std::string(); };
 };
 
 Make composed(ComposedCommunicator::Algorithm a) {
   return [a](MPI_Comm c, const CommunicatorOptions& o) { return std::make_shared<ComposedCommunicator>(a, c, o); };
+}
+
+// The GPU-only kinds: NCCL, which needs a CUDA build with NCCL and a device.
+std::string needs_nccl() {
+  const std::string why = nccl::unavailable_reason();
+  return why.empty() ? why : "NCCL on CUDA devices (" + why + ")";
 }
 
 const std::vector<Kind>& kinds() {
@@ -32,8 +39,8 @@ const std::vector<Kind>& kinds() {
       {"hierarchical", composed(A::Hierarchical)},
       {"two_dimensional", composed(A::TwoDimensional)},
       {"single_node", composed(A::SingleNode)},
-      {"pure_nccl", nullptr, [] { return std::string("NCCL on CUDA devices, which this version lacks"); }},
-      {"non_cuda_aware", nullptr, [] { return std::string("NCCL on CUDA devices, which this version lacks"); }},
+      {"pure_nccl", composed(A::PureNccl), needs_nccl},
+      {"non_cuda_aware", composed(A::NonCudaAware), needs_nccl},
   };
   return table;
 }
@@ -42,7 +49,7 @@ const std::vector<Kind>& kinds() {
 std::vector<CommunicatorKind> communicator_kinds() {
   std::vector<CommunicatorKind> out;
   for (const Kind& k : kinds()) {
-    std::string missing = k.make ? k.missing() : std::string("a newer chainermn-cpp");
+    std::string missing = k.missing();
     out.push_back({k.name, missing.empty(), missing});
   }
   return out;
@@ -54,7 +61,7 @@ std::shared_ptr<Communicator> create_communicator(const std::string& name, MPI_C
   for (const Kind& k : kinds()) {
     valid += str(valid.empty() ? "" : ", ", k.name);
     if (name != k.name) continue;
-    if (std::string missing = k.missing(); !k.make || !missing.empty())
+    if (std::string missing = k.missing(); !missing.empty())
       throw chainer::Error(str("create_communicator: the '", name, "' communicator needs ", missing,
                                "; naive, flat, hierarchical, two_dimensional and single_node work everywhere"));
     return k.make(comm, options);

@@ -16,9 +16,14 @@ void FlatCommunicator::mean_grads(const GradList& grads) const {
   const MPI_Comm c = comm();
   std::vector<Tensor> gs;
   for (const auto& [name, p] : grads) gs.push_back(p.grad());
-  packing::reduce_packed(gs, buffers_, 1.0 / double(size()), [&](Tensor& packed) {
-    detail::allreduce_sum_chunked(packed.raw_data(), packed.numel(), packed.dtype(), c);
-  });
+  packing::reduce_packed(
+      gs, buffers_, 1.0 / double(size()),
+      [&](Tensor& packed) {
+        Tensor m = mpi_accessible(packed);  // the buffer itself on the host, else a staged copy
+        detail::allreduce_sum_chunked(m.raw_data(), m.numel(), m.dtype(), c);
+        if (m.storage() != packed.storage()) packed.copy_(m);
+      },
+      options().allreduce_grad_dtype);
 }
 
 }  // namespace chainermn

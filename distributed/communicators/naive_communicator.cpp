@@ -2,15 +2,36 @@
 
 #include "core/ops.h"
 #include "distributed/chunked_transfer.h"
+#include "distributed/communicators/packing.h"
 
 namespace chainermn {
+
+namespace {
+// The in-place sum of BUF over COMM, on what MPI may be handed (pending_sum.h: BUF itself in host
+// memory, else a staged copy written back).
+void sum(Tensor& buf, MPI_Comm comm) {
+  Tensor m = mpi_accessible(buf);
+  detail::allreduce_sum_chunked(m.raw_data(), m.numel(), m.dtype(), comm);
+  if (m.storage() != buf.storage()) buf.copy_(m);
+}
+}  // namespace
 
 void NaiveCommunicator::mean_grads(const GradList& grads) const {
   const MPI_Comm c = comm();
   const double scale = 1.0 / double(size());
+  const std::optional<chainer::DType> wire = options().allreduce_grad_dtype;
   for (const auto& [name, p] : grads) {
     Tensor g = p.grad();  // a handle on the same storage: the reduction happens in place
-    detail::allreduce_sum_chunked(g.raw_data(), g.numel(), g.dtype(), c);
+    if (wire && *wire != g.dtype()) {
+      // Another dtype on the wire: a scaled copy of this gradient in it, summed, cast back
+      // (packing.h: scaled before the cast, so the sum cannot overflow where the mean fits).
+      Tensor cast = Tensor::empty({g.numel()}, *wire, g.device());
+      packing::pack_one(g, cast, 0, scale);
+      sum(cast, c);
+      packing::unpack(cast, {g});
+      continue;
+    }
+    sum(g, c);
     chainer::ops::scale_(g, scale);
   }
 }

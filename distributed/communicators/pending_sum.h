@@ -1,0 +1,37 @@
+// A sum over a communicator's ranks that has been started and not yet waited for, as c10d's
+// Work: the gradient reducer starts one per bucket (Communicator::start_sum) while backward is
+// still running and waits for all of them at the end of the step.
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+
+#include "core/tensor.h"
+
+namespace chainermn {
+
+class PendingSum {
+ public:
+  virtual ~PendingSum() = default;
+  // Whether the sum is complete; never blocks (for MPI it also lets the library progress).
+  virtual bool test() = 0;
+  // Returns once the sum is in the buffer. For a device buffer that is in stream order: work
+  // queued afterwards on the device's compute stream sees the sum; the host need not have waited.
+  virtual void wait() = 0;
+};
+
+// A sum that was complete when it was started (a blocking algorithm, or one rank).
+std::unique_ptr<PendingSum> finished_sum();
+
+// What MPI may be handed for BUF: BUF itself when it is in host memory, or in device memory and
+// MPI is CUDA-aware (distributed/mpi_library.h) and STAGED is false (after the device has
+// finished the work queued on it, since MPI does not know its streams); otherwise a host copy,
+// which the caller copies back into BUF (buf.copy_) when MPI wrote it.
+chainer::Tensor mpi_accessible(const chainer::Tensor& buf, bool staged = false);
+
+// MPI_Iallreduce (sum, in place) of BUF (flat, contiguous, floating) over COMM, in chunks of at
+// most detail::max_chunk_bytes(), on mpi_accessible(BUF): a staged device buffer is copied out
+// now and back, on the compute stream, by wait(). BUF's storage is kept alive until then.
+std::unique_ptr<PendingSum> start_mpi_sum(chainer::Tensor& buf, MPI_Comm comm);
+
+}  // namespace chainermn
