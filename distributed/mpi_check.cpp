@@ -2,6 +2,10 @@
 
 namespace chainermn {
 
+namespace detail {
+MpiCallWatch g_mpi_call_watch;
+}  // namespace detail
+
 std::string mpi_error_string(int code) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int len = 0;

@@ -2,9 +2,18 @@
 // chainermn's communicators use MPI_ERRORS_RETURN, so a failing call becomes a C++ exception
 // (chainermn::MpiError, a chainer::Error) naming the call, where it was made and MPI's own
 // explanation, instead of MPI's default of killing the job without saying where.
+//
+// The macro also marks the call as in progress while it runs, for the job runtime's watchdog
+// (distributed/mpi_runtime.h, CHAINERMN_TIMEOUT): a call that never returns, because a peer or
+// its host became unreachable, ends the job with a message naming the call and file:line instead
+// of hanging it. The mark is two plain stores and a load per call, no clock read and no atomic
+// read-modify-write, so even the MPI_Test calls the gradient reducer makes from every gradient
+// hook do not notice it.
 #pragma once
 #include <mpi.h>
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "core/error.h"
@@ -26,12 +35,50 @@ std::string mpi_error_string(int code);
 // Throws MpiError "MPI call failed: CALL at FILE:LINE: <MPI_Error_string>".
 [[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line);
 
+// Where a watched MPI call is made: the call as written, and file:line.
+struct MpiCallSite {
+  const char* call;
+  const char* file;
+  int line;
+};
+
+namespace detail {
+
+// The MPI call in progress on the thread that calls MPI (MPI_THREAD_FUNNELED: one thread), or
+// nullptr between calls, and how many watched calls have started; the watchdog samples both.
+struct MpiCallWatch {
+  std::atomic<const MpiCallSite*> site{nullptr};
+  std::atomic<uint64_t> started{0};
+};
+extern MpiCallWatch g_mpi_call_watch;
+
+// Marks SITE as in progress for its lifetime.
+class WatchedMpiCall {
+ public:
+  explicit WatchedMpiCall(const MpiCallSite* site) noexcept {
+    // Only the MPI thread writes these, so a plain load and store count (no locked increment).
+    g_mpi_call_watch.started.store(g_mpi_call_watch.started.load(std::memory_order_relaxed) + 1,
+                                   std::memory_order_relaxed);
+    g_mpi_call_watch.site.store(site, std::memory_order_release);
+  }
+  ~WatchedMpiCall() { g_mpi_call_watch.site.store(nullptr, std::memory_order_release); }
+  WatchedMpiCall(const WatchedMpiCall&) = delete;
+  WatchedMpiCall& operator=(const WatchedMpiCall&) = delete;
+};
+
+}  // namespace detail
+
 }  // namespace chainermn
 
 // CHAINERMN_MPI_CHECK(MPI_Send(buf, n, MPI_BYTE, dest, tag, comm));
-#define CHAINERMN_MPI_CHECK(call)                                                    \
-  do {                                                                               \
-    const int chainermn_mpi_rc_ = (call);                                            \
-    if (chainermn_mpi_rc_ != MPI_SUCCESS)                                            \
-      ::chainermn::throw_mpi_error(chainermn_mpi_rc_, #call, __FILE__, __LINE__);     \
+#define CHAINERMN_MPI_CHECK(call)                                                              \
+  do {                                                                                         \
+    static constexpr ::chainermn::MpiCallSite chainermn_mpi_site_{#call, __FILE__, __LINE__};  \
+    int chainermn_mpi_rc_;                                                                     \
+    {                                                                                          \
+      const ::chainermn::detail::WatchedMpiCall chainermn_mpi_watch_(&chainermn_mpi_site_);    \
+      chainermn_mpi_rc_ = (call);                                                              \
+    }                                                                                          \
+    if (chainermn_mpi_rc_ != MPI_SUCCESS)                                                      \
+      ::chainermn::throw_mpi_error(chainermn_mpi_rc_, #call, __FILE__, __LINE__);               \
   } while (0)

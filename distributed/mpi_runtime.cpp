@@ -1,12 +1,16 @@
 #include "distributed/mpi_runtime.h"
 
 #include <mpi.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -21,6 +25,7 @@ namespace {
 std::atomic<bool> g_aborting{false};      // abort_job has started: never MPI_Finalize after it
 std::atomic<bool> g_in_terminate{false};  // guards the terminate handler against re-entry
 std::once_flag g_handlers_once;
+std::atomic<double> g_timeout{kDefaultMpiTimeout};  // the watchdog's limit in seconds; 0: off
 
 void write_stderr(const std::string& text) {
   // One write(2), so lines from several ranks do not interleave mid-line.
@@ -53,6 +58,58 @@ void write_stderr(const std::string& text) {
 
 void finalize_at_exit() { finalize_mpi(); }
 
+double timeout_from_environment() {
+  const char* text = std::getenv("CHAINERMN_TIMEOUT");
+  if (!text || !*text) return g_timeout.load();
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(seconds) || seconds < 0)
+    throw chainer::Error(chainer::str("init_mpi: CHAINERMN_TIMEOUT must be a number of seconds >= 0 (0 turns the ",
+                                      "watchdog off), not '", text, "'"));
+  return seconds;
+}
+
+// Ends this rank because SITE has been blocked for LIMIT seconds (see mpi_runtime.h): the message,
+// a moment for hydra's proxy to forward it (as in abort_job), then SIGKILL, which hydra treats as
+// a bad termination of the job (a plain exit code would leave mpiexec waiting for the proxies it
+// cannot reach).
+[[noreturn]] void end_blocked_rank(const MpiCallSite& site, double limit, int rank, int size) {
+  const std::string call(site.call, std::find(site.call, site.call + std::strlen(site.call), '('));
+  write_stderr(chainer::str("[rank ", rank, "/", size, "] chainermn: ", call, " (", site.file, ":", site.line,
+                            ") has not completed in ", limit, " s; a peer process or its host may be unreachable ",
+                            "(a cut link, a frozen host or process). Ending the job. If a rank legitimately works ",
+                            "that long while the others wait, raise CHAINERMN_TIMEOUT (seconds; 0 turns this off)\n"));
+  g_aborting = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kill(::getpid(), SIGKILL);
+  std::_Exit(1);  // not reached
+}
+
+// Samples the call in progress (mpi_check.h) every tick: a call seen in progress, with no other
+// call started since, for LIMIT seconds ends the rank. Timing starts when the call is first seen,
+// so it never fires early, and fires at most a tick late.
+void watchdog(int rank, int size) {
+  const detail::MpiCallWatch& watch = detail::g_mpi_call_watch;
+  uint64_t seen = 0;
+  bool watching = false;
+  auto since = std::chrono::steady_clock::now();
+  for (;;) {
+    const double limit = g_timeout.load(std::memory_order_relaxed);
+    const double tick = limit > 0 ? std::clamp(limit / 20, 0.01, 1.0) : 1.0;
+    std::this_thread::sleep_for(std::chrono::duration<double>(tick));
+    const MpiCallSite* site = watch.site.load(std::memory_order_acquire);
+    const uint64_t started = watch.started.load(std::memory_order_relaxed);
+    const auto now = std::chrono::steady_clock::now();
+    if (!site || !watching || started != seen) {
+      watching = site != nullptr;
+      seen = started;
+      since = now;
+    } else if (limit > 0 && std::chrono::duration<double>(now - since).count() >= limit) {
+      end_blocked_rank(*site, limit, rank, size);
+    }
+  }
+}
+
 }  // namespace
 
 bool mpi_is_running() {
@@ -74,13 +131,27 @@ void init_mpi(int* argc, char*** argv) {
     started_here = true;
   }
   std::call_once(g_handlers_once, [started_here] {
+    g_timeout = timeout_from_environment();
     std::set_terminate(terminate_handler);
     if (started_here) std::atexit(finalize_at_exit);
+    // Only where there are peers to wait for; detached, it touches nothing but atomics until it fires.
+    if (world_size() > 1) std::thread(watchdog, world_rank(), world_size()).detach();
   });
+}
+
+double mpi_timeout() { return g_timeout.load(); }
+
+void set_mpi_timeout(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0)
+    throw chainer::Error(chainer::str("set_mpi_timeout: the limit must be a number of seconds >= 0 (0: no limit), not ",
+                                      seconds));
+  g_timeout = seconds;
 }
 
 void finalize_mpi() {
   if (g_aborting.load() || !mpi_is_running()) return;
+  static constexpr MpiCallSite site{"MPI_Finalize()", __FILE__, __LINE__};
+  const detail::WatchedMpiCall watch(&site);  // it waits for the peers too
   MPI_Finalize();
 }
 

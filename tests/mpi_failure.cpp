@@ -4,10 +4,15 @@
 //   throw      rank 1 throws a chainer::Error inside run_main
 //   terminate  rank 1 throws on a std::thread of its own: the std::terminate handler ends the job
 //   sigkill    rank 1 kills itself with SIGKILL (no handler runs; mpiexec must notice)
+//   stop       rank 1 stops itself with SIGSTOP: nothing fails, the others just wait, as for a
+//              peer behind a cut link; the watchdog (CHAINERMN_TIMEOUT) must end the job
+//   loop [S]   every rank all-reduces 256 KiB over and over, for S seconds (rank 0's clock), or
+//              until the job is ended from outside (tests/simhosts.sh cuts a host's link)
 //   ok         nobody fails: every rank prints "rank R ok" and the job exits 0
 #include <csignal>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -20,6 +25,24 @@ int main(int argc, char** argv) {
     auto comm = chainermn::create_communicator("naive");
     const int rank = comm->rank();
     comm->allreduce(chainer::Tensor::ones({4}));  // everyone is up
+    if (mode == "loop") {
+      // Element 0 of each sum says whether to go on (only rank 0 votes), so all ranks stop together.
+      const double seconds = argc > 2 ? std::atof(argv[2]) : -1;
+      const auto start = std::chrono::steady_clock::now();
+      int64_t steps = 0;
+      for (bool more = true; more; ++steps) {
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        chainer::Tensor x = chainer::Tensor::zeros({int64_t(64) << 10});
+        if (rank == 0 && (seconds < 0 || elapsed < seconds)) x.fill_(1.0);
+        more = comm->allreduce(x).to_vector<double>()[0] > 0;
+        if (rank == 0 && steps == 0) {
+          std::printf("rank 0 all-reducing\n");
+          std::fflush(stdout);
+        }
+      }
+      std::printf("rank %d ok after %lld all-reduces\n", rank, (long long)steps);
+      return 0;
+    }
     if (rank == 1 || comm->size() == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the others block first
       if (mode == "throw") throw chainer::Error("rank 1 failed on purpose: bad batch");
@@ -28,6 +51,7 @@ int main(int argc, char** argv) {
         t.join();
       }
       if (mode == "sigkill") std::raise(SIGKILL);
+      if (mode == "stop") std::raise(SIGSTOP);
     }
     // The others wait here for rank 1, which never comes unless mode is "ok".
     const chainer::Tensor sum = comm->allreduce(chainer::Tensor::ones({4}));

@@ -5,7 +5,8 @@
 #
 # MPICH's hydra (mpiexec) kills every rank as soon as one exits abnormally (MPI_Abort, a signal)
 # unless run with -disable-auto-cleanup; MPIEXEC_TIMEOUT is a backstop that makes hydra itself
-# kill a job that runs too long, and `timeout` a second one around mpiexec.
+# kill a job that runs too long, and `timeout` a second one around mpiexec. A rank that stops
+# without failing (SIGSTOP) is caught by chainermn's watchdog (CHAINERMN_TIMEOUT, mpi_runtime.h).
 set -u
 MPIEXEC=$1
 PROG=$2
@@ -49,7 +50,20 @@ for n in 1 2 3 4; do
     "$MPIEXEC" -n $n "$PROG" terminate
   run "$n rank(s), rank $bad is killed (SIGKILL)" nonzero "" "$MPIEXEC" -n $n "$PROG" sigkill
 done
+# Rank 1 freezes (SIGSTOP) while the others wait in a collective, as a peer behind a cut link looks
+# to them: nothing fails, and only the watchdog can end the job, naming the call that waits.
+for n in 2 3; do
+  run "$n ranks, rank 1 stops (SIGSTOP), CHAINERMN_TIMEOUT=3" nonzero "has not completed in 3 s" \
+    env CHAINERMN_TIMEOUT=3 "$MPIEXEC" -n $n "$PROG" stop
+  grep -qE "^\[rank [02]/$n\] chainermn: MPI_[A-Za-z_]+ \([^)]+:[0-9]+\) has not completed in 3 s" "$err" || {
+    echo "FAIL the message does not name the MPI call and file:line"; cat "$err"; fails=$((fails + 1)); }
+done
+# The limit is on one call, not on the job: 8 s of back-to-back all-reduces under a 3 s limit end normally.
+run "2 ranks all-reduce for 8 s, CHAINERMN_TIMEOUT=3" zero "rank 1 ok after" \
+  env CHAINERMN_TIMEOUT=3 "$MPIEXEC" -n 2 "$PROG" loop 8
 # Without mpiexec: a 1-process job (MPICH singleton init).
 run "singleton, no failure" zero "rank 0 ok 1" "$PROG" ok
 run "singleton throws" nonzero "[rank 0/1] rank 1 failed on purpose: bad batch" "$PROG" throw
+run "singleton, CHAINERMN_TIMEOUT=soon" nonzero "CHAINERMN_TIMEOUT must be a number of seconds >= 0" \
+  env CHAINERMN_TIMEOUT=soon "$PROG" ok
 exit $((fails > 0))

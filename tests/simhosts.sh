@@ -4,8 +4,9 @@
 # (block), 3 hosts with 2, 1 and 3 ranks (block), and 3 hosts x 2 ranks round robin. Under each,
 # the communicator and multi-node test binaries run whole (topology against the host names, every
 # collective against closed forms, every reduction against one process; shared memory only when
-# all ranks share a host), mnist_mlp on 2 hosts x 2 ranks must match 4 ranks on one host, and a
-# rank on the second host that throws or is killed ends the whole job within 10 s.
+# all ranks share a host), mnist_mlp on 2 hosts x 2 ranks must match 4 ranks on one host, a
+# rank on the second host that throws or is killed ends the whole job within 10 s, and so does
+# cutting the second host's link (chainermn's watchdog, CHAINERMN_TIMEOUT=5 here).
 # Exits 77 (skipped) with the reason where namespaces cannot be made.
 #   tests/simhosts.sh SIMCLUSTER MPIEXEC MNIST_MLP MPI_FAILURE TEST_BINARY...
 set -u
@@ -97,5 +98,54 @@ for mode in throw sigkill; do
     echo "ok: rank 1 on simhost1 ($mode): the job ended with $rc after ${took}s"
   fi
 done
+
+# A cut link (`ip link set ... down` on simhost1's port of the bridge) while 2 hosts x 2 ranks keep
+# all-reducing over it (simcluster --tcp: otherwise UCX joins the simulated hosts through shared
+# memory). Nothing fails, so neither MPI nor TCP notices: every rank waits in MPI forever
+# unless chainermn's watchdog ends it (CHAINERMN_TIMEOUT, distributed/mpi_runtime.h). Then:
+# mpiexec returns non-zero within the limit and a few seconds, the message names the limit, the
+# ranks and proxies are gone from both hosts (those behind the cut end on their own, unheard), and
+# simcluster leaves no namespace behind.
+cut_limit=5
+CHAINERMN_TIMEOUT=$cut_limit MPIEXEC_TIMEOUT=90 MPIEXEC=$mpiexec PROG=$mpi_failure OUT=$tmp \
+  timeout -k 5 150 "$simcluster" --hosts 2 --tcp -- bash -c '
+  IFS=, read -ra address <<<"$SIMCLUSTER_HOSTS"
+  IFS=, read -ra netns <<<"$SIMCLUSTER_NETNS"
+  echo "$SIMCLUSTER_SWITCH ${netns[*]}" >"$OUT/cut.netns"
+  "$MPIEXEC" $SIMCLUSTER_LAUNCH -hosts "${address[0]}:2,${address[1]}:2" -n 4 "$PROG" loop \
+    >"$OUT/cut.out" 2>"$OUT/cut.err" &
+  job=$!
+  for ((i = 0; i < 300; ++i)); do grep -q "rank 0 all-reducing" "$OUT/cut.out" && break; sleep 0.1; done
+  sleep 1
+  ip -n "$SIMCLUSTER_SWITCH" link set p1 down
+  cut=$(date +%s%N)
+  wait $job
+  echo "rc=$? ms=$((($(date +%s%N) - cut) / 1000000))" >"$OUT/cut.result"
+  # What is left of the job on each host, given a few seconds to go.
+  for ((i = 0; i < 50; ++i)); do
+    left=$(for ns in "${netns[@]}"; do ip netns pids "$ns"; done | xargs -r ps -o pid=,comm= -p |
+      grep -E "mpi_failure|hydra_pmi_proxy|mpiexec")
+    [[ -z $left ]] && break
+    sleep 0.1
+  done
+  echo "$left" >"$OUT/cut.left"'
+rc=$?
+read -r cut_rc cut_ms < <(sed 's/rc=\([0-9]*\) ms=\([0-9]*\)/\1 \2/' "$tmp/cut.result" 2>/dev/null)
+problems=()
+[[ $rc -eq 0 ]] || problems+=("simcluster exited with $rc")
+[[ ${cut_rc:-0} -ne 0 ]] || problems+=("mpiexec exited with ${cut_rc:-nothing}")
+((${cut_ms:-999999} <= (cut_limit + 5) * 1000)) || problems+=("mpiexec took ${cut_ms:-forever} ms after the cut")
+grep -qF "has not completed in $cut_limit s" "$tmp/cut.err" || problems+=("no message naming the time limit")
+[[ -z $(cat "$tmp/cut.left" 2>/dev/null) ]] || problems+=("left behind: $(tr '\n' ' ' <"$tmp/cut.left")")
+for ns in $(cat "$tmp/cut.netns" 2>/dev/null); do
+  ! ip netns list | grep -qw "$ns" || problems+=("namespace $ns is left")
+done
+if [[ ${#problems[@]} -gt 0 ]]; then
+  echo "FAIL: cut link to simhost1: $(IFS=';'; echo "${problems[*]}"): $(tail -c 600 "$tmp/cut.err")"
+  failures=$((failures + 1))
+else
+  echo "ok: cut link to simhost1: the job ended with $cut_rc ${cut_ms} ms after the cut" \
+    "(CHAINERMN_TIMEOUT=$cut_limit): $(grep -m1 -o 'chainermn: MPI_[^)]*) has not completed in [0-9]* s' "$tmp/cut.err")"
+fi
 
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
