@@ -1,13 +1,11 @@
 // Loads the CUDA plugin on first use and forwards core/cuda.h to it.
 #include "core/cuda.h"
 
-#include <dlfcn.h>
-
 #include <atomic>
-#include <filesystem>
 #include <mutex>
 
 #include "core/cuda/runtime.h"
+#include "core/plugin.h"
 
 namespace chainer::cuda {
 
@@ -19,32 +17,15 @@ struct Plugin {
   int devices = 0;
 };
 
-// libchainer_cuda.so sits beside libchainer.so (in the build tree and where both are installed).
-std::string plugin_path() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&plugin_path), &info) && info.dli_fname)
-    return (std::filesystem::path(info.dli_fname).parent_path() / "libchainer_cuda.so").string();
-  return "libchainer_cuda.so";
-}
-
 Plugin load() {
   Plugin p;
 #ifndef CHAINER_WITH_CUDA
   p.why_not = "this build of chainermn-cpp has no CUDA support (it was configured without nvcc or with -Dcuda=disabled)";
 #else
-  const std::string path = plugin_path();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) handle = dlopen("libchainer_cuda.so", RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* e = dlerror();
-    p.why_not = str("the CUDA support library could not be loaded (", path, "): ", e ? e : "unknown error");
-    return p;
-  }
-  auto entry = reinterpret_cast<Runtime* (*)()>(dlsym(handle, "chainer_cuda_runtime"));
-  if (!entry) {
-    p.why_not = str(path, " has no chainer_cuda_runtime entry point");
-    return p;
-  }
+  auto entry = reinterpret_cast<Runtime* (*)()>(load_plugin_entry(
+      reinterpret_cast<const void*>(&load), "libchainer_cuda.so", "chainer_cuda_runtime", "the CUDA support library",
+      p.why_not));
+  if (!entry) return p;
   p.runtime = entry();
   p.devices = p.runtime->device_count(p.why_not);
 #endif

@@ -45,9 +45,7 @@ class MpiBackend final : public CollectiveBackend {
  private:
   template <class Fn>
   void on_accessible(Tensor& buf, Fn&& fn) const {
-    Tensor b = mpi_accessible(buf, staged_);
-    fn(b);
-    if (b.storage() != buf.storage()) buf.copy_(b);
+    on_mpi_accessible(buf, fn, staged_);
   }
 
   void reduce_accessible(Tensor& buf, int root) const {

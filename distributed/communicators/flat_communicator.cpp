@@ -2,7 +2,6 @@
 
 #include <vector>
 
-#include "distributed/chunked_transfer.h"
 #include "distributed/communicators/packing.h"
 
 namespace chainermn {
@@ -18,11 +17,7 @@ void FlatCommunicator::mean_grads(const GradList& grads) const {
   for (const auto& [name, p] : grads) gs.push_back(p.grad());
   packing::reduce_packed(
       gs, buffers_, 1.0 / double(size()),
-      [&](Tensor& packed) {
-        Tensor m = mpi_accessible(packed);  // the buffer itself on the host, else a staged copy
-        detail::allreduce_sum_chunked(m.raw_data(), m.numel(), m.dtype(), c);
-        if (m.storage() != packed.storage()) packed.copy_(m);
-      },
+      [&](Tensor& packed) { mpi_allreduce_sum(packed, c); },
       options().allreduce_grad_dtype);
 }
 

@@ -1,20 +1,9 @@
 #include "distributed/communicators/naive_communicator.h"
 
 #include "core/ops.h"
-#include "distributed/chunked_transfer.h"
 #include "distributed/communicators/packing.h"
 
 namespace chainermn {
-
-namespace {
-// The in-place sum of BUF over COMM, on what MPI may be handed (pending_sum.h: BUF itself in host
-// memory, else a staged copy written back).
-void sum(Tensor& buf, MPI_Comm comm) {
-  Tensor m = mpi_accessible(buf);
-  detail::allreduce_sum_chunked(m.raw_data(), m.numel(), m.dtype(), comm);
-  if (m.storage() != buf.storage()) buf.copy_(m);
-}
-}  // namespace
 
 void NaiveCommunicator::mean_grads(const GradList& grads) const {
   const MPI_Comm c = comm();
@@ -27,11 +16,11 @@ void NaiveCommunicator::mean_grads(const GradList& grads) const {
       // (packing.h: scaled before the cast, so the sum cannot overflow where the mean fits).
       Tensor cast = Tensor::empty({g.numel()}, *wire, g.device());
       packing::pack_one(g, cast, 0, scale);
-      sum(cast, c);
+      mpi_allreduce_sum(cast, c);
       packing::unpack(cast, {g});
       continue;
     }
-    sum(g, c);
+    mpi_allreduce_sum(g, c);
     chainer::ops::scale_(g, scale);
   }
 }

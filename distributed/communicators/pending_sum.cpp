@@ -74,6 +74,10 @@ Tensor mpi_accessible(const Tensor& buf, bool staged) {
   return buf.to(chainer::Device{});
 }
 
+void mpi_allreduce_sum(Tensor& buf, MPI_Comm comm) {
+  on_mpi_accessible(buf, [&](Tensor& t) { detail::allreduce_sum_chunked(t.raw_data(), t.numel(), t.dtype(), comm); });
+}
+
 std::unique_ptr<PendingSum> finished_sum() { return std::make_unique<FinishedSum>(); }
 
 std::unique_ptr<PendingSum> start_mpi_sum(Tensor& buf, MPI_Comm comm) { return std::make_unique<MpiSum>(buf, comm); }

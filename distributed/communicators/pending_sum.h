@@ -28,6 +28,16 @@ std::unique_ptr<PendingSum> finished_sum();
 // finished the work queued on it, since MPI does not know its streams); otherwise a host copy,
 // which the caller copies back into BUF (buf.copy_) when MPI wrote it.
 chainer::Tensor mpi_accessible(const chainer::Tensor& buf, bool staged = false);
+// FN(t) on mpi_accessible(BUF, STAGED), with t's values written back into BUF when t is a copy:
+// how an MPI call that writes BUF in place reaches device memory.
+template <class Fn>
+void on_mpi_accessible(chainer::Tensor& buf, Fn&& fn, bool staged = false) {
+  chainer::Tensor t = mpi_accessible(buf, staged);
+  fn(t);
+  if (t.storage() != buf.storage()) buf.copy_(t);
+}
+// The blocking in-place sum of BUF (flat, contiguous) over COMM, through on_mpi_accessible.
+void mpi_allreduce_sum(chainer::Tensor& buf, MPI_Comm comm);
 
 // MPI_Iallreduce (sum, in place) of BUF (flat, contiguous, floating) over COMM, in chunks of at
 // most detail::max_chunk_bytes(), on mpi_accessible(BUF): a staged device buffer is copied out

@@ -1,0 +1,29 @@
+#include "core/plugin.h"
+
+#include <dlfcn.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace chainer {
+
+void* load_plugin_entry(const void* anchor, const char* file, const char* entry, const char* what,
+                        std::string& why_not) {
+  std::string path = file;
+  Dl_info info{};
+  if (dladdr(anchor, &info) && info.dli_fname)
+    path = (std::filesystem::path(info.dli_fname).parent_path() / file).string();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* e = dlerror();
+    why_not = str(what, " could not be loaded (", path, "): ", e ? e : "unknown error");
+    return nullptr;
+  }
+  void* symbol = dlsym(handle, entry);
+  if (!symbol) why_not = str(path, " has no ", entry, " entry point");
+  return symbol;
+}
+
+}  // namespace chainer
