@@ -35,6 +35,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -75,34 +76,32 @@ struct Options {
 
 constexpr int64_t kMlpParams = 784 * 1000 + 1000 + 1000 * 1000 + 1000 + 1000 * 10 + 10;  // 1,796,010
 
-Size parse_size(const std::string& text) {
-  if (text == "mlp") return {text, kMlpParams * 4, true};
+// TEXT as a leading number and the unit after it; the number is 0 when TEXT has none.
+std::pair<double, std::string> number_and_unit(const std::string& text) {
   size_t used = 0;
   double value = 0;
   try {
     value = std::stod(text, &used);
   } catch (const std::exception&) {
-    used = 0;
+    return {0.0, text};
   }
-  const std::string unit = text.substr(used);
+  return {value, text.substr(used)};
+}
+
+Size parse_size(const std::string& text) {
+  if (text == "mlp") return {text, kMlpParams * 4, true};
+  const auto [value, unit] = number_and_unit(text);
   const double scale = unit.empty() ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0 : 0;
-  if (used == 0 || scale == 0 || !(value > 0))
+  if (scale == 0 || !(value > 0))
     throw Error(str("bench_allreduce: --sizes: '", text, "' is not a size (bytes with an optional K, M or G, or mlp)"));
   return {text, std::max<int64_t>(32, int64_t(value * scale)), false};
 }
 
 // tc's rate units: bit, kbit, mbit, gbit, tbit (SI multiples of bits per second).
 double parse_rate(const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  const std::string unit = text.substr(used);
+  const auto [value, unit] = number_and_unit(text);
   const double bits = unit == "bit" ? 1 : unit == "kbit" ? 1e3 : unit == "mbit" ? 1e6 : unit == "gbit" ? 1e9 : unit == "tbit" ? 1e12 : 0;
-  if (used == 0 || bits == 0 || !(value > 0))
+  if (bits == 0 || !(value > 0))
     throw Error(str("bench_allreduce: --link: '", text, "' is not a rate (a number and bit, kbit, mbit, gbit or tbit)"));
   return value * bits / 8;
 }
