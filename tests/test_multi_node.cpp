@@ -706,6 +706,15 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
       Variant composed = naive;
       composed.comm = name;
       if (name != "naive") cases.emplace_back(name + "/" + optimizer, composed);
+      // The bucketed reduction handing its buckets to this communicator's own algorithm
+      // (Communicator::start_sum) instead of the shared segment, several buckets per step.
+      Variant via = composed;
+      via.reduction = "bucketed";
+      via.shared_memory = false;
+      via.shard_update = false;
+      via.first_bucket_bytes = 64;
+      via.bucket_bytes = 200;
+      cases.emplace_back("bucketed-via-" + name + "/" + optimizer, via);
       // Gradients averaged in float16 and bfloat16 (allreduce_grad_dtype): each mean is off by
       // up to the number of ranks times the wire's unit roundoff (2^-11, 2^-8) of the gradients'
       // size, more relative to a mean that cancels. Measured after the 4 steps: 0.2 to 2.1 times
