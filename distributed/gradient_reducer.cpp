@@ -175,6 +175,8 @@ struct GradientReducer::Impl {
       on_host = on_host && b.device.is_cpu();
       layout.push_back(std::move(l));
     }
+    // Shared memory has no wire: it sums in the gradients' own dtype whatever
+    // allreduce_grad_dtype says. Messages carry the buckets in that dtype.
     if (on_host && options.shared_memory && chainer::config::env_flag("CHAINERMN_SHARED_MEMORY", true) &&
         comm->intra_size() == size) {
       transport = shared_memory_transport(mpi, layout, [this](size_t b, const std::shared_ptr<chainer::Storage>& st) {
@@ -185,7 +187,11 @@ struct GradientReducer::Impl {
       });
       shared_memory = transport != nullptr;  // null on every rank when there is no room: messages then
     }
-    if (!transport) transport = communicator_transport(comm, std::move(layout));
+    if (!transport) {
+      if (const auto wire = comm->options().allreduce_grad_dtype)
+        for (BucketLayout& l : layout) l.dtype = *wire;
+      transport = communicator_transport(comm, std::move(layout));
+    }
   }
 
   void unpack() {
@@ -205,7 +211,9 @@ struct GradientReducer::Impl {
         std::shared_ptr<VariableNode> node = slot.node.lock();
         if (!node) continue;
         if (!slot.had_grad && !options.zero_fill) continue;
-        node->grad = means.narrow(0, slot.offset, slot.numel).reshape(slot.shape);
+        const Tensor mean = means.narrow(0, slot.offset, slot.numel).reshape(slot.shape);
+        // Buckets that travelled in another dtype (allreduce_grad_dtype) come back converted.
+        node->grad = mean.dtype() == slot.dtype ? mean : mean.astype(slot.dtype);
       }
     }
   }

@@ -40,7 +40,9 @@
 // communicator's own algorithm (Communicator::start_sum: MPI_Iallreduce for naive and flat, the
 // composed algorithm for hierarchical, two_dimensional and single_node, NCCL for pure_nccl),
 // each bucket in a private buffer; device buffers are summed in stream order where the
-// communicator's library allows it.
+// communicator's library allows it. There the buckets travel in the communicator's
+// allreduce_grad_dtype when it has one (packed as the mean's share, 1/size, before the cast, as
+// multi_node_mean_grad does), and the gradients come back as converted copies.
 //
 // The reducer's own traffic (the shared-memory step) runs on its own duplicate of the
 // communicator's MPI communicator, and start_sum on another, so it never mixes with other

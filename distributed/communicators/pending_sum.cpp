@@ -27,11 +27,12 @@ class MpiSum final : public PendingSum {
     const size_t item = host_.itemsize();
     const int64_t per_chunk = int64_t(std::max<size_t>(1, detail::max_chunk_bytes() / item));
     const MPI_Datatype type = detail::mpi_datatype(host_.dtype());
+    const MPI_Op sum = detail::mpi_sum_op(host_.dtype());  // our own for float16 and bfloat16
     char* base = static_cast<char*>(host_.raw_data());
     for (int64_t at = 0; at < host_.numel(); at += per_chunk) {
       MPI_Request r = MPI_REQUEST_NULL;
       CHAINERMN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + size_t(at) * item, int(std::min(per_chunk, host_.numel() - at)),
-                                         type, MPI_SUM, comm, &r));
+                                         type, sum, comm, &r));
       requests_.push_back(r);
     }
   }
