@@ -5,15 +5,10 @@
 //   build/apps/mnist_mlp --gpu [ID]     # model, optimizer and data on CUDA device ID (default 0)
 //   mpiexec -n 2 build/apps/mnist_mlp --gpu   # each process on device intra_rank, pure_nccl
 // Every process trains on its share of the data with batch -b; gradients are averaged over all.
-#include <chainer.h>
-#include <chainermn.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
-#include <limits>
-#include <optional>
 #include <string>
+
+#include "app_common.h"
 
 namespace F = chainer::functions;
 namespace L = chainer::links;
@@ -41,35 +36,15 @@ class MLP : public chainer::Chain {
   std::shared_ptr<L::Linear> l1, l2, l3;
 };
 
-struct Options {
-  int64_t batchsize = 100;
-  int64_t epoch = 20;
-  int64_t unit = 1000;
+struct Options : apps::CommonOptions {
   int64_t frequency = -1;
-  int64_t seed = 0;
-  int threads = 0;
-  std::string out = "result";
-  std::string resume;
-  std::string data;
   std::string communicator;  // default: naive on CPUs, pure_nccl on GPUs
   std::string reduction = "bucketed";
-  std::optional<int> gpu;  // --gpu: the CUDA device
 };
 
-const char* kUsage = R"(usage: mnist_mlp [options]
-Trains the ChainerMN tutorial MLP on MNIST.
-  -b, --batchsize N   examples per mini-batch (default 100)
-  -e, --epoch N       passes over the training set (default 20)
-  -u, --unit N        units in each hidden layer (default 1000)
-  -o, --out DIR       directory for the log, graph and snapshots (default result)
-  -r, --resume FILE   resume from a snapshot written by an earlier run
+const std::string kUsage = std::string(R"(usage: mnist_mlp [options]
+Trains the ChainerMN tutorial MLP on MNIST (data parallel: each process its share of the data).
   -f, --frequency N   snapshot every N epochs (default -1: once, at the end)
-  -g, --gpu [ID]      train on CUDA device ID (default 0): model, optimizer and data on the GPU;
-                      with several processes each takes device ID + intra_rank (modulo the
-                      devices it sees), as the tutorial's device = comm.intra_rank
-      --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)
-      --seed N        random seed for initialization and shuffling (default 0)
-      --threads N     compute threads per process (default: cores / processes on this node)
       --communicator NAME  naive (default on CPUs), flat, hierarchical, two_dimensional,
                       single_node, pure_nccl (default with --gpu) or non_cuda_aware: the
                       communicator's all-reduce scheme, used as such
@@ -77,89 +52,21 @@ Trains the ChainerMN tutorial MLP on MNIST.
       --reduction R   how the multi-node optimizer averages gradients: bucketed (default:
                       buckets reduced while backward runs, as PyTorch DDP) or communicator
                       (the communicator's multi_node_mean_grad at update time, as ChainerMN)
-  -h, --help          show this help
-)";
-
-int64_t parse_int(const std::string& flag, const std::string& text, int64_t min,
-                  int64_t max = std::numeric_limits<int64_t>::max()) {
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty())
-    throw Error(chainer::str(flag, " expects an integer, got '", text, "'"));
-  if (v < min) throw Error(chainer::str(flag, " must be at least ", min, ", got ", v));
-  if (v > max) throw Error(chainer::str(flag, " must be at most ", max, ", got ", v));
-  return v;
-}
+)") + apps::kCommonUsage;
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::optional<std::string> value;  // from --flag=value
-    if (a == "-h" || a == "--help") {
-      if (chainermn::world_rank() == 0) std::cout << kUsage;
-      std::exit(0);
-    }
-    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) value = a.substr(eq + 1), a = a.substr(0, eq);
-    auto next = [&]() -> std::string {
-      if (!value && i + 1 >= argc) throw Error(chainer::str(a, " needs a value"));
-      std::string v = value ? *value : argv[++i];
-      if (v.empty()) throw Error(chainer::str(a, " needs a value, got an empty one"));
-      return v;
-    };
-    if (a == "-b" || a == "--batchsize") o.batchsize = parse_int("-b/--batchsize", next(), 1);
-    else if (a == "-e" || a == "--epoch") o.epoch = parse_int("-e/--epoch", next(), 1);
-    else if (a == "-u" || a == "--unit") o.unit = parse_int("-u/--unit", next(), 1);
-    else if (a == "-f" || a == "--frequency") o.frequency = parse_int("-f/--frequency", next(), -1);
-    else if (a == "--seed") o.seed = parse_int("--seed", next(), 0);
-    else if (a == "--threads") o.threads = int(parse_int("--threads", next(), 1, 1024));
-    else if (a == "-o" || a == "--out") o.out = next();
-    else if (a == "-r" || a == "--resume") o.resume = next();
-    else if (a == "--data") o.data = next();
-    else if (a == "--communicator") o.communicator = next();
-    else if (a == "--reduction") o.reduction = next();
-    else if (a == "-g" || a == "--gpu") {
-      // The ID is optional: "--gpu" alone means device 0, as does a following option.
-      const bool has_id = value || (i + 1 < argc && argv[i + 1][0] != '-');
-      o.gpu = has_id ? int(parse_int("-g/--gpu", next(), 0, 1023)) : 0;
-    }
-    else throw Error(chainer::str("unknown option '", a, "' (see --help)"));
+  for (apps::Args args(argc, argv, kUsage.c_str()); args.next();) {
+    if (apps::read_common_option(args, o)) continue;
+    if (args.is("-f", "--frequency")) o.frequency = args.integer(-1);
+    else if (args.is(nullptr, "--communicator")) o.communicator = args.value();
+    else if (args.is(nullptr, "--reduction")) o.reduction = args.value();
+    else args.unknown();
   }
   if (o.frequency == 0) throw Error("-f/--frequency must be -1 or positive, got 0");
   if (o.reduction != "bucketed" && o.reduction != "communicator")
     throw Error(chainer::str("--reduction must be bucketed or communicator, got '", o.reduction, "'"));
   return o;
-}
-
-// --data, then $MNIST_DIR, then ./data/mnist, then ../shared/datasets/mnist.
-std::string find_data(const Options& o) {
-  std::vector<std::string> candidates;
-  if (!o.data.empty()) candidates = {o.data};
-  else {
-    if (const char* env = std::getenv("MNIST_DIR")) candidates.push_back(env);
-    candidates.push_back("data/mnist");
-    candidates.push_back("../shared/datasets/mnist");
-  }
-  for (const auto& c : candidates)
-    if (std::filesystem::is_directory(c)) return c;
-  std::string looked;
-  for (const auto& c : candidates) looked += "\n  " + c;
-  throw Error(chainer::str("cannot find the MNIST directory; looked in:", looked,
-                           "\nPut the four IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
-                           "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz; http://yann.lecun.com/exdb/mnist/ or a mirror such as "
-                           "https://ossci-datasets.s3.amazonaws.com/mnist/) "
-                           "in one of them, or pass --data DIR"));
-}
-
-// Each rank of a multi-process job snapshots its own state (its share of the data, its
-// iterator): "snapshot_iter_600.rank1-of-4". A 1-process job keeps Chainer's plain name.
-std::string rank_suffix(const chainermn::Communicator& comm) {
-  return comm.size() == 1 ? std::string() : chainer::str(".rank", comm.rank(), "-of-", comm.size());
 }
 
 int run(int argc, char** argv) {
@@ -169,24 +76,14 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   // A GPU that cannot be used is an error before any data is read. Several processes on a host
   // take one device each, in intra_rank order.
-  chainer::Device device = chainer::Device::cpu();
-  if (o.gpu) {
-    const int visible = chainer::cuda::device_count();
-    const int id = visible > 0 ? (*o.gpu + comm->intra_rank()) % visible : *o.gpu;
-    if (comm->intra_rank() == 0 && comm->intra_size() > visible && visible > 0)
-      std::cerr << "warning: " << comm->intra_size() << " processes on this host share " << visible
-                << (visible == 1 ? " GPU" : " GPUs") << " (NCCL refuses two ranks on one GPU: use --communicator flat "
-                << "or hierarchical there)\n";
-    device = chainer::cuda::get_device(id).device();
-    chainer::cuda::get_device(id).use();
-  }
+  const chainer::Device device = apps::choose_device(o.gpu, *comm);
   if (o.threads > 0) chainer::set_num_threads(o.threads);
 
   // Rank 0 reads MNIST; scatter_dataset sends every worker its share, so one epoch is one pass
   // over the whole dataset across all workers.
   chainer::datasets::DatasetPtr train, test;
   if (root) {
-    const std::string data_dir = find_data(o);
+    const std::string data_dir = apps::find_mnist(o.data);
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << "\n# Using " << comm->name()
               << " communicator, " << o.reduction << " reduction\n# unit: " << o.unit << "\n# Minibatch-size: " << o.batchsize
               << "\n# epoch: " << o.epoch << "\n# device: " << device.str()
@@ -225,34 +122,18 @@ int run(int argc, char** argv) {
   chainer::training::Trainer trainer(updater, {double(o.epoch), chainer::training::Unit::Epoch}, o.out);
   trainer.extend(chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm));
   const double frequency = o.frequency == -1 ? double(o.epoch) : double(o.frequency);
-  trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + rank_suffix(*comm)), "",
+  trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + apps::rank_suffix(*comm)), "",
                  chainer::training::IntervalTrigger(frequency, chainer::training::Unit::Epoch));
   if (root) {  // reports from rank 0 only
     trainer.extend(E::dump_graph("main/loss"));
-    trainer.extend(std::make_shared<E::LogReport>());
-    trainer.extend(std::make_shared<E::PrintReport>(std::vector<std::string>{
-        "epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
-    trainer.extend(std::make_shared<E::ProgressBar>());
+    apps::add_reports(trainer, {"epoch", "main/loss", "validation/main/loss", "main/accuracy",
+                                "validation/main/accuracy", "elapsed_time"});
   }
-  if (!o.resume.empty()) chainer::training::load_snapshot(o.resume + rank_suffix(*comm), trainer);
+  if (!o.resume.empty()) chainer::training::load_snapshot(o.resume + apps::rank_suffix(*comm), trainer);
   trainer.run();
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return chainermn::run_main(argc, argv, [](int c, char** v) -> int {
-    try {
-      return run(c, v);
-    } catch (const std::exception& e) {
-      // One process: a plain message and status 1. Several: end the whole job, so no rank is
-      // left waiting in a collective for the one that failed.
-      if (chainermn::world_size() == 1) {
-        std::cerr << "mnist_mlp: error: " << e.what() << "\n";
-        return 1;
-      }
-      chainermn::abort_job(std::string("mnist_mlp: error: ") + e.what());
-    }
-  });
-}
+int main(int argc, char** argv) { return apps::app_main("mnist_mlp", argc, argv, run); }

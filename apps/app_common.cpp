@@ -1,0 +1,146 @@
+#include "app_common.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+namespace apps {
+
+using chainer::Error;
+using chainer::str;
+
+Args::Args(int argc, char** argv, const char* usage) : words_(argv + 1, argv + argc), usage_(usage) {}
+
+bool Args::next() {
+  if (at_ >= words_.size()) return false;
+  option_ = words_[at_++];
+  inline_value_.reset();
+  if (option_ == "-h" || option_ == "--help") {
+    if (chainermn::world_rank() == 0) std::cout << usage_;
+    std::exit(0);
+  }
+  if (auto eq = option_.find('='); option_.rfind("--", 0) == 0 && eq != std::string::npos) {
+    inline_value_ = option_.substr(eq + 1);
+    option_ = option_.substr(0, eq);
+  }
+  return true;
+}
+
+bool Args::is(const char* short_name, const char* long_name) const {
+  if ((short_name && option_ == short_name) || option_ == long_name) {
+    const_cast<Args*>(this)->names_ = short_name ? str(short_name, "/", long_name) : std::string(long_name);
+    return true;
+  }
+  return false;
+}
+
+std::string Args::value() {
+  if (!inline_value_ && at_ >= words_.size()) throw Error(str(option_, " needs a value"));
+  std::string v = inline_value_ ? *inline_value_ : words_[at_++];
+  if (v.empty()) throw Error(str(option_, " needs a value, got an empty one"));
+  return v;
+}
+
+int64_t Args::integer(int64_t min, int64_t max) {
+  const std::string text = value();
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size()) throw Error(str(names_, " expects an integer, got '", text, "'"));
+  if (v < min) throw Error(str(names_, " must be at least ", min, ", got ", v));
+  if (v > max) throw Error(str(names_, " must be at most ", max, ", got ", v));
+  return v;
+}
+
+bool Args::value_follows() const { return inline_value_ || (at_ < words_.size() && words_[at_][0] != '-'); }
+
+void Args::unknown() const { throw Error(str("unknown option '", option_, "' (see --help)")); }
+
+bool read_common_option(Args& args, CommonOptions& o) {
+  if (args.is("-b", "--batchsize")) o.batchsize = args.integer(1);
+  else if (args.is("-e", "--epoch")) o.epoch = args.integer(1);
+  else if (args.is("-u", "--unit")) o.unit = args.integer(1);
+  else if (args.is(nullptr, "--seed")) o.seed = args.integer(0);
+  else if (args.is(nullptr, "--threads")) o.threads = int(args.integer(1, 1024));
+  else if (args.is("-o", "--out")) o.out = args.value();
+  else if (args.is("-r", "--resume")) o.resume = args.value();
+  else if (args.is(nullptr, "--data")) o.data = args.value();
+  else if (args.is("-g", "--gpu")) o.gpu = args.value_follows() ? int(args.integer(0, 1023)) : 0;  // "--gpu" alone: 0
+  else return false;
+  return true;
+}
+
+const char* const kCommonUsage = R"(  -b, --batchsize N   examples per mini-batch (default 100)
+  -e, --epoch N       passes over the training set (default 20)
+  -u, --unit N        units in each hidden layer (default 1000)
+  -o, --out DIR       directory for the log and snapshots (default result)
+  -r, --resume FILE   resume from a snapshot written by an earlier run
+  -g, --gpu [ID]      train on CUDA device ID (default 0): model, optimizer and data on the GPU;
+                      with several processes each takes device ID + intra_rank (modulo the
+                      devices it sees), as the tutorial's device = comm.intra_rank
+      --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)
+      --seed N        random seed for initialization and shuffling (default 0)
+      --threads N     compute threads per process (default: cores / processes on this node)
+  -h, --help          show this help
+)";
+
+std::string find_mnist(const std::string& data_flag) {
+  std::vector<std::string> candidates;
+  if (!data_flag.empty()) candidates = {data_flag};
+  else {
+    if (const char* env = std::getenv("MNIST_DIR")) candidates.push_back(env);
+    candidates.push_back("data/mnist");
+    candidates.push_back("../shared/datasets/mnist");
+  }
+  for (const auto& c : candidates)
+    if (std::filesystem::is_directory(c)) return c;
+  std::string looked;
+  for (const auto& c : candidates) looked += "\n  " + c;
+  throw Error(str("cannot find the MNIST directory; looked in:", looked,
+                  "\nPut the four IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+                  "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz; http://yann.lecun.com/exdb/mnist/ or a mirror "
+                  "such as https://ossci-datasets.s3.amazonaws.com/mnist/) in one of them, or pass --data DIR"));
+}
+
+chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm) {
+  if (!gpu) return chainer::Device::cpu();
+  const int visible = chainer::cuda::device_count();
+  const int id = visible > 0 ? (*gpu + comm.intra_rank()) % visible : *gpu;
+  if (comm.intra_rank() == 0 && comm.intra_size() > visible && visible > 0)
+    std::cerr << "warning: " << comm.intra_size() << " processes on this host share " << visible
+              << (visible == 1 ? " GPU" : " GPUs") << " (NCCL refuses two ranks on one GPU: use --communicator flat "
+              << "or hierarchical there)\n";
+  chainer::cuda::get_device(id).use();
+  return chainer::cuda::get_device(id).device();
+}
+
+std::string rank_suffix(const chainermn::Communicator& comm) {
+  return comm.size() == 1 ? std::string() : str(".rank", comm.rank(), "-of-", comm.size());
+}
+
+void add_reports(chainer::training::Trainer& trainer, const std::vector<std::string>& columns) {
+  namespace E = chainer::training::extensions;
+  trainer.extend(std::make_shared<E::LogReport>());
+  trainer.extend(std::make_shared<E::PrintReport>(columns));
+  trainer.extend(std::make_shared<E::ProgressBar>());
+}
+
+int app_main(const char* name, int argc, char** argv, int (*run)(int, char**)) {
+  return chainermn::run_main(argc, argv, [name, run](int c, char** v) -> int {
+    try {
+      return run(c, v);
+    } catch (const std::exception& e) {
+      if (chainermn::world_size() == 1) {
+        std::cerr << name << ": error: " << e.what() << "\n";
+        return 1;
+      }
+      chainermn::abort_job(str(name, ": error: ", e.what()));
+    }
+  });
+}
+
+}  // namespace apps

@@ -1,0 +1,82 @@
+// What the MNIST apps share: reading their options (-b 100, --batchsize 100, --batchsize=100),
+// the options every one of them has, finding MNIST, choosing each process's device, per-rank
+// snapshot names, the reports of rank 0, and main()'s handling of errors (one process: the
+// message and status 1; several: the whole job ends with the message, so no rank waits for
+// the one that failed).
+#pragma once
+#include <chainer.h>
+#include <chainermn.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace apps {
+
+// Reads argv one option at a time:
+//   for (apps::Args args(argc, argv, usage); args.next();)
+//     if (args.is("-b", "--batchsize")) o.batchsize = args.integer(1); else ... else args.unknown();
+// -h/--help prints USAGE on rank 0 and exits 0.
+class Args {
+ public:
+  Args(int argc, char** argv, const char* usage);
+  bool next();  // the next option; false after the last
+  bool is(const char* short_name, const char* long_name) const;  // short_name may be nullptr
+  const std::string& option() const { return option_; }
+  std::string value();  // the option's value: after '=', or the next word; never empty
+  // The value as an integer in [MIN, MAX]; errors name the option as "-b/--batchsize".
+  int64_t integer(int64_t min, int64_t max = std::numeric_limits<int64_t>::max());
+  // Whether a value follows (after '=', or a next word that is not an option): for --gpu [ID].
+  bool value_follows() const;
+  [[noreturn]] void unknown() const;
+
+ private:
+  std::vector<std::string> words_;
+  const char* usage_;
+  size_t at_ = 0;
+  std::string option_, names_;
+  std::optional<std::string> inline_value_;
+};
+
+// The options of every MNIST app, with the tutorial's defaults.
+struct CommonOptions {
+  int64_t batchsize = 100;
+  int64_t epoch = 20;
+  int64_t unit = 1000;
+  int64_t seed = 0;
+  int threads = 0;  // 0: cores / processes on this node
+  std::string out = "result";
+  std::string resume;
+  std::string data;
+  std::optional<int> gpu;
+};
+// Reads the current option into O when it is one of CommonOptions'; false otherwise.
+bool read_common_option(Args& args, CommonOptions& o);
+// Their lines of the usage text.
+extern const char* const kCommonUsage;
+
+// --data, then $MNIST_DIR, then ./data/mnist, then ../shared/datasets/mnist; an error lists
+// where it looked and where to get the files.
+std::string find_mnist(const std::string& data_flag);
+
+// The device of this process: the CPU, or with --gpu ID device (ID + intra_rank) modulo the
+// visible devices, made current; a warning (from intra_rank 0) when ranks share a GPU.
+chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm);
+
+// Each rank of a multi-process job snapshots its own state: "snapshot_iter_600.rank1-of-4". A
+// 1-process job keeps Chainer's plain name.
+std::string rank_suffix(const chainermn::Communicator& comm);
+
+// Rank 0's reports: the log, a printed report of COLUMNS, a progress bar.
+void add_reports(chainer::training::Trainer& trainer, const std::vector<std::string>& columns);
+
+// The updater options of the model-parallel apps: on a GPU their steps run eagerly, since a
+// step that sends and receives through MPI on the host cannot be captured into a CUDA graph.
+inline const chainer::training::UpdaterOptions kEagerSteps{std::nullopt, /*cuda_graph=*/false};
+
+// main() of app NAME: runs RUN under chainermn::run_main with the error handling above.
+int app_main(const char* name, int argc, char** argv, int (*run)(int, char**));
+
+}  // namespace apps
