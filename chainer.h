@@ -21,6 +21,7 @@
 #include "nn/functions.h"
 #include "nn/initializers.h"
 #include "nn/link.h"
+#include "nn/links/batch_normalization.h"
 #include "nn/links/classifier.h"
 #include "nn/links/linear.h"
 #include "nn/optimizer.h"

@@ -6,6 +6,7 @@
 #include "distributed/communicators/communicator.h"
 #include "distributed/communicators/flat_communicator.h"
 #include "distributed/generic_multi_node_evaluator.h"
+#include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/mpi_check.h"
 #include "distributed/mpi_runtime.h"
 #include "distributed/multi_node_evaluator.h"

@@ -8,6 +8,7 @@
 #include "nn/functions/activation.h"
 #include "nn/functions/arithmetic.h"
 #include "nn/functions/array.h"
+#include "nn/functions/batch_normalization.h"
 #include "nn/functions/dropout.h"
 #include "nn/functions/linear.h"
 #include "nn/functions/matmul.h"

@@ -1365,6 +1365,13 @@ std::vector<FnCase> function_cases() {
        },
        {input({6, 4}, 52), input({5, 4}, 53), input({5}, 54), input({3, 5}, 55), input({3}, 56),
         labels({0, 2, 1, 1, -1, 0})}},
+      {"batch_normalization of (5, 3)", [](const Vars& v) { return F::batch_normalization(v[0], v[1], v[2]); },
+       {input({5, 3}, 58), input({3}, 59, 0.5, 2), input({3}, 80)}},
+      {"batch_normalization of (2, 3, 2, 2)", [](const Vars& v) { return F::batch_normalization(v[0], v[1], v[2]); },
+       {input({2, 3, 2, 2}, 81), input({3}, 82, 0.5, 2), input({3}, 83)}},
+      {"fixed_batch_normalization of (3, 2, 2)",
+       [](const Vars& v) { return F::fixed_batch_normalization(v[0], v[1], v[2], v[3], v[4]); },
+       {input({3, 2, 2}, 84), input({2}, 85), input({2}, 86), input({2}, 87), input({2}, 88, 0.5, 2)}},
       {"accuracy", [](const Vars& v) { return F::accuracy(v[0], v[1]); },
        {input({7, 5}, 57), labels({0, 4, -1, 2, 2, 1, 3})}, {}, false},
   };

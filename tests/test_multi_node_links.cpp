@@ -1,0 +1,197 @@
+// ChainerMN's links (chainermn::links) under mpiexec with 1 to 4 processes: MultiNodeBatchNormalization
+// over the ranks of a communicator equals BatchNormalization on the whole batch in one process
+// (computed on every rank) -- outputs, input gradients, parameter gradients summed over the ranks,
+// running averages, test mode -- with even and uneven slices; plain per-rank BatchNormalization
+// does not; a communicator made by split normalizes each group on its own.
+//
+// Every rank runs the same test cases in the same order; checks between collectives use CHECK
+// (never REQUIRE), so one rank's failure cannot leave the others waiting in a collective.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/ops.h"
+#include "core/random.h"
+#include "distributed/communicators/communicator.h"
+#include "distributed/links/multi_node_batch_normalization.h"
+#include "nn/links/batch_normalization.h"
+
+using namespace chainer;
+namespace L = chainer::links;
+namespace mn = chainermn;
+
+namespace {
+
+std::shared_ptr<mn::Communicator> world() { return mn::create_communicator("naive"); }
+
+// |got - want| / (1 + |want|) at worst, over every element (infinity when the shapes differ).
+double worst_difference(const Tensor& got, const Tensor& want) {
+  if (got.shape() != want.shape()) return INFINITY;
+  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - w[i]) / (1 + std::abs(w[i])));
+  return worst;
+}
+
+// How a batch is spread over the ranks: the rows each rank holds, and the shape of one row.
+struct Layout {
+  std::string name;
+  std::vector<int64_t> rows;  // per rank
+  Shape row_shape;            // (C, ...) of one example
+  int64_t offset(int rank) const {
+    int64_t at = 0;
+    for (int r = 0; r < rank; ++r) at += rows[size_t(r)];
+    return at;
+  }
+  int64_t total() const { return offset(int(rows.size())); }
+};
+
+// The layouts tested on SIZE ranks: the same rows on each, and different ones (rank r holds
+// r + 1 rows; 2-D: r + 2, so one rank alone still has a variance).
+std::vector<Layout> layouts(int size) {
+  std::vector<Layout> out{{"3 rows of (3, 2, 2) per rank", {}, {3, 2, 2}},
+                          {"rank r holds r + 1 rows of (3, 2, 2)", {}, {3, 2, 2}},
+                          {"rank r holds r + 2 rows of (4,)", {}, {4}}};
+  for (int r = 0; r < size; ++r) {
+    out[0].rows.push_back(3);
+    out[1].rows.push_back(r + 1);
+    out[2].rows.push_back(r + 2);
+  }
+  return out;
+}
+
+// A float32 batch of ROWS rows from SEED, the same on every rank. Row i is shifted by i / 2, so
+// the slices of different ranks have different statistics.
+Tensor batch(int64_t rows, const Shape& row_shape, uint64_t seed) {
+  Shape shape{rows};
+  shape.insert(shape.end(), row_shape.begin(), row_shape.end());
+  Generator gen(seed);
+  Tensor x = random::normal(shape, 0.0, 1.0, DType::Float32, &gen);
+  const int64_t per_row = rows ? x.numel() / rows : 0;
+  float* p = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) p[i] += 0.5f * float(i / per_row);
+  return x;
+}
+
+Tensor rows_of(const Tensor& x, int64_t offset, int64_t rows) { return x.narrow(0, offset, rows).contiguous(); }
+
+// Gamma and beta away from 1 and 0, the same on every rank.
+void set_affine(L::BatchNormalization& link, uint64_t seed) {
+  Generator gen(seed);
+  const int64_t c = link.size();
+  link.gamma()->data().copy_(random::uniform({c}, 0.5, 2.0, DType::Float32, &gen));
+  link.beta()->data().copy_(random::uniform({c}, -1.0, 1.0, DType::Float32, &gen));
+}
+
+// One training step of LINK: the output for X, the gradients for output gradient GY, and the
+// running averages after the step.
+struct Step {
+  Tensor y, gx, ggamma, gbeta, avg_mean, avg_var;
+};
+Step train_step(L::BatchNormalization& link, const Tensor& x, const Tensor& gy) {
+  link.cleargrads();
+  Variable xv(x, true);
+  Variable y = link(xv);
+  y.set_grad(gy);
+  y.backward();
+  return {y.data(), xv.grad(), link.gamma()->grad(), link.beta()->grad(), link.avg_mean().clone(),
+          link.avg_var().clone()};
+}
+
+// Runs two training steps and a test-mode forward of MULTI (over COMM, this rank's slice) and of
+// a plain link on the whole batch, and checks that this rank's results are the whole batch's
+// rows, its parameter gradients summed over COMM the whole batch's, and the averages equal.
+// LAYOUT.rows is indexed by the rank in COMM.
+void expect_whole_batch(const std::shared_ptr<mn::Communicator>& comm, const Layout& layout, uint64_t seed) {
+  const int64_t c = layout.row_shape[0], offset = layout.offset(comm->rank()), rows = layout.rows[size_t(comm->rank())];
+  mn::links::MultiNodeBatchNormalization multi(c, comm);
+  L::BatchNormalization whole(c);
+  set_affine(multi, seed);
+  set_affine(whole, seed);
+  for (uint64_t t = 0; t < 2; ++t) {
+    INFO("step " << t);
+    const Tensor x = batch(layout.total(), layout.row_shape, seed + 10 * t + 1);
+    const Tensor gy = batch(layout.total(), layout.row_shape, seed + 10 * t + 2);
+    const Step want = train_step(whole, x, gy);
+    const Step got = train_step(multi, rows_of(x, offset, rows), rows_of(gy, offset, rows));
+    CHECK(worst_difference(got.y, rows_of(want.y, offset, rows)) <= 1e-5);
+    CHECK(worst_difference(got.gx, rows_of(want.gx, offset, rows)) <= 1e-5);
+    CHECK(worst_difference(comm->allreduce(got.ggamma), want.ggamma) <= 1e-5);
+    CHECK(worst_difference(comm->allreduce(got.gbeta), want.gbeta) <= 1e-5);
+    CHECK(worst_difference(got.avg_mean, want.avg_mean) <= 1e-5);
+    CHECK(worst_difference(got.avg_var, want.avg_var) <= 1e-5);
+  }
+  config::TrainScope test_mode(false);
+  const Tensor x = batch(layout.total(), layout.row_shape, seed + 100);
+  const Tensor y = multi(Variable(rows_of(x, offset, rows))).data();
+  CHECK(worst_difference(y, rows_of(whole(Variable(x)).data(), offset, rows)) <= 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("MultiNodeBatchNormalization over every rank equals BatchNormalization on the whole batch",
+          "[multi_node_links][batch_normalization]") {
+  auto comm = world();
+  uint64_t seed = 1000;
+  for (const Layout& layout : layouts(comm->size())) {
+    INFO(layout.name << " on " << comm->size() << " ranks, rank " << comm->rank());
+    expect_whole_batch(comm, layout, seed += 1000);
+  }
+}
+
+TEST_CASE("BatchNormalization on each rank's slice alone differs from the whole batch once there are 2 ranks",
+          "[multi_node_links][batch_normalization]") {
+  // The contrast that shows the test above measures something: per-rank statistics are not the
+  // whole batch's (rows are shifted by their index, so every slice has its own mean).
+  auto comm = world();
+  const Layout layout = layouts(comm->size())[0];
+  const int64_t offset = layout.offset(comm->rank()), rows = layout.rows[size_t(comm->rank())];
+  const Tensor x = batch(layout.total(), layout.row_shape, 7);
+  L::BatchNormalization alone(3), whole(3);
+  const Tensor y = alone(Variable(rows_of(x, offset, rows))).data();
+  const double difference = worst_difference(y, rows_of(whole(Variable(x)).data(), offset, rows));
+  INFO("rank " << comm->rank() << " of " << comm->size() << ": worst difference " << difference);
+  if (comm->size() == 1)
+    CHECK(difference <= 1e-6);
+  else
+    CHECK(difference > 0.1);
+}
+
+TEST_CASE("MultiNodeBatchNormalization: one example per rank trains when the ranks together have several",
+          "[multi_node_links][batch_normalization]") {
+  auto comm = world();
+  Layout layout{"one (3,) row per rank", std::vector<int64_t>(size_t(comm->size()), 1), {3}};
+  if (comm->size() == 1) {
+    // One value per channel in the whole batch: the same error as one process.
+    mn::links::MultiNodeBatchNormalization multi(3, comm);
+    CHECK_THROWS_WITH(multi(Variable(batch(1, {3}, 5))),
+                      Catch::Contains("1 value per channel") && Catch::Contains("counted over all processes"));
+  } else {
+    expect_whole_batch(comm, layout, 5);
+  }
+}
+
+TEST_CASE("MultiNodeBatchNormalization over a split communicator normalizes each group over its own ranks",
+          "[multi_node_links][batch_normalization]") {
+  auto comm = world();
+  // Even and odd ranks: each group's batch is its members' slices, one after the other.
+  const int color = comm->rank() % 2;
+  auto group = comm->split(color, comm->rank());
+  CHECK(group->size() == (comm->size() + 1 - color) / 2);
+  Layout layout{"group of rank r holds r + 1 rows of (2, 3)", {}, {2, 3}};
+  for (int r = color; r < comm->size(); r += 2) layout.rows.push_back(r + 1);
+  INFO("rank " << comm->rank() << " of " << comm->size() << ", rank " << group->rank() << " of " << group->size()
+               << " in group " << color);
+  // Each group's batch from its own seed: the groups' statistics differ.
+  expect_whole_batch(group, layout, 3000 + uint64_t(color) * 500);
+}
+
+TEST_CASE("MultiNodeBatchNormalization: a null communicator is an error", "[multi_node_links][errors]") {
+  CHECK_THROWS_WITH(mn::links::MultiNodeBatchNormalization(3, nullptr),
+                    Catch::Contains("MultiNodeBatchNormalization: the communicator is null"));
+}
