@@ -1,13 +1,18 @@
 // chainermn-cpp's distributed layer in one include: the MPI job (init_mpi, run_main,
-// abort_job), communicators (create_communicator: naive, flat), the multi-node optimizer and
-// evaluators, scatter_dataset, and object serialization. Includes chainer.h.
+// abort_job), the MPI library's facts, communicators (create_communicator: every kind), the
+// multi-node optimizer and evaluators, scatter_dataset, the multi-node and synchronized
+// iterators, communication as differentiable functions (chainermn::functions), the multi-node
+// links, and object serialization. Includes chainer.h.
 #pragma once
 #include "chainer.h"
 #include "distributed/communicators/communicator.h"
 #include "distributed/communicators/flat_communicator.h"
 #include "distributed/generic_multi_node_evaluator.h"
+#include "distributed/iterators/multi_node_iterator.h"
+#include "distributed/iterators/synchronized_iterator.h"
 #include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_library.h"
 #include "distributed/mpi_runtime.h"
 #include "distributed/multi_node_evaluator.h"
 #include "distributed/multi_node_optimizer.h"

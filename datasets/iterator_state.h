@@ -37,6 +37,12 @@ class IteratorState {
   int64_t batch_size() const { return batch_size_; }
 
   void reset();
+  // reset(), with every order from now on (and after each reset()) drawn from Generator(SEED):
+  // how chainermn::create_synchronized_iterator gives every rank the same order.
+  void reseed(uint64_t seed) {
+    seed_ = seed;
+    reset();
+  }
   // Keys: current_position, epoch, is_new_epoch, previous_epoch_detail, order (with shuffle), rng_state.
   void serialize(Serializer& serializer);
 

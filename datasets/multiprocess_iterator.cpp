@@ -87,6 +87,12 @@ void MultiprocessIterator::reset() {
   state_.reset();
 }
 
+void MultiprocessIterator::reseed(uint64_t seed) {
+  stop();  // the prefetched batches follow the old order
+  error_ = nullptr;
+  state_.reseed(seed);
+}
+
 void MultiprocessIterator::serialize(Serializer& serializer) {
   if (!serializer.is_reader()) {
     state_.serialize(serializer);

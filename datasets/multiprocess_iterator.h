@@ -36,6 +36,8 @@ class MultiprocessIterator : public Iterator {
   int64_t current_position() const override { return state_.current_position(); }
 
   void reset() override;
+  // Back to the start, with the orders drawn from Generator(SEED) (IteratorState::reseed).
+  void reseed(uint64_t seed);
   void serialize(Serializer& serializer) override;
   void finalize() override { stop(); }
 

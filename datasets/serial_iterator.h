@@ -25,6 +25,8 @@ class SerialIterator : public Iterator {
   int64_t current_position() const override { return state_.current_position(); }
 
   void reset() override { state_.reset(); }
+  // Back to the start, with the orders drawn from Generator(SEED) (IteratorState::reseed).
+  void reseed(uint64_t seed) { state_.reseed(seed); }
   void serialize(Serializer& serializer) override { state_.serialize(serializer); }
 
   const datasets::DatasetPtr& dataset() const { return dataset_; }

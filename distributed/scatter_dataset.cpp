@@ -212,4 +212,9 @@ DatasetPtr create_empty_dataset(const DatasetPtr& dataset) {
   return std::make_shared<EmptyExamples>(dataset->size());
 }
 
+DatasetPtr create_empty_dataset(int64_t size) {
+  if (size < 0) throw Error(chainer::str("create_empty_dataset: size must be at least 0, got ", size));
+  return std::make_shared<EmptyExamples>(size);
+}
+
 }  // namespace chainermn

@@ -50,5 +50,8 @@ chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPt
 // (ChainerMN's [()] * len(dataset)), for a model-parallel stage whose forward takes no inputs
 // (it starts by receiving from another stage) but must run as many iterations as the others.
 chainer::datasets::DatasetPtr create_empty_dataset(const chainer::datasets::DatasetPtr& dataset);
+// The same with SIZE examples, for a process that never holds the data (its size came in a
+// message: comm->bcast_obj(train->size())).
+chainer::datasets::DatasetPtr create_empty_dataset(int64_t size);
 
 }  // namespace chainermn

@@ -918,3 +918,154 @@ TEST_CASE("communicator: debug mode reports diverged (non-finite) gradients") {
     CHECK_NOTHROW(comm->multi_node_mean_grad(model));
   }
 }
+
+// ---- Split communicators ----
+
+namespace {
+// Whether every host of HOSTS runs the same number of processes (what two_dimensional needs).
+bool evenly_placed(const std::vector<std::string>& hosts) {
+  const std::map<std::string, int> per_host = chainermn::processes_per_host(hosts);
+  for (const auto& [h, n] : per_host)
+    if (n != per_host.begin()->second) return false;
+  return true;
+}
+
+// The world ranks of each half of split(rank % 2, key) in the half's rank order: ascending, or
+// highest first with REVERSED (key -rank).
+std::vector<std::vector<int>> halves(int size, bool reversed) {
+  std::vector<std::vector<int>> members(2);
+  for (int i = 0; i < size; ++i) {
+    const int r = reversed ? size - 1 - i : i;
+    members[size_t(r % 2)].push_back(r);
+  }
+  return members;
+}
+
+// Whether both halves of COMM suit KIND's placement rule (every rank knows every host name, so
+// all ranks decide alike): two_dimensional needs each half evenly placed over its hosts.
+bool halves_suit(const std::string& kind, const Communicator& comm) {
+  if (kind != "two_dimensional") return true;
+  for (const std::vector<int>& members : halves(comm.size(), false)) {
+    std::vector<std::string> hosts;
+    for (int r : members) hosts.push_back(comm.host_names()[size_t(r)]);
+    if (!hosts.empty() && !evenly_placed(hosts)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("communicator: a split has its own members' topology and host names, and its parent's kind and settings") {
+  for (const std::string& kind : kinds()) {
+    auto comm = make_with_wire(kind, DType::BFloat16);
+    if (!halves_suit(kind, *comm)) continue;
+    INFO(kind);
+    const int rank = comm->rank(), color = rank % 2;
+    comm->set_debug(true);
+    auto sub = comm->split(color, -rank);  // highest world rank first
+    CHECK(sub != nullptr);
+    if (!sub) continue;
+    const std::vector<int> members = halves(comm->size(), true)[size_t(color)];
+    std::vector<std::string> hosts;
+    for (int r : members) hosts.push_back(comm->host_names()[size_t(r)]);
+    CHECK(sub->name() == kind);
+    CHECK(sub->debug());
+    CHECK(sub->options().allreduce_grad_dtype == DType::BFloat16);
+    CHECK(sub->size() == int(members.size()));
+    // MPI's own view: the split's ranks are these world ranks, in this order.
+    MPI_Group sub_group, world_group;
+    MPI_Comm_group(sub->mpi_comm(), &sub_group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    std::vector<int> sub_ranks(members.size()), world_ranks(members.size());
+    for (size_t i = 0; i < sub_ranks.size(); ++i) sub_ranks[i] = int(i);
+    MPI_Group_translate_ranks(sub_group, int(members.size()), sub_ranks.data(), world_group, world_ranks.data());
+    MPI_Group_free(&sub_group);
+    MPI_Group_free(&world_group);
+    CHECK(world_ranks == members);
+    // The topology is the members' own: their host names, intra and inter counted over them.
+    CHECK(sub->host_names() == hosts);
+    const chainermn::Topology t = chainermn::compute_topology(hosts, sub->rank());
+    CHECK(sub->intra_rank() == t.intra_rank);
+    CHECK(sub->intra_size() == t.intra_size);
+    CHECK(sub->inter_rank() == t.inter_rank);
+    CHECK(sub->inter_size() == t.inter_size);
+    if (comm->inter_size() == 1) {  // one host: the half is all of its host, not the parent's count
+      CHECK(sub->intra_size() == sub->size());
+      CHECK(sub->intra_rank() == sub->rank());
+      CHECK(sub->inter_size() == 1);
+    }
+    // A split of a split.
+    auto quarter = sub->split(sub->rank() % 2, sub->rank());
+    CHECK(quarter != nullptr);
+    if (quarter) CHECK(quarter->size() == (sub->size() + 1 - sub->rank() % 2) / 2);
+  }
+}
+
+TEST_CASE("communicator: every kind's split sums, broadcasts and averages within its half only") {
+  for (const std::string& kind : kinds()) {
+    auto comm = make(kind);
+    if (!halves_suit(kind, *comm)) continue;
+    INFO(kind);
+    const int rank = comm->rank(), color = rank % 2;
+    auto sub = comm->split(color, rank);
+    CHECK(sub != nullptr);
+    if (!sub) continue;
+    const std::vector<int> members = halves(comm->size(), false)[size_t(color)];
+    const int n = int(members.size());
+    int member_sum = 0;
+    for (int r : members) member_sum += r;
+    CHECK(sub->allreduce(Tensor::scalar(rank, DType::Int64)).item<int64_t>() == member_sum);
+    CHECK(sub->bcast(Tensor::scalar(rank, DType::Int64), n - 1).item<int64_t>() == members.back());
+    CHECK(sub->allgather_obj(rank) == members);
+    CHECK(sub->allreduce_obj(std::map<std::string, int>{{"ranks", rank}}).at("ranks") == member_sum);
+    // The communicator's own averaging, and the sum the gradient reducer starts.
+    ExampleModel model;
+    set_grads(model, rank);
+    sub->multi_node_mean_grad(model);
+    int k = 0;
+    for (auto& [name, p] : model.namedparams()) {
+      INFO(name);
+      CHECK(all_equal(p.grad(), double(member_sum) / n + k++));
+    }
+    Tensor buf = Tensor::full({37}, rank + 1, DType::Float32);
+    sub->start_sum(buf)->wait();
+    CHECK(all_equal(buf, member_sum + n));
+  }
+}
+
+TEST_CASE("communicator: a split's messages do not mix with its parent's") {
+  auto comm = make();
+  const int rank = comm->rank(), size = comm->size(), color = rank % 2;
+  auto sub = comm->split(color, rank);
+  CHECK(sub != nullptr);
+  if (!sub) return;
+  // A message on the parent, tag 0, to the next rank; it arrives before the split is used.
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  int sent = 1000 + rank;
+  MPI_Request request;
+  CHAINERMN_MPI_CHECK(MPI_Isend(&sent, 1, MPI_INT, next, 0, comm->mpi_comm(), &request));
+  MPI_Status status;
+  CHAINERMN_MPI_CHECK(MPI_Probe(prev, 0, comm->mpi_comm(), &status));
+  // The split sees nothing of it: not a probe for anything, nor a receive from any source.
+  int pending = 1;
+  CHAINERMN_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, sub->mpi_comm(), &pending, MPI_STATUS_IGNORE));
+  CHECK_FALSE(pending);
+  comm->allreduce(Tensor::scalar(0, DType::Int64));  // nobody sends on the split before every rank has looked
+  if (sub->rank() != 0) {
+    sub->send(Tensor::scalar(2000 + rank, DType::Int32), 0, 0);
+  } else {
+    std::set<int> from;
+    for (int i = 1; i < sub->size(); ++i) from.insert(sub->recv(MPI_ANY_SOURCE, 0).item<int32_t>());
+    const std::vector<int> members = halves(size, false)[size_t(color)];
+    std::set<int> expected;
+    for (int r : members)
+      if (r != rank) expected.insert(2000 + r);
+    CHECK(from == expected);
+  }
+  // Collectives on both, interleaved; then the parent's message is still there for its receiver.
+  CHECK(sub->allreduce(Tensor::scalar(1, DType::Int64)).item<int64_t>() == sub->size());
+  CHECK(comm->allreduce(Tensor::scalar(1, DType::Int64)).item<int64_t>() == size);
+  int received = -1;
+  CHAINERMN_MPI_CHECK(MPI_Recv(&received, 1, MPI_INT, prev, 0, comm->mpi_comm(), MPI_STATUS_IGNORE));
+  CHAINERMN_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+  CHECK(received == 1000 + prev);
+}

@@ -358,6 +358,10 @@ TEST_CASE("multi_node: create_empty_dataset has as many examples as its dataset,
     CHECK(sizes.back() == (d->size() % 2 ? 1 : 2));
   }
   CHECK_THROWS_AS(mn::create_empty_dataset(nullptr), Error);
+  // By size, for a process that never holds the data.
+  CHECK(mn::create_empty_dataset(int64_t(7))->size() == 7);
+  CHECK(mn::create_empty_dataset(int64_t(7))->get_example(6).empty());
+  CHECK_THROWS_WITH(mn::create_empty_dataset(int64_t(-1)), Catch::Contains("got -1"));
 }
 
 // =============================================================================================
@@ -1387,4 +1391,119 @@ TEST_CASE("multi_node: a trainer with scattered data, the multi-node optimizer a
   const double root_loss = comm->bcast(Tensor::scalar(loss, DType::Float64), 0).item<double>();
   CHECK(loss == root_loss);
   CHECK(multi->last_example_count() == 7 * n + 2);
+}
+
+// =============================================================================================
+// On split communicators: even and odd ranks (Communicator::split) work apart, each half as if
+// it were the whole job.
+
+TEST_CASE("multi_node: scatter_dataset over a split scatters each half's own root's data") {
+  // Each half's root (its first member) holds 11 + color examples numbered from 1000 color.
+  auto comm = world();
+  const int rank = comm->rank(), color = rank % 2;
+  auto half = comm->split(color, rank);
+  CHECK(half != nullptr);
+  if (!half) return;
+  const int64_t n = 11 + color, first = 1000 * color;
+  datasets::DatasetPtr mine;
+  if (half->rank() == 0) {
+    std::vector<float> x;
+    std::vector<int32_t> t;
+    for (int64_t id = first; id < first + n; ++id) {
+      x.push_back(float(id));
+      x.push_back(float(10 * id) + 0.5f);
+      t.push_back(int32_t(id));
+    }
+    mine = std::make_shared<datasets::TupleDataset>(
+        std::vector<Tensor>{Tensor::from_vector(x, {n, 2}), Tensor::from_vector(t, {n})});
+  }
+  auto share = mn::scatter_dataset(mine, half, 0, /*shuffle=*/true, 5);
+  bool consistent = false;
+  const std::vector<int64_t> ids = ids_of(*share, consistent);
+  CHECK(consistent);
+  CHECK(int64_t(share->size()) == (n + half->size() - 1) / half->size());
+  std::set<int64_t> covered, expected;
+  for (const auto& theirs : half->allgather_obj(ids)) covered.insert(theirs.begin(), theirs.end());
+  for (int64_t id = first; id < first + n; ++id) expected.insert(id);
+  CHECK(covered == expected);
+}
+
+TEST_CASE("multi_node: the multi-node optimizer on a split averages within each half only") {
+  // Each half starts from its first member's parameters (world rank COLOR's) and, with SGD at
+  // lr 1, changes them by the mean of its own members' gradients (rank + 1 on each rank).
+  struct Case {
+    std::string comm, reduction;
+    bool shared_memory;
+  };
+  for (const Case& c : {Case{"naive", "communicator", true}, Case{"flat", "communicator", true},
+                        Case{"naive", "bucketed", true}, Case{"flat", "bucketed", false},
+                        Case{"hierarchical", "bucketed", true}}) {
+    CAPTURE(c.comm, c.reduction, c.shared_memory);
+    auto comm = world(c.comm);
+    const int rank = comm->rank(), size = comm->size(), color = rank % 2;
+    auto half = comm->split(color, rank);
+    CHECK(half != nullptr);
+    if (!half) continue;
+    mn::MultiNodeOptimizerOptions options;
+    options.reduction = c.reduction;
+    options.shared_memory = c.shared_memory;
+    options.first_bucket_bytes = 40;
+    options.bucket_bytes = 100;
+    auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(1.0), half, options);
+    auto model = make_model(100 + uint64_t(rank));
+    opt->setup(model);
+    opt->update();
+    CHECK(max_relative_difference(*model, *make_model(100 + uint64_t(color))) == 0.0);
+    std::map<std::string, std::vector<double>> before;
+    for (auto& [name, p] : model->namedparams()) {
+      before[name] = p.data().to_vector<double>();
+      p.set_grad(Tensor::full(p.shape(), double(rank + 1)));
+    }
+    opt->update();
+    CHECK(opt->t() == 1);
+    // Two halves on one host: each shares its own parameters in memory of its own.
+    if (c.reduction == "bucketed" && c.shared_memory && half->size() > 1 && half->intra_size() == half->size())
+      CHECK(dynamic_cast<mn::MultiNodeOptimizer&>(*opt).shares_update());
+    double mean = 0;
+    int members = 0;
+    for (int r = color; r < size; r += 2, ++members) mean += double(r + 1);
+    mean /= members;
+    for (const auto& [name, p] : model->namedparams()) {
+      const auto now = p.data().to_vector<double>();
+      double worst = 0;
+      for (size_t i = 0; i < now.size(); ++i) worst = std::max(worst, std::abs(before[name][i] - now[i] - mean));
+      CHECK(worst < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("multi_node: the multi-node evaluator over a split weights only its own half's ranks") {
+  auto comm = world();
+  const int rank = comm->rank(), size = comm->size(), color = rank % 2;
+  auto half = comm->split(color, rank);
+  CHECK(half != nullptr);
+  if (!half) return;
+  auto target = std::make_shared<Probe>();
+  auto iter = std::make_shared<iterators::SerialIterator>(rank_data(rank), 4, false, false);
+  auto evaluator = std::make_shared<E::Evaluator>(iter, target, [&](const std::vector<Variable>& arrays) {
+    target->forward(arrays[0]);
+    report({{"rank", double(rank)}}, target.get());
+  });
+  auto multi = mn::create_multi_node_evaluator(evaluator, half);
+  double weighted = 0, weighted_rank = 0;
+  int64_t total = 0;
+  for (int r = color; r < size; r += 2) {
+    const auto [mean, count] = local_mean(r);
+    weighted += mean * double(count);
+    weighted_rank += double(r) * double(count);
+    total += count;
+  }
+  const Observation result = multi->evaluate();
+  CHECK(multi->last_example_count() == total);
+  CHECK(result.count("validation/main/mean") == 1);
+  CHECK(result.count("validation/main/rank") == 1);
+  if (result.count("validation/main/mean") && result.count("validation/main/rank")) {
+    CHECK(result.at("validation/main/mean") == Approx(weighted / double(total)).epsilon(1e-12));
+    CHECK(result.at("validation/main/rank") == Approx(weighted_rank / double(total)).epsilon(1e-12));
+  }
 }
