@@ -9,6 +9,13 @@
 //   loop [S]   every rank all-reduces 256 KiB over and over, for S seconds (rank 0's clock), or
 //              until the job is ended from outside (tests/simhosts.sh cuts a host's link)
 //   ok         nobody fails: every rank prints "rank R ok" and the job exits 0
+// and, for chainermn::functions (model parallelism; 2 processes):
+//   fn_send_unreceived        rank 0 sends, then runs backward on the delegate, which waits for a
+//                             gradient; rank 1 never receives (it sleeps): the watchdog must end the job
+//   fn_send_large_unreceived  rank 0 sends 8 MiB, which waits for the receiver; rank 1 never receives
+//   fn_recv_unsent            rank 1 waits in recv for rank 0, which never sends
+//   fn_recv_tag               rank 1 receives with tag 2 what rank 0 sent with tag 1: an error
+//   fn_recv_shape             rank 1 expects shape (3,), rank 0 sends (2, 2): an error
 #include <csignal>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +25,39 @@
 
 #include "core/error.h"
 #include "distributed/communicators/communicator.h"
+#include "distributed/functions/point_to_point.h"
+
+namespace {
+
+// The fn_* modes. The rank that misbehaves by doing nothing sleeps outside MPI, so only its
+// peer's wait can end the job.
+void communication_function_mode(const std::string& mode, const std::shared_ptr<chainermn::Communicator>& comm) {
+  namespace MF = chainermn::functions;
+  using chainer::Tensor;
+  using chainer::Variable;
+  const int rank = comm->rank();
+  const auto idle = [] { std::this_thread::sleep_for(std::chrono::seconds(30)); };
+  if (mode == "fn_send_unreceived") {
+    if (rank == 0) MF::send(Variable(Tensor::ones({4})), comm, 1).backward();
+    if (rank == 1) idle();
+  } else if (mode == "fn_send_large_unreceived") {
+    if (rank == 0) MF::send(Variable(Tensor::ones({int64_t(2) << 20})), comm, 1);
+    if (rank == 1) idle();
+  } else if (mode == "fn_recv_unsent") {
+    if (rank == 0) idle();
+    if (rank == 1) MF::recv(comm, 0);
+  } else if (mode == "fn_recv_tag") {
+    if (rank == 0) MF::send(Variable(Tensor::ones({4})), comm, 1, 1);
+    if (rank == 1) MF::recv(comm, 0, {}, 2);
+  } else if (mode == "fn_recv_shape") {
+    if (rank == 0) MF::send(Variable(Tensor::ones({2, 2})), comm, 1);
+    MF::RecvOptions expect;
+    expect.shape = chainer::Shape{3};
+    if (rank == 1) MF::recv(comm, 0, {}, 0, expect);
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   return chainermn::run_main(argc, argv, [](int argc, char** argv) {
@@ -43,6 +83,7 @@ int main(int argc, char** argv) {
       std::printf("rank %d ok after %lld all-reduces\n", rank, (long long)steps);
       return 0;
     }
+    if (mode.rfind("fn_", 0) == 0) communication_function_mode(mode, comm);
     if (rank == 1 || comm->size() == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the others block first
       if (mode == "throw") throw chainer::Error("rank 1 failed on purpose: bad batch");

@@ -176,6 +176,8 @@ Communicator::Communicator(std::string name, MPI_Comm comm, CommunicatorOptions 
     CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     CHAINERMN_MPI_CHECK(MPI_Comm_dup(comm_, &coll_comm_));
     CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(coll_comm_, MPI_ERRORS_RETURN));
+    CHAINERMN_MPI_CHECK(MPI_Comm_dup(comm_, &functions_comm_));
+    CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(functions_comm_, MPI_ERRORS_RETURN));
     CHAINERMN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     CHAINERMN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
     host_names_ = allgather_host_names(comm_);
@@ -194,7 +196,8 @@ void Communicator::finalize() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   if (coll_comm_ != MPI_COMM_NULL) MPI_Comm_free(&coll_comm_);
   if (sum_comm_ != MPI_COMM_NULL) MPI_Comm_free(&sum_comm_);
-  comm_ = coll_comm_ = sum_comm_ = MPI_COMM_NULL;
+  if (functions_comm_ != MPI_COMM_NULL) MPI_Comm_free(&functions_comm_);
+  comm_ = coll_comm_ = sum_comm_ = functions_comm_ = MPI_COMM_NULL;
 }
 
 MPI_Comm Communicator::comm() const {
@@ -205,6 +208,11 @@ MPI_Comm Communicator::comm() const {
 MPI_Comm Communicator::coll() const {
   comm();
   return coll_comm_;
+}
+
+MPI_Comm Communicator::functions_comm() const {
+  comm();
+  return functions_comm_;
 }
 
 std::unique_ptr<PendingSum> Communicator::start_sum(Tensor& buf) const {

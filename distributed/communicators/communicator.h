@@ -160,6 +160,12 @@ class Communicator {
   // finished handle, the NCCL ones queue the sum on their stream.
   virtual std::unique_ptr<PendingSum> start_sum(Tensor& buf) const;
 
+  // The MPI communicator that carries chainermn::functions' point-to-point messages (send,
+  // recv and their backward: distributed/functions/function_channel.h), apart from all other
+  // traffic. Made at construction with the others, not at first use: a send involves two ranks
+  // only, and duplicating a communicator needs all of them.
+  MPI_Comm functions_comm() const;
+
   // Frees the MPI communicators (not MPI itself); any later call throws. The destructor does
   // it too when MPI is still running.
   virtual void finalize();
@@ -185,6 +191,7 @@ class Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;       // the caller's traffic: send/recv with the caller's tags, collectives
   MPI_Comm coll_comm_ = MPI_COMM_NULL;  // collectives built on point-to-point messages, apart from the caller's tags
   mutable MPI_Comm sum_comm_ = MPI_COMM_NULL;  // start_sum's non-blocking sums (made at its first call)
+  MPI_Comm functions_comm_ = MPI_COMM_NULL;   // chainermn::functions' point-to-point messages
   int rank_ = 0, size_ = 1;
   Topology topology_;
   std::vector<std::string> host_names_;
