@@ -22,7 +22,32 @@ void check_root(int root, int size, const char* what) {
     throw Error(chainer::str(what, ": root ", root, " is not a rank of a communicator of size ", size));
 }
 
-// Zero-row tensors with the fields of DATASET.
+// SIZE examples without fields: what a pipeline stage with no inputs iterates over.
+class EmptyExamples : public chainer::datasets::Dataset {
+ public:
+  explicit EmptyExamples(size_t size) : size_(size) {}
+  size_t size() const override { return size_; }
+  chainer::datasets::Example get_example(size_t i) const override {
+    check_index(i);
+    return {};
+  }
+  std::vector<Tensor> get_batch(const std::vector<size_t>& indices) const override {
+    for (size_t i : indices) check_index(i);
+    return {};
+  }
+
+ private:
+  size_t size_;
+};
+
+// A worker's share: its rows, or N examples without fields where the dataset's have none
+// (create_empty_dataset's, as a model-parallel stage without inputs scatters).
+DatasetPtr share_of(std::vector<Tensor> rows, int64_t n) {
+  if (rows.empty()) return std::make_shared<EmptyExamples>(size_t(n));
+  return std::make_shared<TupleDataset>(std::move(rows));
+}
+
+// Zero-row tensors with the fields of DATASET (none for examples without fields).
 std::vector<Tensor> empty_fields(const chainer::datasets::Dataset& dataset) {
   if (auto* tuple = dynamic_cast<const TupleDataset*>(&dataset)) {
     std::vector<Tensor> out;
@@ -33,6 +58,7 @@ std::vector<Tensor> empty_fields(const chainer::datasets::Dataset& dataset) {
     }
     return out;
   }
+  if (dynamic_cast<const EmptyExamples*>(&dataset)) return {};
   try {
     std::vector<Tensor> out = dataset.get_batch({});
     bool ok = !out.empty();
@@ -50,7 +76,7 @@ std::vector<Tensor> empty_fields(const chainer::datasets::Dataset& dataset) {
     shape.insert(shape.end(), t.shape().begin(), t.shape().end());
     out.push_back(Tensor::empty(shape, t.dtype()));
   }
-  if (out.empty()) throw Error("scatter_dataset: the dataset's examples have no fields");
+
   return out;
 }
 
@@ -147,13 +173,12 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
           indices.reserve(size_t(e - b));
           for (int64_t j = b; j < e; ++j) indices.push_back(size_t(order.empty() ? j : order[size_t(j)]));
           rows = indices.empty() ? empty_fields(*dataset) : dataset->get_batch(indices);
-          if (rows.empty()) throw Error("scatter_dataset: the dataset's examples have no fields");
           for (size_t k = 0; k < rows.size(); ++k)
             if (!rows[k].defined() || rows[k].ndim() < 1 || rows[k].size(0) != e - b)
               throw Error(chainer::str("scatter_dataset: get_batch of ", e - b, " examples returned field ", k,
                                        rows[k].defined() ? " of shape " + chainer::shape_str(rows[k].shape())
                                                          : std::string(" undefined")));
-          if (i == root) mine = std::make_shared<TupleDataset>(rows);
+          if (i == root) mine = share_of(rows, e - b);
         } catch (const std::exception& ex) {
           failure = ex.what();
           rows.clear();
@@ -168,7 +193,7 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
     if (part.first.empty()) {
       std::vector<Tensor> fields;
       for (int64_t k = 0; k < part.second; ++k) fields.push_back(comm.recv(root, kScatterTag));
-      mine = std::make_shared<TupleDataset>(std::move(fields));
+      mine = share_of(std::move(fields), table[size_t(rank)].second - table[size_t(rank)].first);
     }
   }
 
@@ -187,25 +212,6 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const std::shared_ptr<Comm
   return scatter_dataset(dataset, *comm, root, shuffle, seed, force_equal_length);
 }
 
-namespace {
-// SIZE examples without fields: what a pipeline stage with no inputs iterates over.
-class EmptyExamples : public chainer::datasets::Dataset {
- public:
-  explicit EmptyExamples(size_t size) : size_(size) {}
-  size_t size() const override { return size_; }
-  chainer::datasets::Example get_example(size_t i) const override {
-    check_index(i);
-    return {};
-  }
-  std::vector<Tensor> get_batch(const std::vector<size_t>& indices) const override {
-    for (size_t i : indices) check_index(i);
-    return {};
-  }
-
- private:
-  size_t size_;
-};
-}  // namespace
 
 DatasetPtr create_empty_dataset(const DatasetPtr& dataset) {
   if (!dataset) throw Error("create_empty_dataset: the dataset is null");

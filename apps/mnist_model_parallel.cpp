@@ -1,0 +1,81 @@
+// ChainerMN's train_mnist_model_parallel.py in C++: the tutorial's MLP cut in two across exactly
+// two processes (apps/parallel_mlp.h). Rank 0 reads MNIST, runs l1 and computes the loss and
+// accuracy on the logits rank 1 sends back; rank 1 runs l2 and l3 on what rank 0 sent. Each
+// trains its own layers with its own Adam; backward crosses the processes through
+// chainermn::functions::send/recv. Rank 1 holds no data: it iterates an empty dataset of the
+// same length in the same order (a synchronized iterator), so both run the same iterations.
+//   mpiexec -n 2 build/apps/mnist_model_parallel [-b 100] [-e 20] [-u 1000] [--gpu]
+#include <iostream>
+#include <string>
+
+#include "app_common.h"
+#include "parallel_mlp.h"
+
+namespace L = chainer::links;
+namespace E = chainer::training::extensions;
+using chainer::Error;
+
+namespace {
+
+const std::string kUsage = std::string(R"(usage: mpiexec -n 2 mnist_model_parallel [options]
+Trains the ChainerMN tutorial MLP on MNIST split across exactly two processes (model parallel):
+layer 1 on rank 0, layers 2 and 3 on rank 1.
+)") + apps::kCommonUsage;
+
+int run(int argc, char** argv) {
+  apps::CommonOptions o;
+  for (apps::Args args(argc, argv, kUsage.c_str()); args.next();)
+    if (!apps::read_common_option(args, o)) args.unknown();
+  auto comm = chainermn::create_communicator("naive");
+  if (comm->size() != 2)
+    throw Error(chainer::str("this example runs on exactly 2 processes (mpiexec -n 2), got ", comm->size()));
+  const bool first = comm->rank() == 0;
+  const chainer::Device device = apps::choose_device(o.gpu, *comm);
+  if (o.threads > 0) chainer::set_num_threads(o.threads);
+
+  // Rank 0 reads MNIST; rank 1 learns the sizes and iterates empty examples.
+  chainer::datasets::DatasetPtr train, test;
+  if (first) {
+    const std::string data_dir = apps::find_mnist(o.data);
+    std::cout << "# Num process (COMM_WORLD): 2 (model parallel: layer 1 on rank 0, layers 2-3 on rank 1)\n# unit: "
+              << o.unit << "\n# Minibatch-size: " << o.batchsize << "\n# epoch: " << o.epoch
+              << "\n# device: " << device.str() << "\n# data: " << data_dir << "\n\n" << std::flush;
+    std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
+  }
+  const auto sizes = comm->bcast_obj(first ? std::vector<int64_t>{int64_t(train->size()), int64_t(test->size())}
+                                           : std::vector<int64_t>{});
+  if (first && o.gpu) {
+    train = chainer::datasets::to_device(train, device);
+    test = chainer::datasets::to_device(test, device);
+  } else if (!first) {
+    train = chainermn::create_empty_dataset(sizes[0]);
+    test = chainermn::create_empty_dataset(sizes[1]);
+  }
+
+  chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));
+  std::shared_ptr<chainer::Link> model;
+  if (first) model = std::make_shared<L::Classifier>(apps::first_stage(comm, o.unit));
+  else model = apps::second_stage(comm, o.unit, 10);
+  model->to_device(device);
+  auto optimizer = std::make_shared<chainer::optimizers::Adam>();
+  optimizer->setup(model);
+
+  auto train_iter = chainermn::create_synchronized_iterator(
+      std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true, uint64_t(o.seed)), comm);
+  auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
+  auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer, nullptr, apps::kEagerSteps);
+  chainer::training::Trainer trainer(updater, {double(o.epoch), chainer::training::Unit::Epoch}, o.out);
+  trainer.extend(std::make_shared<E::Evaluator>(test_iter, model));
+  trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + apps::rank_suffix(*comm)), "",
+                 chainer::training::IntervalTrigger(double(o.epoch), chainer::training::Unit::Epoch));
+  if (first)
+    apps::add_reports(trainer, {"epoch", "main/loss", "validation/main/loss", "main/accuracy",
+                                "validation/main/accuracy", "elapsed_time"});
+  if (!o.resume.empty()) chainer::training::load_snapshot(o.resume + apps::rank_suffix(*comm), trainer);
+  trainer.run();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return apps::app_main("mnist_model_parallel", argc, argv, run); }
