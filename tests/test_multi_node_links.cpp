@@ -1,4 +1,7 @@
-// ChainerMN's links (chainermn::links) under mpiexec with 1 to 4 processes: MultiNodeBatchNormalization
+// ChainerMN's links (chainermn::links) under mpiexec with 1 to 4 processes. MultiNodeChainList: a
+// Linear + sigmoid pipeline over every rank equals the same chain in one process (outputs and
+// every parameter's gradient), with fan-out and fan-in over several ranks, a component that
+// sends to its own rank, and the errors of add_link. MultiNodeBatchNormalization
 // over the ranks of a communicator equals BatchNormalization on the whole batch in one process
 // (computed on every rank) -- outputs, input gradients, parameter gradients summed over the ranks,
 // running averages, test mode -- with even and uneven slices; plain per-rank BatchNormalization
@@ -19,6 +22,9 @@
 #include "core/random.h"
 #include "distributed/communicators/communicator.h"
 #include "distributed/links/multi_node_batch_normalization.h"
+#include "distributed/links/multi_node_chain_list.h"
+#include "nn/functions.h"
+#include "nn/links/linear.h"
 #include "nn/links/batch_normalization.h"
 
 using namespace chainer;
@@ -194,4 +200,147 @@ TEST_CASE("MultiNodeBatchNormalization over a split communicator normalizes each
 TEST_CASE("MultiNodeBatchNormalization: a null communicator is an error", "[multi_node_links][errors]") {
   CHECK_THROWS_WITH(mn::links::MultiNodeBatchNormalization(3, nullptr),
                     Catch::Contains("MultiNodeBatchNormalization: the communicator is null"));
+}
+
+// =============================================================================================
+// MultiNodeChainList
+// =============================================================================================
+
+namespace {
+
+namespace F = chainer::functions;
+
+// Linear (seeded by INDEX, so every rank can build any stage) followed by a sigmoid.
+class Stage : public Chain {
+ public:
+  Stage(int64_t in, int64_t out, uint64_t index) {
+    Generator gen(100 + index);
+    linear = add_link("linear", std::make_shared<L::Linear>(in, out));
+    linear->W().set_data(random::normal({out, in}, 0, 0.5, DType::Float64, &gen));
+    linear->b()->set_data(random::normal({out}, 0, 0.5, DType::Float64, &gen));
+  }
+  Variable forward(const Variable& x) override { return F::sigmoid((*linear)(x)); }
+  std::shared_ptr<L::Linear> linear;
+};
+
+// Sums its inputs: a component that receives from several ranks.
+class SumInputs : public Link {
+ public:
+  std::vector<Variable> forward_args(const std::vector<Variable>& xs) override {
+    Variable acc = xs.at(0);
+    for (size_t i = 1; i < xs.size(); ++i) acc = F::add(acc, xs[i]);
+    return {acc};
+  }
+};
+
+class Identity : public Link {
+ public:
+  Variable forward(const Variable& x) override { return x; }
+};
+
+Tensor batch(int64_t rows, int64_t cols) {
+  Generator gen(7);
+  return random::normal({rows, cols}, 0, 1, DType::Float64, &gen);
+}
+
+Variable loss_of(const Variable& y) { return F::sum(F::mul(y, y)); }
+
+}  // namespace
+
+TEST_CASE("MultiNodeChainList: a Linear + sigmoid pipeline over every rank equals the chain in one process",
+          "[multi_node_links][chain_list]") {
+  // Stage i (width 3 + i) on rank i; rank 0 also takes the last stage's output back (an identity
+  // component) and computes the loss. One rank: the whole chain there, components kept local.
+  auto comm = world();
+  const int n = comm->size(), me = comm->rank();
+  auto width = [](int i) { return int64_t(3 + i); };
+  auto chain = std::make_shared<mn::links::MultiNodeChainList>(comm);
+  std::shared_ptr<Stage> mine;
+  if (n == 1) {
+    mine = std::make_shared<Stage>(width(0), width(1), 0);
+    chain->add_link(mine);
+  } else if (me == 0) {
+    mine = std::make_shared<Stage>(width(0), width(1), 0);
+    chain->add_link(mine, std::nullopt, 1);
+    chain->add_link(std::make_shared<Identity>(), n - 1, std::nullopt);
+  } else {
+    mine = std::make_shared<Stage>(width(me), width(me + 1), uint64_t(me));
+    chain->add_link(mine, me - 1, (me + 1) % n);
+  }
+  const Tensor x = batch(5, width(0));
+  Variable out = chain->forward_args(me == 0 ? std::vector<Variable>{Variable(x)} : std::vector<Variable>{}).at(0);
+  // Rank 0 holds the output; the others hold the delegate of their send.
+  Variable start = me == 0 ? loss_of(out) : out;
+  start.backward();
+
+  // The same stages in one process, on every rank.
+  std::vector<std::shared_ptr<Stage>> stages;
+  Variable h(x);
+  for (int i = 0; i < n; ++i) {
+    stages.push_back(std::make_shared<Stage>(width(i), width(i + 1), uint64_t(i)));
+    h = (*stages.back())(h);
+  }
+  loss_of(h).backward();
+  if (me == 0) CHECK(worst_difference(out.data(), h.data()) < 1e-6);
+  CHECK(worst_difference(mine->linear->W().grad(), stages[size_t(me)]->linear->W().grad()) < 1e-6);
+  CHECK(worst_difference(mine->linear->b()->grad(), stages[size_t(me)]->linear->b()->grad()) < 1e-6);
+}
+
+TEST_CASE("MultiNodeChainList: fan-out to several ranks and fan-in from several ranks, and a rank sending to itself",
+          "[multi_node_links][chain_list]") {
+  // Rank 0 sends its stage's output to every rank (itself included); each rank applies its own
+  // stage; rank 0 sums what comes back from all of them. One process: y = sum_i stage_i(stage_0(x)).
+  auto comm = world();
+  const int n = comm->size(), me = comm->rank();
+  std::vector<int> everyone(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) everyone[size_t(r)] = r;
+  auto chain = std::make_shared<mn::links::MultiNodeChainList>(comm);
+  std::shared_ptr<Stage> first, mine = std::make_shared<Stage>(4, 4, 10 + uint64_t(me));
+  if (me == 0) {
+    first = std::make_shared<Stage>(4, 4, 0);
+    chain->add_link(first, std::nullopt, mn::links::Ranks(everyone));
+    chain->add_link(mine, 0, 0);
+    chain->add_link(std::make_shared<SumInputs>(), mn::links::Ranks(everyone), std::nullopt);
+  } else {
+    chain->add_link(mine, 0, 0);
+  }
+  const Tensor x = batch(3, 4);
+  Variable out = chain->forward_args(me == 0 ? std::vector<Variable>{Variable(x)} : std::vector<Variable>{}).at(0);
+  (me == 0 ? loss_of(out) : out).backward();
+
+  auto ref_first = std::make_shared<Stage>(4, 4, 0);
+  std::vector<std::shared_ptr<Stage>> branches;
+  const Variable h = (*ref_first)(Variable(x));
+  Variable sum;
+  for (int r = 0; r < n; ++r) {
+    branches.push_back(std::make_shared<Stage>(4, 4, 10 + uint64_t(r)));
+    const Variable y = (*branches.back())(h);
+    sum = sum.defined() ? F::add(sum, y) : y;
+  }
+  loss_of(sum).backward();
+  if (me == 0) {
+    CHECK(worst_difference(out.data(), sum.data()) < 1e-6);
+    CHECK(worst_difference(first->linear->W().grad(), ref_first->linear->W().grad()) < 1e-6);
+  }
+  CHECK(worst_difference(mine->linear->W().grad(), branches[size_t(me)]->linear->W().grad()) < 1e-6);
+}
+
+TEST_CASE("MultiNodeChainList: add_link refuses a second output and ranks outside the communicator",
+          "[multi_node_links][chain_list][errors]") {
+  auto comm = world();
+  mn::links::MultiNodeChainList chain(comm);
+  chain.add_link(std::make_shared<Identity>());  // the output
+  CHECK_THROWS_WITH(chain.add_link(std::make_shared<Identity>()),
+                    Catch::Contains("component 1 has no rank_out, but component 0 has none either"));
+  CHECK_THROWS_WITH(chain.add_link(std::make_shared<Identity>(), comm->size(), 0),
+                    Catch::Contains(str("rank ", comm->size(), " of component 1 is outside the communicator")));
+  CHECK_THROWS_WITH(chain.add_link(std::make_shared<Identity>(), std::nullopt, -1),
+                    Catch::Contains("rank -1 of component 1"));
+  CHECK_THROWS_WITH(chain.add_link(nullptr), Catch::Contains("null link"));
+  CHECK(chain.size() == 1);
+  CHECK_THROWS_WITH(mn::links::MultiNodeChainList(nullptr), Catch::Contains("communicator is null"));
+  // A component taking input from its own rank with nothing kept there.
+  mn::links::MultiNodeChainList lonely(comm);
+  lonely.add_link(std::make_shared<Identity>(), comm->rank(), std::nullopt);
+  CHECK_THROWS_WITH(lonely.forward_args({}), Catch::Contains("no earlier component sent its output here"));
 }
