@@ -39,7 +39,7 @@ class MLP : public chainer::Chain {
 struct Options : apps::CommonOptions {
   int64_t frequency = -1;
   std::string communicator;  // default: naive on CPUs, pure_nccl on GPUs
-  std::string reduction = "bucketed";
+  chainermn::Reduction reduction = chainermn::Reduction::Bucketed;
 };
 
 const std::string kUsage = std::string(R"(usage: mnist_mlp [options]
@@ -56,16 +56,16 @@ Trains the ChainerMN tutorial MLP on MNIST (data parallel: each process its shar
 
 Options parse(int argc, char** argv) {
   Options o;
+  std::string reduction = chainermn::reduction_name(o.reduction);
   for (apps::Args args(argc, argv, kUsage.c_str()); args.next();) {
     if (apps::read_common_option(args, o)) continue;
     if (args.is("-f", "--frequency")) o.frequency = args.integer(-1);
     else if (args.is(nullptr, "--communicator")) o.communicator = args.value();
-    else if (args.is(nullptr, "--reduction")) o.reduction = args.value();
+    else if (args.is(nullptr, "--reduction")) reduction = args.value();
     else args.unknown();
   }
   if (o.frequency == 0) throw Error("-f/--frequency must be -1 or positive, got 0");
-  if (o.reduction != "bucketed" && o.reduction != "communicator")
-    throw Error(chainer::str("--reduction must be bucketed or communicator, got '", o.reduction, "'"));
+  o.reduction = chainermn::parse_reduction(reduction, "--reduction");
   return o;
 }
 
@@ -85,7 +85,8 @@ int run(int argc, char** argv) {
   if (root) {
     const std::string data_dir = apps::find_mnist(o.data);
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << "\n# Using " << comm->name()
-              << " communicator, " << o.reduction << " reduction\n# unit: " << o.unit << "\n# Minibatch-size: " << o.batchsize
+              << " communicator, " << chainermn::reduction_name(o.reduction) << " reduction\n# unit: " << o.unit
+              << "\n# Minibatch-size: " << o.batchsize
               << "\n# epoch: " << o.epoch << "\n# device: " << device.str()
               << "\n# threads per process: " << chainer::num_threads()
               << "\n# data: " << data_dir << "\n\n"

@@ -6,6 +6,20 @@ namespace chainermn {
 
 using chainer::Error;
 
+const char* reduction_name(Reduction reduction) {
+  switch (reduction) {
+    case Reduction::Bucketed: return "bucketed";
+    case Reduction::Communicator: return "communicator";
+  }
+  throw chainer::InternalError("reduction_name: invalid Reduction");
+}
+
+Reduction parse_reduction(const std::string& name, const std::string& what) {
+  for (Reduction r : {Reduction::Bucketed, Reduction::Communicator})
+    if (name == reduction_name(r)) return r;
+  throw Error(chainer::str(what, " must be bucketed or communicator, got '", name, "'"));
+}
+
 MultiNodeOptimizer::MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actual, std::shared_ptr<Communicator> comm,
                                        MultiNodeOptimizerOptions options)
     : actual_(std::move(actual)), comm_(std::move(comm)), options_(std::move(options)) {
@@ -14,17 +28,7 @@ MultiNodeOptimizer::MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actua
   if (options_.double_buffering)
     throw Error(chainer::str("create_multi_node_optimizer: double buffering needs the pure_nccl communicator (CUDA); "
                              "the '", comm_->name(), "' communicator does not support it"));
-  if (options_.reduction != "bucketed" && options_.reduction != "communicator")
-    throw Error(chainer::str("create_multi_node_optimizer: unknown reduction '", options_.reduction,
-                             "' (valid: bucketed, communicator)"));
-  if (options_.reduction == "bucketed") {
-    GradientReducerOptions r;
-    r.first_bucket_bytes = options_.first_bucket_bytes;
-    r.bucket_bytes = options_.bucket_bytes;
-    r.zero_fill = options_.zero_fill;
-    r.shared_memory = options_.shared_memory;
-    reducer_ = std::make_unique<GradientReducer>(comm_, r);
-  }
+  if (options_.reduction == Reduction::Bucketed) reducer_ = std::make_unique<GradientReducer>(comm_, options_.reducer);
   if (actual_->target_ptr()) chainer::Optimizer::setup(actual_->target_ptr());
 }
 
@@ -102,14 +106,14 @@ void MultiNodeOptimizer::update() {
     // Debug mode, as multi_node_mean_grad's: the buckets already started hold gradients of the
     // planned shapes (the plan is the same everywhere, bcast_data checked the models), so
     // comparing what each rank has before they complete is safe and names the culprit.
-    if (comm_->debug()) comm_->check_grads_consistent(link, options_.zero_fill, "multi-node optimizer");
+    if (comm_->debug()) comm_->check_grads_consistent(link, options_.reducer.zero_fill, "multi-node optimizer");
     // With a shared update and nothing reading other ranks' shares of the gradients before the
     // steps (hooks, the debug check), each rank steps its share as soon as it has summed it, and
     // the update's closing barrier is the step's only one.
     reducer_->finalize(!(shared_ && !actual_->has_hooks() && !comm_->debug()));
     if (comm_->debug()) Communicator::check_grads_finite(link, "multi-node optimizer");
   } else {
-    comm_->multi_node_mean_grad(link, options_.zero_fill);
+    comm_->multi_node_mean_grad(link, options_.reducer.zero_fill);
   }
   actual_->update();
   if (shared_) shared_->finish_step();
@@ -129,7 +133,7 @@ std::shared_ptr<chainer::Optimizer> create_multi_node_optimizer(std::shared_ptr<
                                                                  bool double_buffering, bool zero_fill) {
   MultiNodeOptimizerOptions options;
   options.double_buffering = double_buffering;
-  options.zero_fill = zero_fill;
+  options.reducer.zero_fill = zero_fill;
   return create_multi_node_optimizer(std::move(actual), std::move(comm), options);
 }
 

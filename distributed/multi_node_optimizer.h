@@ -11,13 +11,15 @@
 // (WeightDecay, GradientClipping) therefore see the averaged gradients.
 //
 // Gradients are averaged in one of two ways (MultiNodeOptimizerOptions::reduction):
-//   "bucketed" (the default): a GradientReducer (distributed/gradient_reducer.h) hooked on the
-//     parameters starts the sums of buckets of gradients while backward is still running, as
-//     PyTorch's DDP does (through shared memory on one host, else by the communicator's own
-//     algorithm); update() waits for them. This works with update(lossfun) and with
-//     update() after the caller ran backward; gradients set by hand are reduced at update time.
-//   "communicator": Communicator::multi_node_mean_grad at update time, i.e. the communicator's
-//     own scheme ("naive": one all-reduce per parameter, "flat": one packed buffer), as ChainerMN.
+//   Reduction::Bucketed (the default): a GradientReducer (distributed/gradient_reducer.h)
+//     hooked on the parameters starts the sums of buckets of gradients while backward is still
+//     running, as PyTorch's DDP does (through shared memory on one host, else by the
+//     communicator's own algorithm); update() waits for them. This works with update(lossfun)
+//     and with update() after the caller ran backward; gradients set by hand are reduced at
+//     update time. MultiNodeOptimizerOptions::reducer sets its buckets and transport.
+//   Reduction::Communicator: Communicator::multi_node_mean_grad at update time, i.e. the
+//     communicator's own scheme ("naive": one all-reduce per parameter, "flat": one packed
+//     buffer), as ChainerMN.
 // In debug mode (Communicator::debug()) both reductions run multi_node_mean_grad's checks: the
 // ranks compare their gradients before averaging and a non-finite mean throws afterwards.
 // Every rank must call update the same number of times with the same model structure.
@@ -46,24 +48,34 @@
 
 namespace chainermn {
 
+// How the multi-node optimizer averages the gradients (see above).
+enum class Reduction {
+  Bucketed,      // a GradientReducer: buckets summed while backward runs (the default)
+  Communicator,  // Communicator::multi_node_mean_grad at update time, as ChainerMN
+};
+// "bucketed" or "communicator".
+const char* reduction_name(Reduction reduction);
+// The reverse of reduction_name; any other NAME throws chainer::Error
+// "<what> must be bucketed or communicator, got 'NAME'" (WHAT: an app passes its flag).
+Reduction parse_reduction(const std::string& name, const std::string& what = "reduction");
+
 struct MultiNodeOptimizerOptions {
   // ChainerMN's double buffering overlaps an update with the next step's all-reduce on the
   // pure_nccl communicator, which needs CUDA; asking for it throws, as ChainerMN does for any
   // other communicator.
   bool double_buffering = false;
-  // A parameter without a gradient counts as zeros (and receives the mean); without it such
-  // parameters are skipped, and every rank must agree on which are missing.
-  bool zero_fill = true;
-  std::string reduction = "bucketed";  // or "communicator"
-  size_t first_bucket_bytes = size_t(1) << 20;  // bucketed only
-  size_t bucket_bytes = size_t(25) << 20;       // bucketed only
-  bool shared_memory = true;  // bucketed only: average through shared memory on one host
-  bool shard_update = true;   // on one host, one copy of parameters and state, each rank steps a share
+  Reduction reduction = Reduction::Bucketed;
+  // The bucketed reduction's plan and transport (bucket sizes, shared memory on one host).
+  // reducer.zero_fill also governs the communicator reduction: a parameter without a gradient
+  // counts as zeros (and receives the mean); without it such parameters are skipped, and every
+  // rank must agree on which are missing.
+  GradientReducerOptions reducer;
+  bool shard_update = true;  // on one host, one copy of parameters and state, each rank steps a share
 };
 
 class MultiNodeOptimizer : public chainer::Optimizer {
  public:
-  // Collective over COMM when the reduction is "bucketed" (the reducer duplicates the MPI
+  // Collective over COMM with the bucketed reduction (the reducer duplicates the MPI
   // communicator). If ACTUAL already has a target, this optimizer adopts it.
   MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actual, std::shared_ptr<Communicator> comm,
                      MultiNodeOptimizerOptions options = {});
@@ -92,7 +104,7 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   const std::shared_ptr<chainer::Optimizer>& actual_optimizer_ptr() const { return actual_; }
   Communicator& communicator() const { return *comm_; }
   const MultiNodeOptimizerOptions& options() const { return options_; }
-  // The bucketed reducer; null for the "communicator" reduction.
+  // The bucketed reducer; null for the communicator reduction.
   const GradientReducer* reducer() const { return reducer_.get(); }
   // How many updates only broadcast the parameters (the first one, and one per change).
   int64_t broadcast_count() const { return broadcasts_; }
@@ -123,7 +135,7 @@ class MultiNodeOptimizer : public chainer::Optimizer {
 };
 
 // As chainermn.create_multi_node_optimizer(actual_optimizer, communicator, double_buffering,
-// zero_fill), with the bucketed reduction.
+// zero_fill), with the bucketed reduction; ZERO_FILL is MultiNodeOptimizerOptions::reducer.zero_fill.
 std::shared_ptr<chainer::Optimizer> create_multi_node_optimizer(std::shared_ptr<chainer::Optimizer> actual,
                                                                  std::shared_ptr<Communicator> comm,
                                                                  bool double_buffering = false, bool zero_fill = true);

@@ -53,6 +53,14 @@ namespace L = chainer::links;
 namespace E = chainer::training::extensions;
 namespace mn = chainermn;
 
+// CAPTURE prints a reduction by its name.
+namespace Catch {
+template <>
+struct StringMaker<chainermn::Reduction> {
+  static std::string convert(chainermn::Reduction r) { return chainermn::reduction_name(r); }
+};
+}  // namespace Catch
+
 namespace {
 
 std::shared_ptr<mn::Communicator> world(const std::string& name = "naive") { return mn::create_communicator(name); }
@@ -368,7 +376,7 @@ TEST_CASE("multi_node: create_empty_dataset has as many examples as its dataset,
 // The multi-node optimizer
 
 TEST_CASE("multi_node: the first update only broadcasts rank 0's parameters (t stays 0)") {
-  for (const std::string reduction : {"bucketed", "communicator"}) {
+  for (const mn::Reduction reduction : {mn::Reduction::Bucketed, mn::Reduction::Communicator}) {
     CAPTURE(reduction);
     auto comm = world();
     const int rank = comm->rank();
@@ -405,8 +413,8 @@ TEST_CASE("multi_node: a link added later, or initialized lazily, is broadcast b
   auto comm = world();
   const int rank = comm->rank();
   mn::MultiNodeOptimizerOptions options;
-  options.first_bucket_bytes = 64;  // several buckets, so some are in flight when the change is seen
-  options.bucket_bytes = 128;
+  options.reducer.first_bucket_bytes = 64;  // several buckets, so some are in flight when the change is seen
+  options.reducer.bucket_bytes = 128;
   auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::Adam>(), comm, options);
   auto& mno = dynamic_cast<mn::MultiNodeOptimizer&>(*opt);
   // Input size inferred at the first forward: W does not exist yet.
@@ -502,11 +510,17 @@ TEST_CASE("multi_node: the multi-node optimizer behaves as the actual one (hooks
   pre->setup(model);
   CHECK(&mn::create_multi_node_optimizer(pre, comm)->target() == model.get());
 
-  // ChainerMN refuses double buffering without pure_nccl; unknown reductions are refused.
+  // ChainerMN refuses double buffering without pure_nccl.
   CHECK_THROWS_AS(mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(), comm, true), Error);
-  mn::MultiNodeOptimizerOptions bad;
-  bad.reduction = "ring";
-  CHECK_THROWS_AS(mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(), comm, bad), Error);
+  // A reduction is named as reduction_name writes it; another name is refused, and named.
+  for (const mn::Reduction r : {mn::Reduction::Bucketed, mn::Reduction::Communicator})
+    CHECK(mn::parse_reduction(mn::reduction_name(r)) == r);
+  CHECK(std::string(mn::reduction_name(mn::Reduction::Bucketed)) == "bucketed");
+  CHECK(std::string(mn::reduction_name(mn::Reduction::Communicator)) == "communicator");
+  CHECK_THROWS_AS(mn::parse_reduction("ring"), Error);
+  CHECK_THROWS_WITH(mn::parse_reduction("ring"), "reduction must be bucketed or communicator, got 'ring'");
+  CHECK_THROWS_WITH(mn::parse_reduction("Bucketed", "--reduction"),
+                    "--reduction must be bucketed or communicator, got 'Bucketed'");
   CHECK_THROWS_AS(mn::create_multi_node_optimizer(nullptr, comm), Error);
   CHECK_THROWS_AS(mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(), nullptr), Error);
 }
@@ -515,22 +529,24 @@ TEST_CASE("multi_node: gradients set by hand are averaged, missing ones count as
   // SGD with lr 1 turns the averaged gradient into the parameter change. With zero_fill, l1/b
   // has no gradient on rank 0 only (it counts as zeros there); without it, on no rank (ChainerMN
   // then requires every rank to agree), and it is left alone.
+  constexpr mn::Reduction kBucketed = mn::Reduction::Bucketed, kCommunicator = mn::Reduction::Communicator;
   struct Case {
-    std::string comm, reduction;
+    std::string comm;
+    mn::Reduction reduction;
     bool zero_fill;
   };
-  for (const Case& c : {Case{"naive", "communicator", true}, Case{"flat", "communicator", true},
-                        Case{"naive", "bucketed", true}, Case{"flat", "bucketed", true},
-                        Case{"naive", "communicator", false}, Case{"flat", "communicator", false},
-                        Case{"naive", "bucketed", false}}) {
+  for (const Case& c : {Case{"naive", kCommunicator, true}, Case{"flat", kCommunicator, true},
+                        Case{"naive", kBucketed, true}, Case{"flat", kBucketed, true},
+                        Case{"naive", kCommunicator, false}, Case{"flat", kCommunicator, false},
+                        Case{"naive", kBucketed, false}}) {
     CAPTURE(c.comm, c.reduction, c.zero_fill);
     auto comm = world(c.comm);
     const int n = comm->size(), rank = comm->rank();
     mn::MultiNodeOptimizerOptions options;
     options.reduction = c.reduction;
-    options.zero_fill = c.zero_fill;
-    options.first_bucket_bytes = 40;
-    options.bucket_bytes = 100;
+    options.reducer.zero_fill = c.zero_fill;
+    options.reducer.first_bucket_bytes = 40;
+    options.reducer.bucket_bytes = 100;
     auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(1.0), comm, options);
     auto model = make_model(1);
     opt->setup(model);
@@ -567,10 +583,10 @@ TEST_CASE("multi_node: debug mode checks the multi-node optimizer's bucketed red
     comm->set_debug(true);
     const int n = comm->size(), rank = comm->rank();
     mn::MultiNodeOptimizerOptions options;
-    options.zero_fill = false;
-    options.shared_memory = shared_memory;
-    options.first_bucket_bytes = 40;
-    options.bucket_bytes = 100;
+    options.reducer.zero_fill = false;
+    options.reducer.shared_memory = shared_memory;
+    options.reducer.first_bucket_bytes = 40;
+    options.reducer.bucket_bytes = 100;
     auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(0.1), comm, options);
     auto model = make_model(3);
     opt->setup(model);
@@ -610,15 +626,15 @@ namespace {
 
 struct Variant {
   std::string comm = "naive";
-  std::string reduction = "bucketed";
-  size_t first_bucket_bytes = size_t(1) << 20, bucket_bytes = size_t(25) << 20;
+  mn::Reduction reduction = mn::Reduction::Bucketed;
+  // The bucket sizes; shared_memory: the reducer may use a shared segment (all ranks on this host).
+  mn::GradientReducerOptions reducer;
   std::string optimizer = "adam";
   std::string hook;
   bool reversed = false;    // backward finishes buckets in the opposite order of the plan
   bool manual = false;      // the caller runs backward and then update()
   bool accumulate = false;  // two backward passes (half batches) before each update
-  bool shared_memory = true;  // the reducer may use a shared segment (all ranks on this host)
-  bool shard_update = true;   // the ranks may share the parameters and step a share each
+  bool shard_update = true;  // the ranks may share the parameters and step a share each
   std::optional<DType> grad_dtype;  // CommunicatorOptions::allreduce_grad_dtype
   double tolerance = 1e-5;          // of the largest relative difference of a parameter
   double min_difference = 0.0;      // the wire's roundoff must show (the cast happened)
@@ -644,9 +660,7 @@ Outcome equivalence(const Variant& v, int64_t b = 4, int k = 4) {
 
   mn::MultiNodeOptimizerOptions options;
   options.reduction = v.reduction;
-  options.first_bucket_bytes = v.first_bucket_bytes;
-  options.bucket_bytes = v.bucket_bytes;
-  options.shared_memory = v.shared_memory;
+  options.reducer = v.reducer;
   options.shard_update = v.shard_update;
   auto opt = mn::create_multi_node_optimizer(make_actual(v.optimizer), comm, options);
   add_test_hook(*opt, v.hook);
@@ -697,7 +711,7 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
   std::vector<std::pair<std::string, Variant>> cases;
   for (const std::string optimizer : {"adam", "momentum"}) {
     Variant naive;
-    naive.reduction = "communicator";
+    naive.reduction = mn::Reduction::Communicator;
     naive.optimizer = optimizer;
     cases.emplace_back("naive/" + optimizer, naive);
     // Every communicator that averages CPU tensors (single_node and two_dimensional where the
@@ -714,11 +728,11 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
       // The bucketed reduction handing its buckets to this communicator's own algorithm
       // (Communicator::start_sum) instead of the shared segment, several buckets per step.
       Variant via = composed;
-      via.reduction = "bucketed";
-      via.shared_memory = false;
+      via.reduction = mn::Reduction::Bucketed;
+      via.reducer.shared_memory = false;
       via.shard_update = false;
-      via.first_bucket_bytes = 64;
-      via.bucket_bytes = 200;
+      via.reducer.first_bucket_bytes = 64;
+      via.reducer.bucket_bytes = 200;
       cases.emplace_back("bucketed-via-" + name + "/" + optimizer, via);
       // Gradients averaged in float16 and bfloat16 (allreduce_grad_dtype): each mean is off by
       // up to the number of ranks times the wire's unit roundoff (2^-11, 2^-8) of the gradients'
@@ -743,21 +757,21 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
     bucketed.optimizer = optimizer;
     cases.emplace_back("bucketed/" + optimizer, bucketed);
     Variant small = bucketed;
-    small.first_bucket_bytes = 64;
-    small.bucket_bytes = 200;
+    small.reducer.first_bucket_bytes = 64;
+    small.reducer.bucket_bytes = 200;
     cases.emplace_back("bucketed-small/" + optimizer, small);
   }
   Variant over_mpi;  // the MPI path on one host too, each rank stepping all parameters
-  over_mpi.shared_memory = false;
+  over_mpi.reducer.shared_memory = false;
   over_mpi.shard_update = false;
   cases.emplace_back("bucketed-mpi/adam", over_mpi);
-  over_mpi.first_bucket_bytes = 64;
-  over_mpi.bucket_bytes = 200;
+  over_mpi.reducer.first_bucket_bytes = 64;
+  over_mpi.reducer.bucket_bytes = 200;
   over_mpi.hook = "weight_decay";
   cases.emplace_back("bucketed-small-mpi/adam+weight_decay", over_mpi);
   Variant v;
-  v.first_bucket_bytes = 64;
-  v.bucket_bytes = 200;
+  v.reducer.first_bucket_bytes = 64;
+  v.reducer.bucket_bytes = 200;
   v.reversed = true;
   cases.emplace_back("bucketed-small-out-of-order/adam", v);
   v.reversed = false;
@@ -773,7 +787,7 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
   v.hook = "clipping";
   cases.emplace_back("bucketed-small/adam+clipping", v);
   Variant wd;
-  wd.reduction = "communicator";
+  wd.reduction = mn::Reduction::Communicator;
   wd.optimizer = "momentum";
   wd.hook = "weight_decay";
   cases.emplace_back("naive/momentum+weight_decay", wd);
@@ -792,10 +806,10 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
     CHECK(out.difference < variant.tolerance);
     CHECK(out.difference >= variant.min_difference);
     CHECK(out.shared_update == (variant.shard_update && all_on_one_host()));
-    if (variant.reduction == "bucketed") {
+    if (variant.reduction == mn::Reduction::Bucketed) {
       CHECK(out.stats.steps == 4);
       // The first bucket is 64 bytes: several buckets. The default plan has one.
-      if (variant.first_bucket_bytes == 64) CHECK(out.buckets >= 3);
+      if (variant.reducer.first_bucket_bytes == 64) CHECK(out.buckets >= 3);
       else CHECK(out.buckets == 1);
       // Every backward finishes all gradients, so every bucket started during backward...
       if (!variant.accumulate) {
@@ -809,7 +823,7 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
       if (variant.reversed) CHECK(out.stats.waited_for_earlier > 0);
       // Ranks all on one host average through shared memory unless it is turned off; across
       // hosts (simulated ones, tests/simhosts.sh) never.
-      const bool shm = variant.shared_memory && all_on_one_host();
+      const bool shm = variant.reducer.shared_memory && all_on_one_host();
       CHECK(out.stats.shared_memory_steps == (shm ? 4 : 0));
       CHECK(out.stats.held_fallbacks == 0);
     }
@@ -1431,13 +1445,15 @@ TEST_CASE("multi_node: scatter_dataset over a split scatters each half's own roo
 TEST_CASE("multi_node: the multi-node optimizer on a split averages within each half only") {
   // Each half starts from its first member's parameters (world rank COLOR's) and, with SGD at
   // lr 1, changes them by the mean of its own members' gradients (rank + 1 on each rank).
+  constexpr mn::Reduction kBucketed = mn::Reduction::Bucketed, kCommunicator = mn::Reduction::Communicator;
   struct Case {
-    std::string comm, reduction;
+    std::string comm;
+    mn::Reduction reduction;
     bool shared_memory;
   };
-  for (const Case& c : {Case{"naive", "communicator", true}, Case{"flat", "communicator", true},
-                        Case{"naive", "bucketed", true}, Case{"flat", "bucketed", false},
-                        Case{"hierarchical", "bucketed", true}}) {
+  for (const Case& c : {Case{"naive", kCommunicator, true}, Case{"flat", kCommunicator, true},
+                        Case{"naive", kBucketed, true}, Case{"flat", kBucketed, false},
+                        Case{"hierarchical", kBucketed, true}}) {
     CAPTURE(c.comm, c.reduction, c.shared_memory);
     auto comm = world(c.comm);
     const int rank = comm->rank(), size = comm->size(), color = rank % 2;
@@ -1446,9 +1462,9 @@ TEST_CASE("multi_node: the multi-node optimizer on a split averages within each 
     if (!half) continue;
     mn::MultiNodeOptimizerOptions options;
     options.reduction = c.reduction;
-    options.shared_memory = c.shared_memory;
-    options.first_bucket_bytes = 40;
-    options.bucket_bytes = 100;
+    options.reducer.shared_memory = c.shared_memory;
+    options.reducer.first_bucket_bytes = 40;
+    options.reducer.bucket_bytes = 100;
     auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(1.0), half, options);
     auto model = make_model(100 + uint64_t(rank));
     opt->setup(model);
@@ -1462,7 +1478,7 @@ TEST_CASE("multi_node: the multi-node optimizer on a split averages within each 
     opt->update();
     CHECK(opt->t() == 1);
     // Two halves on one host: each shares its own parameters in memory of its own.
-    if (c.reduction == "bucketed" && c.shared_memory && half->size() > 1 && half->intra_size() == half->size())
+    if (c.reduction == mn::Reduction::Bucketed && c.shared_memory && half->size() > 1 && half->intra_size() == half->size())
       CHECK(dynamic_cast<mn::MultiNodeOptimizer&>(*opt).shares_update());
     double mean = 0;
     int members = 0;
