@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The model-parallel guide's programs as users launch them, under mpiexec: --help; the process
+# counts each refuses (mnist_model_parallel: exactly 2; mnist_dual_parallel: even), with a clear
+# message and a non-zero exit; one epoch of a small model for each (mnist_model_parallel on 2
+# processes and a resume from its snapshots, mnist_dual_parallel on 4, mnist_ensemble on 2),
+# which must exit 0, print from rank 0 only and reach test accuracy >= 0.9; and the guide's
+# program docs/model_parallel/steps on 2 and 4 processes. Needs the real MNIST in $MNIST_DIR.
+#   tests/app_model_parallel.sh MPIEXEC MODEL_PARALLEL DUAL_PARALLEL ENSEMBLE STEPS
+set -u
+mpiexec=${1:?usage: app_model_parallel.sh MPIEXEC MODEL_PARALLEL DUAL_PARALLEL ENSEMBLE STEPS}
+abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+model_parallel=$(abs "${2:?}")
+dual_parallel=$(abs "${3:?}")
+ensemble=$(abs "${4:?}")
+steps=$(abs "${5:?}")
+[ -d "${MNIST_DIR:-}" ] || { echo "FAIL: MNIST_DIR '${MNIST_DIR:-}' is not a directory (the real MNIST is needed)"; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/chainer_app_model_parallel.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+export MPIEXEC_TIMEOUT=240
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# job NAME N COMMAND...: exit 0 and output from rank 0 only.
+job() {
+  local name=$1 n=$2
+  shift 2
+  timeout -k 5 300 "$mpiexec" -prepend-rank -n "$n" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    fail "$name: exited with $rc"
+    tail -n 20 "$tmp/out" "$tmp/err"
+    return 1
+  fi
+  if grep -q '^\[[1-9][0-9]*\]' "$tmp/out" "$tmp/err"; then
+    fail "$name: ranks other than 0 printed"
+    grep '^\[[1-9][0-9]*\]' "$tmp/out" "$tmp/err" | head -n 5
+    return 1
+  fi
+  echo "ok: $name"
+}
+
+# refused NAME N PATTERN COMMAND...: a non-zero exit within the time limit, PATTERN in stderr.
+refused() {
+  local name=$1 n=$2 pattern=$3
+  shift 3
+  timeout -k 5 60 "$mpiexec" -n "$n" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -eq 0 ] || [ "$rc" -ge 124 ]; then
+    fail "$name: exited with $rc, expected an error"
+  elif ! grep -qF -- "$pattern" "$tmp/err"; then
+    fail "$name: stderr does not say '$pattern': $(tail -c 300 "$tmp/err")"
+  else
+    echo "ok: $name: $(grep -F -- "$pattern" "$tmp/err" | head -n 1)"
+  fi
+}
+
+# accuracy DIR: the last validation/main/accuracy of DIR/log must be >= 0.9.
+accuracy() {
+  local acc
+  acc=$(grep '"validation/main/accuracy"' "$1/log" 2>/dev/null | tail -n 1 | sed 's/.*: *\([0-9.e-]*\).*/\1/')
+  if [ -z "$acc" ] || ! awk -v a="$acc" 'BEGIN { exit !(a >= 0.9) }'; then
+    fail "$1: test accuracy '${acc}' is not >= 0.9"
+  else
+    echo "ok: $1: test accuracy $acc"
+  fi
+}
+
+for app in "$model_parallel" "$dual_parallel" "$ensemble"; do
+  name=$(basename "$app")
+  if "$app" --help >"$tmp/out" 2>&1 && grep -q "^usage: .*$name" "$tmp/out" && grep -q -- "--batchsize" "$tmp/out"; then
+    echo "ok: $name --help"
+  else
+    fail "$name --help: $(head -c 300 "$tmp/out")"
+  fi
+done
+
+refused "mnist_model_parallel on 1 process" 1 "exactly 2 processes" "$model_parallel" -e 1 -u 10
+refused "mnist_model_parallel on 3 processes" 3 "exactly 2 processes (mpiexec -n 2), got 3" "$model_parallel" -e 1 -u 10
+refused "mnist_dual_parallel on 3 processes" 3 "an even number of processes" "$dual_parallel" -e 1 -u 10
+refused "mnist_ensemble with a bad option" 2 "unknown option '--bogus'" "$ensemble" --bogus
+
+job "mnist_model_parallel, 2 processes" 2 "$model_parallel" -e 1 -u 100 -o mp && accuracy mp
+[ -f mp/snapshot_iter_600.rank0-of-2 ] && [ -f mp/snapshot_iter_600.rank1-of-2 ] ||
+  fail "mnist_model_parallel: no snapshot per rank in mp/"
+job "mnist_model_parallel, resumed for a second epoch" 2 "$model_parallel" -e 2 -u 100 -o mp2 -r mp/snapshot_iter_600 &&
+  accuracy mp2
+grep -q '"iteration": 1200' mp2/log 2>/dev/null || fail "the resumed run did not go on to iteration 1200"
+job "mnist_dual_parallel, 4 processes" 4 "$dual_parallel" -e 1 -u 100 -o dual && accuracy dual
+job "mnist_ensemble, 2 processes" 2 "$ensemble" -e 1 -u 100 -o ensemble && accuracy ensemble
+for n in 2 4; do
+  job "docs/model_parallel/steps, $n processes" "$n" "$steps" && grep -q "loss of the first stages" "$tmp/out" ||
+    fail "steps on $n processes printed no loss"
+done
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures case(s) failed"
+  exit 1
+fi
+echo "all cases passed"
