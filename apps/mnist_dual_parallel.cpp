@@ -36,10 +36,12 @@ int run(int argc, char** argv) {
   if (comm->size() % 2 != 0)
     throw Error(chainer::str("this example runs on an even number of processes (pipelines of two), got ",
                              comm->size()));
+  // [dual-split]
   const int data_axis = comm->rank() % 2;   // 0: first stages, 1: second stages
   const int model_axis = comm->rank() / 2;  // which pipeline
   auto data_comm = comm->split(data_axis, comm->rank());
   auto model_comm = comm->split(model_axis, comm->rank());
+  // [end]
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   if (o.threads > 0) chainer::set_num_threads(o.threads);
@@ -69,11 +71,13 @@ int run(int argc, char** argv) {
   }
 
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));
+  // [dual-model]
   std::shared_ptr<chainer::Link> model;
   if (data_axis == 0) model = std::make_shared<L::Classifier>(apps::first_stage(model_comm, o.unit));
   else model = apps::second_stage(model_comm, o.unit, 10);
   model->to_device(device);
   auto optimizer = chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(), data_comm);
+  // [end]
   optimizer->setup(model);
 
   // Both stages of a pipeline take their batches in the same order (the same seed).

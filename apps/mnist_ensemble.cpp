@@ -45,10 +45,12 @@ class Ensemble : public chainer::Chain {
   Ensemble(std::shared_ptr<chainermn::Communicator> comm, int64_t n_units, int64_t n_out) : comm_(std::move(comm)) {
     member_ = add_link("member", std::make_shared<MLP>(n_units, n_out));
   }
+  // [ensemble-forward]
   Variable forward(const Variable& x) override {
     const std::vector<Variable> ys = mnf::allgather(comm_, (*member_)(x));
     return F::mean(F::stack(ys, 0), 0);
   }
+  // [end]
 
  private:
   std::shared_ptr<chainermn::Communicator> comm_;
@@ -74,9 +76,11 @@ int run(int argc, char** argv) {
     train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true, uint64_t(o.seed));
     test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
   }
+  // [ensemble-iterators]
   // Every rank gets rank 0's batches.
   train_iter = chainermn::create_multi_node_iterator(train_iter, comm);
   test_iter = chainermn::create_multi_node_iterator(test_iter, comm);
+  // [end]
 
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));  // members start apart
   auto model = std::make_shared<L::Classifier>(std::make_shared<Ensemble>(comm, o.unit, 10));

@@ -42,6 +42,7 @@ int run(int argc, char** argv) {
               << "\n# device: " << device.str() << "\n# data: " << data_dir << "\n\n" << std::flush;
     std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
   }
+  // [model-parallel-data]
   const auto sizes = comm->bcast_obj(first ? std::vector<int64_t>{int64_t(train->size()), int64_t(test->size())}
                                            : std::vector<int64_t>{});
   if (first && o.gpu) {
@@ -51,6 +52,7 @@ int run(int argc, char** argv) {
     train = chainermn::create_empty_dataset(sizes[0]);
     test = chainermn::create_empty_dataset(sizes[1]);
   }
+  // [end]
 
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));
   std::shared_ptr<chainer::Link> model;
@@ -60,8 +62,10 @@ int run(int argc, char** argv) {
   auto optimizer = std::make_shared<chainer::optimizers::Adam>();
   optimizer->setup(model);
 
+  // [model-parallel-iterator]
   auto train_iter = chainermn::create_synchronized_iterator(
       std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true, uint64_t(o.seed)), comm);
+  // [end]
   auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer, nullptr, apps::kEagerSteps);
   chainer::training::Trainer trainer(updater, {double(o.epoch), chainer::training::Unit::Epoch}, o.out);

@@ -37,16 +37,20 @@ class Layers23 : public chainer::Chain {  // ChainerMN's MLP1Sub
 
 std::shared_ptr<chainermn::links::MultiNodeChainList> first_stage(std::shared_ptr<chainermn::Communicator> pair,
                                                                   int64_t n_units) {
+  // [first-stage]
   auto model = std::make_shared<chainermn::links::MultiNodeChainList>(pair);
   model->add_link(std::make_shared<Layer1>(n_units), std::nullopt, 1);
   model->add_link(std::make_shared<Identity>(), 1, std::nullopt);
+  // [end]
   return model;
 }
 
 std::shared_ptr<chainermn::links::MultiNodeChainList> second_stage(std::shared_ptr<chainermn::Communicator> pair,
                                                                    int64_t n_units, int64_t n_out) {
+  // [second-stage]
   auto model = std::make_shared<chainermn::links::MultiNodeChainList>(pair);
   model->add_link(std::make_shared<Layers23>(n_units, n_out), 0, 0);
+  // [end]
   return model;
 }
 
