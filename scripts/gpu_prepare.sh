@@ -19,7 +19,7 @@ ninja -C build-gpu >/dev/null
 run=.gpurun
 rm -rf "$run"
 mkdir -p "$run/bin" "$run/lib" "$run/data/mnist" "$run/peers"
-for f in build-gpu/tests/test_* build-gpu/apps/mnist_mlp build-gpu/bench/bench_*; do
+for f in build-gpu/tests/test_* build-gpu/apps/mnist_* build-gpu/bench/bench_*; do
   [[ -f $f && -x $f ]] && cp "$f" "$run/bin/"
 done
 for f in build-gpu/lib*.so* build-gpu/distributed/lib*.so*; do

@@ -39,6 +39,10 @@ for np in 1 2; do
 done
 step mnist_mlp_gpu_pure_nccl 600 mpiexec -n 1 "$here/bin/mnist_mlp" --gpu --communicator pure_nccl -e 2 -o "$out/mnist_nccl" --data "$MNIST_DIR"
 step mnist_mlp_gpu_np2_flat 600 mpiexec -n 2 "$here/bin/mnist_mlp" --gpu --communicator flat -e 2 -o "$out/mnist_np2" --data "$MNIST_DIR"
+# The model-parallel apps on GPU tensors (send/recv and allgather staged through the host; two
+# ranks may share the one GPU, since no NCCL is involved).
+step mnist_model_parallel_gpu 600 mpiexec -n 2 "$here/bin/mnist_model_parallel" --gpu -e 1 -o "$out/mp" --data "$MNIST_DIR"
+step mnist_ensemble_gpu 600 mpiexec -n 2 "$here/bin/mnist_ensemble" --gpu -e 1 -o "$out/ens" --data "$MNIST_DIR"
 step mnist_mlp_gpu 900 "$here/bin/mnist_mlp" --gpu -e "$epochs_app" -o "$out/mnist_result" --data "$MNIST_DIR"
 grep -E '^ *[0-9]+ ' "$out/validate.log" | tail -n 1 | sed 's/^/mnist_mlp_gpu last epoch: /' >>"$out/summary.txt"
 step bench_graphs 600 "$here/bin/bench_epoch" --gpu --epochs "$epochs_bench" --data "$MNIST_DIR"
