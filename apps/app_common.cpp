@@ -122,11 +122,25 @@ std::string rank_suffix(const chainermn::Communicator& comm) {
   return comm.size() == 1 ? std::string() : str(".rank", comm.rank(), "-of-", comm.size());
 }
 
-void add_reports(chainer::training::Trainer& trainer, const std::vector<std::string>& columns) {
+void train(const std::shared_ptr<chainer::training::Updater>& updater,
+           const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
+           const chainermn::Communicator& comm, const TrainingRun& run) {
   namespace E = chainer::training::extensions;
-  trainer.extend(std::make_shared<E::LogReport>());
-  trainer.extend(std::make_shared<E::PrintReport>(columns));
-  trainer.extend(std::make_shared<E::ProgressBar>());
+  using chainer::training::Unit;
+  chainer::training::Trainer trainer(updater, {double(o.epoch), Unit::Epoch}, o.out);
+  trainer.extend(evaluator);
+  trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + rank_suffix(comm)), "",
+                 chainer::training::IntervalTrigger(run.snapshot_every > 0 ? run.snapshot_every : double(o.epoch),
+                                                    Unit::Epoch));
+  if (comm.rank() == 0) {  // reports from rank 0 only
+    if (run.dump_graph) trainer.extend(E::dump_graph("main/loss"));
+    trainer.extend(std::make_shared<E::LogReport>());
+    trainer.extend(std::make_shared<E::PrintReport>(std::vector<std::string>{
+        "epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
+    trainer.extend(std::make_shared<E::ProgressBar>());
+  }
+  if (!o.resume.empty()) chainer::training::load_snapshot(o.resume + rank_suffix(comm), trainer);
+  trainer.run();
 }
 
 int app_main(const char* name, int argc, char** argv, int (*run)(int, char**)) {

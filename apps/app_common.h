@@ -69,8 +69,17 @@ chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Co
 // 1-process job keeps Chainer's plain name.
 std::string rank_suffix(const chainermn::Communicator& comm);
 
-// Rank 0's reports: the log, a printed report of COLUMNS, a progress bar.
-void add_reports(chainer::training::Trainer& trainer, const std::vector<std::string>& columns);
+// How every MNIST app trains: O.epoch epochs of UPDATER's steps into O.out, EVALUATOR after
+// every epoch, a snapshot per rank every SNAPSHOT_EVERY epochs (0: once, at the end), and on
+// rank 0 of COMM the log, the report table and a progress bar (and the graph of main/loss with
+// DUMP_GRAPH); resumes from O.resume (plus this rank's suffix) when given.
+struct TrainingRun {
+  double snapshot_every = 0;
+  bool dump_graph = false;
+};
+void train(const std::shared_ptr<chainer::training::Updater>& updater,
+           const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
+           const chainermn::Communicator& comm, const TrainingRun& run = {});
 
 // The updater options of the model-parallel apps: on a GPU their steps run eagerly, since a
 // step that sends and receives through MPI on the host cannot be captured into a CUDA graph.

@@ -120,18 +120,7 @@ int run(int argc, char** argv) {
   auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
 
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);
-  chainer::training::Trainer trainer(updater, {double(o.epoch), chainer::training::Unit::Epoch}, o.out);
-  trainer.extend(chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm));
-  const double frequency = o.frequency == -1 ? double(o.epoch) : double(o.frequency);
-  trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + apps::rank_suffix(*comm)), "",
-                 chainer::training::IntervalTrigger(frequency, chainer::training::Unit::Epoch));
-  if (root) {  // reports from rank 0 only
-    trainer.extend(E::dump_graph("main/loss"));
-    apps::add_reports(trainer, {"epoch", "main/loss", "validation/main/loss", "main/accuracy",
-                                "validation/main/accuracy", "elapsed_time"});
-  }
-  if (!o.resume.empty()) chainer::training::load_snapshot(o.resume + apps::rank_suffix(*comm), trainer);
-  trainer.run();
+  apps::train(updater, chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm), o, *comm, {o.frequency == -1 ? 0.0 : double(o.frequency), /*dump_graph=*/true});
   return 0;
 }
 

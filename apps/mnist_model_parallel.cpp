@@ -68,15 +68,7 @@ int run(int argc, char** argv) {
   // [end]
   auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer, nullptr, apps::kEagerSteps);
-  chainer::training::Trainer trainer(updater, {double(o.epoch), chainer::training::Unit::Epoch}, o.out);
-  trainer.extend(std::make_shared<E::Evaluator>(test_iter, model));
-  trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + apps::rank_suffix(*comm)), "",
-                 chainer::training::IntervalTrigger(double(o.epoch), chainer::training::Unit::Epoch));
-  if (first)
-    apps::add_reports(trainer, {"epoch", "main/loss", "validation/main/loss", "main/accuracy",
-                                "validation/main/accuracy", "elapsed_time"});
-  if (!o.resume.empty()) chainer::training::load_snapshot(o.resume + apps::rank_suffix(*comm), trainer);
-  trainer.run();
+  apps::train(updater, std::make_shared<E::Evaluator>(test_iter, model), o, *comm);
   return 0;
 }
 
