@@ -323,11 +323,12 @@ int main(int argc, char** argv) {
       cases.push_back({name, nullptr, std::make_shared<chainermn::GradientReducer>(base, ro), ""});
     }
 
-    // The communicators send gradients in --grad-dtype; the bucketed reducer keeps their own.
+    // Messages carry the gradients in --grad-dtype (the bucketed reducer's too, over `base`);
+    // shared memory ("bucketed") has no wire and sums float32.
     const DType comm_wire = o.grad_dtype.value_or(DType::Float32);
     if (rank == 0) {
-      std::printf("# bench_allreduce: %d processes on %d host%s (%d on this one); float32 gradients, sent as %s by "
-                  "the communicators (bucketed: float32); %.2f s per case\n",
+      std::printf("# bench_allreduce: %d processes on %d host%s (%d on this one); float32 gradients, sent as %s "
+                  "(bucketed through shared memory: summed in float32); %.2f s per case\n",
                   n, hosts, hosts == 1 ? "" : "s", base->intra_size(), chainer::dtype_name(comm_wire), o.seconds);
       std::printf("# algbw = bytes / time, busbw = algbw * 2(n-1)/n, n = %d%s\n", n,
                   o.link_bytes_per_s > 0
