@@ -26,9 +26,9 @@ bool Args::next() {
   return true;
 }
 
-bool Args::is(const char* short_name, const char* long_name) const {
+bool Args::is(const char* short_name, const char* long_name) {
   if ((short_name && option_ == short_name) || option_ == long_name) {
-    const_cast<Args*>(this)->names_ = short_name ? str(short_name, "/", long_name) : std::string(long_name);
+    names_ = short_name ? str(short_name, "/", long_name) : std::string(long_name);
     return true;
   }
   return false;

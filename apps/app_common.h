@@ -23,7 +23,7 @@ class Args {
  public:
   Args(int argc, char** argv, const char* usage);
   bool next();  // the next option; false after the last
-  bool is(const char* short_name, const char* long_name) const;  // short_name may be nullptr
+  bool is(const char* short_name, const char* long_name);  // short_name may be nullptr; names errors
   const std::string& option() const { return option_; }
   std::string value();  // the option's value: after '=', or the next word; never empty
   // The value as an integer in [MIN, MAX]; errors name the option as "-b/--batchsize".

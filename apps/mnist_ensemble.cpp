@@ -12,6 +12,7 @@
 #include <string>
 
 #include "app_common.h"
+#include "parallel_mlp.h"
 
 namespace F = chainer::functions;
 namespace L = chainer::links;
@@ -26,24 +27,11 @@ Trains an ensemble of N MLPs on MNIST, one per process, whose averaged logits ar
 prediction (allgather + stack + average); rank 0 reports the ensemble's loss and accuracy.
 )") + apps::kCommonUsage;
 
-class MLP : public chainer::Chain {
- public:
-  MLP(int64_t n_units, int64_t n_out) {
-    l1 = add_link("l1", std::make_shared<L::Linear>(n_units));
-    l2 = add_link("l2", std::make_shared<L::Linear>(n_units));
-    l3 = add_link("l3", std::make_shared<L::Linear>(n_out));
-  }
-  Variable forward(const Variable& x) override { return (*l3)(l2->forward_relu(l1->forward_relu(x))); }
-
- private:
-  std::shared_ptr<L::Linear> l1, l2, l3;
-};
-
 // This process's member and the averaging across all of them.
 class Ensemble : public chainer::Chain {
  public:
   Ensemble(std::shared_ptr<chainermn::Communicator> comm, int64_t n_units, int64_t n_out) : comm_(std::move(comm)) {
-    member_ = add_link("member", std::make_shared<MLP>(n_units, n_out));
+    member_ = add_link("member", std::make_shared<apps::MLP>(n_units, n_out));
   }
   // [ensemble-forward]
   Variable forward(const Variable& x) override {
@@ -54,7 +42,7 @@ class Ensemble : public chainer::Chain {
 
  private:
   std::shared_ptr<chainermn::Communicator> comm_;
-  std::shared_ptr<MLP> member_;
+  std::shared_ptr<apps::MLP> member_;
 };
 
 int run(int argc, char** argv) {

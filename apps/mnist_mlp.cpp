@@ -9,6 +9,7 @@
 #include <string>
 
 #include "app_common.h"
+#include "parallel_mlp.h"
 
 namespace F = chainer::functions;
 namespace L = chainer::links;
@@ -17,24 +18,6 @@ using chainer::Error;
 using chainer::Variable;
 
 namespace {
-
-// The tutorial's network: two hidden layers with ReLU (bias + ReLU fused), then the output.
-class MLP : public chainer::Chain {
- public:
-  MLP(int64_t n_units, int64_t n_out) {
-    l1 = add_link("l1", std::make_shared<L::Linear>(n_units));  // input size inferred
-    l2 = add_link("l2", std::make_shared<L::Linear>(n_units));
-    l3 = add_link("l3", std::make_shared<L::Linear>(n_out));
-  }
-  Variable forward(const Variable& x) override {
-    Variable h1 = l1->forward_relu(x);
-    Variable h2 = l2->forward_relu(h1);
-    return (*l3)(h2);
-  }
-
- private:
-  std::shared_ptr<L::Linear> l1, l2, l3;
-};
 
 struct Options : apps::CommonOptions {
   int64_t frequency = -1;
@@ -105,7 +88,7 @@ int run(int argc, char** argv) {
   }
 
   chainer::random::seed(uint64_t(o.seed));
-  auto model = std::make_shared<L::Classifier>(std::make_shared<MLP>(o.unit, 10));
+  auto model = std::make_shared<L::Classifier>(std::make_shared<apps::MLP>(o.unit, 10));
   model->to_device(device);  // the tutorial's model.to_gpu()
   // The two-line change of the tutorial: gradients are averaged over all workers between
   // backward and the update (and rank 0's parameters are broadcast first).

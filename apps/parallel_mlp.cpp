@@ -5,6 +5,14 @@ using chainer::Variable;
 
 namespace apps {
 
+MLP::MLP(int64_t n_units, int64_t n_out) {
+  l1 = add_link("l1", std::make_shared<L::Linear>(n_units));  // input size inferred
+  l2 = add_link("l2", std::make_shared<L::Linear>(n_units));
+  l3 = add_link("l3", std::make_shared<L::Linear>(n_out));
+}
+
+Variable MLP::forward(const Variable& x) { return (*l3)(l2->forward_relu(l1->forward_relu(x))); }
+
 namespace {
 
 class Layer1 : public chainer::Chain {  // ChainerMN's MLP0SubA
