@@ -48,7 +48,7 @@ std::vector<Variable> MultiNodeChainList::forward_args(const std::vector<Variabl
           if (!kept.defined())
             throw Error(chainer::str("MultiNodeChainList: a component takes input from rank ", me,
                                      " (this rank), but no earlier component sent its output here"));
-          xs.push_back(delegate.defined() ? mnf::pseudo_connect(delegate, kept) : kept);
+          xs.push_back(mnf::pseudo_connect(delegate, kept));  // kept itself without a delegate
           kept = Variable();
         } else {
           mnf::RecvOptions onto;  // this list's device
@@ -65,16 +65,15 @@ std::vector<Variable> MultiNodeChainList::forward_args(const std::vector<Variabl
     }
     for (int to : c.rank_out.ranks()) {
       if (to == me) {
-        kept = delegate.defined() ? mnf::pseudo_connect(delegate, x) : x;
+        kept = mnf::pseudo_connect(delegate, x);
         delegate = Variable();
       } else {
         // A delegate not yet threaded in rides on this send's input, so its backward still runs.
-        const Variable sent = delegate.defined() ? mnf::pseudo_connect(delegate, x) : x;
-        delegate = mnf::send(sent, comm_, to);
+        delegate = mnf::send(mnf::pseudo_connect(delegate, x), comm_, to);
       }
     }
   }
-  if (output.defined()) return {delegate.defined() ? mnf::pseudo_connect(delegate, output) : output};
+  if (output.defined()) return {mnf::pseudo_connect(delegate, output)};
   return {delegate};
 }
 
