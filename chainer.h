@@ -1,6 +1,8 @@
-// chainermn-cpp: one include for the whole single-process framework.
-//   #include <chainer.h>
-//   namespace F = chainer::functions; namespace L = chainer::links;
+/// @file
+/// chainermn-cpp: one include for the whole single-process framework.
+///
+///     #include <chainer.h>
+///     namespace F = chainer::functions; namespace L = chainer::links;
 #pragma once
 
 #include "autograd/computational_graph.h"
@@ -31,3 +33,33 @@
 #include "nn/optimizers/sgd.h"
 #include "nn/reporter.h"
 #include "training/training.h"
+
+/// @namespace chainer
+/// The single-process framework, with Chainer's names: tensors, variables and define-by-run
+/// autograd, functions, links, optimizers, datasets, iterators and the trainer.
+/// @namespace chainer::config
+/// Thread-local configuration, as `chainer.config`.
+/// @namespace chainer::cuda
+/// The CUDA backend's availability and devices; loaded on first use from a plugin.
+/// @namespace chainer::dataset
+/// Batching examples into arrays, as `chainer.dataset` (concat_examples).
+/// @namespace chainer::datasets
+/// Datasets, as `chainer.datasets`: MNIST, tuples, sub-datasets, splits.
+/// @namespace chainer::functions
+/// Differentiable functions on variables, as `chainer.functions` (conventionally `F`).
+/// @namespace chainer::initializers
+/// Parameter initializers, as `chainer.initializers`.
+/// @namespace chainer::iterators
+/// Dataset iterators, as `chainer.iterators`.
+/// @namespace chainer::links
+/// Links (layers holding parameters), as `chainer.links` (conventionally `L`).
+/// @namespace chainer::ops
+/// Tensor operations without autograd, dispatched to the CPU or CUDA kernels.
+/// @namespace chainer::optimizer_hooks
+/// Hooks run by an optimizer before its update, as `chainer.optimizer_hooks`.
+/// @namespace chainer::optimizers
+/// Optimizers, as `chainer.optimizers`.
+/// @namespace chainer::training
+/// The training loop, as `chainer.training`: Trainer, updaters, triggers.
+/// @namespace chainer::training::extensions
+/// Trainer extensions, as `chainer.training.extensions`.

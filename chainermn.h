@@ -1,8 +1,9 @@
-// chainermn-cpp's distributed layer in one include: the MPI job (init_mpi, run_main,
-// abort_job), the MPI library's facts, communicators (create_communicator: every kind), the
-// multi-node optimizer and evaluators, scatter_dataset, the multi-node and synchronized
-// iterators, communication as differentiable functions (chainermn::functions), the multi-node
-// links, and object serialization. Includes chainer.h.
+/// @file
+/// chainermn-cpp's distributed layer in one include: the MPI job (init_mpi, run_main,
+/// abort_job), the MPI library's facts, communicators (create_communicator: every kind), the
+/// multi-node optimizer and evaluators, scatter_dataset, the multi-node and synchronized
+/// iterators, communication as differentiable functions (chainermn::functions), the multi-node
+/// links, and object serialization. Includes chainer.h.
 #pragma once
 #include "chainer.h"
 #include "distributed/communicators/communicator.h"
@@ -25,3 +26,11 @@
 #include "distributed/object_serialization.h"
 #include "distributed/scatter_dataset.h"
 #include "distributed/topology.h"
+
+/// @namespace chainermn
+/// The distributed layer over MPI, with ChainerMN's names: communicators, the multi-node
+/// optimizer and evaluators, scatter_dataset and the MPI job's life cycle.
+/// @namespace chainermn::functions
+/// Communication between processes as differentiable functions, as `chainermn.functions`.
+/// @namespace chainermn::links
+/// Links spanning processes, as `chainermn.links`.
