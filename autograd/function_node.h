@@ -1,6 +1,7 @@
-// FunctionNode: one recorded application of a differentiable function. Forward computes on
-// tensors directly; when some input needs a gradient, the function builds a node holding only
-// what its backward needs and calls record(), which links the outputs to it.
+/// @file
+/// FunctionNode: one recorded application of a differentiable function. Forward computes on
+/// tensors directly; when some input needs a gradient, the function builds a node holding only
+/// what its backward needs and calls record(), which links the outputs to it.
 #pragma once
 #include <memory>
 #include <string>
@@ -10,27 +11,35 @@
 
 namespace chainer {
 
+/// A node of the computational graph: one application of a function, with its backward (chainer.FunctionNode).
 class FunctionNode {
  public:
-  // Iterative: dropping a deep graph must not recurse through its inputs and overflow the stack.
+  /// Iterative: dropping a deep graph must not recurse through its inputs and overflow the stack.
   virtual ~FunctionNode();
+  /// The function's name, as shown in graphs and error messages.
   virtual std::string name() const = 0;
-  // One gradient per output in, one per input out (an undefined Tensor where an input needs no
-  // gradient). Gradients of outputs nobody used arrive as zeros.
+  /// One gradient per output in, one per input out (an undefined Tensor where an input needs no
+  /// gradient). Gradients of outputs nobody used arrive as zeros.
   virtual std::vector<Tensor> backward(const std::vector<Tensor>& grad_outputs) = 0;
 
+  /// The input variables' nodes (empty once released).
   const std::vector<std::shared_ptr<VariableNode>>& inputs() const { return inputs_; }
+  /// Whether input I wants a gradient.
   bool input_requires_grad(size_t i) const { return inputs_[i]->requires_grad; }
+  /// The shapes of the outputs, for gradients of outputs nobody used.
   const std::vector<Shape>& output_shapes() const { return output_shapes_; }
+  /// The output variables' nodes, not kept alive by the function.
   const std::vector<std::weak_ptr<VariableNode>>& outputs() const { return outputs_; }
+  /// Order of creation: backward visits later functions first.
   int64_t sequence_number() const { return sequence_; }
+  /// Whether release() has run.
   bool released() const { return released_; }
 
-  // Drops the inputs and saved tensors once backward has run (unless the graph is retained).
+  /// Drops the inputs and saved tensors once backward has run (unless the graph is retained).
   void release();
 
  protected:
-  // Frees what the subclass saved for backward.
+  /// Frees what the subclass saved for backward.
   virtual void release_saved() {}
 
  private:
@@ -45,20 +54,22 @@ class FunctionNode {
   bool released_ = false;
 
  public:
+  /// The dtype of the outputs.
   DType output_dtype() const { return output_dtype_; }
+  /// The device of the outputs.
   Device output_device() const { return output_device_; }
 };
 
-// True when a function applied to INPUTS must record itself: backprop is enabled and some
-// input requires a gradient.
+/// True when a function applied to INPUTS must record itself: backprop is enabled and some
+/// input requires a gradient.
 bool needs_recording(const std::vector<Variable>& inputs);
 
-// Wraps OUTPUTS in variables created by NODE, whose inputs become INPUTS. Call only when
-// needs_recording(inputs) is true.
+/// Wraps OUTPUTS in variables created by NODE, whose inputs become INPUTS. Call only when
+/// needs_recording(inputs) is true.
 std::vector<Variable> record(const std::shared_ptr<FunctionNode>& node, const std::vector<Variable>& inputs,
                              std::vector<Tensor> outputs);
 
-// Wraps OUTPUTS in fresh variables (no graph): the path taken when nothing needs a gradient.
+/// Wraps OUTPUTS in fresh variables (no graph): the path taken when nothing needs a gradient.
 std::vector<Variable> wrap_outputs(std::vector<Tensor> outputs);
 
 }  // namespace chainer

@@ -1,11 +1,12 @@
-// Element types. An enum (not a template parameter) so that tensors of any type share one
-// class and kernels dispatch at run time.
-//
-// Float16 and BFloat16 are storage types (core/float16.h): their tensors are made, filled,
-// copied, converted (astype, copy_, across devices), saved (float16) and sent and summed by the
-// communicators, but no other op computes in them: those throw "OP: dtype float16 is not
-// supported", from the argument checks of core/ops.cpp or from CHAINER_DISPATCH_ALL. Their codes
-// follow UInt8, so the codes that travel in messages and files keep their meaning.
+/// @file
+/// Element types. An enum (not a template parameter) so that tensors of any type share one
+/// class and kernels dispatch at run time.
+///
+/// Float16 and BFloat16 are storage types (core/float16.h): their tensors are made, filled,
+/// copied, converted (astype, copy_, across devices), saved (float16) and sent and summed by the
+/// communicators, but no other op computes in them: those throw "OP: dtype float16 is not
+/// supported", from the argument checks of core/ops.cpp or from CHAINER_DISPATCH_ALL. Their codes
+/// follow UInt8, so the codes that travel in messages and files keep their meaning.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,27 +16,29 @@
 
 namespace chainer {
 
+/// The element type of a tensor (numpy's dtype); the codes are stable.
 enum class DType : uint8_t { Float32, Float64, Int32, Int64, UInt8, Float16, BFloat16 };
-// One past the largest code: a code read from a message or file is valid below it.
+/// One past the largest code: a code read from a message or file is valid below it.
 constexpr int kDTypeCount = 7;
 
-size_t dtype_size(DType dtype);
-const char* dtype_name(DType dtype);  // numpy's names: "float32", "int32", ..., "float16", "bfloat16"
-bool is_floating(DType dtype);        // float16, bfloat16, float32, float64
-bool is_storage_only(DType dtype);    // float16, bfloat16: no kernel computes in them
+size_t dtype_size(DType dtype);       ///< bytes per element
+const char* dtype_name(DType dtype);  ///< numpy's names: "float32", "int32", ..., "float16", "bfloat16"
+bool is_floating(DType dtype);        ///< true for float16, bfloat16, float32, float64
+bool is_storage_only(DType dtype);    ///< true for float16, bfloat16: no kernel computes in them
 
+/// The DType of C++ element type T.
 template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::Float32; }
-template <> constexpr DType dtype_of<double>() { return DType::Float64; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::Int32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::UInt8; }
-template <> constexpr DType dtype_of<float16>() { return DType::Float16; }
-template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }
+template <> constexpr DType dtype_of<float>() { return DType::Float32; }  ///< float32
+template <> constexpr DType dtype_of<double>() { return DType::Float64; }  ///< float64
+template <> constexpr DType dtype_of<int32_t>() { return DType::Int32; }  ///< int32
+template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }  ///< int64
+template <> constexpr DType dtype_of<uint8_t>() { return DType::UInt8; }  ///< uint8
+template <> constexpr DType dtype_of<float16>() { return DType::Float16; }  ///< float16
+template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }  ///< bfloat16
 
 }  // namespace chainer
 
-// Runs BODY with `scalar_t` bound to the C++ type of DTYPE (floating types only).
+/// Runs BODY with `scalar_t` bound to the C++ type of DTYPE (floating types only).
 #define CHAINER_DISPATCH_FLOATING(DTYPE, OPNAME, ...)                                        \
   [&] {                                                                                      \
     switch (DTYPE) {                                                                         \
@@ -47,9 +50,9 @@ template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }
     }                                                                                        \
   }()
 
-// Runs BODY with `scalar_t` bound to the C++ type of DTYPE: every dtype with arithmetic. The
-// storage types (float16, bfloat16) throw naming OPNAME; the memory kernels that only move and
-// convert elements take them too through CHAINER_DISPATCH_ALL_AND_16BIT.
+/// Runs BODY with `scalar_t` bound to the C++ type of DTYPE: every dtype with arithmetic. The
+/// storage types (float16, bfloat16) throw naming OPNAME; the memory kernels that only move and
+/// convert elements take them too through CHAINER_DISPATCH_ALL_AND_16BIT.
 #define CHAINER_DISPATCH_ALL(DTYPE, OPNAME, ...)                                             \
   [&] {                                                                                      \
     switch (DTYPE) {                                                                         \
@@ -66,8 +69,8 @@ template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }
                                           "convert with astype(DType::Float32) first)"));    \
   }()
 
-// Every dtype, with `scalar_t` bound to HALF_T for float16 and BFLOAT16_T for bfloat16: the host
-// types of core/float16.h (CHAINER_DISPATCH_ALL_AND_16BIT), or CUDA's __half and __nv_bfloat16.
+/// Every dtype, with `scalar_t` bound to HALF_T for float16 and BFLOAT16_T for bfloat16: the host
+/// types of core/float16.h (CHAINER_DISPATCH_ALL_AND_16BIT), or CUDA's `__half` and `__nv_bfloat16`.
 #define CHAINER_DISPATCH_ALL_AND(DTYPE, OPNAME, HALF_T, BFLOAT16_T, ...)                     \
   [&] {                                                                                      \
     switch (DTYPE) {                                                                         \
@@ -76,5 +79,6 @@ template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }
       default: return CHAINER_DISPATCH_ALL(DTYPE, OPNAME, __VA_ARGS__);                      \
     }                                                                                        \
   }()
+/// Every dtype, with `scalar_t` bound to chainer::float16 and chainer::bfloat16 for the storage types.
 #define CHAINER_DISPATCH_ALL_AND_16BIT(DTYPE, OPNAME, ...) \
   CHAINER_DISPATCH_ALL_AND(DTYPE, OPNAME, ::chainer::float16, ::chainer::bfloat16, __VA_ARGS__)

@@ -1,12 +1,13 @@
-// float16 (IEEE 754 binary16) and bfloat16 as storage types: two bytes of bits with conversions
-// to and from the other element types, and no arithmetic. They exist to halve the bytes that
-// gradients take on the wire (CommunicatorOptions::allreduce_grad_dtype); kernels that compute
-// convert to float first and round back. Conversions round to nearest, ties to even: float16
-// overflows to infinity and has subnormals; bfloat16 has float32's range; NaN stays NaN (quiet).
-// A double is first rounded to float "to odd", which makes the second rounding exact (round to
-// odd with 2 or more extra bits then round to nearest is the correctly rounded result: Boldo and
-// Melquiond, "When double rounding is odd", 2005). These are the host conversions; CUDA kernels
-// use __half and __nv_bfloat16 (core/cuda/elementwise.cu), which round the same way.
+/// @file
+/// float16 (IEEE 754 binary16) and bfloat16 as storage types: two bytes of bits with conversions
+/// to and from the other element types, and no arithmetic. They exist to halve the bytes that
+/// gradients take on the wire (CommunicatorOptions::allreduce_grad_dtype); kernels that compute
+/// convert to float first and round back. Conversions round to nearest, ties to even: float16
+/// overflows to infinity and has subnormals; bfloat16 has float32's range; NaN stays NaN (quiet).
+/// A double is first rounded to float "to odd", which makes the second rounding exact (round to
+/// odd with 2 or more extra bits then round to nearest is the correctly rounded result: Boldo and
+/// Melquiond, "When double rounding is odd", 2005). These are the host conversions; CUDA kernels
+/// use `__half` and `__nv_bfloat16` (core/cuda/elementwise.cu), which round the same way.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -15,21 +16,24 @@
 
 namespace chainer {
 
+/// The bit-level host conversions behind float16 and bfloat16.
 namespace half_bits {
 
+/// The bits of F.
 inline uint32_t bits_of(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
   return x;
 }
+/// The float with bits X.
 inline float float_of(uint32_t x) {
   float f;
   std::memcpy(&f, &x, 4);
   return f;
 }
 
-// F rounded to the nearest float16, as its bits. Integer arithmetic only, so the flush-to-zero
-// modes a library may set cannot change the result.
+/// F rounded to the nearest float16, as its bits. Integer arithmetic only, so the flush-to-zero
+/// modes a library may set cannot change the result.
 inline uint16_t from_float(float f) {
   uint32_t x = bits_of(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
@@ -48,6 +52,7 @@ inline uint16_t from_float(float f) {
   return uint16_t(sign | (kept + (rest > half || (rest == half && (kept & 1u)))));  // 0x400 is the smallest normal
 }
 
+/// The float16 with bits H as a float (exact).
 inline float to_float(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
   if (exponent == 0x1f) return float_of(sign | 0x7f800000u | (mantissa << 13));  // infinity, NaN
@@ -55,15 +60,17 @@ inline float to_float(uint16_t h) {
   return float_of(sign | bits_of(float(mantissa) * 0x1p-24f));  // zero, subnormal (exact: a normal float)
 }
 
+/// F rounded to the nearest bfloat16, as its bits.
 inline uint16_t bfloat16_from_float(float f) {
   const uint32_t x = bits_of(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40u);  // NaN: quiet, sign and payload kept
   return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);  // overflow rounds to infinity
 }
 
+/// The bfloat16 with bits B as a float (exact).
 inline float bfloat16_to_float(uint16_t b) { return float_of(uint32_t(b) << 16); }
 
-// D rounded to float toward the odd neighbour when inexact (see the note at the top).
+/// D rounded to float toward the odd neighbour when inexact (see the note at the top).
 inline float round_to_odd(double d) {
   float f = float(d);
   if (double(f) != d && d == d) {
@@ -74,7 +81,7 @@ inline float round_to_odd(double d) {
   return f;
 }
 
-// The float to round from for a value V of any element type.
+/// The float to round from for a value V of any element type.
 template <class T>
 float narrowing_source(T v) {
   if constexpr (std::is_same_v<T, float>) return v;
@@ -83,30 +90,38 @@ float narrowing_source(T v) {
 
 }  // namespace half_bits
 
+/// IEEE 754 binary16 as a storage type: conversions, no arithmetic.
 struct float16 {
-  uint16_t bits;
-  float16() = default;
+  uint16_t bits;  ///< sign, 5 exponent bits, 10 mantissa bits
+  float16() = default;  ///< uninitialized bits
+  /// V rounded to the nearest float16.
   template <class T>
   explicit float16(T v) : bits(half_bits::from_float(half_bits::narrowing_source(v))) {}
+  /// The float16 with bits B.
   static float16 from_bits(uint16_t b) {
     float16 h;
     h.bits = b;
     return h;
   }
+  /// The value converted to T (through float, which holds it exactly).
   template <class T>
   explicit operator T() const { return T(half_bits::to_float(bits)); }
 };
 
+/// bfloat16 (float32's top 16 bits) as a storage type: conversions, no arithmetic.
 struct bfloat16 {
-  uint16_t bits;
-  bfloat16() = default;
+  uint16_t bits;  ///< sign, 8 exponent bits, 7 mantissa bits
+  bfloat16() = default;  ///< uninitialized bits
+  /// V rounded to the nearest bfloat16.
   template <class T>
   explicit bfloat16(T v) : bits(half_bits::bfloat16_from_float(half_bits::narrowing_source(v))) {}
+  /// The bfloat16 with bits B.
   static bfloat16 from_bits(uint16_t b) {
     bfloat16 h;
     h.bits = b;
     return h;
   }
+  /// The value converted to T (through float, which holds it exactly).
   template <class T>
   explicit operator T() const { return T(half_bits::bfloat16_to_float(bits)); }
 };
@@ -115,9 +130,9 @@ struct bfloat16 {
 // packing gradients and of the 16-bit MPI sum. Where the compiler targets F16C (x86 with
 // -march=native, the default build) float16 converts 8 elements per instruction, about 20
 // times faster than element by element (core/dtype.cpp).
-void widen(const float16* src, float* dst, int64_t n);
-void widen(const bfloat16* src, float* dst, int64_t n);
-void narrow(const float* src, float16* dst, int64_t n);
-void narrow(const float* src, bfloat16* dst, int64_t n);
+void widen(const float16* src, float* dst, int64_t n);  ///< N float16 at SRC to floats at DST
+void widen(const bfloat16* src, float* dst, int64_t n);  ///< N bfloat16 at SRC to floats at DST
+void narrow(const float* src, float16* dst, int64_t n);  ///< N floats at SRC rounded to float16 at DST
+void narrow(const float* src, bfloat16* dst, int64_t n);  ///< N floats at SRC rounded to bfloat16 at DST
 
 }  // namespace chainer

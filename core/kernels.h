@@ -1,11 +1,12 @@
-// The kernel table: one entry per kernel behind core/ops.h and core/update_ops.h, filled once per
-// device kind (core/cpu/ on the CPU, core/cuda/ on CUDA devices). ops.cpp and update_ops.cpp
-// check arguments and look the table up by the operands' device; nothing else dispatches.
-//
-// The contract, for every device: arguments are already checked (same device, dtypes and shapes
-// as the op requires); outputs are preallocated contiguous tensors on that device unless an entry
-// says otherwise; inputs may be non-contiguous unless an entry says otherwise. CUDA kernels run
-// on the device's compute stream and return without waiting for it.
+/// @file
+/// The kernel table: one entry per kernel behind core/ops.h and core/update_ops.h, filled once per
+/// device kind (core/cpu/ on the CPU, core/cuda/ on CUDA devices). ops.cpp and update_ops.cpp
+/// check arguments and look the table up by the operands' device; nothing else dispatches.
+///
+/// The contract, for every device: arguments are already checked (same device, dtypes and shapes
+/// as the op requires); outputs are preallocated contiguous tensors on that device unless an entry
+/// says otherwise; inputs may be non-contiguous unless an entry says otherwise. CUDA kernels run
+/// on the device's compute stream and return without waiting for it.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -17,95 +18,117 @@ namespace chainer {
 
 class Generator;
 
+/// Elementwise binary operations of the `binary` kernel.
 enum class BinaryOp { Add, Sub, Mul, Div };
+/// Elementwise unary operations of the `unary` kernel.
 enum class UnaryOp { Neg, Exp, Log, Sqrt, Square, Relu, Sigmoid, Tanh };
+/// Activations whose gradient the `activation_grad` kernel computes from their output.
 enum class GradOp { Relu, Sigmoid, Tanh };
 
-// How softmax_cross_entropy reduces its per-example losses.
+/// How softmax_cross_entropy reduces its per-example losses.
 enum class LossReduction {
-  None,          // per-example losses
-  MeanOverValid, // their sum divided by the rows not ignored (at least 1): Chainer's normalize=True
-  MeanOverBatch  // their sum divided by the batch size (at least 1)
+  None,          ///< per-example losses
+  MeanOverValid, ///< their sum divided by the rows not ignored (at least 1): Chainer's normalize=True
+  MeanOverBatch  ///< their sum divided by the batch size (at least 1)
 };
 
-// The tensors of one parameter in a fused optimizer step (all contiguous, one shape and dtype;
-// state tensors unused by the rule are undefined).
+/// The tensors of one parameter in a fused optimizer step (all contiguous, one shape and dtype;
+/// state tensors unused by the rule are undefined).
 struct ParamTensors {
-  Tensor param, grad, state0, state1;
+  Tensor param;   ///< the parameter
+  Tensor grad;    ///< its gradient
+  Tensor state0;  ///< v, or Adam's m
+  Tensor state1;  ///< Adam's v
 };
-// The scalars of parameter i's step. They may change every step (Adam's bias correction, a
-// learning-rate schedule), so kernels ask for them through a function instead of taking them as
-// values: the CPU calls it at once; CUDA calls it before the launch and again before every
-// replay of a step captured into a CUDA graph (core/cuda.h), so a replayed step reads this
-// step's values. The function must outlive the graphs (it belongs to the optimizer).
+/// The scalars of parameter i's step. They may change every step (Adam's bias correction, a
+/// learning-rate schedule), so kernels ask for them through a function instead of taking them as
+/// values: the CPU calls it at once; CUDA calls it before the launch and again before every
+/// replay of a step captured into a CUDA graph (core/cuda.h), so a replayed step reads this
+/// step's values. The function must outlive the graphs (it belongs to the optimizer).
 struct UpdateScalars {
-  double lr = 0;       // SGD / MomentumSGD: the learning rate; Adam: the bias-corrected step
-  double beta1 = 0;    // MomentumSGD: the momentum; Adam: beta1
-  double beta2 = 0, eps = 0;
-  double eta = 1.0;    // Adam: schedule multiplier
-  double weight_decay_rate = 0;
+  double lr = 0;       ///< SGD / MomentumSGD: the learning rate; Adam: the bias-corrected step
+  double beta1 = 0;    ///< MomentumSGD: the momentum; Adam: beta1
+  double beta2 = 0;    ///< Adam: beta2
+  double eps = 0;      ///< Adam: eps
+  double eta = 1.0;    ///< Adam: schedule multiplier
+  double weight_decay_rate = 0;  ///< Adam: decoupled weight decay rate
 };
+/// The function that gives the scalars of parameter PARAM_INDEX's step (see UpdateScalars).
 using UpdateScalarsFn = std::function<UpdateScalars(size_t param_index)>;
+/// The optimizer rules with a fused update kernel.
 enum class UpdateRule { SGD, MomentumSGD, Adam };
 
+/// The kernels of one device kind, one function pointer per kernel (see the file comment for the
+/// contract they share).
 struct Kernels {
   // ---- memory ----
-  void (*fill)(Tensor& out, double value);             // OUT may be non-contiguous
-  void (*copy)(const Tensor& src, Tensor& dst);         // same shape; any layouts; converts dtype
-  // out[j] = src[rows[j]] along axis 0 (ROWS are host values, already range-checked).
+  void (*fill)(Tensor& out, double value);             ///< OUT = VALUE; OUT may be non-contiguous
+  void (*copy)(const Tensor& src, Tensor& dst);         ///< DST = SRC: same shape; any layouts; converts dtype
+  /// out[j] = src[rows[j]] along axis 0 (ROWS are host values, already range-checked).
   void (*take_rows)(const Tensor& src, const std::vector<int64_t>& rows, Tensor& out);
 
   // ---- elementwise ----
-  void (*binary)(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out);  // OUT: the broadcast shape
-  void (*unary)(UnaryOp op, const Tensor& a, Tensor& out);
-  void (*broadcast_copy)(const Tensor& a, Tensor& out);                // OUT = A broadcast to OUT's shape
-  void (*affine)(const Tensor& a, double mul, double add, Tensor& out);  // OUT = A * MUL + ADD
+  /// OUT = A op B; OUT: the broadcast shape.
+  void (*binary)(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out);
+  void (*unary)(UnaryOp op, const Tensor& a, Tensor& out);  ///< OUT = op(A)
+  void (*broadcast_copy)(const Tensor& a, Tensor& out);                ///< OUT = A broadcast to OUT's shape
+  void (*affine)(const Tensor& a, double mul, double add, Tensor& out);  ///< OUT = A * MUL + ADD
+  /// OUT = the gradient of activation OP from its output Y and the output gradient GY.
   void (*activation_grad)(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out);
-  void (*axpy)(Tensor& y, double alpha, const Tensor& x);  // Y (contiguous) += ALPHA * X
-  // ACC (one float64 element) += VALUE (one element, float32 or float64): reported values.
+  void (*axpy)(Tensor& y, double alpha, const Tensor& x);  ///< Y (contiguous) += ALPHA * X
+  /// ACC (one float64 element) += VALUE (one element, float32 or float64): reported values.
   void (*accumulate)(Tensor& acc, const Tensor& value);
 
   // ---- reductions ----
-  void (*sum_axes)(const Tensor& a, const std::vector<bool>& reduce, Tensor& out);  // OUT keeps dims
-  void (*max_axis)(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax);     // OUT may be undefined
-  // OUT (one float64 element) = the sum of squares of every element of every tensor in XS.
+  /// OUT = A summed over the axes flagged in REDUCE; OUT keeps dims.
+  void (*sum_axes)(const Tensor& a, const std::vector<bool>& reduce, Tensor& out);
+  /// OUT = the max of A along AXIS, and ARGMAX its index when not null; OUT may be undefined.
+  void (*max_axis)(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax);
+  /// OUT (one float64 element) = the sum of squares of every element of every tensor in XS.
   void (*sum_of_squares)(const std::vector<Tensor>& xs, Tensor& out);
 
   // ---- matrix products: C = alpha op(A) op(B) + beta C (A, B contiguous 2-D) ----
+  /// C = alpha op(A) op(B) + beta C (A, B contiguous 2-D; op transposes when its flag is set).
   void (*gemm)(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
 
   // ---- the fused steps of nn/functions ----
+  /// OUT = softmax (or log-softmax when LOG) of X along AXIS.
   void (*softmax)(const Tensor& x, int64_t axis, bool log, Tensor& out);
+  /// GX = the gradient of softmax (or log-softmax when LOG) along AXIS, from its output Y and GY.
   void (*softmax_grad)(const Tensor& y, const Tensor& gy, int64_t axis, bool log, Tensor& gx);
-  void (*add_bias)(Tensor& y, const Tensor& b, bool relu);  // Y 2-D contiguous, in place; B may be undefined
-  // Per-row losses by log-sum-exp into LOSS (N,) and LSE (N,); REDUCED (one element) gets their
-  // mean when REDUCTION asks for one, and SCALE (one element) what each row's loss was multiplied
-  // by (1 for None). Returns the row of the first label outside [0, C) that is not IGNORE_LABEL,
-  // or -1. On the CPU that check is made before any work; on CUDA it returns -1 and a bad label is
-  // reported at the next host read (core/cuda.h, "device errors").
+  /// Y += B on every row, then ReLU when RELU: Y 2-D contiguous, in place; B may be undefined.
+  void (*add_bias)(Tensor& y, const Tensor& b, bool relu);
+  /// Per-row losses by log-sum-exp into LOSS (N,) and LSE (N,); REDUCED (one element) gets their
+  /// mean when REDUCTION asks for one, and SCALE (one element) what each row's loss was multiplied
+  /// by (1 for None). Returns the row of the first label outside [0, C) that is not IGNORE_LABEL,
+  /// or -1. On the CPU that check is made before any work; on CUDA it returns -1 and a bad label is
+  /// reported at the next host read (core/cuda.h, "device errors").
   int64_t (*softmax_cross_entropy)(const Tensor& x, const Tensor& t, int64_t ignore_label, LossReduction reduction,
                                    Tensor& loss, Tensor& lse, Tensor& reduced, Tensor& scale);
-  // gx[i] = (softmax(x[i]) - onehot(t[i])) * gloss[i or 0] * scale[0]; zero on ignored rows.
+  /// gx[i] = (softmax(x[i]) - onehot(t[i])) * gloss[i or 0] * scale[0]; zero on ignored rows.
   void (*softmax_cross_entropy_grad)(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
                                      const Tensor& scale, int64_t ignore_label, Tensor& gx);
-  // MASK[i] = 1/(1-ratio) when philox_uniform(key, i) >= ratio, else 0 (core/philox.h): the
-  // same mask on every device and for any launch configuration. KEY is drawn from GEN once per
-  // call (on CUDA through the step-scalars mechanism, so a replayed graph draws a fresh one).
+  /// MASK[i] = 1/(1-ratio) when `philox_uniform(key, i) >= ratio`, else 0 (core/philox.h): the
+  /// same mask on every device and for any launch configuration. KEY is drawn from GEN once per
+  /// call (on CUDA through the step-scalars mechanism, so a replayed graph draws a fresh one).
   void (*dropout_mask)(double ratio, Generator& gen, Tensor& mask);
-  // OUT (one element of y's dtype) = correct / counted over labels other than IGNORE_LABEL (0 if none).
+  /// OUT (one element of y's dtype) = correct / counted over labels other than IGNORE_LABEL (0 if none).
   void (*accuracy)(const Tensor& y, const Tensor& t, int64_t ignore_label, Tensor& out);
 
   // ---- optimizer updates (core/update_ops.h), every parameter in one call ----
+  /// One step of RULE on every parameter of PARAMS (see ops::update_).
   void (*update)(UpdateRule rule, std::vector<ParamTensors>& params, const UpdateScalarsFn& scalars);
-  // Multiplies every gradient by min(1, threshold / sqrt(sum of squares of all of them)).
+  /// Multiplies every gradient by min(1, threshold / sqrt(sum of squares of all of them)).
   void (*clip_by_norm)(std::vector<Tensor>& grads, double threshold);
 };
 
-// The table for DEVICE; for a CUDA device it also makes DEVICE current on this thread. Throws
-// chainer::Error (naming the device) when CUDA is not available in this build or process.
+/// The table for DEVICE; for a CUDA device it also makes DEVICE current on this thread. Throws
+/// chainer::Error (naming the device) when CUDA is not available in this build or process.
 const Kernels& kernels_for(Device device);
 
+/// The CPU kernels (core/cpu/).
 namespace cpu {
+/// The CPU's kernel table (kernels_for(Device::cpu()) returns it).
 const Kernels& kernel_table();
 }
 

@@ -1,5 +1,6 @@
-// NPZ files (numpy.savez format: an uncompressed ZIP of .npy arrays), so parameters and
-// snapshots written here open with numpy.load, and numpy-written files load here.
+/// @file
+/// NPZ files (numpy.savez format: an uncompressed ZIP of .npy arrays), so parameters and
+/// snapshots written here open with numpy.load, and numpy-written files load here.
 #pragma once
 #include <string>
 
@@ -7,7 +8,9 @@
 
 namespace chainer {
 
+/// Writes ENTRIES to PATH as an NPZ file, one array per key (numpy.savez).
 void save_npz(const std::string& path, const TensorMap& entries);
-TensorMap load_npz(const std::string& path);  // throws chainer::Error naming the file and the problem
+/// Reads the NPZ file at PATH (numpy.load). Throws chainer::Error naming the file and the problem.
+TensorMap load_npz(const std::string& path);
 
 }  // namespace chainer

@@ -1,7 +1,8 @@
-// Tensor math: the device-independent entry points. Each checks its arguments (errors name the op
-// and the values) and dispatches on the device in core/ops.cpp -- the one place that knows which
-// devices exist. Results are new contiguous tensors unless the name ends in '_' (in place).
-// Float kernels run in float32 and float64 (float64 serves the gradient checks).
+/// @file
+/// Tensor math: the device-independent entry points. Each checks its arguments (errors name the op
+/// and the values) and dispatches on the device in core/ops.cpp -- the one place that knows which
+/// devices exist. Results are new contiguous tensors unless the name ends in '_' (in place).
+/// Float kernels run in float32 and float64 (float64 serves the gradient checks).
 #pragma once
 #include <vector>
 
@@ -14,90 +15,98 @@ class Generator;
 
 namespace chainer::ops {
 
-// numpy broadcasting of two shapes; OP names the caller in the error.
+/// numpy broadcasting of two shapes; OP names the caller in the error.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
 // Elementwise arithmetic with numpy broadcasting.
-Tensor add(const Tensor& a, const Tensor& b);
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);
-Tensor add_scalar(const Tensor& a, double s);
-Tensor mul_scalar(const Tensor& a, double s);
-Tensor neg(const Tensor& a);
-Tensor exp(const Tensor& a);
-Tensor log(const Tensor& a);
-Tensor sqrt(const Tensor& a);
-Tensor square(const Tensor& a);
-Tensor relu(const Tensor& a);
-Tensor sigmoid(const Tensor& a);
-Tensor tanh(const Tensor& a);
+Tensor add(const Tensor& a, const Tensor& b);  ///< `a + b`, elementwise with numpy broadcasting
+Tensor sub(const Tensor& a, const Tensor& b);  ///< `a - b`, elementwise with numpy broadcasting
+Tensor mul(const Tensor& a, const Tensor& b);  ///< `a * b`, elementwise with numpy broadcasting
+Tensor div(const Tensor& a, const Tensor& b);  ///< `a / b`, elementwise with numpy broadcasting
+Tensor add_scalar(const Tensor& a, double s);  ///< `a + s`
+Tensor mul_scalar(const Tensor& a, double s);  ///< `a * s`
+Tensor neg(const Tensor& a);      ///< `-a`
+Tensor exp(const Tensor& a);      ///< elementwise exponential
+Tensor log(const Tensor& a);      ///< elementwise natural logarithm
+Tensor sqrt(const Tensor& a);     ///< elementwise square root
+Tensor square(const Tensor& a);   ///< `a * a`
+Tensor relu(const Tensor& a);     ///< `max(a, 0)`
+Tensor sigmoid(const Tensor& a);  ///< `1 / (1 + exp(-a))`
+Tensor tanh(const Tensor& a);     ///< elementwise hyperbolic tangent
 // Backward helpers taking the forward output Y: gy*(y>0), gy*y*(1-y), gy*(1-y*y).
-Tensor relu_grad(const Tensor& y, const Tensor& gy);
-Tensor sigmoid_grad(const Tensor& y, const Tensor& gy);
-Tensor tanh_grad(const Tensor& y, const Tensor& gy);
+Tensor relu_grad(const Tensor& y, const Tensor& gy);     ///< `gy * (y > 0)`, from relu's output Y
+Tensor sigmoid_grad(const Tensor& y, const Tensor& gy);  ///< `gy * y * (1 - y)`, from sigmoid's output Y
+Tensor tanh_grad(const Tensor& y, const Tensor& gy);     ///< `gy * (1 - y * y)`, from tanh's output Y
 
-// y += alpha * x (same shape), in place.
+/// y += alpha * x (same shape), in place.
 void axpy_(Tensor& y, double alpha, const Tensor& x);
-// y *= alpha, in place.
+/// y *= alpha, in place.
 void scale_(Tensor& y, double alpha);
-// out = a * alpha into OUT (contiguous, a's shape and dtype): a scaled copy without a new tensor.
+/// out = a * alpha into OUT (contiguous, a's shape and dtype): a scaled copy without a new tensor.
 void scale_to_(Tensor& out, const Tensor& a, double alpha);
-// acc (one float64 element) += value (one float element), in place and without reading either
-// on the host: how reported values are summed on a GPU.
+/// acc (one float64 element) += value (one float element), in place and without reading either
+/// on the host: how reported values are summed on a GPU.
 void accumulate_(Tensor& acc, const Tensor& value);
-// The rows ROWS (host indices) of SRC along axis 0, gathered on SRC's device: batches of a
-// dataset that lives on a GPU.
+/// The rows ROWS (host indices) of SRC along axis 0, gathered on SRC's device: batches of a
+/// dataset that lives on a GPU.
 Tensor take_rows(const Tensor& src, const std::vector<int64_t>& rows);
 
-// Sum over AXES (all axes when empty).
+/// Sum over AXES (all axes when empty).
 Tensor sum(const Tensor& a, const std::vector<int64_t>& axes = {}, bool keepdims = false);
-// Sums A down to SHAPE, undoing a broadcast from SHAPE to a.shape().
+/// Sums A down to SHAPE, undoing a broadcast from SHAPE to a.shape().
 Tensor sum_to(const Tensor& a, const Shape& shape);
+/// A broadcast to SHAPE (numpy rules): a contiguous copy, or A itself when it has SHAPE already.
 Tensor broadcast_to(const Tensor& a, const Shape& shape);
+/// The maximum along AXIS.
 Tensor max(const Tensor& a, int64_t axis, bool keepdims = false);
-Tensor argmax(const Tensor& a, int64_t axis);  // int32 indices
+Tensor argmax(const Tensor& a, int64_t axis);  ///< the index of the maximum along AXIS, as int32 indices
 
-// Matrix products of 2-D tensors: op(a) @ op(b), op = transpose when the flag is set.
+/// Matrix products of 2-D tensors: op(a) @ op(b), op = transpose when the flag is set.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
-// c = alpha * op(a) @ op(b) + beta * c, c preallocated with the right shape.
+/// c = alpha * op(a) @ op(b) + beta * c, c preallocated with the right shape.
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
 
+/// Softmax of X along AXIS.
 Tensor softmax(const Tensor& x, int64_t axis = 1);
+/// Log-softmax of X along AXIS.
 Tensor log_softmax(const Tensor& x, int64_t axis = 1);
 
+/// XS joined along the existing AXIS (numpy.concatenate).
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+/// XS (all one shape) joined along a new AXIS (numpy.stack).
 Tensor stack(const std::vector<Tensor>& xs, int64_t axis);
 
 // ---- Fused steps of the differentiable functions in nn/functions ----
 
-// y[i, :] += b for every row of the contiguous 2-D Y (skipped when B is undefined), then
-// y = max(y, 0) when RELU: the one-pass epilogue of linear layers, in place.
+/// y[i, :] += b for every row of the contiguous 2-D Y (skipped when B is undefined), then
+/// y = max(y, 0) when RELU: the one-pass epilogue of linear layers, in place.
 void add_bias_(Tensor& y, const Tensor& b, bool relu = false);
-// Backward of softmax / log_softmax along AXIS, from the forward output Y.
+/// Backward of softmax along AXIS, from the forward output Y.
 Tensor softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis = 1);
+/// Backward of log_softmax along AXIS, from the forward output Y.
 Tensor log_softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis = 1);
 
-// Softmax cross entropy of logits X (N, C) against int32 labels T (N,), by log-sum-exp. Rows
-// labelled IGNORE_LABEL get loss 0 and are not counted.
+/// What softmax_cross_entropy returns: the loss and what its gradient needs.
 struct CrossEntropyResult {
-  Tensor loss;   // (N,) per-example losses, or their mean (a scalar) when REDUCTION asks for one
-  Tensor lse;    // (N,) log-sum-exp of each row, for the gradient
-  Tensor scale;  // one float64: what each row's loss was multiplied by (1/count, 1/N, or 1)
+  Tensor loss;   ///< (N,) per-example losses, or their mean (a scalar) when REDUCTION asks for one
+  Tensor lse;    ///< (N,) log-sum-exp of each row, for the gradient
+  Tensor scale;  ///< one float64: what each row's loss was multiplied by (1/count, 1/N, or 1)
 };
+/// Softmax cross entropy of logits X (N, C) against int32 labels T (N,), by log-sum-exp. Rows
+/// labelled IGNORE_LABEL get loss 0 and are not counted.
 CrossEntropyResult softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label = -1,
                                          LossReduction reduction = LossReduction::None);
-// Its gradient: gx[i] = (softmax(x[i]) - onehot(t[i])) * gloss[i] * scale (gloss may have one
-// element, shared by all rows); zero on ignored rows.
+/// Its gradient: gx[i] = (softmax(x[i]) - onehot(t[i])) * gloss[i] * scale (gloss may have one
+/// element, shared by all rows); zero on ignored rows.
 Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
                                   const Tensor& scale, int64_t ignore_label = -1);
 
-// A dropout mask of SHAPE on DEVICE: 1/(1-ratio) with probability 1-ratio, else 0. One key is
-// drawn from GEN; the elements are Philox values of it, the same on every device.
+/// A dropout mask of SHAPE on DEVICE: 1/(1-ratio) with probability 1-ratio, else 0. One key is
+/// drawn from GEN; the elements are Philox values of it, the same on every device.
 Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device, Generator& gen);
 
-// Fraction (a scalar of y's dtype) of argmax(y, axis 1) == t over labels other than
-// IGNORE_LABEL; 0 when every label is ignored. T has y's shape without axis 1.
+/// Fraction (a scalar of y's dtype) of `argmax(y, axis 1) == t` over labels other than
+/// IGNORE_LABEL; 0 when every label is ignored. T has y's shape without axis 1.
 Tensor accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label = -1);
 
 }  // namespace chainer::ops

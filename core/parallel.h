@@ -1,24 +1,26 @@
-// Threads for CPU math. One OpenMP team serves our kernels and the GEMM; its size defaults to
-// the cores of this node divided by the MPI ranks on it (MPICH's MPI_LOCALNRANKS), so
-// `mpiexec -n 2` on 2 cores runs 1 thread per rank instead of oversubscribing.
-// Every compute thread runs with flush-to-zero and denormals-are-zero: Adam's moments decay
-// into the subnormal range during training and make later epochs 30-50% slower otherwise.
+/// @file
+/// Threads for CPU math. One OpenMP team serves our kernels and the GEMM; its size defaults to
+/// the cores of this node divided by the MPI ranks on it (MPICH's MPI_LOCALNRANKS), so
+/// `mpiexec -n 2` on 2 cores runs 1 thread per rank instead of oversubscribing.
+/// Every compute thread runs with flush-to-zero and denormals-are-zero: Adam's moments decay
+/// into the subnormal range during training and make later epochs 30-50% slower otherwise.
 #pragma once
 #include <cstdint>
 #include <functional>
 
 namespace chainer {
 
+/// The threads of the CPU math team.
 int num_threads();
-void set_num_threads(int n);  // n <= 0 restores the default
-int default_num_threads();    // hardware cores / ranks on this node, at least 1
+void set_num_threads(int n);  ///< sets the team's size; `n <= 0` restores the default
+int default_num_threads();    ///< hardware cores / ranks on this node, at least 1
 
-// Sets FTZ/DAZ on the calling thread (done for the team by set_num_threads and at start-up).
+/// Sets FTZ/DAZ on the calling thread (done for the team by set_num_threads and at start-up).
 void enable_flush_denormal();
 
-// Runs fn(begin, end) over [0, n) split in contiguous chunks (up to four per thread, taken by
-// whichever thread is free); serial when n is below GRAIN elements. The chunk edges depend only
-// on n and the thread count, so results are identical run to run.
+/// Runs fn(begin, end) over [0, n) split in contiguous chunks (up to four per thread, taken by
+/// whichever thread is free); serial when n is below GRAIN elements. The chunk edges depend only
+/// on n and the thread count, so results are identical run to run.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace chainer

@@ -1,4 +1,5 @@
-// The datasets module in one include: datasets, MNIST, batching and iterators.
+/// @file
+/// The datasets module in one include: datasets, MNIST, batching and iterators.
 #pragma once
 #include "datasets/concat_examples.h"
 #include "datasets/dataset.h"

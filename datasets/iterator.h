@@ -1,8 +1,9 @@
-// Iterator: hands out mini-batches of a dataset epoch after epoch, as Chainer's
-// chainer.dataset.Iterator. Updaters call next_batch() (the stacked arrays the converter would
-// make); next() gives Chainer's list of examples. Triggers read epoch, epoch_detail and
-// is_new_epoch; snapshots save and restore the position through serialize().
-// One thread consumes an iterator; it is not safe to call it from several threads at once.
+/// @file
+/// Iterator: hands out mini-batches of a dataset epoch after epoch, as Chainer's
+/// chainer.dataset.Iterator. Updaters call next_batch() (the stacked arrays the converter would
+/// make); next() gives Chainer's list of examples. Triggers read epoch, epoch_detail and
+/// is_new_epoch; snapshots save and restore the position through serialize().
+/// One thread consumes an iterator; it is not safe to call it from several threads at once.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -16,31 +17,35 @@ namespace chainer::iterators {
 
 using datasets::Example;
 
-// Thrown by next() and next_batch() of a non-repeating iterator after its last batch (Python's
-// StopIteration); has_next() tells in advance.
+/// Thrown by next() and next_batch() of a non-repeating iterator after its last batch (Python's
+/// StopIteration); has_next() tells in advance.
 class StopIteration : public Error {
  public:
   using Error::Error;
 };
 
+/// Hands out mini-batches of a dataset epoch after epoch, as `chainer.dataset.Iterator`.
 class Iterator {
  public:
   virtual ~Iterator() = default;
 
-  virtual std::vector<Tensor> next_batch() = 0;  // one tensor per field, batch along axis 0
-  virtual std::vector<Example> next() = 0;       // the examples of the same batch
+  virtual std::vector<Tensor> next_batch() = 0;  ///< The next batch: one tensor per field, batch along axis 0.
+  virtual std::vector<Example> next() = 0;       ///< The next batch as its examples (Chainer's `next()`).
+  /// Whether another batch follows: false once a non-repeating iterator has handed out its last.
   virtual bool has_next() const = 0;
 
-  virtual int64_t epoch() const = 0;           // completed passes over the dataset
-  virtual double epoch_detail() const = 0;     // epoch + position / size: 1.5 is half-way through epoch 2
-  virtual std::optional<double> previous_epoch_detail() const = 0;  // before the last batch; none at first
-  virtual bool is_new_epoch() const = 0;       // whether the last batch crossed the end of an epoch
-  virtual int64_t batch_size() const = 0;
-  virtual int64_t current_position() const = 0;  // in the current epoch's order
+  virtual int64_t epoch() const = 0;           ///< Completed passes over the dataset.
+  virtual double epoch_detail() const = 0;     ///< `epoch + position / size`: 1.5 is half-way through epoch 2.
+  /// epoch_detail() before the last batch; none at first.
+  virtual std::optional<double> previous_epoch_detail() const = 0;
+  virtual bool is_new_epoch() const = 0;       ///< Whether the last batch crossed the end of an epoch.
+  virtual int64_t batch_size() const = 0;      ///< Examples per batch (a last, non-repeating batch may have fewer).
+  virtual int64_t current_position() const = 0;  ///< Position in the current epoch's order.
 
-  virtual void reset() = 0;  // back to the state right after construction
+  virtual void reset() = 0;  ///< Back to the state right after construction.
+  /// Saves or restores the position (epoch, order, random state) for snapshots.
   virtual void serialize(Serializer& serializer) = 0;
-  virtual void finalize() {}  // releases threads or other resources; the iterator may be destroyed next
+  virtual void finalize() {}  ///< Releases threads or other resources; the iterator may be destroyed next.
 };
 
 }  // namespace chainer::iterators

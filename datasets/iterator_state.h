@@ -1,11 +1,12 @@
-// IteratorState: the bookkeeping of Chainer's SerialIterator (chainer/iterators/_statemachine.py)
-// shared by SerialIterator and MultiprocessIterator: which indices the next batch takes, the
-// position in the epoch, the epoch count and the shuffled order of the epoch.
-// A batch that crosses the end of an epoch is completed from the start of the next epoch's
-// order when repeating, and cut short otherwise. With shuffle, a fresh permutation is drawn from
-// a Generator(seed) at construction and at every epoch end, so the orders depend only on the
-// seed and the epoch count; serialize() saves the Generator state too, so a restored state
-// continues bit for bit.
+/// @file
+/// IteratorState: the bookkeeping of Chainer's SerialIterator (chainer/iterators/_statemachine.py)
+/// shared by SerialIterator and MultiprocessIterator: which indices the next batch takes, the
+/// position in the epoch, the epoch count and the shuffled order of the epoch.
+/// A batch that crosses the end of an epoch is completed from the start of the next epoch's
+/// order when repeating, and cut short otherwise. With shuffle, a fresh permutation is drawn from
+/// a Generator(seed) at construction and at every epoch end, so the orders depend only on the
+/// seed and the epoch count; serialize() saves the Generator state too, so a restored state
+/// continues bit for bit.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,31 +20,35 @@
 
 namespace chainer::iterators {
 
+/// The position, epoch and order of an iterator over a dataset of fixed size, without the data.
 class IteratorState {
  public:
-  // OWNER names the iterator in error messages.
+  /// A state at the start of epoch 0; OWNER names the iterator in error messages.
   IteratorState(std::string owner, size_t dataset_size, int64_t batch_size, bool repeat, bool shuffle,
                 uint64_t seed);
 
+  /// Whether another batch follows (Iterator::has_next).
   bool has_next() const { return size_ > 0 && (repeat_ || epoch_ == 0); }
-  void check_has_next() const;         // throws StopIteration when !has_next()
-  std::vector<size_t> next_indices();  // advances; throws StopIteration when !has_next()
+  void check_has_next() const;         ///< Throws StopIteration when `!has_next()`.
+  /// The dataset indices of the next batch; advances; throws StopIteration when `!has_next()`.
+  std::vector<size_t> next_indices();
 
-  int64_t epoch() const { return epoch_; }
-  double epoch_detail() const;
-  std::optional<double> previous_epoch_detail() const;
-  bool is_new_epoch() const { return is_new_epoch_; }
-  int64_t current_position() const { return position_; }
-  int64_t batch_size() const { return batch_size_; }
+  int64_t epoch() const { return epoch_; }  ///< Completed passes over the dataset.
+  double epoch_detail() const;              ///< `epoch + position / size`, as Iterator::epoch_detail.
+  std::optional<double> previous_epoch_detail() const;  ///< epoch_detail() before the last batch; none at first.
+  bool is_new_epoch() const { return is_new_epoch_; }   ///< Whether the last batch crossed the end of an epoch.
+  int64_t current_position() const { return position_; }  ///< Position in the current epoch's order.
+  int64_t batch_size() const { return batch_size_; }    ///< Examples per batch.
 
-  void reset();
-  // reset(), with every order from now on (and after each reset()) drawn from Generator(SEED):
-  // how chainermn::create_synchronized_iterator gives every rank the same order.
+  void reset();  ///< Back to the state right after construction.
+  /// reset(), with every order from now on (and after each reset()) drawn from Generator(SEED):
+  /// how chainermn::create_synchronized_iterator gives every rank the same order.
   void reseed(uint64_t seed) {
     seed_ = seed;
     reset();
   }
-  // Keys: current_position, epoch, is_new_epoch, previous_epoch_detail, order (with shuffle), rng_state.
+  /// Saves or restores the state. Keys: current_position, epoch, is_new_epoch, previous_epoch_detail,
+  /// order (with shuffle), rng_state.
   void serialize(Serializer& serializer);
 
  private:

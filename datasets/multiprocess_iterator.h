@@ -1,9 +1,10 @@
-// MultiprocessIterator: the role of Chainer's chainer.iterators.MultiprocessIterator, loading
-// batches ahead of the training loop. Here one background std::thread computes up to
-// n_prefetch batches in advance and hands them over through a bounded queue. Its batches are
-// those of a SerialIterator with the same arguments and seed, in the same order.
-// The thread starts at the first batch requested; an exception in it is rethrown by next();
-// finalize(), reset(), restoring from a snapshot and the destructor stop it cleanly.
+/// @file
+/// MultiprocessIterator: the role of Chainer's chainer.iterators.MultiprocessIterator, loading
+/// batches ahead of the training loop. Here one background std::thread computes up to
+/// n_prefetch batches in advance and hands them over through a bounded queue. Its batches are
+/// those of a SerialIterator with the same arguments and seed, in the same order.
+/// The thread starts at the first batch requested; an exception in it is rethrown by next();
+/// finalize(), reset(), restoring from a snapshot and the destructor stop it cleanly.
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -16,16 +17,18 @@
 
 namespace chainer::iterators {
 
+/// An iterator whose batches a background thread prepares ahead, up to `n_prefetch` of them.
 class MultiprocessIterator : public Iterator {
  public:
+  /// Iterates over DATASET as a SerialIterator with the same arguments would, prefetching N_PREFETCH batches.
   MultiprocessIterator(datasets::DatasetPtr dataset, int64_t batch_size, bool repeat = true, bool shuffle = true,
                        uint64_t seed = 0, int64_t n_prefetch = 2);
-  ~MultiprocessIterator() override;
+  ~MultiprocessIterator() override;  ///< Stops the background thread.
   MultiprocessIterator(const MultiprocessIterator&) = delete;
   MultiprocessIterator& operator=(const MultiprocessIterator&) = delete;
 
   std::vector<Tensor> next_batch() override;
-  std::vector<Example> next() override;  // row views of the prefetched batch
+  std::vector<Example> next() override;  ///< Row views of the prefetched batch.
   bool has_next() const override { return state_.has_next(); }
 
   int64_t epoch() const override { return state_.epoch(); }
@@ -36,12 +39,12 @@ class MultiprocessIterator : public Iterator {
   int64_t current_position() const override { return state_.current_position(); }
 
   void reset() override;
-  // Back to the start, with the orders drawn from Generator(SEED) (IteratorState::reseed).
+  /// Back to the start, with the orders drawn from Generator(SEED) (IteratorState::reseed).
   void reseed(uint64_t seed);
   void serialize(Serializer& serializer) override;
-  void finalize() override { stop(); }
+  void finalize() override { stop(); }  ///< Stops the background thread; the next batch starts it again.
 
-  const datasets::DatasetPtr& dataset() const { return dataset_; }
+  const datasets::DatasetPtr& dataset() const { return dataset_; }  ///< The dataset iterated over.
 
  private:
   struct Prefetched {

@@ -1,15 +1,18 @@
-// SerialIterator: reads batches in the calling thread, as Chainer's
-// chainer.iterators.SerialIterator, with the same epoch accounting (see iterator_state.h).
-// With shuffle each epoch visits the examples in a fresh permutation drawn from
-// Generator(seed); without it, in index order.
+/// @file
+/// SerialIterator: reads batches in the calling thread, as Chainer's
+/// chainer.iterators.SerialIterator, with the same epoch accounting (see iterator_state.h).
+/// With shuffle each epoch visits the examples in a fresh permutation drawn from
+/// Generator(seed); without it, in index order.
 #pragma once
 #include "datasets/iterator.h"
 #include "datasets/iterator_state.h"
 
 namespace chainer::iterators {
 
+/// An iterator that reads each batch in the calling thread, as `chainer.iterators.SerialIterator`.
 class SerialIterator : public Iterator {
  public:
+  /// Iterates over DATASET in batches of BATCH_SIZE; SEED fixes the shuffled orders.
   SerialIterator(datasets::DatasetPtr dataset, int64_t batch_size, bool repeat = true, bool shuffle = true,
                  uint64_t seed = 0);
 
@@ -25,11 +28,11 @@ class SerialIterator : public Iterator {
   int64_t current_position() const override { return state_.current_position(); }
 
   void reset() override { state_.reset(); }
-  // Back to the start, with the orders drawn from Generator(SEED) (IteratorState::reseed).
+  /// Back to the start, with the orders drawn from Generator(SEED) (IteratorState::reseed).
   void reseed(uint64_t seed) { state_.reseed(seed); }
   void serialize(Serializer& serializer) override { state_.serialize(serializer); }
 
-  const datasets::DatasetPtr& dataset() const { return dataset_; }
+  const datasets::DatasetPtr& dataset() const { return dataset_; }  ///< The dataset iterated over.
 
  private:
   datasets::DatasetPtr dataset_;

@@ -1,7 +1,8 @@
-// SubDataset: a view of examples [start, finish) of a base dataset, optionally through a
-// permutation ORDER of the base's indices, as Chainer's chainer.datasets.SubDataset.
-// split_dataset / split_dataset_random cut a dataset in two such views (e.g. train/validation)
-// without copying any data.
+/// @file
+/// SubDataset: a view of examples [start, finish) of a base dataset, optionally through a
+/// permutation ORDER of the base's indices, as Chainer's chainer.datasets.SubDataset.
+/// split_dataset / split_dataset_random cut a dataset in two such views (e.g. train/validation)
+/// without copying any data.
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -11,10 +12,11 @@
 
 namespace chainer::datasets {
 
+/// A view of a contiguous range of another dataset's examples, optionally reordered.
 class SubDataset : public Dataset {
  public:
-  // Example i is base[order[start + i]] (base[start + i] when ORDER is empty). ORDER, when
-  // given, must have one entry per base example, each in [0, base->size()).
+  /// Example i is `base[order[start + i]]` (`base[start + i]` when ORDER is empty). ORDER, when
+  /// given, must have one entry per base example, each in `[0, base->size())`.
   SubDataset(DatasetPtr base, size_t start, size_t finish, std::vector<int64_t> order = {});
 
   size_t size() const override { return finish_ - start_; }
@@ -28,11 +30,12 @@ class SubDataset : public Dataset {
   std::vector<int64_t> order_;
 };
 
+/// Two datasets, as split_dataset returns them.
 using DatasetPair = std::pair<DatasetPtr, DatasetPtr>;
 
-// {examples [0, first_size), examples [first_size, size)}, taken through ORDER when given.
+/// {examples `[0, first_size)`, examples `[first_size, size)`}, taken through ORDER when given.
 DatasetPair split_dataset(const DatasetPtr& dataset, size_t first_size, std::vector<int64_t> order = {});
-// split_dataset through a random permutation drawn from chainer::Generator(seed).
+/// split_dataset through a random permutation drawn from `chainer::Generator(seed)`.
 DatasetPair split_dataset_random(const DatasetPtr& dataset, size_t first_size, uint64_t seed);
 
 }  // namespace chainer::datasets

@@ -1,52 +1,53 @@
-// GradientReducer: averages a link's gradients over every rank of a communicator while
-// backward is still running, the way PyTorch's DistributedDataParallel does.
-//
-// attach(link) plans BUCKETS over the link's initialized parameters taken in REVERSE
-// namedparams() order (roughly the order backward finishes them): a small first bucket
-// (first_bucket_bytes, ~1 MB) so communication starts early, then buckets of about bucket_bytes
-// (~25 MB). A parameter larger than a bucket gets one of its own.
-// Every parameter gets a VariableNode grad hook; when backward makes a gradient final the hook
-// counts it, and as soon as EVERY parameter of the next bucket in plan order is final that bucket
-// is packed into one buffer (multiplied by 1/size on the way, while the gradients are still warm
-// in cache) and handed to the transport, which starts its sum over the ranks and returns a
-// handle to wait on (distributed/bucket_transport.h). Buckets are always started in plan order,
-// the same on every rank: a bucket that becomes ready before an earlier one waits for it
-// (counted in stats().waited_for_earlier). Each hook also tests the sums in flight so MPI makes
-// progress during the rest of backward. A bucket never mixes dtypes or devices.
-//
-// finalize() completes the step: it starts, in order, every bucket not started yet (parameters
-// that got no gradient in this backward count as zeros, so no rank ever waits for a bucket that
-// another rank cannot start) and waits for all of them. Each gradient then becomes
-// a view of its slice of the bucket buffer, so the means are never copied again; the buffer is
-// reused by the next step unless somebody still holds such a view (then a fresh one is made).
-// With zero_fill a parameter without a gradient then gets the mean of the others' gradients;
-// without it, such a parameter is left without a gradient (every rank should then agree on which
-// are missing, as ChainerMN requires). If no hook fired at all (gradients set by hand, or the
-// user's backward happened before attach), finalize simply reduces everything then.
-//
-// Rules, as for DDP: every rank runs the same sequence of backward passes between two
-// finalize() calls, and gradients are not edited by hand between backward and finalize()
-// (a bucket may already have been packed). A second backward before finalize() (gradient
-// accumulation) is detected when a parameter whose bucket was already started gets a new
-// gradient: the started buckets are then completed and thrown away, and finalize() reduces
-// everything again from the accumulated gradients (stats().restarts).
-//
-// The transport: on one host (every rank of the communicator on this machine, as with
-// `mpiexec -n 2` here) and with every parameter in host memory, a shared-memory segment
-// (distributed/shared_memory_transport.h): each gradient is packed into this rank's region from
-// its own hook, and finalize() sums each rank's share of every parameter over all ranks' regions;
-// a still-held view of the last step's means makes that step use MPI (stats().held_fallbacks).
-// Options::shared_memory or CHAINERMN_SHARED_MEMORY=0 turns it off. Otherwise the
-// communicator's own algorithm (Communicator::start_sum: MPI_Iallreduce for naive and flat, the
-// composed algorithm for hierarchical, two_dimensional and single_node, NCCL for pure_nccl),
-// each bucket in a private buffer; device buffers are summed in stream order where the
-// communicator's library allows it. There the buckets travel in the communicator's
-// allreduce_grad_dtype when it has one (packed as the mean's share, 1/size, before the cast, as
-// multi_node_mean_grad does), and the gradients come back as converted copies.
-//
-// The reducer's own traffic (the shared-memory step) runs on its own duplicate of the
-// communicator's MPI communicator, and start_sum on another, so it never mixes with other
-// collectives.
+/// @file
+/// GradientReducer: averages a link's gradients over every rank of a communicator while
+/// backward is still running, the way PyTorch's DistributedDataParallel does.
+///
+/// attach(link) plans BUCKETS over the link's initialized parameters taken in REVERSE
+/// namedparams() order (roughly the order backward finishes them): a small first bucket
+/// (first_bucket_bytes, ~1 MB) so communication starts early, then buckets of about bucket_bytes
+/// (~25 MB). A parameter larger than a bucket gets one of its own.
+/// Every parameter gets a VariableNode grad hook; when backward makes a gradient final the hook
+/// counts it, and as soon as EVERY parameter of the next bucket in plan order is final that bucket
+/// is packed into one buffer (multiplied by 1/size on the way, while the gradients are still warm
+/// in cache) and handed to the transport, which starts its sum over the ranks and returns a
+/// handle to wait on (distributed/bucket_transport.h). Buckets are always started in plan order,
+/// the same on every rank: a bucket that becomes ready before an earlier one waits for it
+/// (counted in stats().waited_for_earlier). Each hook also tests the sums in flight so MPI makes
+/// progress during the rest of backward. A bucket never mixes dtypes or devices.
+///
+/// finalize() completes the step: it starts, in order, every bucket not started yet (parameters
+/// that got no gradient in this backward count as zeros, so no rank ever waits for a bucket that
+/// another rank cannot start) and waits for all of them. Each gradient then becomes
+/// a view of its slice of the bucket buffer, so the means are never copied again; the buffer is
+/// reused by the next step unless somebody still holds such a view (then a fresh one is made).
+/// With zero_fill a parameter without a gradient then gets the mean of the others' gradients;
+/// without it, such a parameter is left without a gradient (every rank should then agree on which
+/// are missing, as ChainerMN requires). If no hook fired at all (gradients set by hand, or the
+/// user's backward happened before attach), finalize simply reduces everything then.
+///
+/// Rules, as for DDP: every rank runs the same sequence of backward passes between two
+/// finalize() calls, and gradients are not edited by hand between backward and finalize()
+/// (a bucket may already have been packed). A second backward before finalize() (gradient
+/// accumulation) is detected when a parameter whose bucket was already started gets a new
+/// gradient: the started buckets are then completed and thrown away, and finalize() reduces
+/// everything again from the accumulated gradients (stats().restarts).
+///
+/// The transport: on one host (every rank of the communicator on this machine, as with
+/// `mpiexec -n 2` here) and with every parameter in host memory, a shared-memory segment
+/// (distributed/shared_memory_transport.h): each gradient is packed into this rank's region from
+/// its own hook, and finalize() sums each rank's share of every parameter over all ranks' regions;
+/// a still-held view of the last step's means makes that step use MPI (stats().held_fallbacks).
+/// Options::shared_memory or CHAINERMN_SHARED_MEMORY=0 turns it off. Otherwise the
+/// communicator's own algorithm (Communicator::start_sum: MPI_Iallreduce for naive and flat, the
+/// composed algorithm for hierarchical, two_dimensional and single_node, NCCL for pure_nccl),
+/// each bucket in a private buffer; device buffers are summed in stream order where the
+/// communicator's library allows it. There the buckets travel in the communicator's
+/// allreduce_grad_dtype when it has one (packed as the mean's share, 1/size, before the cast, as
+/// multi_node_mean_grad does), and the gradients come back as converted copies.
+///
+/// The reducer's own traffic (the shared-memory step) runs on its own duplicate of the
+/// communicator's MPI communicator, and start_sum on another, so it never mixes with other
+/// collectives.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -59,58 +60,63 @@
 
 namespace chainermn {
 
+/// The bucket plan and transport of a GradientReducer.
 struct GradientReducerOptions {
-  size_t first_bucket_bytes = size_t(1) << 20;  // the first bucket (the last parameters of the model)
-  size_t bucket_bytes = size_t(25) << 20;       // every later bucket
+  size_t first_bucket_bytes = size_t(1) << 20;  ///< The first bucket (the last parameters of the model).
+  size_t bucket_bytes = size_t(25) << 20;       ///< Every later bucket.
+  /// A parameter without a gradient counts as zeros and receives the mean (see above).
   bool zero_fill = true;
-  bool shared_memory = true;  // on one host, average through a shared segment (see above)
+  bool shared_memory = true;  ///< On one host, average through a shared segment (see above).
 };
 
+/// Averages a link's gradients over the ranks in buckets, while backward runs (as PyTorch's DDP).
 class GradientReducer {
  public:
+  /// What the reducer has done so far, for tests and benchmarks.
   struct Stats {
-    int64_t steps = 0;                  // finalize() calls that reduced something
-    int64_t buckets_from_hooks = 0;     // buckets started during backward, from a grad hook
-    int64_t buckets_at_finalize = 0;    // buckets started by finalize()
-    int64_t waited_for_earlier = 0;     // times a ready bucket had to wait for an earlier one
-    int64_t restarts = 0;               // steps whose early buckets were thrown away (see above)
-    int64_t shared_memory_steps = 0;    // steps averaged through the shared segment
-    int64_t held_fallbacks = 0;         // steps that used MPI because a view of the means was held
+    int64_t steps = 0;                  ///< finalize() calls that reduced something.
+    int64_t buckets_from_hooks = 0;     ///< Buckets started during backward, from a grad hook.
+    int64_t buckets_at_finalize = 0;    ///< Buckets started by finalize().
+    int64_t waited_for_earlier = 0;     ///< Times a ready bucket had to wait for an earlier one.
+    int64_t restarts = 0;               ///< Steps whose early buckets were thrown away (see above).
+    int64_t shared_memory_steps = 0;    ///< Steps averaged through the shared segment.
+    int64_t held_fallbacks = 0;         ///< Steps that used MPI because a view of the means was held.
   };
 
-  // Collective over COMM (duplicates its MPI communicator).
+  /// Collective over COMM (duplicates its MPI communicator).
   GradientReducer(std::shared_ptr<Communicator> comm, GradientReducerOptions options = {});
-  // Completes anything still in flight and removes its hooks.
+  /// Completes anything still in flight and removes its hooks.
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
-  // Plans the buckets over LINK's initialized parameters and hooks them. An earlier plan is
-  // dropped first, as by detach(). Collective: every rank must attach the same structure.
+  /// Plans the buckets over LINK's initialized parameters and hooks them. An earlier plan is
+  /// dropped first, as by detach(). Collective: every rank must attach the same structure.
   void attach(const chainer::Link& link);
-  // Completes (collectively, consistently) any bucket in flight, discards the partial
-  // reduction, and removes the hooks.
+  /// Completes (collectively, consistently) any bucket in flight, discards the partial
+  /// reduction, and removes the hooks.
   void detach();
-  // Whether the current plan covers exactly LINK's initialized parameters (same variables, same
-  // order and shapes).
+  /// Whether the current plan covers exactly LINK's initialized parameters (same variables, same
+  /// order and shapes).
   bool matches(const chainer::Link& link) const;
-  bool attached() const;
-  // Whether the current plan averages through a shared-memory segment.
+  bool attached() const;  ///< Whether a plan is in place (attach ran, and detach has not since).
+  /// Whether the current plan averages through a shared-memory segment.
   bool uses_shared_memory() const;
 
-  // Completes the reduction (see above): afterwards every planned parameter holds the mean of
-  // its gradient over all ranks. A no-op on a one-process communicator apart from zero filling.
-  // BARRIER false (for the multi-node optimizer's shared update, which ends with a barrier of
-  // its own): on the shared-memory path each rank then returns as soon as it has summed its share
-  // (share_of) of every parameter, so its gradients hold the means in that share at once and
-  // everywhere else only once every rank has passed the caller's next barrier.
+  /// Completes the reduction (see above): afterwards every planned parameter holds the mean of
+  /// its gradient over all ranks. A no-op on a one-process communicator apart from zero filling.
+  /// BARRIER false (for the multi-node optimizer's shared update, which ends with a barrier of
+  /// its own): on the shared-memory path each rank then returns as soon as it has summed its share
+  /// (share_of) of every parameter, so its gradients hold the means in that share at once and
+  /// everywhere else only once every rank has passed the caller's next barrier.
   void finalize(bool barrier = true);
 
-  const Stats& stats() const;
-  // The plan: the parameter names of each bucket, in launch order.
+  const Stats& stats() const;  ///< The counters since construction.
+  /// The plan: the parameter names of each bucket, in launch order.
   std::vector<std::vector<std::string>> bucket_names() const;
-  const GradientReducerOptions& options() const;
+  const GradientReducerOptions& options() const;  ///< The options it was made with.
 
+  /// The reducer's state (defined in gradient_reducer.cpp).
   struct Impl;
 
  private:

@@ -1,14 +1,15 @@
-// Error checking for MPI calls. Every MPI call in chainermn goes through CHAINERMN_MPI_CHECK, and
-// chainermn's communicators use MPI_ERRORS_RETURN, so a failing call becomes a C++ exception
-// (chainermn::MpiError, a chainer::Error) naming the call, where it was made and MPI's own
-// explanation, instead of MPI's default of killing the job without saying where.
-//
-// The macro also marks the call as in progress while it runs, for the job runtime's watchdog
-// (distributed/mpi_runtime.h, CHAINERMN_TIMEOUT): a call that never returns, because a peer or
-// its host became unreachable, ends the job with a message naming the call and file:line instead
-// of hanging it. The mark is two plain stores and a load per call, no clock read and no atomic
-// read-modify-write, so even the MPI_Test calls the gradient reducer makes from every gradient
-// hook do not notice it.
+/// @file
+/// Error checking for MPI calls. Every MPI call in chainermn goes through CHAINERMN_MPI_CHECK, and
+/// chainermn's communicators use MPI_ERRORS_RETURN, so a failing call becomes a C++ exception
+/// (chainermn::MpiError, a chainer::Error) naming the call, where it was made and MPI's own
+/// explanation, instead of MPI's default of killing the job without saying where.
+///
+/// The macro also marks the call as in progress while it runs, for the job runtime's watchdog
+/// (distributed/mpi_runtime.h, CHAINERMN_TIMEOUT): a call that never returns, because a peer or
+/// its host became unreachable, ends the job with a message naming the call and file:line instead
+/// of hanging it. The mark is two plain stores and a load per call, no clock read and no atomic
+/// read-modify-write, so even the MPI_Test calls the gradient reducer makes from every gradient
+/// hook do not notice it.
 #pragma once
 #include <mpi.h>
 
@@ -20,26 +21,28 @@
 
 namespace chainermn {
 
+/// A failed MPI call: its message names the call, where it was made and MPI's explanation.
 class MpiError : public chainer::Error {
  public:
+  /// An error with MPI error code CODE and message WHAT.
   MpiError(int code, const std::string& what) : chainer::Error(what), code_(code) {}
-  int code() const { return code_; }  // the MPI error code the call returned
+  int code() const { return code_; }  ///< The MPI error code the call returned.
 
  private:
   int code_;
 };
 
-// MPI_Error_string of CODE ("unknown MPI error code N" when MPI does not know it).
+/// MPI_Error_string of CODE ("unknown MPI error code N" when MPI does not know it).
 std::string mpi_error_string(int code);
 
-// Throws MpiError "MPI call failed: CALL at FILE:LINE: <MPI_Error_string>".
+/// Throws MpiError `"MPI call failed: CALL at FILE:LINE: <MPI_Error_string>"`.
 [[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line);
 
-// Where a watched MPI call is made: the call as written, and file:line.
+/// Where a watched MPI call is made: the call as written, and file:line.
 struct MpiCallSite {
-  const char* call;
-  const char* file;
-  int line;
+  const char* call;  ///< The call as written.
+  const char* file;  ///< The source file it is in.
+  int line;          ///< Its line.
 };
 
 namespace detail {
@@ -70,7 +73,8 @@ class WatchedMpiCall {
 
 }  // namespace chainermn
 
-// CHAINERMN_MPI_CHECK(MPI_Send(buf, n, MPI_BYTE, dest, tag, comm));
+/// Runs the MPI call CALL, watched, and throws MpiError unless it returns MPI_SUCCESS:
+/// `CHAINERMN_MPI_CHECK(MPI_Send(buf, n, MPI_BYTE, dest, tag, comm));`
 #define CHAINERMN_MPI_CHECK(call)                                                              \
   do {                                                                                         \
     static constexpr ::chainermn::MpiCallSite chainermn_mpi_site_{#call, __FILE__, __LINE__};  \

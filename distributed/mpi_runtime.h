@@ -1,40 +1,45 @@
-// The MPI job around a chainermn program: starting MPI once, finalizing it at normal exit, and
-// ending the whole job (every rank, non-zero status, the message on stderr) as soon as one rank
-// fails, instead of leaving the others blocked forever in a collective. Wrap main in run_main:
-//
-//   int main(int argc, char** argv) {
-//     return chainermn::run_main(argc, argv, [&] { ...; return 0; });
-//   }
-//
-// A program started without mpiexec runs as a 1-process job (MPICH's singleton init).
-//
-// A rank that dies without running any handler (SIGKILL, a crash) cannot call MPI_Abort; MPICH's
-// mpiexec (hydra) notices the abnormal exit and kills the other ranks itself, within about a
-// second, unless it was started with -disable-auto-cleanup (don't).
-//
-// A peer that becomes unreachable (its host's link cut, its host or process frozen) is another
-// matter: nothing fails, every rank waits in MPI forever, and neither MPICH nor TCP ever notices
-// (measured on simulated hosts: docs/design.md, "A cut link ends the job"). So in a job of
-// several processes init_mpi starts a watchdog thread, as PyTorch's NCCL watchdog: when one MPI
-// call made through CHAINERMN_MPI_CHECK (distributed/mpi_check.h) has not returned within the
-// time limit, the rank prints
-//   [rank R/N] chainermn: MPI_Allreduce (FILE:LINE) has not completed in T s; a peer process or
-//   its host may be unreachable ...
-// to stderr and kills itself with SIGKILL (MPI may not be called from a second thread under
-// MPI_THREAD_FUNNELED, so no MPI_Abort). Hydra takes a process killed by a signal as a bad
-// termination and kills every rank it can reach, and mpiexec returns non-zero at once; ranks
-// behind the cut link time out the same way on their own. (A plain non-zero exit would not do:
-// hydra then waits for the unreachable host's proxy forever.)
-//
-// The limit is CHAINERMN_TIMEOUT=<seconds> in the environment (read by init_mpi; 0 turns the
-// watchdog off), or set_mpi_timeout; default 600 s, PyTorch's for NCCL. It bounds how long ONE
-// call may wait, and a call waits for as long as its slowest peer takes to reach it: when one
-// rank works alone while the others sit in the next collective (rank 0 evaluating a test set or
-// writing a large snapshot by itself), that stretch must stay under the limit, or the job ends
-// although nothing is wrong. A training step is seconds; raise the limit for longer solo phases.
-// MPI_Finalize (finalize_mpi) is watched too: over UCX's TCP transport it sometimes never returns
-// (docs/design.md). MPIEXEC_TIMEOUT=<seconds> in mpiexec's environment remains a limit on the
-// whole job.
+/// @file
+/// The MPI job around a chainermn program: starting MPI once, finalizing it at normal exit, and
+/// ending the whole job (every rank, non-zero status, the message on stderr) as soon as one rank
+/// fails, instead of leaving the others blocked forever in a collective. Wrap main in run_main:
+///
+/// ```
+///   int main(int argc, char** argv) {
+///     return chainermn::run_main(argc, argv, [&] { ...; return 0; });
+///   }
+/// ```
+///
+/// A program started without mpiexec runs as a 1-process job (MPICH's singleton init).
+///
+/// A rank that dies without running any handler (SIGKILL, a crash) cannot call MPI_Abort; MPICH's
+/// mpiexec (hydra) notices the abnormal exit and kills the other ranks itself, within about a
+/// second, unless it was started with -disable-auto-cleanup (don't).
+///
+/// A peer that becomes unreachable (its host's link cut, its host or process frozen) is another
+/// matter: nothing fails, every rank waits in MPI forever, and neither MPICH nor TCP ever notices
+/// (measured on simulated hosts: docs/design.md, "A cut link ends the job"). So in a job of
+/// several processes init_mpi starts a watchdog thread, as PyTorch's NCCL watchdog: when one MPI
+/// call made through CHAINERMN_MPI_CHECK (distributed/mpi_check.h) has not returned within the
+/// time limit, the rank prints
+/// ```
+///   [rank R/N] chainermn: MPI_Allreduce (FILE:LINE) has not completed in T s; a peer process or
+///   its host may be unreachable ...
+/// ```
+/// to stderr and kills itself with SIGKILL (MPI may not be called from a second thread under
+/// MPI_THREAD_FUNNELED, so no MPI_Abort). Hydra takes a process killed by a signal as a bad
+/// termination and kills every rank it can reach, and mpiexec returns non-zero at once; ranks
+/// behind the cut link time out the same way on their own. (A plain non-zero exit would not do:
+/// hydra then waits for the unreachable host's proxy forever.)
+///
+/// The limit is `CHAINERMN_TIMEOUT=<seconds>` in the environment (read by init_mpi; 0 turns the
+/// watchdog off), or set_mpi_timeout; default 600 s, PyTorch's for NCCL. It bounds how long ONE
+/// call may wait, and a call waits for as long as its slowest peer takes to reach it: when one
+/// rank works alone while the others sit in the next collective (rank 0 evaluating a test set or
+/// writing a large snapshot by itself), that stretch must stay under the limit, or the job ends
+/// although nothing is wrong. A training step is seconds; raise the limit for longer solo phases.
+/// MPI_Finalize (finalize_mpi) is watched too: over UCX's TCP transport it sometimes never returns
+/// (docs/design.md). `MPIEXEC_TIMEOUT=<seconds>` in mpiexec's environment remains a limit on the
+/// whole job.
 #pragma once
 #include <functional>
 #include <string>
@@ -43,45 +48,47 @@
 
 namespace chainermn {
 
-// Starts MPI (MPI_Init_thread asking for MPI_THREAD_FUNNELED: only the main thread calls MPI;
-// OpenMP workers never do). Idempotent, and fine when the caller already started MPI itself.
-// When it starts MPI, MPI_Finalize runs at normal exit (not after abort_job). It also installs
-// a std::terminate handler: an uncaught exception on any thread of any rank ends the whole job
-// with the exception's message, and, in a job of several processes, starts the watchdog (see
-// above). Throws chainer::Error if MPI was already finalized, or if CHAINERMN_TIMEOUT is not a
-// number of seconds >= 0.
+/// Starts MPI (MPI_Init_thread asking for MPI_THREAD_FUNNELED: only the main thread calls MPI;
+/// OpenMP workers never do). Idempotent, and fine when the caller already started MPI itself.
+/// When it starts MPI, MPI_Finalize runs at normal exit (not after abort_job). It also installs
+/// a std::terminate handler: an uncaught exception on any thread of any rank ends the whole job
+/// with the exception's message, and, in a job of several processes, starts the watchdog (see
+/// above). Throws chainer::Error if MPI was already finalized, or if CHAINERMN_TIMEOUT is not a
+/// number of seconds `>= 0`.
 void init_mpi(int* argc = nullptr, char*** argv = nullptr);
 
-// True between MPI_Init and MPI_Finalize.
+/// True between MPI_Init and MPI_Finalize.
 bool mpi_is_running();
 
-// The watchdog's limit on one blocking MPI call, in seconds (see above); 0: no limit.
+/// The default of the watchdog's limit on one blocking MPI call, in seconds (PyTorch's for NCCL).
 inline constexpr double kDefaultMpiTimeout = 600;
+/// The watchdog's limit on one blocking MPI call, in seconds (see above); 0: no limit.
 double mpi_timeout();
-// Sets it for this process from now on (CHAINERMN_TIMEOUT, read by init_mpi, overrides the default
-// only). Throws chainer::Error for a negative or non-finite value.
+/// Sets it for this process from now on (CHAINERMN_TIMEOUT, read by init_mpi, overrides the default
+/// only). Throws chainer::Error for a negative or non-finite value.
 void set_mpi_timeout(double seconds);
 
-// MPI_Finalize, if MPI runs and the job is not being aborted; idempotent. Normally called for
-// you at exit; call it yourself only to finalize earlier.
+/// MPI_Finalize, if MPI runs and the job is not being aborted; idempotent. Normally called for
+/// you at exit; call it yourself only to finalize earlier.
 void finalize_mpi();
 
-// Rank and size in MPI_COMM_WORLD (0 and 1 while MPI is not running).
+/// Rank in MPI_COMM_WORLD (0 while MPI is not running).
 int world_rank();
+/// Size of MPI_COMM_WORLD (1 while MPI is not running).
 int world_size();
 
-// Prints "[rank R/N] MESSAGE" to stderr and ends the job with status CODE: MPI_Abort on
-// MPI_COMM_WORLD when the job has several processes (mpiexec then kills every rank), a plain
-// exit otherwise.
+/// Prints "[rank R/N] MESSAGE" to stderr and ends the job with status CODE: MPI_Abort on
+/// MPI_COMM_WORLD when the job has several processes (mpiexec then kills every rank), a plain
+/// exit otherwise.
 [[noreturn]] void abort_job(const std::string& message, int code = 1);
 
 namespace detail {
 int run_main_impl(int& argc, char**& argv, const std::function<int(int&, char**&)>& fn);
 }
 
-// Calls init_mpi, then FN (FN(argc, argv) or FN(), returning int or nothing, meaning 0), and
-// returns its status. Any exception escaping FN becomes abort_job(e.what()): the whole job
-// stops with the message instead of hanging the ranks that wait for this one.
+/// Calls init_mpi, then FN (`FN(argc, argv)` or `FN()`, returning int or nothing, meaning 0), and
+/// returns its status. Any exception escaping FN becomes `abort_job(e.what())`: the whole job
+/// stops with the message instead of hanging the ranks that wait for this one.
 template <class Fn>
 int run_main(int argc, char** argv, Fn&& fn) {
   return detail::run_main_impl(argc, argv, [&fn](int& c, char**& v) -> int {

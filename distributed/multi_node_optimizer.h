@@ -1,40 +1,42 @@
-// The multi-node optimizer, as chainermn.create_multi_node_optimizer: wraps an ordinary
-// optimizer (the "actual" one) and behaves exactly like it (setup, both update forms, t(),
-// epoch(), new_epoch(), hooks, serialize, target()), except that the gradients are averaged
-// over every rank of the communicator before the actual optimizer steps.
-//
-// As ChainerMN's _MultiNodeOptimizer.update: at the first update, and whenever the set of the
-// target's parameters changes (names, or shapes, which covers a lazily initialized Linear and a
-// link added later), that update only broadcasts the parameters from rank 0
-// (Communicator::bcast_data) and does NOT step: t() stays where it was (0 after the first
-// update). Otherwise it averages the gradients and lets the actual optimizer step; its hooks
-// (WeightDecay, GradientClipping) therefore see the averaged gradients.
-//
-// Gradients are averaged in one of two ways (MultiNodeOptimizerOptions::reduction):
-//   Reduction::Bucketed (the default): a GradientReducer (distributed/gradient_reducer.h)
-//     hooked on the parameters starts the sums of buckets of gradients while backward is still
-//     running, as PyTorch's DDP does (through shared memory on one host, else by the
-//     communicator's own algorithm); update() waits for them. This works with update(lossfun)
-//     and with update() after the caller ran backward; gradients set by hand are reduced at
-//     update time. MultiNodeOptimizerOptions::reducer sets its buckets and transport.
-//   Reduction::Communicator: Communicator::multi_node_mean_grad at update time, i.e. the
-//     communicator's own scheme ("naive": one all-reduce per parameter, "flat": one packed
-//     buffer), as ChainerMN.
-// In debug mode (Communicator::debug()) both reductions run multi_node_mean_grad's checks: the
-// ranks compare their gradients before averaging and a non-finite mean throws afterwards.
-// Every rank must call update the same number of times with the same model structure.
-//
-// When every rank runs on this host, the parameters are in host memory and the actual
-// optimizer's step is elementwise (SGD,
-// MomentumSGD, Adam), the ranks keep one copy of the parameters and of the optimizer state in
-// shared memory and each steps a share of every parameter (distributed/shared_update.h), instead
-// of every rank repeating the whole step; the results are the same bit for bit.
-// MultiNodeOptimizerOptions::shard_update or CHAINERMN_SHARD_UPDATE=0 turns this off. The
-// parameters go back to private memory when the optimizer is destroyed or set up again.
-//
-// serialize() delegates to the actual optimizer, so snapshots have the single-process layout
-// (with a shared update, every rank sees the whole state, so any rank's snapshot is complete).
-// state(name) is the actual optimizer's.
+/// @file
+/// The multi-node optimizer, as chainermn.create_multi_node_optimizer: wraps an ordinary
+/// optimizer (the "actual" one) and behaves exactly like it (setup, both update forms, t(),
+/// epoch(), new_epoch(), hooks, serialize, target()), except that the gradients are averaged
+/// over every rank of the communicator before the actual optimizer steps.
+///
+/// As ChainerMN's _MultiNodeOptimizer.update: at the first update, and whenever the set of the
+/// target's parameters changes (names, or shapes, which covers a lazily initialized Linear and a
+/// link added later), that update only broadcasts the parameters from rank 0
+/// (Communicator::bcast_data) and does NOT step: t() stays where it was (0 after the first
+/// update). Otherwise it averages the gradients and lets the actual optimizer step; its hooks
+/// (WeightDecay, GradientClipping) therefore see the averaged gradients.
+///
+/// Gradients are averaged in one of two ways (MultiNodeOptimizerOptions::reduction):
+/// - Reduction::Bucketed (the default): a GradientReducer (distributed/gradient_reducer.h)
+///   hooked on the parameters starts the sums of buckets of gradients while backward is still
+///   running, as PyTorch's DDP does (through shared memory on one host, else by the
+///   communicator's own algorithm); update() waits for them. This works with update(lossfun)
+///   and with update() after the caller ran backward; gradients set by hand are reduced at
+///   update time. MultiNodeOptimizerOptions::reducer sets its buckets and transport.
+/// - Reduction::Communicator: Communicator::multi_node_mean_grad at update time, i.e. the
+///   communicator's own scheme ("naive": one all-reduce per parameter, "flat": one packed
+///   buffer), as ChainerMN.
+///
+/// In debug mode (Communicator::debug()) both reductions run multi_node_mean_grad's checks: the
+/// ranks compare their gradients before averaging and a non-finite mean throws afterwards.
+/// Every rank must call update the same number of times with the same model structure.
+///
+/// When every rank runs on this host, the parameters are in host memory and the actual
+/// optimizer's step is elementwise (SGD,
+/// MomentumSGD, Adam), the ranks keep one copy of the parameters and of the optimizer state in
+/// shared memory and each steps a share of every parameter (distributed/shared_update.h), instead
+/// of every rank repeating the whole step; the results are the same bit for bit.
+/// MultiNodeOptimizerOptions::shard_update or CHAINERMN_SHARD_UPDATE=0 turns this off. The
+/// parameters go back to private memory when the optimizer is destroyed or set up again.
+///
+/// serialize() delegates to the actual optimizer, so snapshots have the single-process layout
+/// (with a shared update, every rank sees the whole state, so any rank's snapshot is complete).
+/// state(name) is the actual optimizer's.
 #pragma once
 #include <memory>
 #include <string>
@@ -48,71 +50,81 @@
 
 namespace chainermn {
 
-// How the multi-node optimizer averages the gradients (see above).
+/// How the multi-node optimizer averages the gradients (see above).
 enum class Reduction {
-  Bucketed,      // a GradientReducer: buckets summed while backward runs (the default)
-  Communicator,  // Communicator::multi_node_mean_grad at update time, as ChainerMN
+  Bucketed,      ///< A GradientReducer: buckets summed while backward runs (the default).
+  Communicator,  ///< Communicator::multi_node_mean_grad at update time, as ChainerMN.
 };
-// "bucketed" or "communicator".
+/// "bucketed" or "communicator".
 const char* reduction_name(Reduction reduction);
-// The reverse of reduction_name; any other NAME throws chainer::Error
-// "<what> must be bucketed or communicator, got 'NAME'" (WHAT: an app passes its flag).
+/// The reverse of reduction_name; any other NAME throws chainer::Error
+/// `"<what> must be bucketed or communicator, got 'NAME'"` (WHAT: an app passes its flag).
 Reduction parse_reduction(const std::string& name, const std::string& what = "reduction");
 
+/// Options of the multi-node optimizer, as create_multi_node_optimizer's keyword arguments and more.
 struct MultiNodeOptimizerOptions {
-  // ChainerMN's double buffering overlaps an update with the next step's all-reduce on the
-  // pure_nccl communicator, which needs CUDA; asking for it throws, as ChainerMN does for any
-  // other communicator.
+  /// ChainerMN's double buffering overlaps an update with the next step's all-reduce on the
+  /// pure_nccl communicator, which needs CUDA; asking for it throws, as ChainerMN does for any
+  /// other communicator.
   bool double_buffering = false;
-  Reduction reduction = Reduction::Bucketed;
-  // The bucketed reduction's plan and transport (bucket sizes, shared memory on one host).
-  // reducer.zero_fill also governs the communicator reduction: a parameter without a gradient
-  // counts as zeros (and receives the mean); without it such parameters are skipped, and every
-  // rank must agree on which are missing.
+  Reduction reduction = Reduction::Bucketed;  ///< How the gradients are averaged.
+  /// The bucketed reduction's plan and transport (bucket sizes, shared memory on one host).
+  /// `reducer.zero_fill` also governs the communicator reduction: a parameter without a gradient
+  /// counts as zeros (and receives the mean); without it such parameters are skipped, and every
+  /// rank must agree on which are missing.
   GradientReducerOptions reducer;
-  bool shard_update = true;  // on one host, one copy of parameters and state, each rank steps a share
+  bool shard_update = true;  ///< On one host, one copy of parameters and state, each rank steps a share.
 };
 
+/// An optimizer that averages the gradients over every rank before its actual optimizer steps.
 class MultiNodeOptimizer : public chainer::Optimizer {
  public:
-  // Collective over COMM with the bucketed reduction (the reducer duplicates the MPI
-  // communicator). If ACTUAL already has a target, this optimizer adopts it.
+  /// Collective over COMM with the bucketed reduction (the reducer duplicates the MPI
+  /// communicator). If ACTUAL already has a target, this optimizer adopts it.
   MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actual, std::shared_ptr<Communicator> comm,
                      MultiNodeOptimizerOptions options = {});
-  // Gives the parameters and the actual optimizer's state back to private memory.
+  /// Gives the parameters and the actual optimizer's state back to private memory.
   ~MultiNodeOptimizer() override;
 
+  /// Sets up the actual optimizer and this one on TARGET; the next update broadcasts the parameters.
   void setup(std::shared_ptr<chainer::Link> target) override;
   using chainer::Optimizer::update;  // update(lossfun): forward, cleargrads, backward, update()
+  /// Averages the gradients and lets the actual optimizer step, or, at the first update and
+  /// after a change of the parameters, only broadcasts them from rank 0 (see above).
   void update() override;
 
-  int64_t t() const override { return actual_->t(); }
-  int64_t epoch() const override { return actual_->epoch(); }
-  void new_epoch() override { actual_->new_epoch(); }
+  int64_t t() const override { return actual_->t(); }  ///< The actual optimizer's.
+  int64_t epoch() const override { return actual_->epoch(); }  ///< The actual optimizer's.
+  void new_epoch() override { actual_->new_epoch(); }  ///< Advances the actual optimizer's epoch.
+  /// Adds HOOK to the actual optimizer, so it sees the averaged gradients.
   void add_hook(std::shared_ptr<chainer::OptimizerHook> hook) override { actual_->add_hook(std::move(hook)); }
-  bool has_hooks() const override { return actual_->has_hooks(); }
+  bool has_hooks() const override { return actual_->has_hooks(); }  ///< Whether the actual optimizer has hooks.
+  /// The actual optimizer's state of parameter NAME.
   const chainer::TensorMap& state(const std::string& name) const override { return actual_->state(name); }
-  // Delegates, so snapshots look like the single-process ones. Restoring one marks the
-  // parameters as consistent across ranks (every rank loads its snapshot of the same
-  // iteration), so the next update steps instead of spending itself on a broadcast and a
-  // resumed run continues exactly as an uninterrupted one.
+  /// Delegates, so snapshots look like the single-process ones. Restoring one marks the
+  /// parameters as consistent across ranks (every rank loads its snapshot of the same
+  /// iteration), so the next update steps instead of spending itself on a broadcast and a
+  /// resumed run continues exactly as an uninterrupted one.
   void serialize(chainer::Serializer& s) override;
-  // Its all-reduce runs on the host, between backward and the step: a step cannot be captured.
+  /// False: its all-reduce runs on the host, between backward and the step, so a step cannot be captured.
   bool capturable() const override { return false; }
 
-  chainer::Optimizer& actual_optimizer() const { return *actual_; }
+  chainer::Optimizer& actual_optimizer() const { return *actual_; }  ///< The wrapped optimizer.
+  /// The wrapped optimizer, shared.
   const std::shared_ptr<chainer::Optimizer>& actual_optimizer_ptr() const { return actual_; }
-  Communicator& communicator() const { return *comm_; }
-  const MultiNodeOptimizerOptions& options() const { return options_; }
-  // The bucketed reducer; null for the communicator reduction.
+  Communicator& communicator() const { return *comm_; }  ///< The communicator the gradients are averaged over.
+  const MultiNodeOptimizerOptions& options() const { return options_; }  ///< The options it was made with.
+  /// The bucketed reducer; null for the communicator reduction.
   const GradientReducer* reducer() const { return reducer_.get(); }
-  // How many updates only broadcast the parameters (the first one, and one per change).
+  /// How many updates only broadcast the parameters (the first one, and one per change).
   int64_t broadcast_count() const { return broadcasts_; }
-  // Whether the ranks share one copy of the parameters and state and each step a share of it.
+  /// Whether the ranks share one copy of the parameters and state and each step a share of it.
   bool shares_update() const { return shared_ != nullptr; }
 
  protected:
+  /// Never called: the actual optimizer does the steps (throws chainer::InternalError).
   void update_one(chainer::Variable& param, chainer::TensorMap& state) override;
+  /// None: the state is the actual optimizer's.
   std::vector<std::string> state_names() const override { return {}; }
 
  private:
@@ -134,12 +146,12 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   int64_t broadcasts_ = 0;
 };
 
-// As chainermn.create_multi_node_optimizer(actual_optimizer, communicator, double_buffering,
-// zero_fill), with the bucketed reduction; ZERO_FILL is MultiNodeOptimizerOptions::reducer.zero_fill.
+/// As chainermn.create_multi_node_optimizer(actual_optimizer, communicator, double_buffering,
+/// zero_fill), with the bucketed reduction; ZERO_FILL is `MultiNodeOptimizerOptions::reducer.zero_fill`.
 std::shared_ptr<chainer::Optimizer> create_multi_node_optimizer(std::shared_ptr<chainer::Optimizer> actual,
                                                                  std::shared_ptr<Communicator> comm,
                                                                  bool double_buffering = false, bool zero_fill = true);
-// The same with every option (the reduction, the bucket sizes).
+/// The same with every option (the reduction, the bucket sizes).
 std::shared_ptr<chainer::Optimizer> create_multi_node_optimizer(std::shared_ptr<chainer::Optimizer> actual,
                                                                  std::shared_ptr<Communicator> comm,
                                                                  const MultiNodeOptimizerOptions& options);

@@ -1,9 +1,10 @@
-// A small binary serialization for the objects chainermn's object collectives move (send_obj,
-// bcast_obj, gather_obj, allreduce_obj): arithmetic types, std::string, std::vector, std::map,
-// std::pair, chainer::Tensor and any nesting of them. The encoding is the machine's own byte
-// order and sizes, like mpi4py's pickles between identical interpreters: every rank of a job
-// runs the same build on the same kind of machine. Reading checks lengths, so a type mismatch
-// between sender and receiver fails with an Error instead of reading past the message.
+/// @file
+/// A small binary serialization for the objects chainermn's object collectives move (send_obj,
+/// bcast_obj, gather_obj, allreduce_obj): arithmetic types, std::string, std::vector, std::map,
+/// std::pair, chainer::Tensor and any nesting of them. The encoding is the machine's own byte
+/// order and sizes, like mpi4py's pickles between identical interpreters: every rank of a job
+/// runs the same build on the same kind of machine. Reading checks lengths, so a type mismatch
+/// between sender and receiver fails with an Error instead of reading past the message.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -19,19 +20,24 @@
 
 namespace chainermn {
 
+/// Appends encoded values to a byte string (what Codec::write writes to).
 class ByteWriter {
  public:
-  void write_raw(const void* data, size_t n) { out_.append(static_cast<const char*>(data), n); }
-  void write_size(uint64_t n) { write_raw(&n, sizeof n); }
-  std::string take() { return std::move(out_); }
+  void write_raw(const void* data, size_t n) { out_.append(static_cast<const char*>(data), n); }  ///< Appends N bytes.
+  void write_size(uint64_t n) { write_raw(&n, sizeof n); }  ///< Appends a count, as 8 bytes.
+  std::string take() { return std::move(out_); }  ///< The bytes written, moved out.
 
  private:
   std::string out_;
 };
 
+/// Reads encoded values from a byte string, checking every read against the bytes left (what
+/// Codec::read reads from).
 class ByteReader {
  public:
+  /// Reads IN from its start; IN must outlive the reader.
   explicit ByteReader(const std::string& in) : in_(in) {}
+  /// Copies the next N bytes to DATA; throws chainer::Error when fewer are left.
   void read_raw(void* data, size_t n) {
     if (n > in_.size() - pos_)
       throw chainer::Error(chainer::str("deserialize_object: the message ends after ", in_.size(),
@@ -39,7 +45,7 @@ class ByteReader {
     if (n) std::memcpy(data, in_.data() + pos_, n);
     pos_ += n;
   }
-  // A count of N items of at least ITEM_BYTES each, checked against the bytes left.
+  /// A count of N items of at least ITEM_BYTES each, checked against the bytes left.
   uint64_t read_size(size_t item_bytes = 0) {
     uint64_t n = 0;
     read_raw(&n, sizeof n);
@@ -48,15 +54,15 @@ class ByteReader {
                                         " does not fit the message (do sender and receiver use the same type?)"));
     return n;
   }
-  size_t remaining() const { return in_.size() - pos_; }
+  size_t remaining() const { return in_.size() - pos_; }  ///< The bytes not read yet.
 
  private:
   const std::string& in_;
   size_t pos_ = 0;
 };
 
-// Codec<T>::write(ByteWriter&, const T&) and Codec<T>::read(ByteReader&) -> T. Specialize it to
-// make another type serialisable.
+/// `Codec<T>::write(ByteWriter&, const T&)` and `Codec<T>::read(ByteReader&) -> T`. Specialize it to
+/// make another type serialisable.
 template <class T, class Enable = void>
 struct Codec {
   static_assert(sizeof(T) == 0,
@@ -64,9 +70,11 @@ struct Codec {
                 "std::pair, chainer::Tensor, chainer::ReportValue, and nestings of them)");
 };
 
+/// A number travels as its bytes.
 template <class T>
 struct Codec<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
-  static void write(ByteWriter& w, const T& v) { w.write_raw(&v, sizeof v); }
+  static void write(ByteWriter& w, const T& v) { w.write_raw(&v, sizeof v); }  ///< Writes V's bytes.
+  /// Reads a T.
   static T read(ByteReader& r) {
     T v{};
     r.read_raw(&v, sizeof v);
@@ -74,12 +82,15 @@ struct Codec<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
   }
 };
 
+/// A string travels as its length and its bytes.
 template <>
 struct Codec<std::string> {
+  /// Writes S's length and bytes.
   static void write(ByteWriter& w, const std::string& s) {
     w.write_size(s.size());
     w.write_raw(s.data(), s.size());
   }
+  /// Reads a string.
   static std::string read(ByteReader& r) {
     std::string s(size_t(r.read_size(1)), '\0');
     r.read_raw(s.data(), s.size());
@@ -87,16 +98,21 @@ struct Codec<std::string> {
   }
 };
 
-// A reported value travels as its number (a device value is read on the host first).
+/// A reported value travels as its number (a device value is read on the host first).
 template <>
 struct Codec<chainer::ReportValue> {
+  /// Writes V's value as a double.
   static void write(ByteWriter& w, const chainer::ReportValue& v) { Codec<double>::write(w, v.value()); }
+  /// Reads a value written as a double.
   static chainer::ReportValue read(ByteReader& r) { return Codec<double>::read(r); }
 };
 
+/// A vector travels as its length and its elements (numbers other than bool in one block).
 template <class T, class A>
 struct Codec<std::vector<T, A>> {
+  /// Whether the elements travel as one block of bytes (numbers other than bool).
   static constexpr bool kFlat = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
+  /// Writes V's length and elements.
   static void write(ByteWriter& w, const std::vector<T, A>& v) {
     w.write_size(v.size());
     if constexpr (kFlat) {
@@ -110,6 +126,7 @@ struct Codec<std::vector<T, A>> {
       }
     }
   }
+  /// Reads a vector.
   static std::vector<T, A> read(ByteReader& r) {
     const uint64_t n = r.read_size(kFlat ? sizeof(T) : 1);
     std::vector<T, A> v;
@@ -124,12 +141,15 @@ struct Codec<std::vector<T, A>> {
   }
 };
 
+/// A pair travels as its first and its second.
 template <class A, class B>
 struct Codec<std::pair<A, B>> {
+  /// Writes P's first, then its second.
   static void write(ByteWriter& w, const std::pair<A, B>& p) {
     Codec<std::remove_const_t<A>>::write(w, p.first);
     Codec<B>::write(w, p.second);
   }
+  /// Reads a pair.
   static std::pair<A, B> read(ByteReader& r) {
     auto a = Codec<std::remove_const_t<A>>::read(r);
     auto b = Codec<B>::read(r);
@@ -137,8 +157,10 @@ struct Codec<std::pair<A, B>> {
   }
 };
 
+/// A map travels as its size and its (key, value) entries in key order.
 template <class K, class V, class C, class A>
 struct Codec<std::map<K, V, C, A>> {
+  /// Writes M's size and entries.
   static void write(ByteWriter& w, const std::map<K, V, C, A>& m) {
     w.write_size(m.size());
     for (const auto& [k, v] : m) {
@@ -146,6 +168,7 @@ struct Codec<std::map<K, V, C, A>> {
       Codec<V>::write(w, v);
     }
   }
+  /// Reads a map.
   static std::map<K, V, C, A> read(ByteReader& r) {
     const uint64_t n = r.read_size(1);
     std::map<K, V, C, A> m;
@@ -157,13 +180,14 @@ struct Codec<std::map<K, V, C, A>> {
   }
 };
 
-// dtype, shape and the row-major values; an undefined tensor stays undefined.
+/// A tensor travels as its dtype, shape and the row-major values; an undefined tensor stays undefined.
 template <>
 struct Codec<chainer::Tensor> {
-  static void write(ByteWriter& w, const chainer::Tensor& t);
-  static chainer::Tensor read(ByteReader& r);
+  static void write(ByteWriter& w, const chainer::Tensor& t);  ///< Writes T.
+  static chainer::Tensor read(ByteReader& r);  ///< Reads a tensor (a fresh CPU tensor).
 };
 
+/// OBJ encoded by its Codec.
 template <class T>
 std::string serialize_object(const T& obj) {
   ByteWriter w;
@@ -171,7 +195,7 @@ std::string serialize_object(const T& obj) {
   return w.take();
 }
 
-// Throws chainer::Error when BYTES is not exactly one encoded T.
+/// The T that BYTES encodes. Throws chainer::Error when BYTES is not exactly one encoded T.
 template <class T>
 T deserialize_object(const std::string& bytes) {
   ByteReader r(bytes);

@@ -1,22 +1,26 @@
-// Scattering a dataset over the workers, as chainermn.scatter_dataset / scatter_index.
-//
-// ChainerMN's table for N examples over `size` ranks (scatter_index_table):
-//   force_equal_length (the default): len = ceil(N / size); rank i gets [b, b + len) with
-//     b = floor(N * i / size). Every rank gets exactly len examples, the shares cover all N
-//     examples, and where N is not a multiple of size the last examples of a share are repeated
-//     as the first ones of the next share (N <= len * size < N + size). The end never passes N.
-//   otherwise: the first N % size ranks get floor(N / size) + 1 examples and the others
-//     floor(N / size), a partition without repetition (for exact evaluation).
-//
-// scatter_dataset: the dataset of rank ROOT is read (the others pass anything, e.g. nullptr);
-// with SHUFFLE the shares are taken from a permutation drawn from chainer::Generator(SEED)
-// (so not numpy's permutation for the same seed, but the same on every run and platform).
-// Unlike ChainerMN, which broadcasts the whole pickled dataset and gives each rank a
-// SubDataset view, the root gathers each worker's rows with dataset->get_batch (any Dataset
-// works) and sends them (Communicator::send of tensors), so each worker holds a real
-// TupleDataset of just its share; the root's share is a copy too. An empty share keeps the
-// fields' shapes and dtypes (0 rows). Collective: every rank calls it with the same ROOT.
-// Errors on the root (a null dataset, a failing get_batch) reach every rank as exceptions.
+/// @file
+/// Scattering a dataset over the workers, as chainermn.scatter_dataset / scatter_index.
+///
+/// ChainerMN's table for N examples over `size` ranks (scatter_index_table):
+///
+/// ```
+///   force_equal_length (the default): len = ceil(N / size); rank i gets [b, b + len) with
+///     b = floor(N * i / size). Every rank gets exactly len examples, the shares cover all N
+///     examples, and where N is not a multiple of size the last examples of a share are repeated
+///     as the first ones of the next share (N <= len * size < N + size). The end never passes N.
+///   otherwise: the first N % size ranks get floor(N / size) + 1 examples and the others
+///     floor(N / size), a partition without repetition (for exact evaluation).
+/// ```
+///
+/// scatter_dataset: the dataset of rank ROOT is read (the others pass anything, e.g. nullptr);
+/// with SHUFFLE the shares are taken from a permutation drawn from chainer::Generator(SEED)
+/// (so not numpy's permutation for the same seed, but the same on every run and platform).
+/// Unlike ChainerMN, which broadcasts the whole pickled dataset and gives each rank a
+/// SubDataset view, the root gathers each worker's rows with dataset->get_batch (any Dataset
+/// works) and sends them (Communicator::send of tensors), so each worker holds a real
+/// TupleDataset of just its share; the root's share is a copy too. An empty share keeps the
+/// fields' shapes and dtypes (0 rows). Collective: every rank calls it with the same ROOT.
+/// Errors on the root (a null dataset, a failing get_batch) reach every rank as exceptions.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -28,30 +32,33 @@
 
 namespace chainermn {
 
-// The (begin, end) of every rank, in rank order (no communication).
+/// The (begin, end) of every rank, in rank order (no communication).
 std::vector<std::pair<int64_t, int64_t>> scatter_index_table(int64_t n_total_samples, int size,
                                                              bool force_equal_length = true);
 
-// This rank's (begin, end) of ROOT's N_TOTAL_SAMPLES (the other ranks' counts are ignored).
-// Collective.
+/// This rank's (begin, end) of ROOT's N_TOTAL_SAMPLES (the other ranks' counts are ignored).
+/// Collective.
 std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const Communicator& comm, int root = 0,
                                           bool force_equal_length = true);
+/// The same, with the communicator held by a shared pointer.
 std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const std::shared_ptr<Communicator>& comm,
                                           int root = 0, bool force_equal_length = true);
 
+/// This rank's share of ROOT's DATASET, as a TupleDataset of its own (see above). Collective.
 chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPtr& dataset, const Communicator& comm,
                                               int root = 0, bool shuffle = false, uint64_t seed = 0,
                                               bool force_equal_length = true);
+/// The same, with the communicator held by a shared pointer.
 chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPtr& dataset,
                                               const std::shared_ptr<Communicator>& comm, int root = 0,
                                               bool shuffle = false, uint64_t seed = 0, bool force_equal_length = true);
 
-// As chainermn.datasets.create_empty_dataset: as many examples as DATASET, each with no fields
-// (ChainerMN's [()] * len(dataset)), for a model-parallel stage whose forward takes no inputs
-// (it starts by receiving from another stage) but must run as many iterations as the others.
+/// As chainermn.datasets.create_empty_dataset: as many examples as DATASET, each with no fields
+/// (ChainerMN's `[()] * len(dataset)`), for a model-parallel stage whose forward takes no inputs
+/// (it starts by receiving from another stage) but must run as many iterations as the others.
 chainer::datasets::DatasetPtr create_empty_dataset(const chainer::datasets::DatasetPtr& dataset);
-// The same with SIZE examples, for a process that never holds the data (its size came in a
-// message: comm->bcast_obj(train->size())).
+/// The same with SIZE examples, for a process that never holds the data (its size came in a
+/// message: `comm->bcast_obj(train->size())`).
 chainer::datasets::DatasetPtr create_empty_dataset(int64_t size);
 
 }  // namespace chainermn

@@ -1,31 +1,32 @@
-// SharedUpdate: on one host, the ranks of a multi-node optimizer keep ONE copy of the
-// parameters and of the optimizer state, in a shared-memory segment, and each rank steps a share
-// of every parameter (ZeRO stage 1 within a host; the updated shares need no exchange, the memory
-// is the same). After the gradients are averaged every rank holds the same gradients, so without
-// this each rank repeats the same step over all parameters: N ranks stream N times the optimizer's
-// memory traffic (Adam reads and writes 28 bytes per parameter per step) and keep N copies of its
-// state, which on a memory-bound host is the largest cost that data parallelism adds.
-//
-// Layout: per parameter (initialized, namedparams order) a slot for its data and one per state
-// key, each on a 64-byte boundary. Rank r steps the flat elements [edge(r), edge(r+1)), edge(j) =
-// numel * j / size rounded down to a cache line, so no two ranks write one line, and each split
-// falls where the vectorized step would start a new vector anyway: the results are those of the
-// whole step, bit for bit.
-//
-// Binding is lazy, in prepare() (see chainer::UpdatePartition): a parameter or state tensor not in
-// its slot (the first step, state restored from a snapshot, a parameter replaced by hand) has this
-// rank's share copied there and becomes a view of the slot; the other shares are written by their
-// owners in the same update. A missing state tensor starts as zeros. finish_step() is a barrier:
-// after it every share of this update is written, so each rank's next forward reads the same
-// parameters. Nobody writes them again before the next update's steps, which begin after that
-// update's gradient averaging, and no rank's averaging completes before every rank has finished
-// its backward, i.e. its reading of the parameters. Optimizer hooks may read any parameter
-// (WeightDecay does), so with hooks before_steps() is a barrier too.
-//
-// Rules: every rank of COMM runs on this host and updates in lockstep (as for any multi-node
-// optimizer); parameters are not edited in place on some ranks only (every rank loading the same
-// snapshot is fine: all write the same values). Optimizer::set_update_partition(nullptr) copies
-// everything back into private memory.
+/// @file
+/// SharedUpdate: on one host, the ranks of a multi-node optimizer keep ONE copy of the
+/// parameters and of the optimizer state, in a shared-memory segment, and each rank steps a share
+/// of every parameter (ZeRO stage 1 within a host; the updated shares need no exchange, the memory
+/// is the same). After the gradients are averaged every rank holds the same gradients, so without
+/// this each rank repeats the same step over all parameters: N ranks stream N times the optimizer's
+/// memory traffic (Adam reads and writes 28 bytes per parameter per step) and keep N copies of its
+/// state, which on a memory-bound host is the largest cost that data parallelism adds.
+///
+/// Layout: per parameter (initialized, namedparams order) a slot for its data and one per state
+/// key, each on a 64-byte boundary. Rank r steps the flat elements [edge(r), edge(r+1)), edge(j) =
+/// numel * j / size rounded down to a cache line, so no two ranks write one line, and each split
+/// falls where the vectorized step would start a new vector anyway: the results are those of the
+/// whole step, bit for bit.
+///
+/// Binding is lazy, in prepare() (see chainer::UpdatePartition): a parameter or state tensor not in
+/// its slot (the first step, state restored from a snapshot, a parameter replaced by hand) has this
+/// rank's share copied there and becomes a view of the slot; the other shares are written by their
+/// owners in the same update. A missing state tensor starts as zeros. finish_step() is a barrier:
+/// after it every share of this update is written, so each rank's next forward reads the same
+/// parameters. Nobody writes them again before the next update's steps, which begin after that
+/// update's gradient averaging, and no rank's averaging completes before every rank has finished
+/// its backward, i.e. its reading of the parameters. Optimizer hooks may read any parameter
+/// (WeightDecay does), so with hooks before_steps() is a barrier too.
+///
+/// Rules: every rank of COMM runs on this host and updates in lockstep (as for any multi-node
+/// optimizer); parameters are not edited in place on some ranks only (every rank loading the same
+/// snapshot is fine: all write the same values). Optimizer::set_update_partition(nullptr) copies
+/// everything back into private memory.
 #pragma once
 #include <mpi.h>
 
@@ -41,19 +42,21 @@
 
 namespace chainermn {
 
+/// One shared copy of a link's parameters and optimizer state, each rank stepping a share of it.
 class SharedUpdate : public chainer::UpdatePartition {
  public:
-  // Collective over COMM, whose ranks must all run on this host: lays out LINK's initialized
-  // parameters with one state tensor per entry of STATE_KEYS each. Null on every rank when the
-  // segment cannot be made (no room in /dev/shm) or a parameter is not float32/float64.
+  /// Collective over COMM, whose ranks must all run on this host: lays out LINK's initialized
+  /// parameters with one state tensor per entry of STATE_KEYS each. Null on every rank when the
+  /// segment cannot be made (no room in /dev/shm) or a parameter is not float32/float64.
   static std::shared_ptr<SharedUpdate> create(MPI_Comm comm, const chainer::Link& link,
                                               const std::vector<std::string>& state_keys);
 
-  // Whether the layout covers exactly LINK's initialized parameters (names, shapes, dtypes).
+  /// Whether the layout covers exactly LINK's initialized parameters (names, shapes, dtypes).
   bool matches(const chainer::Link& link) const;
-  // Every rank's share of this update is written once every rank has returned (a barrier).
+  /// Every rank's share of this update is written once every rank has returned (a barrier).
   void finish_step();
 
+  /// A barrier when HOOKS_RAN (hooks may read any parameter); nothing otherwise.
   void before_steps(bool hooks_ran) override;
   std::pair<int64_t, int64_t> prepare(const std::string& name, chainer::Variable& param, chainer::TensorMap& state,
                                       const std::vector<std::string>& keys) override;

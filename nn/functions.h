@@ -1,8 +1,11 @@
-// chainer::functions, the differentiable functions of Chainer's `chainer.functions`:
-//   namespace F = chainer::functions;
-//   Variable loss = F::softmax_cross_entropy(F::linear(F::relu(F::linear(x, W1, b1)), W2, b2), t);
-// Each computes its forward on tensors and records a graph node only when some input requires
-// a gradient and backprop is enabled (see NoBackpropMode).
+/// @file
+/// chainer::functions, the differentiable functions of Chainer's `chainer.functions`:
+///
+///     namespace F = chainer::functions;
+///     Variable loss = F::softmax_cross_entropy(F::linear(F::relu(F::linear(x, W1, b1)), W2, b2), t);
+///
+/// Each computes its forward on tensors and records a graph node only when some input requires
+/// a gradient and backprop is enabled (see NoBackpropMode).
 #pragma once
 #include "nn/functions/accuracy.h"
 #include "nn/functions/activation.h"

@@ -1,7 +1,8 @@
-// Link and Chain, as Chainer's: a Link owns named parameters (Variables that require grads) and
-// persistent values; a Chain also owns named child links. Names are kept sorted, so
-// namedparams() lists "/predictor/l1/W", ... in the same order on every rank and every run;
-// checkpoints, parameter broadcast and gradient buckets rely on it.
+/// @file
+/// Link and Chain, as Chainer's: a Link owns named parameters (Variables that require grads) and
+/// persistent values; a Chain also owns named child links. Names are kept sorted, so
+/// namedparams() lists "/predictor/l1/W", ... in the same order on every rank and every run;
+/// checkpoints, parameter broadcast and gradient buckets rely on it.
 #pragma once
 #include <map>
 #include <memory>
@@ -14,47 +15,60 @@
 
 namespace chainer {
 
+/// A building block of models (Chainer's `chainer.Link`): named parameters and persistent values.
 class Link {
  public:
   virtual ~Link() = default;
 
-  // The computation. Single-input links override forward(x); links taking several inputs (a
-  // Classifier takes x and t) override forward_args. The updater calls forward_args with the
-  // arrays of a batch.
+  /// The computation. Single-input links override forward(x); links taking several inputs (a
+  /// Classifier takes x and t) override forward_args. The updater calls forward_args with the
+  /// arrays of a batch.
   virtual Variable forward(const Variable& x);
+  /// The computation on several inputs; the default calls forward() on the single one.
   virtual std::vector<Variable> forward_args(const std::vector<Variable>& args);
+  /// Calls forward(x), as Chainer's `link(x)`.
   Variable operator()(const Variable& x) { return forward(x); }
 
-  // Parameters of this link and its descendants, with absolute names ("/l1/W"), sorted.
+  /// Parameters of this link and its descendants, with absolute names ("/l1/W"), sorted.
   std::vector<std::pair<std::string, Variable>> namedparams() const;
+  /// The parameters of namedparams(), in the same order, without their names.
   std::vector<Variable> params() const;
-  // This link and its descendants with absolute names ("/" for this one), sorted.
+  /// This link and its descendants with absolute names ("/" for this one), sorted.
   std::vector<std::pair<std::string, Link*>> namedlinks(bool skipself = false);
+  /// Clears the gradients of all parameters (Chainer's `cleargrads`).
   void cleargrads();
-  int64_t count_params() const;  // elements of all initialized parameters
+  int64_t count_params() const;  ///< Elements of all initialized parameters.
 
-  // Saves/loads parameters and persistent values (recursively, children under their names).
+  /// Saves/loads parameters and persistent values (recursively, children under their names).
   virtual void serialize(Serializer& s);
 
-  // Where the parameters, their gradients and the persistent values live (Chainer's
-  // link.device); parameters created later, such as a Linear's W at its first call, are created
-  // there. to_device moves this link and its descendants and returns it; to_gpu(-1) uses the
-  // current device (chainer::cuda::get_device(id).use()). An optimizer moves its state to its
-  // parameters' device at the next update.
+  /// Where the parameters, their gradients and the persistent values live (Chainer's
+  /// link.device); parameters created later, such as a Linear's W at its first call, are created
+  /// there.
   Device device() const { return device_; }
+  /// Moves this link and its descendants to DEVICE and returns it. An optimizer moves its state
+  /// to its parameters' device at the next update.
   virtual Link& to_device(Device device);
+  /// Moves this link to GPU DEVICE; to_gpu(-1) uses the current device
+  /// (`chainer::cuda::get_device(id).use()`).
   Link& to_gpu(int device = -1);
+  /// Moves this link to the CPU.
   Link& to_cpu() { return to_device(Device::cpu()); }
 
-  // Parameters may be created uninitialized (an undefined tensor) and filled at the first call
-  // when the input size becomes known.
+  /// Registers parameter NAME and returns it. Parameters may be created uninitialized (an
+  /// undefined tensor) and filled at the first call when the input size becomes known.
   Variable& add_param(const std::string& name, Tensor initial = {});
+  /// Registers persistent value NAME: saved and loaded with the link, but not a parameter.
   void add_persistent(const std::string& name, Tensor value);
+  /// This link's own parameter NAME.
   Variable& param(const std::string& name);
+  /// This link's own persistent value NAME.
   Tensor& persistent(const std::string& name);
+  /// Whether some parameter of this link or a descendant is not yet initialized.
   bool has_uninitialized_params() const;
 
  protected:
+  /// Appends the child links, with their names, to OUT; a plain Link has none.
   virtual void collect_children(std::vector<std::pair<std::string, Link*>>& out) const {}
 
  private:
@@ -64,9 +78,10 @@ class Link {
   Device device_;
 };
 
+/// A link with named child links (Chainer's `chainer.Chain`).
 class Chain : public Link {
  public:
-  // Registers CHILD under NAME and returns it, so `l1 = add_link("l1", make_shared<Linear>(..))`.
+  /// Registers CHILD under NAME and returns it, so `l1 = add_link("l1", make_shared<Linear>(..))`.
   template <class L>
   std::shared_ptr<L> add_link(const std::string& name, std::shared_ptr<L> child) {
     register_child(name, child);
@@ -82,9 +97,10 @@ class Chain : public Link {
   std::map<std::string, std::shared_ptr<Link>> children_;
 };
 
-// Saves/loads the parameters and persistents of LINK as NPZ (numpy.load reads it). Keys are
-// the names without the leading slash ("l1/W"), as chainer.serializers.save_npz writes them.
+/// Saves the parameters and persistents of LINK as NPZ (numpy.load reads it). Keys are
+/// the names without the leading slash ("l1/W"), as chainer.serializers.save_npz writes them.
 void save_npz(const std::string& path, Link& link);
+/// Loads the parameters and persistents of LINK from an NPZ file written by save_npz (or Chainer).
 void load_npz(const std::string& path, Link& link);
 
 }  // namespace chainer

@@ -1,8 +1,9 @@
-// Optimizer, as chainer.Optimizer: setup(link) binds the parameters; update() applies one step
-// to the current gradients (parameters without a gradient get zeros, as Chainer does), after
-// running the hooks (WeightDecay, GradientClipping). Per-parameter state ("m", "v", ...) and
-// step count ("t") are created lazily at a parameter's first update and saved in snapshots under
-// its name, as Chainer's update rules.
+/// @file
+/// Optimizer, as chainer.Optimizer: setup(link) binds the parameters; update() applies one step
+/// to the current gradients (parameters without a gradient get zeros, as Chainer does), after
+/// running the hooks (WeightDecay, GradientClipping). Per-parameter state ("m", "v", ...) and
+/// step count ("t") are created lazily at a parameter's first update and saved in snapshots under
+/// its name, as Chainer's update rules.
 #pragma once
 #include <functional>
 #include <map>
@@ -19,99 +20,119 @@ namespace chainer {
 
 class Optimizer;
 
-// Where parameters and optimizer state live, and which part of each parameter this process
-// steps. The multi-node optimizer installs one when every rank runs on one host
-// (distributed/shared_update.h): the ranks then keep one copy of the parameters and the state
-// in shared memory and each steps a share of every parameter, instead of each repeating the
-// whole step. Only for optimizers whose step is elementwise (Optimizer::elementwise()).
+/// Where parameters and optimizer state live, and which part of each parameter this process
+/// steps. The multi-node optimizer installs one when every rank runs on one host
+/// (distributed/shared_update.h): the ranks then keep one copy of the parameters and the state
+/// in shared memory and each steps a share of every parameter, instead of each repeating the
+/// whole step. Only for optimizers whose step is elementwise (Optimizer::elementwise()).
 class UpdatePartition {
  public:
   virtual ~UpdatePartition() = default;
-  // Before the steps of one update, after the hooks (HOOKS_RAN: the optimizer has hooks, which
-  // may have read any parameter).
+  /// Before the steps of one update, after the hooks (HOOKS_RAN: the optimizer has hooks, which
+  /// may have read any parameter).
   virtual void before_steps(bool hooks_ran) = 0;
-  // Before parameter NAME's step: moves PARAM's data and every state tensor named in KEYS where
-  // the partition keeps them (a missing state tensor starts as zeros of PARAM's shape) and
-  // returns the flat element range [first, second) that this process steps.
+  /// Before parameter NAME's step: moves PARAM's data and every state tensor named in KEYS where
+  /// the partition keeps them (a missing state tensor starts as zeros of PARAM's shape) and
+  /// returns the flat element range `[first, second)` that this process steps.
   virtual std::pair<int64_t, int64_t> prepare(const std::string& name, Variable& param, TensorMap& state,
                                               const std::vector<std::string>& keys) = 0;
-  // Whether T lives in memory this partition manages.
+  /// Whether T lives in memory this partition manages.
   virtual bool holds(const Tensor& t) const = 0;
 };
 
-// Runs before every update, on the gradients (Chainer's 'pre' timing).
+/// Runs before every update, on the gradients (Chainer's 'pre' timing).
 class OptimizerHook {
  public:
   virtual ~OptimizerHook() = default;
+  /// The hook's name, unique among an optimizer's hooks ("WeightDecay").
   virtual std::string name() const = 0;
+  /// Edits the gradients of OPTIMIZER's target before its step.
   virtual void operator()(Optimizer& optimizer) = 0;
 };
 
+/// Base of the optimizers (Chainer's `chainer.Optimizer`): steps a link's parameters.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
 
+  /// Binds the parameters of TARGET, starting afresh (no state, t() and epoch() 0).
   virtual void setup(std::shared_ptr<Link> target);
+  /// The link set up by setup(); throws when there is none.
   Link& target() const;
+  /// The link set up by setup(), or null.
   const std::shared_ptr<Link>& target_ptr() const { return target_; }
 
-  // One step on the gradients currently held by the parameters.
+  /// One step on the gradients currently held by the parameters.
   virtual void update();
-  // Clears grads, runs LOSSFUN, backpropagates the loss it returns, then steps.
+  /// Clears grads, runs LOSSFUN, backpropagates the loss it returns, then steps.
   void update(const std::function<Variable()>& lossfun);
 
+  /// The number of updates so far.
   virtual int64_t t() const { return t_; }
+  /// The number of epochs so far, as counted by new_epoch().
   virtual int64_t epoch() const { return epoch_; }
+  /// Counts one more epoch (the updater calls it when its iterator starts a new one).
   virtual void new_epoch() { ++epoch_; }
+  /// Adds HOOK, run before every update; hook names must be unique.
   virtual void add_hook(std::shared_ptr<OptimizerHook> hook);
+  /// Whether any hook was added.
   virtual bool has_hooks() const { return !hooks_.empty(); }
+  /// The hooks, in the order they run.
   const std::vector<std::shared_ptr<OptimizerHook>>& hooks() const { return hooks_; }
+  /// Saves/loads t, epoch and every parameter's state and step count under its name.
   virtual void serialize(Serializer& s);
 
   // ---- Steps replayed from a CUDA graph (training/cuda_graph_step.h) ----
-  // Whether update() only queues device work, so that a whole step can be captured; false for
-  // an optimizer that synchronizes with other processes on the host (the multi-node optimizer).
+  /// Whether update() only queues device work, so that a whole step can be captured; false for
+  /// an optimizer that synchronizes with other processes on the host (the multi-node optimizer).
   virtual bool capturable() const { return true; }
-  // The host-side part of an update() whose device work a graph replayed: t() and every
-  // initialized parameter's step count advance.
+  /// The host-side part of an update() whose device work a graph replayed: t() and every
+  /// initialized parameter's step count advance.
   virtual void count_replayed_step();
+  /// The step counts: t() and each parameter's own, to restore after a failed capture.
   struct StepCounts {
-    int64_t t = 0;
-    std::map<std::string, int64_t> params;
+    int64_t t = 0;                            ///< The optimizer's t().
+    std::map<std::string, int64_t> params;  ///< Each parameter's own step count, by name.
   };
+  /// The current step counts.
   StepCounts step_counts() const { return {t_, param_steps_}; }
+  /// Sets the step counts back to COUNTS, taken by step_counts().
   void restore_step_counts(const StepCounts& counts) { t_ = counts.t, param_steps_ = counts.params; }
 
-  // The state of parameter NAME ("/l1/W"); empty until its first update.
+  /// The state of parameter NAME ("/l1/W"); empty until its first update.
   virtual const TensorMap& state(const std::string& name) const;
 
-  // Whether a step is elementwise: each element of a parameter is updated from the same element
-  // of its gradient and state only, with state tensors of the parameter's shape that start at
-  // zero (SGD, MomentumSGD, Adam: those with an update_rule()). Only such optimizers accept an
-  // UpdatePartition.
+  /// Whether a step is elementwise: each element of a parameter is updated from the same element
+  /// of its gradient and state only, with state tensors of the parameter's shape that start at
+  /// zero (SGD, MomentumSGD, Adam: those with an update_rule()). Only such optimizers accept an
+  /// UpdatePartition.
   bool elementwise() const { return update_rule().has_value(); }
-  // Names of the per-parameter state tensors ("m", "v"), for deserialization and partitions.
+  /// Names of the per-parameter state tensors ("m", "v"), for deserialization and partitions.
   virtual std::vector<std::string> state_names() const = 0;
-  // Installs PARTITION (null: none). What the previous partition held (parameters of the target
-  // and state) is first copied into private memory, so nothing stays shared with other processes
-  // that this optimizer no longer coordinates with.
+  /// Installs PARTITION (null: none). What the previous partition held (parameters of the target
+  /// and state) is first copied into private memory, so nothing stays shared with other processes
+  /// that this optimizer no longer coordinates with.
   virtual void set_update_partition(std::shared_ptr<UpdatePartition> partition);
+  /// The installed partition, or null.
   const std::shared_ptr<UpdatePartition>& update_partition() const { return partition_; }
 
  protected:
-  // An elementwise optimizer names its rule (core/update_ops.h) and the scalars of a step of a
-  // parameter that has taken PARAM_T steps, this one included (Chainer's UpdateRule.t: a
-  // parameter initialized or added after the first update starts from 1, so e.g. Adam's bias
-  // correction treats its first step as a first step). update() then steps every parameter in
-  // one call (one launch on a GPU), with state tensors named by state_names() created on the
-  // parameter's device. The scalars are asked for when the step runs, and again for every
-  // replay of a step captured into a CUDA graph, so they must come from the optimizer's state.
+  /// An elementwise optimizer names its rule (core/update_ops.h) and the scalars of a step of a
+  /// parameter that has taken PARAM_T steps, this one included (Chainer's UpdateRule.t: a
+  /// parameter initialized or added after the first update starts from 1, so for example Adam's bias
+  /// correction treats its first step as a first step). update() then steps every parameter in
+  /// one call (one launch on a GPU), with state tensors named by state_names() created on the
+  /// parameter's device. The scalars are asked for when the step runs, and again for every
+  /// replay of a step captured into a CUDA graph, so they must come from the optimizer's state.
   virtual std::optional<UpdateRule> update_rule() const { return std::nullopt; }
+  /// The scalars of update_rule()'s step of a parameter that has taken PARAM_T steps.
   virtual UpdateScalars update_scalars(int64_t param_t) const { return {}; }
-  // Any other optimizer steps one parameter at a time; STATE belongs to this parameter and starts
-  // empty. t() already counts this step; param_t() counts this parameter's own steps.
+  /// Any other optimizer steps one parameter at a time; STATE belongs to this parameter and starts
+  /// empty. t() already counts this step; param_t() counts this parameter's own steps.
   virtual void update_one(Variable& param, TensorMap& state);
+  /// The step count of the parameter being updated, this step included.
   int64_t param_t() const { return param_t_; }
+  /// Throws, naming WHAT, unless setup() has bound a target.
   void require_target(const char* what) const;
 
  private:

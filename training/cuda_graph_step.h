@@ -1,15 +1,17 @@
-// Whole-step CUDA graphs for StandardUpdater: a define-by-run step records its graph on the host
-// every iteration, but a step of fixed shapes queues the same kernels every time. Once a step's
-// signature (the batch's shapes and dtypes, the parameters and optimizer state in memory, the
-// hooks, config::train) has been seen twice, the next such step is captured into a CUDA graph
-// (forward, backward and update; core/cuda.h) and later steps with that signature replay it:
-// the batch is copied into the graph's input buffers, the parameters' gradients become the
-// buffers the graph writes them to, the optimizer's counters advance on the host, the per-step
-// scalars (learning rates, dropout keys) are recomputed, and one graph launch does the rest. What the step reported (the loss, the accuracy) is reported again: device
-// values the graph rewrites on every replay. A smaller last batch gets a graph of its own the
-// second time it is seen (kMaxGraphs are kept). A step that cannot be captured (it reads a value
-// on the host, or the optimizer synchronizes with other processes) runs eagerly from then on,
-// after a one-time message saying why. docs/design.md has the reasoning.
+/// @file
+/// Whole-step CUDA graphs for StandardUpdater: a define-by-run step records its graph on the host
+/// every iteration, but a step of fixed shapes queues the same kernels every time. Once a step's
+/// signature (the batch's shapes and dtypes, the parameters and optimizer state in memory, the
+/// hooks, config::train) has been seen twice, the next such step is captured into a CUDA graph
+/// (forward, backward and update; core/cuda.h) and later steps with that signature replay it:
+/// the batch is copied into the graph's input buffers, the parameters' gradients become the
+/// buffers the graph writes them to, the optimizer's counters advance on the host, the per-step
+/// scalars (learning rates, dropout keys) are recomputed, and one graph launch does the rest.
+/// What the step reported (the loss, the accuracy) is reported again: device values the graph
+/// rewrites on every replay. A smaller last batch gets a graph of its own the
+/// second time it is seen (kMaxGraphs are kept). A step that cannot be captured (it reads a value
+/// on the host, or the optimizer synchronizes with other processes) runs eagerly from then on,
+/// after a one-time message saying why. docs/design.md has the reasoning.
 #pragma once
 #include <functional>
 #include <map>
@@ -23,22 +25,24 @@
 
 namespace chainer::training {
 
+/// Runs training steps, capturing a step of a signature seen twice into a CUDA graph and replaying it.
 class CudaGraphStep {
  public:
-  static constexpr size_t kMaxGraphs = 2;
+  static constexpr size_t kMaxGraphs = 2;  ///< Graphs kept; capturing another evicts the least recently used.
+  /// One training step on the device inputs (forward, backward and the optimizer's update).
   using Step = std::function<void(const std::vector<Variable>& inputs)>;
 
-  // Runs STEP (one update of OPTIMIZER on INPUTS, which may be on the host) on DEVICE, through a
-  // graph when it can.
+  /// Runs STEP (one update of OPTIMIZER on INPUTS, which may be on the host) on DEVICE, through a
+  /// graph when it can.
   void run(Optimizer& optimizer, Device device, const std::vector<Tensor>& inputs, const Step& step);
 
-  // Runs STEP eagerly on INPUTS moved to DEVICE (what run() falls back to).
+  /// Runs STEP eagerly on INPUTS moved to DEVICE (what run() falls back to).
   static void eager(Device device, const std::vector<Tensor>& inputs, const Step& step);
 
-  // Whether steps still go through graphs (false after a step could not be captured).
+  /// Whether steps still go through graphs (false after a step could not be captured).
   bool enabled() const { return enabled_; }
-  size_t captures() const { return captures_; }  // graphs captured so far
-  size_t replays() const { return replays_; }    // steps run by replaying a graph
+  size_t captures() const { return captures_; }  ///< Graphs captured so far.
+  size_t replays() const { return replays_; }    ///< Steps run by replaying a graph.
 
  private:
   struct Captured {

@@ -1,6 +1,7 @@
-// Extension: something the trainer runs at the iterations its trigger selects (reports,
-// evaluation, snapshots). Higher priority runs first within an iteration, as in Chainer:
-// writers (evaluators) before editors before readers (LogReport, PrintReport, snapshots).
+/// @file
+/// Extension: something the trainer runs at the iterations its trigger selects (reports,
+/// evaluation, snapshots). Higher priority runs first within an iteration, as in Chainer:
+/// writers (evaluators) before editors before readers (LogReport, PrintReport, snapshots).
 #pragma once
 #include <string>
 
@@ -11,21 +12,28 @@ namespace chainer::training {
 
 class Trainer;
 
-constexpr int PRIORITY_WRITER = 300;
-constexpr int PRIORITY_EDITOR = 200;
-constexpr int PRIORITY_READER = 100;
+constexpr int PRIORITY_WRITER = 300;  ///< Priority of extensions that add to the observation (evaluators).
+constexpr int PRIORITY_EDITOR = 200;  ///< Priority of extensions that edit what writers reported.
+constexpr int PRIORITY_READER = 100;  ///< Priority of extensions that only read the observation (the default).
 
+/// Something the trainer runs when its trigger fires, as `chainer.training.Extension`.
 class Extension {
  public:
   virtual ~Extension() = default;
+  /// Runs the extension on TRAINER at an iteration its trigger selected.
   virtual void operator()(Trainer& trainer) = 0;
+  /// The name Trainer::extend registers it under when none is given.
   virtual std::string default_name() const = 0;
+  /// The trigger Trainer::extend uses when none is given (Extension's own: every iteration).
   virtual IntervalTrigger default_trigger() const { return IntervalTrigger(1, Unit::Iteration); }
+  /// The priority Trainer::extend uses when none is given (Extension's own: PRIORITY_READER).
+  /// Higher runs first within an iteration.
   virtual int priority() const { return PRIORITY_READER; }
-  // Called once when the trainer starts (after a resume, too).
+  /// Called once when the trainer starts (after a resume, too).
   virtual void initialize(Trainer& trainer) {}
-  // Called once when training ends, normally or by an exception.
+  /// Called once when training ends, normally or by an exception.
   virtual void finalize() {}
+  /// Saves or restores the extension's state in a snapshot (Extension's own saves nothing).
   virtual void serialize(Serializer& s) {}
 };
 

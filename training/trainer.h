@@ -1,6 +1,7 @@
-// Trainer, as chainer.training.Trainer: runs updater.update() until the stop trigger fires,
-// running each extension when its trigger fires, all inside a reporter scope whose observation
-// collects what the model and the extensions report this iteration.
+/// @file
+/// Trainer, as chainer.training.Trainer: runs updater.update() until the stop trigger fires,
+/// running each extension when its trigger fires, all inside a reporter scope whose observation
+/// collects what the model and the extensions report this iteration.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -15,25 +16,31 @@
 
 namespace chainer::training {
 
+/// Runs the updater until the stop trigger fires, with its extensions, as `chainer.training.Trainer`.
 class Trainer {
  public:
+  /// A trainer that writes its outputs (logs, snapshots) under the directory OUT.
   Trainer(std::shared_ptr<Updater> updater, IntervalTrigger stop_trigger = IntervalTrigger(20, Unit::Epoch),
           std::string out = "result");
 
-  // Registers EXT under NAME (its default name when empty; "_1", "_2" appended on clashes),
-  // with TRIGGER (its default when unset) and PRIORITY (its default when unset).
+  /// Registers EXT under NAME (its default name when empty; "_1", "_2" appended on clashes),
+  /// with TRIGGER (its default when unset) and PRIORITY (its default when unset).
   void extend(std::shared_ptr<Extension> ext, std::string name = "", std::optional<IntervalTrigger> trigger = {},
               std::optional<int> priority = {});
+  /// Runs the training loop until the stop trigger fires; extensions are initialized first and finalized last.
   void run();
 
-  Updater& updater() const { return *updater_; }
+  Updater& updater() const { return *updater_; }  ///< The updater that runs each iteration.
+  /// The reporter whose observers are the optimizers' targets and their links.
   Reporter& reporter() { return reporter_; }
-  const Observation& observation() const { return observation_; }
-  const std::string& out() const { return out_; }
-  const IntervalTrigger& stop_trigger() const { return stop_trigger_; }
-  double elapsed_time() const;  // seconds of training, including those before a resume
+  const Observation& observation() const { return observation_; }  ///< What was reported this iteration.
+  const std::string& out() const { return out_; }  ///< The output directory.
+  const IntervalTrigger& stop_trigger() const { return stop_trigger_; }  ///< When training stops.
+  double elapsed_time() const;  ///< Seconds of training, including those before a resume.
+  /// The extension registered under NAME; throws chainer::Error when there is none.
   Extension& get_extension(const std::string& name);
 
+  /// Saves or restores the whole training state (updater, triggers, extensions, elapsed time, RNG).
   void serialize(Serializer& s);
 
  private:
@@ -54,8 +61,8 @@ class Trainer {
   bool running_ = false;
 };
 
-// Loads a snapshot written by extensions::snapshot into TRAINER (call before run()). All or
-// nothing: a missing, unreadable or mismatched snapshot throws and leaves TRAINER as it was.
+/// Loads a snapshot written by extensions::snapshot into TRAINER (call before run()). All or
+/// nothing: a missing, unreadable or mismatched snapshot throws and leaves TRAINER as it was.
 void load_snapshot(const std::string& path, Trainer& trainer);
 
 }  // namespace chainer::training

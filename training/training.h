@@ -1,4 +1,5 @@
-// The training loop: Trainer, updaters, triggers and the standard extensions.
+/// @file
+/// The training loop: Trainer, updaters, triggers and the standard extensions.
 #pragma once
 
 #include "training/extension.h"

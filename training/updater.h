@@ -1,7 +1,8 @@
-// Updaters run one training iteration. StandardUpdater, as Chainer's: takes the next batch
-// from the "main" iterator, converts it to arrays, moves them to the device, and lets the "main"
-// optimizer update its target with the loss that target.forward_args(arrays) returns. On a GPU
-// the whole step is captured into a CUDA graph and replayed (training/cuda_graph_step.h).
+/// @file
+/// Updaters run one training iteration. StandardUpdater, as Chainer's: takes the next batch
+/// from the "main" iterator, converts it to arrays, moves them to the device, and lets the "main"
+/// optimizer update its target with the loss that target.forward_args(arrays) returns. On a GPU
+/// the whole step is captured into a CUDA graph and replayed (training/cuda_graph_step.h).
 #pragma once
 #include <functional>
 #include <map>
@@ -15,34 +16,43 @@
 
 namespace chainer::training {
 
+/// Runs one training iteration per update(), as `chainer.training.Updater`.
 class Updater {
  public:
   virtual ~Updater() = default;
-  virtual void update() = 0;
-  virtual int64_t iteration() const = 0;
-  virtual int64_t epoch() const = 0;
-  virtual double epoch_detail() const = 0;
-  virtual bool is_new_epoch() const = 0;
+  virtual void update() = 0;  ///< Runs one iteration and advances iteration().
+  virtual int64_t iteration() const = 0;  ///< Iterations run so far.
+  virtual int64_t epoch() const = 0;  ///< The main iterator's epoch count.
+  virtual double epoch_detail() const = 0;  ///< The main iterator's epoch_detail (epochs as a fraction).
+  virtual bool is_new_epoch() const = 0;  ///< Whether the last iteration ended an epoch of the main iterator.
+  /// The optimizer registered under NAME ("main" for the only one); throws chainer::Error when there is none.
   virtual Optimizer& get_optimizer(const std::string& name) = 0;
-  virtual std::map<std::string, Optimizer*> get_all_optimizers() = 0;
+  virtual std::map<std::string, Optimizer*> get_all_optimizers() = 0;  ///< Every optimizer, by name.
+  /// The iterator registered under NAME ("main" for the only one); throws chainer::Error when there is none.
   virtual iterators::Iterator& get_iterator(const std::string& name) = 0;
+  /// Saves or restores the iteration count and the iterators', optimizers' and models' states.
   virtual void serialize(Serializer& s) = 0;
-  virtual void finalize() {}
+  virtual void finalize() {}  ///< Called once when training ends, to release resources such as iterator threads.
 };
 
+/// StandardUpdater's options: the device batches go to, and whether steps use CUDA graphs.
 struct UpdaterOptions {
-  // Where each batch goes (Chainer's device=); unset: the device of the main optimizer's target.
+  /// Where each batch goes (Chainer's device=); unset: the device of the main optimizer's target.
   std::optional<Device> device;
-  // On a CUDA device, capture the whole step into a CUDA graph and replay it (the default:
-  // docs/performance.md has the figures); false runs every step eagerly.
+  /// On a CUDA device, capture the whole step into a CUDA graph and replay it (the default:
+  /// docs/performance.md has the figures); false runs every step eagerly.
   bool cuda_graph = true;
 };
 
+/// Chainer's StandardUpdater: one batch of the "main" iterator, one update of the "main" optimizer.
 class StandardUpdater : public Updater {
  public:
+  /// Computes the loss from the batch's arrays; unset, the main optimizer's target's forward_args does.
   using LossFunction = std::function<Variable(const std::vector<Variable>& arrays)>;
+  /// An updater with a single iterator and optimizer, both registered as "main".
   StandardUpdater(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Optimizer> optimizer,
                   LossFunction loss_func = {}, UpdaterOptions options = {});
+  /// An updater over named iterators and optimizers; both maps need a "main" entry.
   StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators,
                   std::map<std::string, std::shared_ptr<Optimizer>> optimizers, LossFunction loss_func = {},
                   UpdaterOptions options = {});
@@ -57,11 +67,13 @@ class StandardUpdater : public Updater {
   iterators::Iterator& get_iterator(const std::string& name) override;
   void serialize(Serializer& s) override;
   void finalize() override;
-  // The device batches go to this iteration.
+  /// The device batches go to this iteration.
   Device device() const;
+  /// The CUDA graph runner of the steps, with its capture and replay counts.
   const CudaGraphStep& cuda_graph_step() const { return graph_step_; }
 
  protected:
+  /// One iteration's work, which update() runs before counting it: override to change the step.
   virtual void update_core();
 
  private:

@@ -1,16 +1,17 @@
-// Communicators, as chainermn's: a group of processes (an MPI communicator) with ChainerMN's
-// topology (intra = on this host, inter = across hosts), collectives on tensors, byte strings
-// and serialisable objects, and the model-level operations the multi-node optimizer builds on
-// (bcast_data, multi_node_mean_grad). Concrete kinds differ only in how gradients are
-// averaged: "naive" does one all-reduce per parameter, "flat" packs all gradients in one buffer,
-// "hierarchical", "two_dimensional" and "single_node" compose an intra-host and an inter-host
-// stage (distributed/communicators/composed_communicators.h). create_communicator (create_communicator.cpp)
-// makes any of them by name.
-//
-// Conventions: collectives are called by every rank of the communicator in the same order.
-// Errors that every rank can see (shapes that differ across ranks in allreduce, bcast_data,
-// debug mode) are raised on every rank alike; an error on one rank only leaves the others
-// waiting, which chainermn::run_main turns into the end of the whole job (see mpi_runtime.h).
+/// @file
+/// Communicators, as chainermn's: a group of processes (an MPI communicator) with ChainerMN's
+/// topology (intra = on this host, inter = across hosts), collectives on tensors, byte strings
+/// and serialisable objects, and the model-level operations the multi-node optimizer builds on
+/// (bcast_data, multi_node_mean_grad). Concrete kinds differ only in how gradients are
+/// averaged: "naive" does one all-reduce per parameter, "flat" packs all gradients in one buffer,
+/// "hierarchical", "two_dimensional" and "single_node" compose an intra-host and an inter-host
+/// stage (distributed/communicators/composed_communicators.h). create_communicator (create_communicator.cpp)
+/// makes any of them by name.
+///
+/// Conventions: collectives are called by every rank of the communicator in the same order.
+/// Errors that every rank can see (shapes that differ across ranks in allreduce, bcast_data,
+/// debug mode) are raised on every rank alike; an error on one rank only leaves the others
+/// waiting, which chainermn::run_main turns into the end of the whole job (see mpi_runtime.h).
 #pragma once
 #include <mpi.h>
 
@@ -33,88 +34,116 @@ namespace chainermn {
 
 using chainer::Tensor;
 
-// Options of create_communicator, as ChainerMN's keyword arguments.
+/// Options of create_communicator, as ChainerMN's keyword arguments.
 struct CommunicatorOptions {
-  // The dtype gradients travel in while multi_node_mean_grad averages them (ChainerMN's
-  // allreduce_grad_dtype). Unset: their own dtype. Float16 or BFloat16 halve the bytes on the
-  // wire: each gradient is scaled by 1/size before the cast (so the sum cannot overflow where
-  // the gradients themselves fit), summed in that dtype and cast back. Float32 sums float64
-  // gradients in float32.
+  /// The dtype gradients travel in while multi_node_mean_grad averages them (ChainerMN's
+  /// allreduce_grad_dtype). Unset: their own dtype. Float16 or BFloat16 halve the bytes on the
+  /// wire: each gradient is scaled by `1/size` before the cast (so the sum cannot overflow where
+  /// the gradients themselves fit), summed in that dtype and cast back. Float32 sums float64
+  /// gradients in float32.
   std::optional<chainer::DType> allreduce_grad_dtype;
 };
 
+/// A group of processes with ChainerMN's communicator API: collectives on tensors, bytes and
+/// objects, and the model-level bcast_data and multi_node_mean_grad. Base of every kind.
 class Communicator {
  public:
+  /// Calls finalize() when MPI is still running.
   virtual ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  const std::string& name() const { return name_; }  // "naive", "flat", ...
-  const CommunicatorOptions& options() const { return options_; }
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  int intra_rank() const { return topology_.intra_rank; }  // rank among the processes on this host
-  int intra_size() const { return topology_.intra_size; }
-  int inter_rank() const { return topology_.inter_rank; }  // index of this host (hosts ordered by smallest rank)
-  int inter_size() const { return topology_.inter_size; }  // number of hosts
-  const std::vector<std::string>& host_names() const { return host_names_; }  // indexed by rank
+  const std::string& name() const { return name_; }  ///< The kind: "naive", "flat", ...
+  const CommunicatorOptions& options() const { return options_; }  ///< The options it was created with.
+  int rank() const { return rank_; }  ///< This process's rank in the communicator.
+  int size() const { return size_; }  ///< The number of processes in the communicator.
+  int intra_rank() const { return topology_.intra_rank; }  ///< Rank among the processes on this host.
+  int intra_size() const { return topology_.intra_size; }  ///< The number of processes on this host.
+  int inter_rank() const { return topology_.inter_rank; }  ///< Index of this host (hosts ordered by smallest rank).
+  int inter_size() const { return topology_.inter_size; }  ///< Number of hosts.
+  /// Every rank's host name, indexed by rank.
+  const std::vector<std::string>& host_names() const { return host_names_; }
+  /// The communicator's own MPI communicator (a duplicate of the one it was made from).
   MPI_Comm mpi_comm() const { return comm_; }
 
-  // A communicator of the same kind (and debug setting) over the processes that passed the same
-  // COLOR, ranked by KEY (then by rank); nullptr for processes that passed MPI_UNDEFINED.
+  /// A communicator of the same kind (and debug setting) over the processes that passed the same
+  /// COLOR, ranked by KEY (then by rank); nullptr for processes that passed MPI_UNDEFINED.
   std::shared_ptr<Communicator> split(int color, int key) const;
 
-  // ---- Tensors (GPU tensors are staged through host memory; results are CPU tensors) ----
-  // Any shape and dtype; shape and dtype travel with the data (a small header message, then
-  // the values in chunks of at most 1 GiB); non-contiguous input is sent as its contiguous copy;
-  // an undefined tensor arrives undefined. Results are fresh contiguous tensors.
+  /// @name Tensors
+  /// GPU tensors are staged through host memory; results are CPU tensors.
+  /// Any shape and dtype; shape and dtype travel with the data (a small header message, then
+  /// the values in chunks of at most 1 GiB); non-contiguous input is sent as its contiguous copy;
+  /// an undefined tensor arrives undefined. Results are fresh contiguous tensors.
+  /// @{
+
+  /// Sends X to rank DEST.
   void send(const Tensor& x, int dest, int tag = 0) const;
-  Tensor recv(int source, int tag = 0) const;  // SOURCE may be MPI_ANY_SOURCE
-  Tensor bcast(const Tensor& x, int root = 0) const;                  // x is ignored off the root
-  std::vector<Tensor> gather(const Tensor& x, int root = 0) const;    // size() tensors on the root, none elsewhere
-  std::vector<Tensor> allgather(const Tensor& x) const;               // shapes may differ per rank
-  // Elementwise sum; float32, float64, int32, int64; every rank passes the same dtype and shape
-  // (checked: otherwise every rank throws).
+  Tensor recv(int source, int tag = 0) const;  ///< Receives a tensor; SOURCE may be MPI_ANY_SOURCE.
+  Tensor bcast(const Tensor& x, int root = 0) const;                ///< ROOT's x everywhere; x is ignored off the root.
+  std::vector<Tensor> gather(const Tensor& x, int root = 0) const;  ///< size() tensors on the root, none elsewhere.
+  std::vector<Tensor> allgather(const Tensor& x) const;             ///< Every rank's x; shapes may differ per rank.
+  /// Elementwise sum; float32, float64, int32, int64; every rank passes the same dtype and shape
+  /// (checked: otherwise every rank throws).
   Tensor allreduce(const Tensor& x) const;
-  Tensor scatter(const std::vector<Tensor>& xs, int root = 0) const;  // xs[i] goes to rank i; xs ignored off the root
-  std::vector<Tensor> alltoall(const std::vector<Tensor>& xs) const;  // xs[i] goes to rank i; result[j] came from rank j
+  /// ROOT's `xs[i]` goes to rank i; xs is ignored off the root.
+  Tensor scatter(const std::vector<Tensor>& xs, int root = 0) const;
+  /// `xs[i]` goes to rank i; `result[j]` came from rank j.
+  std::vector<Tensor> alltoall(const std::vector<Tensor>& xs) const;
+  /// @}
 
-  // ---- Byte strings ---- chunked in pieces of at most 1 GiB, so strings over 2 GiB work.
+  /// @name Byte strings
+  /// Chunked in pieces of at most 1 GiB, so strings over 2 GiB work.
+  /// @{
+
+  /// Sends BYTES to rank DEST.
   void send_bytes(const std::string& bytes, int dest, int tag = 0) const;
-  std::string recv_bytes(int source, int tag = 0) const;  // SOURCE may be MPI_ANY_SOURCE
+  std::string recv_bytes(int source, int tag = 0) const;  ///< Receives a byte string; SOURCE may be MPI_ANY_SOURCE.
+  /// ROOT's BYTES on every rank.
   std::string bcast_bytes(const std::string& bytes, int root = 0) const;
-  std::vector<std::string> gather_bytes(const std::string& bytes, int root = 0) const;  // empty off the root
+  /// Every rank's BYTES on the root; empty off the root.
+  std::vector<std::string> gather_bytes(const std::string& bytes, int root = 0) const;
+  /// Every rank's BYTES, in rank order.
   std::vector<std::string> allgather_bytes(const std::string& bytes) const;
+  /// @}
 
-  // ---- Objects ---- anything distributed/object_serialization.h encodes (numbers, strings,
-  // vectors, maps, pairs, tensors, nested). The receiver names the type it expects.
+  /// @name Objects
+  /// Anything distributed/object_serialization.h encodes (numbers, strings,
+  /// vectors, maps, pairs, tensors, nested). The receiver names the type it expects.
+  /// @{
+
+  /// Sends OBJ, serialized, to rank DEST.
   template <class T>
   void send_obj(const T& obj, int dest, int tag = 0) const {
     send_bytes(serialize_object(obj), dest, tag);
   }
+  /// Receives an object of type T that send_obj sent.
   template <class T>
   T recv_obj(int source, int tag = 0) const {
     return deserialize_object<T>(recv_bytes(source, tag));
   }
+  /// ROOT's OBJ on every rank; OBJ is ignored off the root.
   template <class T>
-  T bcast_obj(const T& obj, int root = 0) const {  // obj is ignored off the root
+  T bcast_obj(const T& obj, int root = 0) const {
     std::string bytes = bcast_bytes(rank_ == root ? serialize_object(obj) : std::string(), root);
     return rank_ == root ? obj : deserialize_object<T>(bytes);
   }
+  /// Every rank's OBJ on the root: size() objects there, none elsewhere.
   template <class T>
-  std::vector<T> gather_obj(const T& obj, int root = 0) const {  // size() objects on the root, none elsewhere
+  std::vector<T> gather_obj(const T& obj, int root = 0) const {
     std::vector<T> out;
     for (const std::string& b : gather_bytes(serialize_object(obj), root)) out.push_back(deserialize_object<T>(b));
     return out;
   }
+  /// Every rank's OBJ, in rank order.
   template <class T>
   std::vector<T> allgather_obj(const T& obj) const {
     std::vector<T> out;
     for (const std::string& b : allgather_bytes(serialize_object(obj))) out.push_back(deserialize_object<T>(b));
     return out;
   }
-  // The sum over ranks (distributed/object_reduction.h: numbers add, maps add per key over the
-  // union of keys, vectors/pairs/tensors elementwise), added in rank order: identical everywhere.
+  /// The sum over ranks (distributed/object_reduction.h: numbers add, maps add per key over the
+  /// union of keys, vectors/pairs/tensors elementwise), added in rank order: identical everywhere.
   template <class T>
   T allreduce_obj(const T& obj) const {
     std::vector<T> all = allgather_obj(obj);
@@ -122,66 +151,78 @@ class Communicator {
     for (size_t i = 1; i < all.size(); ++i) acc = ObjectSum<T>::add(std::move(acc), all[i]);
     return acc;
   }
+  /// @}
 
-  // ---- Models ---- Parameters are visited in namedparams() order (sorted names), the same on
-  // every rank.
+  /// @name Models
+  /// Parameters are visited in namedparams() order (sorted names), the same on
+  /// every rank.
+  /// @{
 
-  // Every rank's parameters become rank 0's (in place): each initialized parameter is
-  // broadcast from rank 0; uninitialized ones are skipped. Throws on every rank, naming the
-  // parameter and the ranks, when the models differ (names, dtypes, shapes, or a parameter
-  // initialized on some ranks only).
+  /// Every rank's parameters become rank 0's (in place): each initialized parameter is
+  /// broadcast from rank 0; uninitialized ones are skipped. Throws on every rank, naming the
+  /// parameter and the ranks, when the models differ (names, dtypes, shapes, or a parameter
+  /// initialized on some ranks only).
   void bcast_data(chainer::Link& model) const;
 
-  // Averages the gradients over all ranks (sum / size(), in place on each gradient). With
-  // ZERO_FILL, an initialized parameter without a gradient counts as zeros and receives the
-  // average; without it, such parameters are skipped, and every rank must then agree on which
-  // are missing (debug mode checks it). Uninitialized parameters are always skipped.
+  /// Averages the gradients over all ranks (`sum / size()`, in place on each gradient). With
+  /// ZERO_FILL, an initialized parameter without a gradient counts as zeros and receives the
+  /// average; without it, such parameters are skipped, and every rank must then agree on which
+  /// are missing (debug mode checks it). Uninitialized parameters are always skipped.
   void multi_node_mean_grad(chainer::Link& model, bool zero_fill = false) const;
+  /// The same as multi_node_mean_grad (ChainerMN's older name).
   void allreduce_grad(chainer::Link& model, bool zero_fill = false) const { multi_node_mean_grad(model, zero_fill); }
+  /// @}
 
-  // Debug mode (on when the environment has CHAINERMN_DEBUG=1 at construction): before each
-  // gradient all-reduce the ranks compare parameter names, dtypes and shapes and throw an Error
-  // naming the parameter and the ranks that differ; after it a non-finite averaged gradient
-  // throws "parameters diverged" naming the parameter. Costs one allgather per call.
+  /// Turns debug mode on or off. Debug mode (on when the environment has CHAINERMN_DEBUG=1 at
+  /// construction): before each gradient all-reduce the ranks compare parameter names, dtypes
+  /// and shapes and throw an Error naming the parameter and the ranks that differ; after it a
+  /// non-finite averaged gradient throws "parameters diverged" naming the parameter. Costs one
+  /// allgather per call.
   void set_debug(bool on) { debug_ = on; }
-  bool debug() const { return debug_; }
-  // The two debug-mode checks on their own, for reductions done elsewhere (the multi-node
-  // optimizer's bucketed reduction runs them around its finalize() in debug mode). OP names the
-  // caller in the messages. The first is collective (one allgather); the second is local, and
-  // every rank reaches the same verdict because the means are identical everywhere.
+  bool debug() const { return debug_; }  ///< Whether debug mode is on (see set_debug).
+  /// Debug mode's first check on its own, for reductions done elsewhere. The ranks compare
+  /// parameter names, dtypes and shapes (the multi-node optimizer's bucketed reduction runs both
+  /// checks around its finalize() in debug mode). OP names the caller in the messages.
+  /// Collective (one allgather).
   void check_grads_consistent(const chainer::Link& model, bool zero_fill, const char* op) const;
+  /// Debug mode's second check on its own: throws "parameters diverged" for a non-finite
+  /// gradient. Local, and every rank reaches the same verdict because the means are identical
+  /// everywhere.
   static void check_grads_finite(const chainer::Link& model, const char* op);
 
-  // Starts summing BUF (flat, contiguous, floating; host or device memory) over every rank, in
-  // place, by this communicator's algorithm: the gradient reducer hands it each bucket
-  // (distributed/bucket_transport.h). Collective, in the same order on every rank. By default
-  // an MPI_Iallreduce over an MPI communicator of its own (made by the first call), staged
-  // through host memory for a device buffer; the composed communicators sum at once and return a
-  // finished handle, the NCCL ones queue the sum on their stream.
+  /// Starts summing BUF (flat, contiguous, floating; host or device memory) over every rank, in
+  /// place, by this communicator's algorithm: the gradient reducer hands it each bucket
+  /// (distributed/bucket_transport.h). Collective, in the same order on every rank. By default
+  /// an MPI_Iallreduce over an MPI communicator of its own (made by the first call), staged
+  /// through host memory for a device buffer; the composed communicators sum at once and return a
+  /// finished handle, the NCCL ones queue the sum on their stream.
   virtual std::unique_ptr<PendingSum> start_sum(Tensor& buf) const;
 
-  // The MPI communicator that carries chainermn::functions' point-to-point messages (send,
-  // recv and their backward: distributed/functions/function_channel.h), apart from all other
-  // traffic. Made at construction with the others, not at first use: a send involves two ranks
-  // only, and duplicating a communicator needs all of them.
+  /// The MPI communicator that carries chainermn::functions' point-to-point messages (send,
+  /// recv and their backward: distributed/functions/function_channel.h), apart from all other
+  /// traffic. Made at construction with the others, not at first use: a send involves two ranks
+  /// only, and duplicating a communicator needs all of them.
   MPI_Comm functions_comm() const;
 
-  // Frees the MPI communicators (not MPI itself); any later call throws. The destructor does
-  // it too when MPI is still running.
+  /// Frees the MPI communicators (not MPI itself); any later call throws. The destructor does
+  /// it too when MPI is still running.
   virtual void finalize();
-  bool finalized() const { return comm_ == MPI_COMM_NULL; }
+  bool finalized() const { return comm_ == MPI_COMM_NULL; }  ///< Whether finalize() has run.
 
  protected:
-  Communicator(std::string name, MPI_Comm comm, CommunicatorOptions options = {});  // duplicates COMM
+  /// A communicator of kind NAME over a duplicate of COMM.
+  Communicator(std::string name, MPI_Comm comm, CommunicatorOptions options = {});
 
-  // One (name, parameter) per gradient to average: initialized, with a defined contiguous
-  // floating-point gradient of the parameter's shape.
+  /// One (name, parameter) per gradient to average: initialized, with a defined contiguous
+  /// floating-point gradient of the parameter's shape.
   using GradList = std::vector<std::pair<std::string, chainer::Variable>>;
-  // Replaces each gradient with its mean over the ranks (in place when possible).
+  /// Replaces each gradient with its mean over the ranks (in place when possible).
   virtual void mean_grads(const GradList& grads) const = 0;
 
-  MPI_Comm comm() const;  // comm_, or throws after finalize()
-  MPI_Comm coll() const;  // coll_comm_, or throws after finalize()
+  MPI_Comm comm() const;  ///< The MPI communicator of the caller's traffic; throws after finalize().
+  /// The MPI communicator of collectives built on point-to-point messages, apart from the
+  /// caller's tags; throws after finalize().
+  MPI_Comm coll() const;
 
  private:
   static void check_grads_finite(const GradList& grads, const char* op);
@@ -199,20 +240,22 @@ class Communicator {
 };
 
 
-// NAME: naive, flat, hierarchical, two_dimensional, single_node, pure_nccl, non_cuda_aware
-// (communicator_kinds() says which this build and machine can make); an unknown name throws
-// listing the valid ones, a kind that cannot be made here throws saying what it needs.
-// COMM is duplicated, so the communicator's traffic never mixes with the caller's. Starts MPI
-// (init_mpi) when nobody did.
+/// Makes the communicator of kind NAME, as chainermn.create_communicator.
+/// NAME: naive, flat, hierarchical, two_dimensional, single_node, pure_nccl, non_cuda_aware
+/// (communicator_kinds() says which this build and machine can make); an unknown name throws
+/// listing the valid ones, a kind that cannot be made here throws saying what it needs.
+/// COMM is duplicated, so the communicator's traffic never mixes with the caller's. Starts MPI
+/// (init_mpi) when nobody did.
 std::shared_ptr<Communicator> create_communicator(const std::string& name = "naive", MPI_Comm comm = MPI_COMM_WORLD,
                                                   const CommunicatorOptions& options = {});
 
-// Every kind create_communicator knows, in its order, with whether it can be made here.
+/// A kind of communicator create_communicator knows, with whether it can be made here.
 struct CommunicatorKind {
-  std::string name;
-  bool available = false;
-  std::string requirement;  // what it needs that is missing (empty when available)
+  std::string name;  ///< The name create_communicator takes.
+  bool available = false;  ///< Whether this build and machine can make it.
+  std::string requirement;  ///< What it needs that is missing (empty when available).
 };
+/// Every kind create_communicator knows, in its order, with whether it can be made here.
 std::vector<CommunicatorKind> communicator_kinds();
 
 }  // namespace chainermn

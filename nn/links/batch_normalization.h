@@ -1,11 +1,12 @@
-// BatchNormalization link, as chainer.links.BatchNormalization: normalizes x (N, C) or
-// (N, C, ...) per channel (axis 1) and scales by gamma, shifts by beta. In training
-// (chainer::config::train()) it uses the batch's statistics (functions::batch_normalization)
-// and updates the running averages avg_mean and avg_var; otherwise it uses the averages
-// (functions::fixed_batch_normalization). Parameters gamma (initial_gamma) and beta
-// (initial_beta); persistents avg_mean (zeros), avg_var (ones) and N, the count of fine-tuning
-// steps, all saved by serialize under Chainer's names. chainermn's MultiNodeBatchNormalization
-// is this link with the batch statistics summed over the processes (the protected constructor).
+/// @file
+/// BatchNormalization link, as chainer.links.BatchNormalization: normalizes x (N, C) or
+/// (N, C, ...) per channel (axis 1) and scales by gamma, shifts by beta. In training
+/// (chainer::config::train()) it uses the batch's statistics (functions::batch_normalization)
+/// and updates the running averages avg_mean and avg_var; otherwise it uses the averages
+/// (functions::fixed_batch_normalization). Parameters gamma (initial_gamma) and beta
+/// (initial_beta); persistents avg_mean (zeros), avg_var (ones) and N, the count of fine-tuning
+/// steps, all saved by serialize under Chainer's names. chainermn's MultiNodeBatchNormalization
+/// is this link with the batch statistics summed over the processes (the protected constructor).
 #pragma once
 #include "core/dtype.h"
 #include "nn/functions/batch_normalization.h"
@@ -13,42 +14,52 @@
 
 namespace chainer::links {
 
-// Chainer's keyword arguments of L.BatchNormalization.
+/// Chainer's keyword arguments of L.BatchNormalization.
 struct BatchNormalizationLinkOptions {
-  double decay = 0.9;  // of the running averages
-  double eps = 2e-5;
-  DType dtype = DType::Float32;  // of the parameters and persistents, and the input
-  bool use_gamma = true;         // false: gamma is 1 and not a parameter
-  bool use_beta = true;          // false: beta is 0 and not a parameter
-  double initial_gamma = 1.0;
-  double initial_beta = 0.0;
+  double decay = 0.9;            ///< Of the running averages.
+  double eps = 2e-5;             ///< Added to the variance before the square root.
+  DType dtype = DType::Float32;  ///< Of the parameters and persistents, and the input.
+  bool use_gamma = true;         ///< False: gamma is 1 and not a parameter.
+  bool use_beta = true;          ///< False: beta is 0 and not a parameter.
+  double initial_gamma = 1.0;    ///< The initial value of every element of gamma.
+  double initial_beta = 0.0;     ///< The initial value of every element of beta.
 };
 
+/// Batch normalization with learned scale and shift and running statistics (Chainer's `L.BatchNormalization`).
 class BatchNormalization : public Link {
  public:
-  // SIZE channels.
+  /// A link for SIZE channels, with the keyword arguments in OPTIONS.
   explicit BatchNormalization(int64_t size, BatchNormalizationLinkOptions options = {});
 
+  /// Normalizes X without fine-tuning: forward(x, false).
   Variable forward(const Variable& x) override { return forward(x, false); }
-  // FINETUNE (in training only): the running averages become the plain average of the batch
-  // statistics since start_finetuning() (decay = 1 - 1/N), as Chainer's finetune=True.
+  /// FINETUNE (in training only): the running averages become the plain average of the batch
+  /// statistics since start_finetuning() (`decay = 1 - 1/N`), as Chainer's finetune=True.
   Variable forward(const Variable& x, bool finetune);
+  /// Restarts the count N of fine-tuning steps.
   void start_finetuning() { N_ = 0; }
 
-  // The parameters and avg_mean, avg_var, then N.
+  /// The parameters and avg_mean, avg_var, then N.
   void serialize(Serializer& s) override;
 
+  /// The number of channels.
   int64_t size() const { return size_; }
+  /// The options it was constructed with.
   const BatchNormalizationLinkOptions& options() const { return options_; }
+  /// The scale parameter, (size,); null when use_gamma is false.
   Variable* gamma() { return options_.use_gamma ? &param("gamma") : nullptr; }
+  /// The shift parameter, (size,); null when use_beta is false.
   Variable* beta() { return options_.use_beta ? &param("beta") : nullptr; }
+  /// The running average of the batch means (persistent "avg_mean").
   Tensor& avg_mean() { return persistent("avg_mean"); }
+  /// The running average of the unbiased batch variances (persistent "avg_var").
   Tensor& avg_var() { return persistent("avg_var"); }
+  /// The number of fine-tuning steps since start_finetuning().
   int64_t N() const { return N_; }
 
  protected:
-  // For links whose batch is spread over processes: the batch statistics and the input
-  // gradient's sums go through SUM_OVER_PROCESSES (see functions::SumOverProcesses).
+  /// For links whose batch is spread over processes: the batch statistics and the input
+  /// gradient's sums go through SUM_OVER_PROCESSES (see functions::SumOverProcesses).
   BatchNormalization(int64_t size, BatchNormalizationLinkOptions options,
                      functions::SumOverProcesses sum_over_processes);
 

@@ -1,6 +1,7 @@
-// Linear link, as chainer.links.Linear: y = x W^T + b with W (out_size, in_size) drawn from
-// LeCunNormal and b zeros. Constructed with only out_size, the input size is taken from the
-// first input (W is created then), as Chainer's Linear(None, out) / Linear(out).
+/// @file
+/// Linear link, as chainer.links.Linear: `y = x W^T + b` with W (out_size, in_size) drawn from
+/// LeCunNormal and b zeros. Constructed with only out_size, the input size is taken from the
+/// first input (W is created then), as Chainer's Linear(None, out) / Linear(out).
 #pragma once
 #include <optional>
 
@@ -8,22 +9,28 @@
 
 namespace chainer::links {
 
+/// A fully connected layer, `y = x W^T + b` (Chainer's `L.Linear`).
 class Linear : public Link {
  public:
-  // Linear(out_size): the input size is inferred at the first call.
+  /// Linear(out_size): the input size is inferred at the first call.
   explicit Linear(int64_t out_size);
-  // Linear(in_size, out_size, nobias); in_size = std::nullopt infers it, as Chainer's None.
+  /// Linear(in_size, out_size, nobias); `in_size = std::nullopt` infers it, as Chainer's None.
   Linear(std::optional<int64_t> in_size, int64_t out_size, bool nobias = false);
 
+  /// `x W^T + b`; the first call of a lazily sized link creates W from x.
   Variable forward(const Variable& x) override;
-  // Also checks a W loaded into a lazily sized link against out_size, and takes in_size from it.
+  /// Also checks a W loaded into a lazily sized link against out_size, and takes in_size from it.
   void serialize(Serializer& s) override;
-  // relu(linear(x)) in one fused function: the hot path of MLPs.
+  /// `relu(linear(x))` in one fused function: the hot path of MLPs.
   Variable forward_relu(const Variable& x);
 
+  /// The input size; 0 until known.
   int64_t in_size() const { return in_size_; }
+  /// The output size.
   int64_t out_size() const { return out_size_; }
+  /// The weight, (out_size, in_size); undefined until the input size is known.
   Variable& W() { return param("W"); }
+  /// The bias, (out_size,); null without one (nobias).
   Variable* b() { return nobias_ ? nullptr : &param("b"); }
 
  private:

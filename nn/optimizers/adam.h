@@ -1,18 +1,26 @@
-// Adam, as chainer.optimizers.Adam (alpha 0.001, beta1 0.9, beta2 0.999, eps 1e-8) with the
-// bias-corrected step lr = alpha * sqrt(1 - beta2^t) / (1 - beta1^t), eps outside the sqrt,
-// and optional decoupled weight decay (AdamW's weight_decay_rate) and schedule multiplier eta.
+/// @file
+/// Adam, as chainer.optimizers.Adam (alpha 0.001, beta1 0.9, beta2 0.999, eps 1e-8) with the
+/// bias-corrected step `lr = alpha * sqrt(1 - beta2^t) / (1 - beta1^t)`, eps outside the sqrt,
+/// and optional decoupled weight decay (AdamW's weight_decay_rate) and schedule multiplier eta.
 #pragma once
 #include "nn/optimizer.h"
 
 namespace chainer::optimizers {
 
+/// The Adam optimizer (Chainer's `chainer.optimizers.Adam`), with AdamW's decoupled weight decay.
 class Adam : public Optimizer {
  public:
+  /// An Adam optimizer with Chainer's defaults.
   explicit Adam(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double eta = 1.0,
                 double weight_decay_rate = 0.0);
-  double alpha, beta1, beta2, eps, eta, weight_decay_rate;
-  double lr() const;             // the bias-corrected step at the current t()
-  double lr_at(int64_t t) const;  // ... after T steps (a parameter's own count, param_t())
+  double alpha;              ///< The step size before bias correction.
+  double beta1;              ///< The decay rate of the first moment average `m`.
+  double beta2;              ///< The decay rate of the second moment average `v`.
+  double eps;                ///< Added to `sqrt(v)` in the denominator.
+  double eta;                ///< The schedule multiplier of the whole step, weight decay included.
+  double weight_decay_rate;  ///< The decoupled weight decay rate (AdamW's).
+  double lr() const;              ///< The bias-corrected step at the current t().
+  double lr_at(int64_t t) const;  ///< The bias-corrected step after T steps (a parameter's own count, param_t()).
 
  protected:
   std::optional<UpdateRule> update_rule() const override { return UpdateRule::Adam; }

@@ -1,13 +1,16 @@
-// Plain stochastic gradient descent: w -= lr * g.
+/// @file
+/// Plain stochastic gradient descent: `w -= lr * g`.
 #pragma once
 #include "nn/optimizer.h"
 
 namespace chainer::optimizers {
 
+/// Plain stochastic gradient descent (Chainer's `chainer.optimizers.SGD`).
 class SGD : public Optimizer {
  public:
+  /// An SGD optimizer with learning rate LR.
   explicit SGD(double lr = 0.01);
-  double lr;
+  double lr;  ///< The learning rate.
 
  protected:
   std::optional<UpdateRule> update_rule() const override { return UpdateRule::SGD; }

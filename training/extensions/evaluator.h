@@ -1,9 +1,10 @@
-// Evaluator, as chainer.training.extensions.Evaluator: runs the target over a whole
-// (non-repeating) iterator with backprop off and config.train false, and reports the mean of
-// the per-batch reports under "<name>/" ("validation/main/loss"). Batches go to DEVICE (unset:
-// the target's device); on a GPU the per-batch values are summed there and read once. A repeating iterator, which
-// would never end, raises an error at its first epoch end. evaluate() is virtual, and
-// the last run's example count is kept, so a multi-node evaluator can weight ranks by it.
+/// @file
+/// Evaluator, as chainer.training.extensions.Evaluator: runs the target over a whole
+/// (non-repeating) iterator with backprop off and config.train false, and reports the mean of
+/// the per-batch reports under `"<name>/"` ("validation/main/loss"). Batches go to DEVICE (unset:
+/// the target's device); on a GPU the per-batch values are summed there and read once. A repeating iterator, which
+/// would never end, raises an error at its first epoch end. evaluate() is virtual, and
+/// the last run's example count is kept, so a multi-node evaluator can weight ranks by it.
 #pragma once
 #include <functional>
 #include <map>
@@ -17,23 +18,26 @@
 
 namespace chainer::training::extensions {
 
+/// Reports the mean of the target's reports over a whole validation iterator.
 class Evaluator : public Extension {
  public:
+  /// Evaluates one batch's arrays, reporting what it measures; unset, the target's forward_args does.
   using EvalFunction = std::function<void(const std::vector<Variable>& arrays)>;
+  /// Evaluates TARGET over ITERATOR, reporting under NAME, with batches on DEVICE (unset: the target's).
   Evaluator(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Link> target, EvalFunction eval_func = {},
             std::string name = "validation", std::optional<Device> device = std::nullopt);
 
-  void operator()(Trainer& trainer) override;
-  std::string default_name() const override { return name_; }
-  IntervalTrigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }
-  int priority() const override { return PRIORITY_WRITER; }
+  void operator()(Trainer& trainer) override;  ///< Reports evaluate()'s means into the trainer's observation.
+  std::string default_name() const override { return name_; }  ///< name(), "validation" by default.
+  IntervalTrigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }  ///< Every epoch.
+  int priority() const override { return PRIORITY_WRITER; }  ///< PRIORITY_WRITER: before the readers.
 
-  // Evaluates the whole iterator; keys are prefixed with "<name>/".
+  /// Evaluates the whole iterator; keys are prefixed with `"<name>/"`.
   virtual Observation evaluate();
-  int64_t last_example_count() const { return example_count_; }
-  iterators::Iterator& iterator() { return *iterator_; }
-  Link& target() { return *target_; }
-  const std::string& name() const { return name_; }
+  int64_t last_example_count() const { return example_count_; }  ///< Examples the last evaluate() saw.
+  iterators::Iterator& iterator() { return *iterator_; }  ///< The iterator evaluated over.
+  Link& target() { return *target_; }  ///< The link evaluated.
+  const std::string& name() const { return name_; }  ///< The prefix of the reported keys.
 
  private:
   std::shared_ptr<iterators::Iterator> iterator_;

@@ -1,6 +1,7 @@
-// LogReport, as Chainer's: averages the observations of every iteration, and at each firing of
-// its trigger appends {means, epoch, iteration, elapsed_time} to the log and rewrites
-// <out>/<log_name> as JSON (the `result/log` file of the tutorial).
+/// @file
+/// LogReport, as Chainer's: averages the observations of every iteration, and at each firing of
+/// its trigger appends {means, epoch, iteration, elapsed_time} to the log and rewrites
+/// `<out>/<log_name>` as JSON (the `result/log` file of the tutorial).
 #pragma once
 #include <vector>
 
@@ -9,17 +10,20 @@
 
 namespace chainer::training::extensions {
 
+/// Averages what is reported between its firings and keeps the means as a log, written as JSON.
 class LogReport : public Extension {
  public:
+  /// Logs KEYS (every reported key when empty) at each firing of TRIGGER to the file LOG_NAME.
   explicit LogReport(std::vector<std::string> keys = {}, IntervalTrigger trigger = IntervalTrigger(1, Unit::Epoch),
                      std::string log_name = "log");
+  /// Adds this iteration's observation to the means and, when its trigger fires, appends and writes the log.
   void operator()(Trainer& trainer) override;
   std::string default_name() const override { return "LogReport"; }
-  void serialize(Serializer& s) override;
+  void serialize(Serializer& s) override;  ///< Saves or restores the log, its trigger and the means so far.
 
-  const std::vector<Observation>& log() const { return log_; }
-  static std::string to_json(const std::vector<Observation>& log);
-  static std::vector<Observation> from_json(const std::string& text);
+  const std::vector<Observation>& log() const { return log_; }  ///< The entries so far, one per firing.
+  static std::string to_json(const std::vector<Observation>& log);  ///< LOG as a JSON list of flat objects.
+  static std::vector<Observation> from_json(const std::string& text);  ///< Reads back what to_json writes.
 
  private:
   std::vector<std::string> keys_;

@@ -1,6 +1,7 @@
-// ProgressBar, as Chainer's: every update_interval iterations, redraws on stderr the overall
-// bar, this epoch's bar, the iteration and epoch, iterations per second and the estimated time
-// left.
+/// @file
+/// ProgressBar, as Chainer's: every update_interval iterations, redraws on stderr the overall
+/// bar, this epoch's bar, the iteration and epoch, iterations per second and the estimated time
+/// left.
 #pragma once
 #include <chrono>
 #include <deque>
@@ -11,13 +12,16 @@
 
 namespace chainer::training::extensions {
 
+/// Draws the training's progress on a terminal, as `chainer.training.extensions.ProgressBar`.
 class ProgressBar : public Extension {
  public:
+  /// A bar of BAR_LENGTH characters over TRAINING_LENGTH (unset: the stop trigger), redrawn every
+  /// UPDATE_INTERVAL iterations on OUT.
   explicit ProgressBar(std::optional<IntervalTrigger> training_length = {}, int64_t update_interval = 100,
                        int bar_length = 50, std::ostream& out = std::cerr);
-  void operator()(Trainer& trainer) override;
+  void operator()(Trainer& trainer) override;  ///< Redraws every update_interval iterations.
   std::string default_name() const override { return "ProgressBar"; }
-  void finalize() override;
+  void finalize() override;  ///< Erases the last drawing.
 
  private:
   std::optional<IntervalTrigger> length_;

@@ -1,21 +1,25 @@
-// snapshot, as Chainer's extensions.snapshot: saves the whole trainer (model, optimizer state,
-// iterator position and RNG, extension state, elapsed time) as NPZ to <out>/<filename>, where
-// "{.updater.iteration}" and "{.updater.epoch}" in FILENAME are replaced by their values.
-// training::load_snapshot(path, trainer) resumes exactly where the run stopped.
-// snapshot_object saves one link's parameters the same way.
+/// @file
+/// snapshot, as Chainer's extensions.snapshot: saves the whole trainer (model, optimizer state,
+/// iterator position and RNG, extension state, elapsed time) as NPZ to `<out>/<filename>`, where
+/// `"{.updater.iteration}"` and `"{.updater.epoch}"` in FILENAME are replaced by their values.
+/// training::load_snapshot(path, trainer) resumes exactly where the run stopped.
+/// snapshot_object saves one link's parameters the same way.
 #pragma once
 #include "nn/link.h"
 #include "training/extension.h"
 
 namespace chainer::training::extensions {
 
+/// Saves the trainer, or one link, as NPZ in the trainer's output directory.
 class Snapshot : public Extension {
  public:
+  /// Saves TARGET's parameters when given, the whole trainer otherwise, to FILENAME.
   explicit Snapshot(std::string filename = "snapshot_iter_{.updater.iteration}", Link* target = nullptr);
-  void operator()(Trainer& trainer) override;
+  void operator()(Trainer& trainer) override;  ///< Writes the snapshot to path_for(trainer).
   std::string default_name() const override { return target_ ? "snapshot_object" : "snapshot"; }
-  IntervalTrigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }
-  int priority() const override { return -100; }
+  IntervalTrigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }  ///< Every epoch.
+  int priority() const override { return -100; }  ///< -100: after every reader, as Chainer's snapshot.
+  /// The output path: the filename with its `{.updater.iteration}` and `{.updater.epoch}` filled in, under out().
   std::string path_for(const Trainer& trainer) const;
 
  private:
@@ -23,7 +27,9 @@ class Snapshot : public Extension {
   Link* target_;
 };
 
+/// A Snapshot of the whole trainer, as Chainer's `extensions.snapshot(filename=...)`.
 std::shared_ptr<Snapshot> snapshot(std::string filename = "snapshot_iter_{.updater.iteration}");
+/// A Snapshot of TARGET's parameters, as Chainer's `extensions.snapshot_object(target, filename)`.
 std::shared_ptr<Snapshot> snapshot_object(Link& target, std::string filename);
 
 }  // namespace chainer::training::extensions
