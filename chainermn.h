@@ -19,6 +19,7 @@
 #include "distributed/mpi_check.h"
 #include "distributed/mpi_library.h"
 #include "distributed/mpi_runtime.h"
+#include "distributed/mpi_wait.h"
 #include "distributed/multi_node_evaluator.h"
 #include "distributed/multi_node_optimizer.h"
 #include "distributed/communicators/naive_communicator.h"

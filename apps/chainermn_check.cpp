@@ -59,14 +59,14 @@ std::vector<std::string> gather_text(const std::string& text) {
   const int size = world_size();
   const int length = int(text.size());
   std::vector<int> lengths(root() ? size : 0), offsets(root() ? size : 0);
-  CHAINERMN_MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  CHAINERMN_MPI_CHECK(chainermn::mpi::gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
   std::string all;
   if (root()) {
     int at = 0;
     for (int r = 0; r < size; ++r) offsets[r] = at, at += lengths[r];
     all.resize(size_t(at));
   }
-  CHAINERMN_MPI_CHECK(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+  CHAINERMN_MPI_CHECK(chainermn::mpi::gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
                                   0, MPI_COMM_WORLD));
   std::vector<std::string> out;
   for (int r = 0; r < int(lengths.size()); ++r) out.push_back(all.substr(size_t(offsets[r]), size_t(lengths[r])));
@@ -93,7 +93,7 @@ struct Tally {
   bool decide(const std::string& what, const std::string& finding, const std::string& hint = "") {
     const std::vector<std::string> all = gather_text(finding);
     int failing = finding.empty() ? 0 : 1;
-    CHAINERMN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failing, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHAINERMN_MPI_CHECK(chainermn::mpi::allreduce(MPI_IN_PLACE, &failing, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     if (failing == 0) {
       ++passed;
       if (root()) std::cout << "OK: " << what << "\n";
@@ -461,7 +461,7 @@ void check_communicators(Tally& tally, int intra_size) {
                                  : std::string();
       const std::vector<std::string> lacks = gather_text(lack);
       int lacking = lack.empty() ? 0 : 1;
-      CHAINERMN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &lacking, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+      CHAINERMN_MPI_CHECK(chainermn::mpi::allreduce(MPI_IN_PLACE, &lacking, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
       if (lacking > 0) {
         ++not_applicable;
         if (root())

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 
 namespace chainermn::detail {
 
@@ -94,7 +95,7 @@ void send_chunked(const void* data, size_t nbytes, int dest, int tag, MPI_Comm c
   const size_t chunk = max_chunk_bytes();
   for (size_t off = 0; off < nbytes; off += chunk) {
     const size_t n = std::min(chunk, nbytes - off);
-    CHAINERMN_MPI_CHECK(MPI_Send(p + off, chunk_count(n), MPI_BYTE, dest, tag, comm));
+    CHAINERMN_MPI_CHECK(mpi::send(p + off, chunk_count(n), MPI_BYTE, dest, tag, comm));
   }
 }
 
@@ -104,7 +105,7 @@ void recv_chunked(void* data, size_t nbytes, int source, int tag, MPI_Comm comm)
   for (size_t off = 0; off < nbytes; off += chunk) {
     const size_t n = std::min(chunk, nbytes - off);
     MPI_Status status;
-    CHAINERMN_MPI_CHECK(MPI_Recv(p + off, chunk_count(n), MPI_BYTE, source, tag, comm, &status));
+    CHAINERMN_MPI_CHECK(mpi::recv(p + off, chunk_count(n), MPI_BYTE, source, tag, comm, &status));
     int got = 0;
     CHAINERMN_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &got));
     if (size_t(got) != n)
@@ -127,7 +128,7 @@ void isend_chunked(const void* data, size_t nbytes, int dest, int tag, MPI_Comm 
 
 void wait_all(std::vector<MPI_Request>& requests) {
   if (requests.empty()) return;
-  CHAINERMN_MPI_CHECK(MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  CHAINERMN_MPI_CHECK(mpi::wait_all(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
   requests.clear();
 }
 
@@ -136,7 +137,7 @@ void bcast_chunked(void* data, size_t nbytes, int root, MPI_Comm comm) {
   const size_t chunk = max_chunk_bytes();
   for (size_t off = 0; off < nbytes; off += chunk) {
     const size_t n = std::min(chunk, nbytes - off);
-    CHAINERMN_MPI_CHECK(MPI_Bcast(p + off, chunk_count(n), MPI_BYTE, root, comm));
+    CHAINERMN_MPI_CHECK(mpi::bcast(p + off, chunk_count(n), MPI_BYTE, root, comm));
   }
 }
 
@@ -150,7 +151,7 @@ void allreduce_sum_chunked(void* data, int64_t count, chainer::DType dtype, MPI_
   char* p = static_cast<char*>(data);
   for (int64_t off = 0; off < count; off += per_chunk) {
     const int64_t n = std::min(per_chunk, count - off);
-    CHAINERMN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + size_t(off) * item, int(n), type, sum, comm));
+    CHAINERMN_MPI_CHECK(mpi::allreduce(MPI_IN_PLACE, p + size_t(off) * item, int(n), type, sum, comm));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/config.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 #include "distributed/mpi_runtime.h"
 #include "distributed/bucket_transport.h"
 #include "distributed/communicators/packing.h"
@@ -278,7 +279,7 @@ GradientReducer::GradientReducer(std::shared_ptr<Communicator> comm, GradientRed
   impl_->options = options;
   impl_->size = impl_->comm->size();
   impl_->rank = impl_->comm->rank();
-  CHAINERMN_MPI_CHECK(MPI_Comm_dup(impl_->comm->mpi_comm(), &impl_->mpi));
+  CHAINERMN_MPI_CHECK(mpi::comm_dup(impl_->comm->mpi_comm(), &impl_->mpi));
   CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(impl_->mpi, MPI_ERRORS_RETURN));
 }
 

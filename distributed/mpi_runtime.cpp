@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 
 namespace chainermn {
 
@@ -132,6 +133,7 @@ void init_mpi(int* argc, char*** argv) {
   }
   std::call_once(g_handlers_once, [started_here] {
     g_timeout = timeout_from_environment();
+    detail::decide_wait_policy();
     std::set_terminate(terminate_handler);
     if (started_here) std::atexit(finalize_at_exit);
     // Only where there are peers to wait for; detached, it touches nothing but atomics until it fires.

@@ -22,7 +22,7 @@
 /// call made through CHAINERMN_MPI_CHECK (distributed/mpi_check.h) has not returned within the
 /// time limit, the rank prints
 /// ```
-///   [rank R/N] chainermn: MPI_Allreduce (FILE:LINE) has not completed in T s; a peer process or
+///   [rank R/N] chainermn: mpi::allreduce (FILE:LINE) has not completed in T s; a peer process or
 ///   its host may be unreachable ...
 /// ```
 /// to stderr and kills itself with SIGKILL (MPI may not be called from a second thread under

@@ -5,6 +5,7 @@
 
 #include "core/parallel.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 #include "distributed/shared_segment.h"
 
 namespace chainermn {
@@ -94,7 +95,7 @@ class SharedMemoryTransport final : public BucketTransport {
   Finished finish_step(bool barrier) override {
     int any_held = 0, mine = 0;
     for (const Bucket& b : buckets_) mine |= b.held;
-    fenced([&] { CHAINERMN_MPI_CHECK(MPI_Allreduce(&mine, &any_held, 1, MPI_INT, MPI_MAX, comm_)); });
+    fenced([&] { CHAINERMN_MPI_CHECK(mpi::allreduce(&mine, &any_held, 1, MPI_INT, MPI_MAX, comm_)); });
     if (any_held) {
       std::vector<std::unique_ptr<PendingSum>> sums;
       for (Bucket& b : buckets_) {
@@ -117,7 +118,7 @@ class SharedMemoryTransport final : public BucketTransport {
       }
       b.means = b.mine;
     }
-    if (barrier) fenced([&] { CHAINERMN_MPI_CHECK(MPI_Barrier(comm_)); });
+    if (barrier) fenced([&] { CHAINERMN_MPI_CHECK(mpi::barrier(comm_)); });
     return {true, false};
   }
 

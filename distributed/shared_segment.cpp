@@ -15,6 +15,7 @@
 #include <string>
 
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 
 namespace chainermn {
 
@@ -67,12 +68,12 @@ std::shared_ptr<SharedSegment> SharedSegment::create(MPI_Comm comm, size_t bytes
     if (!data) shm_unlink(name);  // created but not sized or mapped
   }
   int created = data != nullptr;
-  CHAINERMN_MPI_CHECK(MPI_Bcast(&created, 1, MPI_INT, 0, comm));
+  CHAINERMN_MPI_CHECK(mpi::bcast(&created, 1, MPI_INT, 0, comm));
   if (!created) return nullptr;
-  CHAINERMN_MPI_CHECK(MPI_Bcast(name, int(sizeof name), MPI_CHAR, 0, comm));
+  CHAINERMN_MPI_CHECK(mpi::bcast(name, int(sizeof name), MPI_CHAR, 0, comm));
   if (rank != 0) data = map_segment(name, bytes, false);
   int mapped = data != nullptr, everywhere = 0;
-  CHAINERMN_MPI_CHECK(MPI_Allreduce(&mapped, &everywhere, 1, MPI_INT, MPI_MIN, comm));
+  CHAINERMN_MPI_CHECK(mpi::allreduce(&mapped, &everywhere, 1, MPI_INT, MPI_MIN, comm));
   if (rank == 0) shm_unlink(name);  // every rank has it (or gave up): the name is not needed
   if (!everywhere) {
     if (data) munmap(data, bytes);

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 
 namespace chainermn {
 
@@ -36,7 +37,7 @@ std::shared_ptr<SharedUpdate> SharedUpdate::create(MPI_Comm comm, const chainer:
   // Every rank takes the same branch (the models have the same structure after bcast_data, but a
   // deadlock would be a poor way to find out they do not).
   int everywhere = 0;
-  CHAINERMN_MPI_CHECK(MPI_Allreduce(&floating, &everywhere, 1, MPI_INT, MPI_MIN, comm));
+  CHAINERMN_MPI_CHECK(mpi::allreduce(&floating, &everywhere, 1, MPI_INT, MPI_MIN, comm));
   if (!everywhere) return nullptr;
   auto segment = SharedSegment::create(comm, bytes);
   if (!segment) return nullptr;
@@ -70,7 +71,7 @@ bool SharedUpdate::matches(const chainer::Link& link) const {
 
 void SharedUpdate::barrier() const {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  CHAINERMN_MPI_CHECK(MPI_Barrier(comm_));
+  CHAINERMN_MPI_CHECK(mpi::barrier(comm_));
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 

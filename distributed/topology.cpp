@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 
 namespace chainermn {
 
@@ -47,7 +48,7 @@ std::vector<std::string> allgather_host_names(MPI_Comm comm) {
   const std::string me = host_name();
   me.copy(mine.data(), mine.size() - 1);
   std::vector<char> all(size_t(size) * MPI_MAX_PROCESSOR_NAME, '\0');
-  CHAINERMN_MPI_CHECK(MPI_Allgather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+  CHAINERMN_MPI_CHECK(mpi::allgather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
                                     MPI_CHAR, comm));
   std::vector<std::string> names;
   for (int r = 0; r < size; ++r) {

@@ -53,28 +53,28 @@ done
 # Rank 1 freezes (SIGSTOP) while the others wait in a collective, as a peer behind a cut link looks
 # to them: nothing fails, and only the watchdog can end the job, naming the call that waits.
 for n in 2 3; do
-  run "$n ranks, rank 1 stops (SIGSTOP), CHAINERMN_TIMEOUT=3" nonzero "has not completed in 3 s" \
-    env CHAINERMN_TIMEOUT=3 "$MPIEXEC" -n $n "$PROG" stop
-  grep -qE "^\[rank [02]/$n\] chainermn: MPI_[A-Za-z_]+ \([^)]+:[0-9]+\) has not completed in 3 s" "$err" || {
+  run "$n ranks, rank 1 stops (SIGSTOP), CHAINERMN_TIMEOUT=2" nonzero "has not completed in 2 s" \
+    env CHAINERMN_TIMEOUT=2 "$MPIEXEC" -n $n "$PROG" stop
+  grep -qE "^\[rank [02]/$n\] chainermn: (MPI_|mpi::)[A-Za-z_]+ \([^)]+:[0-9]+\) has not completed in 2 s" "$err" || {
     echo "FAIL the message does not name the MPI call and file:line"; cat "$err"; fails=$((fails + 1)); }
 done
-# The limit is on one call, not on the job: 8 s of back-to-back all-reduces under a 3 s limit end normally.
-run "2 ranks all-reduce for 8 s, CHAINERMN_TIMEOUT=3" zero "rank 1 ok after" \
-  env CHAINERMN_TIMEOUT=3 "$MPIEXEC" -n 2 "$PROG" loop 8
+# The limit is on one call, not on the job: 5 s of back-to-back all-reduces under a 2 s limit end normally.
+run "2 ranks all-reduce for 5 s, CHAINERMN_TIMEOUT=2" zero "rank 1 ok after" \
+  env CHAINERMN_TIMEOUT=2 "$MPIEXEC" -n 2 "$PROG" loop 5
 # chainermn::functions with 2 ranks: a peer that never receives or never sends leaves a rank waiting
 # in a watched call, and the watchdog ends the job naming what was waited for; a recv that finds
 # another tag or shape than it expects is an error.
-LIMIT=10
-run "functions: send, then backward on the delegate; rank 1 never receives, CHAINERMN_TIMEOUT=5" nonzero \
+LIMIT=8
+run "functions: send, then backward on the delegate; rank 1 never receives, CHAINERMN_TIMEOUT=2" nonzero \
   "[rank 0/2] chainermn: MPI_Mprobe for the gradient that chainermn::functions::send's backward expects from rank 1 of 2 with tag 0" \
-  env CHAINERMN_TIMEOUT=5 "$MPIEXEC" -n 2 "$PROG" fn_send_unreceived
-grep -qE "has not completed in 5 s" "$err" || { echo "FAIL the message does not give the limit"; cat "$err"; fails=$((fails + 1)); }
-run "functions: a send of 8 MiB that rank 1 never receives, CHAINERMN_TIMEOUT=5" nonzero \
+  env CHAINERMN_TIMEOUT=2 "$MPIEXEC" -n 2 "$PROG" fn_send_unreceived
+grep -qE "has not completed in 2 s" "$err" || { echo "FAIL the message does not give the limit"; cat "$err"; fails=$((fails + 1)); }
+run "functions: a send of 8 MiB that rank 1 never receives, CHAINERMN_TIMEOUT=2" nonzero \
   "[rank 0/2] chainermn: MPI_Waitall for rank 1 of 2 to receive the tensor that chainermn::functions::send sends with tag 0" \
-  env CHAINERMN_TIMEOUT=5 "$MPIEXEC" -n 2 "$PROG" fn_send_large_unreceived
-run "functions: recv from rank 0, which never sends, CHAINERMN_TIMEOUT=5" nonzero \
+  env CHAINERMN_TIMEOUT=2 "$MPIEXEC" -n 2 "$PROG" fn_send_large_unreceived
+run "functions: recv from rank 0, which never sends, CHAINERMN_TIMEOUT=2" nonzero \
   "[rank 1/2] chainermn: MPI_Mprobe for the tensor that chainermn::functions::recv expects from rank 0 of 2 with tag 0" \
-  env CHAINERMN_TIMEOUT=5 "$MPIEXEC" -n 2 "$PROG" fn_recv_unsent
+  env CHAINERMN_TIMEOUT=2 "$MPIEXEC" -n 2 "$PROG" fn_recv_unsent
 LIMIT=15
 run "functions: recv with tag 2 of what was sent with tag 1" nonzero \
   "[rank 1/2] chainermn::functions::recv: rank 1 expected a tensor with tag 2 from rank 0, but the next message from rank 0 has tag 1" \

@@ -2,6 +2,7 @@
 // checks with closed-form expectations. Every rank runs every test case in the same order and
 // takes the same branches, so the collectives inside them meet.
 #include <catch2/catch.hpp>
+#include <sched.h>
 
 #include <algorithm>
 #include <cmath>
@@ -89,6 +90,48 @@ TEST_CASE("communicator: init_mpi is idempotent") {
   int provided = -1;
   MPI_Query_thread(&provided);
   CHECK(provided >= MPI_THREAD_FUNNELED);
+}
+
+TEST_CASE("communicator: the wait policy is the job's: CHAINERMN_WAIT_POLICY, else passive on oversubscribed hosts") {
+  using chainermn::WaitPolicy;
+  const char* saved = std::getenv("CHAINERMN_WAIT_POLICY");
+  const std::string restore = saved ? saved : "";
+  // Decides again with CHAINERMN_WAIT_POLICY=TEXT on this rank, then checks that every rank got
+  // the same policy and that collectives work under it.
+  auto decide = [](const std::string& text) {
+    setenv("CHAINERMN_WAIT_POLICY", text.c_str(), 1);
+    chainermn::detail::decide_wait_policy();
+    const int mine = int(chainermn::wait_policy());
+    int low = mine, high = mine;
+    MPI_Allreduce(&mine, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(low == high);
+    auto comm = chainermn::create_communicator("naive");
+    const Tensor sum = comm->allreduce(Tensor::full({3}, 1.0));
+    CHECK(sum.to_vector<float>() == std::vector<float>(3, float(comm->size())));
+    return chainermn::wait_policy();
+  };
+  const int rank = chainermn::world_rank();
+  CHECK(decide("active") == WaitPolicy::Active);
+  CHECK(decide("passive") == WaitPolicy::Passive);
+  // One rank asking for passive makes every rank passive (MPI does not match a blocking
+  // collective with a nonblocking one).
+  CHECK(decide(rank == 0 ? "passive" : "active") == WaitPolicy::Passive);
+  // auto: passive where a host runs more ranks than the cores they may use (unbound ranks here,
+  // so any rank's affinity mask is theirs together).
+  auto comm = chainermn::create_communicator("naive");
+  cpu_set_t cpus;
+  REQUIRE(sched_getaffinity(0, sizeof cpus, &cpus) == 0);
+  int oversubscribed = comm->intra_size() > CPU_COUNT(&cpus), any = 0;
+  MPI_Allreduce(&oversubscribed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(decide("auto") == (any ? WaitPolicy::Passive : WaitPolicy::Active));
+  CHECK(decide("") == (any ? WaitPolicy::Passive : WaitPolicy::Active));
+  setenv("CHAINERMN_WAIT_POLICY", "spin", 1);
+  CHECK_THROWS_WITH(chainermn::detail::decide_wait_policy(),
+                    Catch::Contains("CHAINERMN_WAIT_POLICY must be active, passive or auto, not 'spin'"));
+  CHECK(std::string(chainermn::wait_policy_name(WaitPolicy::Passive)) == "passive");
+  decide(restore);
+  if (!saved) unsetenv("CHAINERMN_WAIT_POLICY");
 }
 
 TEST_CASE("communicator: rank and size follow MPI_COMM_WORLD; the comm is duplicated") {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "distributed/chunked_transfer.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 
 namespace chainermn {
 
@@ -54,7 +55,7 @@ class MpiBackend final : public CollectiveBackend {
     char* base = static_cast<char*>(buf.raw_data());
     for_chunks(buf, [&](int64_t at, int count) {
       void* p = base + at * int64_t(buf.itemsize());
-      CHAINERMN_MPI_CHECK(MPI_Reduce(rank_ == root ? MPI_IN_PLACE : p, rank_ == root ? p : nullptr, count, type, sum,
+      CHAINERMN_MPI_CHECK(mpi::reduce(rank_ == root ? MPI_IN_PLACE : p, rank_ == root ? p : nullptr, count, type, sum,
                                      root, comm_));
     });
   }
@@ -67,7 +68,7 @@ class MpiBackend final : public CollectiveBackend {
     const std::vector<int> counts = int_counts(shares, "reduce_scatter");
     char* base = static_cast<char*>(buf.raw_data());
     // In place, MPI leaves this rank's sum at the start of the buffer: move it to its share.
-    CHAINERMN_MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, base, counts.data(), detail::mpi_datatype(buf.dtype()),
+    CHAINERMN_MPI_CHECK(mpi::reduce_scatter(MPI_IN_PLACE, base, counts.data(), detail::mpi_datatype(buf.dtype()),
                                            detail::mpi_sum_op(buf.dtype()), comm_));
     const int64_t item = int64_t(buf.itemsize());
     std::memmove(base + offset_of(shares, rank_) * item, base, size_t(shares[size_t(rank_)] * item));
@@ -76,7 +77,7 @@ class MpiBackend final : public CollectiveBackend {
     const std::vector<int> counts = int_counts(shares, "allgather");
     std::vector<int> displs(counts.size(), 0);
     for (size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
-    CHAINERMN_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf.raw_data(), counts.data(), displs.data(),
+    CHAINERMN_MPI_CHECK(mpi::allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf.raw_data(), counts.data(), displs.data(),
                                        detail::mpi_datatype(buf.dtype()), comm_));
   }
 

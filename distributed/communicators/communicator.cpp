@@ -10,6 +10,7 @@
 #include "distributed/chunked_transfer.h"
 #include "distributed/communicators/packing.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 
 namespace chainermn {
 
@@ -99,7 +100,7 @@ class Outbox {
 std::vector<int64_t> recv_header(int source, int tag, MPI_Comm comm, int64_t magic, const char* what,
                                  MPI_Status& status) {
   MPI_Message msg;
-  CHAINERMN_MPI_CHECK(MPI_Mprobe(source, tag, comm, &msg, &status));
+  CHAINERMN_MPI_CHECK(mpi::mprobe(source, tag, comm, &msg, &status));
   int bytes = 0;
   CHAINERMN_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &bytes));
   std::vector<int64_t> h(size_t(bytes) / sizeof(int64_t) + 1, 0);
@@ -172,11 +173,11 @@ Communicator::Communicator(std::string name, MPI_Comm comm, CommunicatorOptions 
                     " cannot carry gradients (valid: float16, bfloat16, float32, float64, or unset for each "
                     "gradient's own dtype)"));
   try {
-    CHAINERMN_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+    CHAINERMN_MPI_CHECK(mpi::comm_dup(comm, &comm_));
     CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-    CHAINERMN_MPI_CHECK(MPI_Comm_dup(comm_, &coll_comm_));
+    CHAINERMN_MPI_CHECK(mpi::comm_dup(comm_, &coll_comm_));
     CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(coll_comm_, MPI_ERRORS_RETURN));
-    CHAINERMN_MPI_CHECK(MPI_Comm_dup(comm_, &functions_comm_));
+    CHAINERMN_MPI_CHECK(mpi::comm_dup(comm_, &functions_comm_));
     CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(functions_comm_, MPI_ERRORS_RETURN));
     CHAINERMN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     CHAINERMN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
@@ -217,7 +218,7 @@ MPI_Comm Communicator::functions_comm() const {
 
 std::unique_ptr<PendingSum> Communicator::start_sum(Tensor& buf) const {
   if (sum_comm_ == MPI_COMM_NULL) {
-    CHAINERMN_MPI_CHECK(MPI_Comm_dup(comm(), &sum_comm_));
+    CHAINERMN_MPI_CHECK(mpi::comm_dup(comm(), &sum_comm_));
     CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(sum_comm_, MPI_ERRORS_RETURN));
   }
   return start_mpi_sum(buf, sum_comm_);
@@ -257,10 +258,10 @@ Tensor Communicator::bcast(const Tensor& x, int root) const {
     meta[0] = int64_t(x.dtype());
     meta[1] = x.ndim();
   }
-  CHAINERMN_MPI_CHECK(MPI_Bcast(meta, 2, MPI_INT64_T, root, c));
+  CHAINERMN_MPI_CHECK(mpi::bcast(meta, 2, MPI_INT64_T, root, c));
   if (meta[0] == kUndefined) return {};
   Shape shape = is_root ? x.shape() : Shape(size_t(meta[1]), 0);
-  if (meta[1] > 0) CHAINERMN_MPI_CHECK(MPI_Bcast(shape.data(), int(meta[1]), MPI_INT64_T, root, c));
+  if (meta[1] > 0) CHAINERMN_MPI_CHECK(mpi::bcast(shape.data(), int(meta[1]), MPI_INT64_T, root, c));
   Tensor out = is_root ? fresh(x) : Tensor::empty(shape, DType(meta[0]));
   detail::bcast_chunked(out.raw_data(), out.nbytes(), root, c);
   return out;
@@ -299,7 +300,7 @@ Tensor Communicator::allreduce(const Tensor& x) const {
                             x.defined() ? x.numel() : 0, x.defined() ? shape_fingerprint(x.shape()) : 0};
   int64_t both[8];
   for (int i = 0; i < 4; ++i) both[i] = local[i], both[i + 4] = -local[i];
-  CHAINERMN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, both, 8, MPI_INT64_T, MPI_MAX, c));
+  CHAINERMN_MPI_CHECK(mpi::allreduce(MPI_IN_PLACE, both, 8, MPI_INT64_T, MPI_MAX, c));
   bool same = true;
   for (int i = 0; i < 4; ++i) same = same && both[i] == -both[i + 4];
   if (!same) {
@@ -319,7 +320,7 @@ Tensor Communicator::allreduce(const Tensor& x) const {
 Tensor Communicator::scatter(const std::vector<Tensor>& xs, int root) const {
   const MPI_Comm c = comm();
   int64_t count = rank_ == root ? int64_t(xs.size()) : 0;
-  CHAINERMN_MPI_CHECK(MPI_Bcast(&count, 1, MPI_INT64_T, root, c));
+  CHAINERMN_MPI_CHECK(mpi::bcast(&count, 1, MPI_INT64_T, root, c));
   if (count != size_)
     throw Error(str("scatter: the root (rank ", root, ") passed ", count, " tensors for ", size_,
                     " ranks (one per rank is needed)"));
@@ -366,7 +367,7 @@ std::string Communicator::recv_bytes(int source, int tag) const {
 std::string Communicator::bcast_bytes(const std::string& bytes, int root) const {
   const MPI_Comm c = comm();
   int64_t n = rank_ == root ? int64_t(bytes.size()) : 0;
-  CHAINERMN_MPI_CHECK(MPI_Bcast(&n, 1, MPI_INT64_T, root, c));
+  CHAINERMN_MPI_CHECK(mpi::bcast(&n, 1, MPI_INT64_T, root, c));
   std::string out = rank_ == root ? bytes : std::string(size_t(n), '\0');
   detail::bcast_chunked(out.data(), out.size(), root, c);
   return out;

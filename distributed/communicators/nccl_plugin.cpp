@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "distributed/communicators/nccl_backend.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 
 namespace chainermn::nccl {
 
@@ -116,7 +117,7 @@ class NcclBackend final : public CollectiveBackend {
     if (nccl_) return;
     ncclUniqueId id{};
     if (rank_ == 0) CHAINERMN_NCCL_CHECK(ncclGetUniqueId(&id));
-    CHAINERMN_MPI_CHECK(MPI_Bcast(&id, int(sizeof id), MPI_BYTE, 0, comm_));
+    CHAINERMN_MPI_CHECK(mpi::bcast(&id, int(sizeof id), MPI_BYTE, 0, comm_));
     CHAINERMN_CUDA_CHECK(cudaSetDevice(device_));
     CHAINERMN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CHAINERMN_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));

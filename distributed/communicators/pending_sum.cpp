@@ -7,6 +7,7 @@
 #include "distributed/chunked_transfer.h"
 #include "distributed/mpi_library.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 #include "distributed/mpi_runtime.h"
 
 namespace chainermn {
@@ -48,7 +49,7 @@ class MpiSum final : public PendingSum {
     return done != 0;
   }
   void wait() override {
-    if (!requests_.empty()) CHAINERMN_MPI_CHECK(MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
+    if (!requests_.empty()) CHAINERMN_MPI_CHECK(mpi::wait_all(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
     finish();
   }
 

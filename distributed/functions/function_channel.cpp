@@ -7,6 +7,7 @@
 
 #include "distributed/chunked_transfer.h"
 #include "distributed/mpi_check.h"
+#include "distributed/mpi_wait.h"
 
 namespace chainermn::functions::detail {
 
@@ -99,7 +100,7 @@ void send_message(const Communicator& comm, int peer, MessageKind kind, int tag,
   chainermn::detail::isend_chunked(out.host.raw_data(), out.host.nbytes(), peer, kMpiTag, c, out.requests);
   check_waiting("MPI_Waitall", str("MPI_Waitall for rank ", peer, " of ", comm.size(), " to receive the ", noun(kind),
                                    " that ", sender(kind), " sends with tag ", tag),
-                __LINE__, [&] { return MPI_Waitall(int(out.requests.size()), out.requests.data(), MPI_STATUSES_IGNORE); });
+                __LINE__, [&] { return mpi::wait_all(int(out.requests.size()), out.requests.data(), MPI_STATUSES_IGNORE); });
   out.requests.clear();
 }
 
@@ -110,7 +111,7 @@ Tensor recv_message(const Communicator& comm, int peer, const ExpectedMessage& e
   MPI_Status status;
   check_waiting("MPI_Mprobe", str("MPI_Mprobe for the ", noun(kind), " that ", receiver(kind), " expects from rank ",
                                   peer, " of ", comm.size(), " with tag ", expected.tag),
-                __LINE__, [&] { return MPI_Mprobe(peer, kMpiTag, c, &msg, &status); });
+                __LINE__, [&] { return mpi::mprobe(peer, kMpiTag, c, &msg, &status); });
   int bytes = 0;
   CHAINERMN_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &bytes));
   std::vector<int64_t> h(size_t(bytes) / sizeof(int64_t) + 1, 0);
