@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(meson ninja-build g++ pkg-config libeigen3-dev catch2 zlib1g-dev mpich libmpich-dev python3-numpy)
+packages=(meson ninja-build g++ pkg-config ccache libeigen3-dev catch2 zlib1g-dev mpich libmpich-dev python3-numpy doxygen)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -24,6 +24,11 @@ fi
 if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
+
+# meson compiles through ccache when it is installed; its cache lives in the checkout unless
+# CCACHE_DIR says otherwise, so a fresh clone starts cold and its second build (scripts/test.sh)
+# reuses the first's objects.
+export CCACHE_DIR=${CCACHE_DIR:-$PWD/.ccache}
 
 if [[ ! -f build/build.ninja ]]; then
   meson setup build --buildtype=release >/tmp/chainermn-meson-setup.log 2>&1 || {

@@ -1,10 +1,8 @@
 // main() of the GPU test binaries: without a usable CUDA device (CI, a build without CUDA) the
 // binary prints why and exits 77, which meson counts as skipped; otherwise Catch2 runs the cases.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 
+#include "catch_session.h"
 #include "core/cuda.h"
 
 int main(int argc, char** argv) {
@@ -12,5 +10,5 @@ int main(int argc, char** argv) {
     std::printf("skipped: no CUDA device (%s)\n", chainer::cuda::unavailable_reason().c_str());
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return run_catch_session(argc, argv);
 }

@@ -6,13 +6,15 @@
 // the failure has been printed): the other ranks may be waiting in a collective that the failed
 // rank left (a REQUIRE between two collectives), and would otherwise sit there until the test's
 // timeout with no word of why.
-#define CATCH_CONFIG_RUNNER
+// The reporter bases, for the listener below, outside the file that compiles Catch2.
+#define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include <catch2/catch.hpp>
 #include <mpi.h>
 
 #include <cstdio>
 #include <iostream>
 
+#include "catch_session.h"
 #include "distributed/mpi_runtime.h"
 
 namespace {
@@ -37,8 +39,7 @@ int main(int argc, char** argv) {
   chainermn::init_mpi(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  Catch::Session session;
-  int failed = session.run(argc, argv);
+  const int failed = run_catch_session(argc, argv);
   int total = 0;
   MPI_Allreduce(&failed, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (total != 0 && failed == 0) std::fprintf(stderr, "[rank %d] passed here, but %d failure(s) on other ranks\n", rank, total);

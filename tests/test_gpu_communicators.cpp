@@ -6,7 +6,6 @@
 // two_dimensional, single_node, non_cuda_aware) are left out and the MPI paths (naive, flat,
 // staged through host memory) are the multi-rank test. Without a CUDA device every rank prints
 // why and exits 77 (skipped).
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <chainer.h>
@@ -14,6 +13,7 @@
 
 #include <cstdio>
 
+#include "catch_session.h"
 #include "core/cuda.h"
 #include "distributed/communicators/nccl_backend.h"
 
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     chainermn::finalize_mpi();
     return 77;
   }
-  const int failed = Catch::Session().run(argc, argv);
+  const int failed = run_catch_session(argc, argv);
   int total = 0;
   MPI_Allreduce(&failed, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   chainermn::finalize_mpi();
