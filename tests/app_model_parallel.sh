@@ -8,40 +8,14 @@
 #   tests/app_model_parallel.sh MPIEXEC MODEL_PARALLEL DUAL_PARALLEL ENSEMBLE STEPS
 set -u
 mpiexec=${1:?usage: app_model_parallel.sh MPIEXEC MODEL_PARALLEL DUAL_PARALLEL ENSEMBLE STEPS}
-abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
-model_parallel=$(abs "${2:?}")
-dual_parallel=$(abs "${3:?}")
-ensemble=$(abs "${4:?}")
-steps=$(abs "${5:?}")
+source "$(dirname "$0")/lib.sh"
+model_parallel=$(absolute "${2:?}")
+dual_parallel=$(absolute "${3:?}")
+ensemble=$(absolute "${4:?}")
+steps=$(absolute "${5:?}")
 [ -d "${MNIST_DIR:-}" ] || { echo "FAIL: MNIST_DIR '${MNIST_DIR:-}' is not a directory (the real MNIST is needed)"; exit 1; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/chainer_app_model_parallel.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
+scratch app_model_parallel
 export MPIEXEC_TIMEOUT=240
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# job NAME N COMMAND...: exit 0 and output from rank 0 only.
-job() {
-  local name=$1 n=$2
-  shift 2
-  timeout -k 5 300 "$mpiexec" -prepend-rank -n "$n" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne 0 ]; then
-    fail "$name: exited with $rc"
-    tail -n 20 "$tmp/out" "$tmp/err"
-    return 1
-  fi
-  if grep -q '^\[[1-9][0-9]*\]' "$tmp/out" "$tmp/err"; then
-    fail "$name: ranks other than 0 printed"
-    grep '^\[[1-9][0-9]*\]' "$tmp/out" "$tmp/err" | head -n 5
-    return 1
-  fi
-  echo "ok: $name"
-}
 
 # refused NAME N PATTERN COMMAND...: a non-zero exit within the time limit, PATTERN in stderr.
 refused() {
@@ -96,8 +70,4 @@ for n in 2 4; do
     fail "steps on $n processes printed no loss"
 done
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures case(s) failed"
-  exit 1
-fi
-echo "all cases passed"
+finish

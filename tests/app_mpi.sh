@@ -10,42 +10,13 @@ mpiexec=${1:?usage: app_mpi.sh MPIEXEC MNIST_MLP STEP1 STEP2}
 app=${2:?}
 step1=${3:?}
 step2=${4:?}
-abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
-app=$(abs "$app")
-step1=$(abs "$step1")
-step2=$(abs "$step2")
+source "$(dirname "$0")/lib.sh"
+app=$(absolute "$app")
+step1=$(absolute "$step1")
+step2=$(absolute "$step2")
 [ -d "${MNIST_DIR:-}" ] || { echo "FAIL: MNIST_DIR '${MNIST_DIR:-}' is not a directory (the real MNIST is needed)"; exit 1; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/chainer_app_mpi.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
+scratch app_mpi
 export MPIEXEC_TIMEOUT=240
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# job NAME N COMMAND...: runs COMMAND under mpiexec -n N; exit 0 and rank-0-only output required
-# (unless ALL_RANKS_PRINT=1).
-job() {
-  local name=$1 n=$2
-  shift 2
-  timeout -k 5 300 "$mpiexec" -prepend-rank -n "$n" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne 0 ]; then
-    fail "$name: exited with $rc"
-    tail -n 20 "$tmp/out" "$tmp/err"
-    return 1
-  fi
-  if [ "${ALL_RANKS_PRINT:-0}" != 1 ] && grep -q '^\[[1-9][0-9]*\]' "$tmp/out" "$tmp/err"; then
-    fail "$name: ranks other than 0 printed: $(grep -h '^\[[1-9][0-9]*\]' "$tmp/out" "$tmp/err" | head -n 3)"
-    return 1
-  fi
-  # Rank 0's text without mpiexec's "[0] " tags, which it also inserts mid-line where one line
-  # reached it in several pieces.
-  sed 's/\[[0-9][0-9]*\] //g' "$tmp/out" >"$tmp/text"
-  echo "ok: $name"
-}
 
 # check_log NAME DIR EPOCHS: DIR/log has EPOCHS entries, the last with validation accuracy >= 0.9.
 check_log() {
@@ -94,8 +65,4 @@ fi
 ALL_RANKS_PRINT=1 job "tutorial step 1, 2 processes" 2 "$step1" "$MNIST_DIR" 0.05
 job "tutorial step 2, 2 processes" 2 "$step2" "$MNIST_DIR" 0.1
 
-if [ "$failures" -gt 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all cases passed"
+finish

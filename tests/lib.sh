@@ -1,0 +1,56 @@
+# What the shell tests share (sourced by app_errors.sh, app_mpi.sh, app_model_parallel.sh): a
+# scratch directory whose surroundings the test controls, failures counted, mpiexec jobs that
+# must print from rank 0 only, and the closing line.
+
+failures=0
+# fail MESSAGE...: one failed case (the script goes on to the next).
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# scratch NAME: a temporary directory $tmp, removed at exit, and the working directory
+# $tmp/work inside it. The programs' default places relative to the working directory
+# (./data/mnist, ../shared/datasets/mnist) then lie inside $tmp too, and hold nothing unless the
+# test puts it there, whatever happens to lie beside the system's temporary folder.
+scratch() {
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/chainer_$1.XXXXXX") || { echo "FAIL: mktemp"; exit 1; }
+  trap 'rm -rf "$tmp"' EXIT
+  mkdir -p "$tmp/work" && cd "$tmp/work" || exit 1
+}
+
+# absolute PATH: PATH made absolute (the tests change directory, and hydra's proxies look bare
+# names up in PATH).
+absolute() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+
+# job NAME N COMMAND...: runs COMMAND under mpiexec -n N ($mpiexec) with every line tagged with
+# its rank; exit 0 and output from rank 0 only are required (unless ALL_RANKS_PRINT=1). Rank 0's
+# text, without the tags, is left in $tmp/text; stdout and stderr in $tmp/out and $tmp/err.
+job() {
+  local name=$1 n=$2
+  shift 2
+  timeout -k 5 300 "$mpiexec" -prepend-rank -n "$n" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    fail "$name: exited with $rc"
+    tail -n 20 "$tmp/out" "$tmp/err"
+    return 1
+  fi
+  if [ "${ALL_RANKS_PRINT:-0}" != 1 ] && grep -q '^\[[1-9][0-9]*\]' "$tmp/out" "$tmp/err"; then
+    fail "$name: ranks other than 0 printed: $(grep -h '^\[[1-9][0-9]*\]' "$tmp/out" "$tmp/err" | head -n 3)"
+    return 1
+  fi
+  # mpiexec also inserts its "[0] " tags mid-line where one line reached it in several pieces.
+  sed 's/\[[0-9][0-9]*\] //g' "$tmp/out" >"$tmp/text"
+  echo "ok: $name"
+}
+
+# finish: the closing line, and the exit status.
+finish() {
+  if [ "$failures" -ne 0 ]; then
+    echo "$failures case(s) failed"
+    exit 1
+  fi
+  echo "all cases passed"
+  exit 0
+}
