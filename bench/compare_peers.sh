@@ -6,7 +6,7 @@
 #   1 process x 2 threads: ours, PyTorch (Python, flush-denormal), libtorch;
 #   2 processes x 1 thread: ours under mpiexec, PyTorch DDP (gloo);
 #   the 1000^3 float32 GEMM rate on 2 threads, PyTorch's (the peers' gemm_floor) and ours.
-# Then the ratios against the targets of issues 2 and 3, per round and their median.
+# Then the ratios against their targets, per round and their median.
 # Installs the peers' packages on first use (see ../shared/peers/README.md).
 #   bash bench/compare_peers.sh [--rounds 3] [--epochs 2]
 set -euo pipefail
@@ -60,10 +60,10 @@ cat <<'TXT'
 
 Seconds per training epoch (mean of the epochs of each engine in that round); GEMM rates of a
 1000^3 float32 product on 2 threads, best of 5 windows. Ratios and their targets:
-  o/t     ours 1x2 / PyTorch 1x2                                    (issue 2: <= 0.6)
-  o/fl_t  ours 1x2 / floor from PyTorch's GEMM rate (645.84 GFLOP)  (issue 2: <= 1.3)
+  o/t     ours 1x2 / PyTorch 1x2                                    (target: <= 0.6)
+  o/fl_t  ours 1x2 / floor from PyTorch's GEMM rate (645.84 GFLOP)  (target: <= 1.3)
   o/fl_o  ours 1x2 / floor from our own GEMM rate
-  2/ddp   ours 2x1 / PyTorch DDP 2x1                                (issue 3: <= 0.6)
-  2/o     ours 2x1 / ours 1x2                                       (issue 3: <= 1.15)
+  2/ddp   ours 2x1 / PyTorch DDP 2x1                                (target: <= 0.6)
+  2/o     ours 2x1 / ours 1x2                                       (target: <= 1.15)
 TXT
 echo "ours, last round: $(tail -n 1 "$log/ours")"

@@ -125,7 +125,7 @@ void pack_b(const Operand& B, int64_t n, int64_t j0, int64_t p0, int64_t kc, flo
 // C = alpha * acc + beta * C on R rows x COLS. R is a template parameter so that a panel of
 // fewer rows costs only its rows of FMAs. The k loop is
 // unrolled twice to halve its bookkeeping uops (the loop body is close to the front end's 4 per
-// cycle); 14 rows instead of 12 gained 1-3% on every shape of the tutorial (session 4).
+// cycle); 14 rows instead of 12 gained 1-3% on every shape of the tutorial.
 template <int R>
 void micro_kernel(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, float alpha,
                   float beta, int64_t cols) {
