@@ -1,10 +1,14 @@
 #include "distributed/mpi_wait.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "distributed/mpi_check.h"
@@ -42,19 +46,42 @@ int started(int start_rc, MPI_Request* request, MPI_Status* status = MPI_STATUS_
   return start_rc != MPI_SUCCESS ? start_rc : wait_one(request, status);
 }
 
-// Whether this host runs more ranks than there are cores in their affinity masks together.
-bool host_oversubscribed() {
-  MPI_Comm host = MPI_COMM_NULL;
-  CHAINERMN_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
-  int ranks = 1;
-  cpu_set_t mine, all;
-  CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_SET(0, &mine);
-  int rc = MPI_Comm_size(host, &ranks);
-  if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&mine, &all, int(sizeof mine), MPI_BYTE, MPI_BOR, host);
-  MPI_Comm_free(&host);
-  if (rc != MPI_SUCCESS) throw_mpi_error(rc, "MPI_Allreduce(&mine, &all, ..., MPI_BOR, host)", __FILE__, __LINE__);
-  return ranks > CPU_COUNT(&all);
+// This machine's boot id: what tells which ranks share a kernel, hence cores. MPI's notion of a
+// host goes by host name, which a container or a simulated host (scripts/simcluster) changes.
+std::string boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (!(in >> id)) {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    id = name;
+  }
+  return id;
+}
+
+// Whether the ranks on this machine outnumber the cores in their affinity masks together.
+bool machine_oversubscribed() {
+  struct Rank {
+    char boot_id[64];
+    cpu_set_t cpus;
+  };
+  Rank mine{};
+  boot_id().copy(mine.boot_id, sizeof mine.boot_id - 1);
+  if (sched_getaffinity(0, sizeof mine.cpus, &mine.cpus) != 0) CPU_SET(0, &mine.cpus);
+  int size = 1;
+  CHAINERMN_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  std::vector<Rank> all(static_cast<size_t>(size));
+  CHAINERMN_MPI_CHECK(MPI_Allgather(&mine, int(sizeof mine), MPI_BYTE, all.data(), int(sizeof mine), MPI_BYTE,
+                                    MPI_COMM_WORLD));
+  int ranks = 0;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (const Rank& r : all) {
+    if (std::strncmp(r.boot_id, mine.boot_id, sizeof mine.boot_id) != 0) continue;
+    ++ranks;
+    CPU_OR(&cpus, &cpus, &r.cpus);
+  }
+  return ranks > CPU_COUNT(&cpus);
 }
 
 }  // namespace
@@ -70,7 +97,7 @@ void decide_wait_policy() {
   if (wanted != "auto" && wanted != "active" && wanted != "passive")
     throw chainer::Error(chainer::str("init_mpi: CHAINERMN_WAIT_POLICY must be active, passive or auto, not '",
                                       wanted, "'"));
-  int want_passive = wanted == "passive" || (wanted == "auto" && host_oversubscribed());
+  int want_passive = wanted == "passive" || (wanted == "auto" && machine_oversubscribed());
   // One rank passive makes every rank passive: the policy must be the job's.
   CHAINERMN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &want_passive, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   g_policy = want_passive ? WaitPolicy::Passive : WaitPolicy::Active;

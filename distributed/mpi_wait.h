@@ -17,10 +17,11 @@
 /// The policy is the job's, decided once by init_mpi and the same on every rank (MPI does not
 /// match a blocking collective on one rank with a nonblocking one on another):
 /// `CHAINERMN_WAIT_POLICY=active|passive|auto` in the environment, default auto: passive when
-/// some host runs more ranks than there are cores in their affinity masks together, else
-/// active. Where processes share cores that MPI cannot see as one host's (hosts simulated on one
-/// machine: scripts/simcluster), set it to passive. Without init_mpi (MPI started by the
-/// program and no communicator made through chainermn) the policy is active.
+/// some machine runs more ranks than there are cores in their affinity masks together, else
+/// active. A machine is a kernel: ranks with one boot id (/proc/sys/kernel/random/boot_id),
+/// whatever host names MPI sees (containers, hosts simulated by scripts/simcluster). Without
+/// init_mpi (MPI started by the program and no communicator made through chainermn) the
+/// policy is active.
 #pragma once
 #include <mpi.h>
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -117,12 +118,16 @@ TEST_CASE("communicator: the wait policy is the job's: CHAINERMN_WAIT_POLICY, el
   // One rank asking for passive makes every rank passive (MPI does not match a blocking
   // collective with a nonblocking one).
   CHECK(decide(rank == 0 ? "passive" : "active") == WaitPolicy::Passive);
-  // auto: passive where a host runs more ranks than the cores they may use (unbound ranks here,
-  // so any rank's affinity mask is theirs together).
+  // auto: passive where a machine (a boot id) runs more ranks than the cores they may use
+  // (unbound ranks here, so any rank's affinity mask is theirs together).
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  REQUIRE(in >> boot_id);
   auto comm = chainermn::create_communicator("naive");
+  const std::vector<std::string> boot_ids = comm->allgather_obj(boot_id);
   cpu_set_t cpus;
   REQUIRE(sched_getaffinity(0, sizeof cpus, &cpus) == 0);
-  int oversubscribed = comm->intra_size() > CPU_COUNT(&cpus), any = 0;
+  int oversubscribed = std::count(boot_ids.begin(), boot_ids.end(), boot_id) > CPU_COUNT(&cpus), any = 0;
   MPI_Allreduce(&oversubscribed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   CHECK(decide("auto") == (any ? WaitPolicy::Passive : WaitPolicy::Active));
   CHECK(decide("") == (any ? WaitPolicy::Passive : WaitPolicy::Active));
