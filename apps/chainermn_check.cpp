@@ -164,6 +164,12 @@ bool check_launcher(Tally& tally) {
   section("3. Launcher and library agree");
   const std::string mismatch = chainermn::launcher_mismatch();
   if (mismatch.empty()) {
+    // How the ranks wait for each other (distributed/mpi_wait.h): passive where a machine has
+    // more ranks than cores.
+    const char* policy = std::getenv("CHAINERMN_WAIT_POLICY");
+    if (root())
+      std::cout << "MPI wait policy: " << chainermn::wait_policy_name(chainermn::wait_policy())
+                << " (CHAINERMN_WAIT_POLICY=" << (policy && *policy ? policy : "auto") << ")\n";
     return tally.decide(str("the launcher and MPI agree: ", world_size(), world_size() == 1 ? " process" : " processes"),
                         "");
   }

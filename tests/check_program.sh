@@ -82,6 +82,7 @@ expect_pass() {
   [[ "$got_topology"$'\n' == "$expected_topology" ]] ||
     fail "$name: topology is"$'\n'"$got_topology"$'\n'"expected"$'\n'"$expected_topology"
   grep -q '^OK: intra and inter ranks match the host names$' "$out" || fail "$name: no OK for the topology check"
+  grep -qE '^MPI wait policy: (active|passive) \(CHAINERMN_WAIT_POLICY=' "$out" || fail "$name: no MPI wait policy line"
   # Section 6.
   local kind op
   for kind in "${everywhere[@]}"; do
