@@ -3,7 +3,7 @@
 # the GPU test binaries, the CPU unit tests, mnist_mlp --gpu for 20 epochs, and bench_epoch --gpu
 # (graphs and eager) against the PyTorch peer (eager, whole-step CUDA graphs, torch.compile) in
 # the same run. Everything goes to $OUT/validate.log (or .gpurun/out/), one line per step to
-# $OUT/summary.txt.
+# $OUT/summary.txt; the apps' result folders to .gpurun/runs/.
 #   bash .gpurun/validate.sh [--quick]      # --quick: 2 epochs of the app, 2 of each benchmark
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +16,11 @@ source "$here/devrt/env.sh"
 export LD_LIBRARY_PATH="$here/lib:${LD_LIBRARY_PATH:-}" MNIST_DIR="$here/data/mnist" PYTHONUNBUFFERED=1
 "$here/devrt/check.sh" "$here/bin" "$here/lib" >"$out/validate.log" 2>&1
 nvidia-smi >>"$out/validate.log" 2>&1
-cd "$out" || exit 1
+# The apps' result folders (logs, snapshots) stay beside, not in $OUT: the device tool brings
+# back at most 8 files from it, and validate.log and summary.txt must be among them.
+runs=$here/runs
+mkdir -p "$runs"
+cd "$runs" || exit 1
 
 step() {  # step NAME TIMEOUT COMMAND...: logs the output and one summary line
   local name=$1 limit=$2
@@ -37,13 +41,13 @@ done
 for np in 1 2; do
   step "gpu_communicators_np$np" 300 mpiexec -n "$np" "$here/bin/test_gpu_communicators"
 done
-step mnist_mlp_gpu_pure_nccl 600 mpiexec -n 1 "$here/bin/mnist_mlp" --gpu --communicator pure_nccl -e 2 -o "$out/mnist_nccl" --data "$MNIST_DIR"
-step mnist_mlp_gpu_np2_flat 600 mpiexec -n 2 "$here/bin/mnist_mlp" --gpu --communicator flat -e 2 -o "$out/mnist_np2" --data "$MNIST_DIR"
+step mnist_mlp_gpu_pure_nccl 600 mpiexec -n 1 "$here/bin/mnist_mlp" --gpu --communicator pure_nccl -e 2 -o "$runs/mnist_nccl" --data "$MNIST_DIR"
+step mnist_mlp_gpu_np2_flat 600 mpiexec -n 2 "$here/bin/mnist_mlp" --gpu --communicator flat -e 2 -o "$runs/mnist_np2" --data "$MNIST_DIR"
 # The model-parallel apps on GPU tensors (send/recv and allgather staged through the host; two
 # ranks may share the one GPU, since no NCCL is involved).
-step mnist_model_parallel_gpu 600 mpiexec -n 2 "$here/bin/mnist_model_parallel" --gpu -e 1 -o "$out/mp" --data "$MNIST_DIR"
-step mnist_ensemble_gpu 600 mpiexec -n 2 "$here/bin/mnist_ensemble" --gpu -e 1 -o "$out/ens" --data "$MNIST_DIR"
-step mnist_mlp_gpu 900 "$here/bin/mnist_mlp" --gpu -e "$epochs_app" -o "$out/mnist_result" --data "$MNIST_DIR"
+step mnist_model_parallel_gpu 600 mpiexec -n 2 "$here/bin/mnist_model_parallel" --gpu -e 1 -o "$runs/mp" --data "$MNIST_DIR"
+step mnist_ensemble_gpu 600 mpiexec -n 2 "$here/bin/mnist_ensemble" --gpu -e 1 -o "$runs/ens" --data "$MNIST_DIR"
+step mnist_mlp_gpu 900 "$here/bin/mnist_mlp" --gpu -e "$epochs_app" -o "$runs/mnist_result" --data "$MNIST_DIR"
 grep -E '^ *[0-9]+ ' "$out/validate.log" | tail -n 1 | sed 's/^/mnist_mlp_gpu last epoch: /' >>"$out/summary.txt"
 step bench_graphs 600 "$here/bin/bench_epoch" --gpu --epochs "$epochs_bench" --data "$MNIST_DIR"
 step bench_eager 600 "$here/bin/bench_epoch" --gpu --eager --epochs "$epochs_bench" --data "$MNIST_DIR"
