@@ -97,7 +97,10 @@ void decide_wait_policy() {
   if (wanted != "auto" && wanted != "active" && wanted != "passive")
     throw chainer::Error(chainer::str("init_mpi: CHAINERMN_WAIT_POLICY must be active, passive or auto, not '",
                                       wanted, "'"));
-  int want_passive = wanted == "passive" || (wanted == "auto" && machine_oversubscribed());
+  // Every rank counts (a collective), whatever it was asked for: ranks asked differently must
+  // still meet in the same calls.
+  const bool oversubscribed = machine_oversubscribed();
+  int want_passive = wanted == "passive" || (wanted == "auto" && oversubscribed);
   // One rank passive makes every rank passive: the policy must be the job's.
   CHAINERMN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &want_passive, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   g_policy = want_passive ? WaitPolicy::Passive : WaitPolicy::Active;

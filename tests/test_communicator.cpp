@@ -130,6 +130,11 @@ TEST_CASE("communicator: the wait policy is the job's: CHAINERMN_WAIT_POLICY, el
   int oversubscribed = std::count(boot_ids.begin(), boot_ids.end(), boot_id) > CPU_COUNT(&cpus), any = 0;
   MPI_Allreduce(&oversubscribed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   CHECK(decide("auto") == (any ? WaitPolicy::Passive : WaitPolicy::Active));
+  // Ranks asked differently still meet in the same calls: auto on rank 0 only decides by rank 0's
+  // machine.
+  int rank0_oversubscribed = oversubscribed;
+  MPI_Bcast(&rank0_oversubscribed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  CHECK(decide(rank == 0 ? "auto" : "active") == (rank0_oversubscribed ? WaitPolicy::Passive : WaitPolicy::Active));
   CHECK(decide("") == (any ? WaitPolicy::Passive : WaitPolicy::Active));
   setenv("CHAINERMN_WAIT_POLICY", "spin", 1);
   CHECK_THROWS_WITH(chainermn::detail::decide_wait_policy(),
