@@ -31,7 +31,10 @@ std::string build_computational_graph_dot(const std::vector<Variable>& outputs) 
       std::string label = v->name.empty() ? std::string() : v->name + ": ";
       label += shape_str(v->data.shape()) + ", " + dtype_name(v->data.dtype());
       os << "  n" << id << " [label=\"" << label << "\",shape=\"oval\",fillcolor=\"#E0E0E0\",style=\"filled\"];\n";
-      if (v->creator) os << "  n" << function_id(v->creator.get()) << " -> n" << id << ";\n";
+      if (v->creator) {
+        const int creator = function_id(v->creator.get());  // may declare the creator: not inside the edge's line
+        os << "  n" << creator << " -> n" << id << ";\n";
+      }
     }
     return id;
   };
@@ -40,7 +43,10 @@ std::string build_computational_graph_dot(const std::vector<Variable>& outputs) 
     const FunctionNode* f = stack.back();
     stack.pop_back();
     const int fid = ids.at(f);
-    for (const auto& in : f->inputs()) os << "  n" << variable_id(in.get()) << " -> n" << fid << ";\n";
+    for (const auto& in : f->inputs()) {
+      const int input = variable_id(in.get());  // may declare the input (and its creator) first
+      os << "  n" << input << " -> n" << fid << ";\n";
+    }
   }
   os << "}\n";
   return os.str();
