@@ -15,6 +15,7 @@
 #include "core/npz.h"
 #include "core/ops.h"
 #include "core/parallel.h"
+#include "core/parse.h"
 #include "core/random.h"
 #include "core/serializer.h"
 #include "core/tensor.h"

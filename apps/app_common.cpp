@@ -41,20 +41,7 @@ std::string Args::value() {
   return v;
 }
 
-int64_t Args::integer(int64_t min, int64_t max) {
-  const std::string text = value();
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size()) throw Error(str(names_, " expects an integer, got '", text, "'"));
-  if (v < min) throw Error(str(names_, " must be at least ", min, ", got ", v));
-  if (v > max) throw Error(str(names_, " must be at most ", max, ", got ", v));
-  return v;
-}
+int64_t Args::integer(int64_t min, int64_t max) { return chainer::parse_integer(value(), names_, min, max); }
 
 bool Args::value_follows() const { return inline_value_ || (at_ < words_.size() && words_[at_][0] != '-'); }
 
@@ -65,7 +52,7 @@ bool read_common_option(Args& args, CommonOptions& o) {
   else if (args.is("-e", "--epoch")) o.epoch = args.integer(1);
   else if (args.is("-u", "--unit")) o.unit = args.integer(1);
   else if (args.is(nullptr, "--seed")) o.seed = args.integer(0);
-  else if (args.is(nullptr, "--threads")) o.threads = int(args.integer(1, 1024));
+  else if (args.is(nullptr, "--threads")) o.threads = int(args.integer(1, chainer::kMaxThreads));
   else if (args.is("-o", "--out")) o.out = args.value();
   else if (args.is("-r", "--resume")) o.resume = args.value();
   else if (args.is(nullptr, "--data")) o.data = args.value();
@@ -73,6 +60,8 @@ bool read_common_option(Args& args, CommonOptions& o) {
   else return false;
   return true;
 }
+
+void set_threads(const CommonOptions& o) { chainer::set_num_threads(o.threads); }
 
 const char* const kCommonUsage = R"(  -b, --batchsize N   examples per mini-batch (default 100)
   -e, --epoch N       passes over the training set (default 20)

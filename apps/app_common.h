@@ -52,6 +52,9 @@ struct CommonOptions {
   std::string data;
   std::optional<int> gpu;
 };
+// Sizes the CPU math team: --threads, else CHAINER_NUM_THREADS (throws naming a bad value,
+// before any data is read), else the default (core/parallel.h).
+void set_threads(const CommonOptions& o);
 // Reads the current option into O when it is one of CommonOptions'; false otherwise.
 bool read_common_option(Args& args, CommonOptions& o);
 // Their lines of the usage text.

@@ -44,7 +44,7 @@ int run(int argc, char** argv) {
   // [end]
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  if (o.threads > 0) chainer::set_num_threads(o.threads);
+  apps::set_threads(o);
 
   // The roots of the two data communicators (ranks 0 and 1) hold the data: MNIST on rank 0, an
   // empty dataset of its length on rank 1.

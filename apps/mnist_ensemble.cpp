@@ -52,7 +52,7 @@ int run(int argc, char** argv) {
   auto comm = chainermn::create_communicator("naive");
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  if (o.threads > 0) chainer::set_num_threads(o.threads);
+  apps::set_threads(o);
 
   std::shared_ptr<chainer::iterators::Iterator> train_iter, test_iter;
   if (root) {

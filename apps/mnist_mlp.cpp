@@ -60,7 +60,7 @@ int run(int argc, char** argv) {
   // A GPU that cannot be used is an error before any data is read. Several processes on a host
   // take one device each, in intra_rank order.
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  if (o.threads > 0) chainer::set_num_threads(o.threads);
+  apps::set_threads(o);
 
   // Rank 0 reads MNIST; scatter_dataset sends every worker its share, so one epoch is one pass
   // over the whole dataset across all workers.

@@ -31,7 +31,7 @@ int run(int argc, char** argv) {
     throw Error(chainer::str("this example runs on exactly 2 processes (mpiexec -n 2), got ", comm->size()));
   const bool first = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  if (o.threads > 0) chainer::set_num_threads(o.threads);
+  apps::set_threads(o);
 
   // Rank 0 reads MNIST; rank 1 learns the sizes and iterates empty examples.
   chainer::datasets::DatasetPtr train, test;

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/parse.h"
+
 namespace chainer {
 
 namespace {
@@ -40,7 +42,8 @@ void enable_flush_denormal() {
 }
 
 int default_num_threads() {
-  if (int n = env_int("CHAINER_NUM_THREADS"); n > 0) return n;
+  if (const char* text = std::getenv("CHAINER_NUM_THREADS"); text && *text)
+    return int(parse_integer(text, "CHAINER_NUM_THREADS", 1, kMaxThreads));
   if (int n = env_int("OMP_NUM_THREADS"); n > 0) return n;
   int cores = int(std::thread::hardware_concurrency());
   int ranks = std::max({env_int("MPI_LOCALNRANKS"), env_int("OMPI_COMM_WORLD_LOCAL_SIZE"), 1});

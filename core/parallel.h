@@ -10,10 +10,15 @@
 
 namespace chainer {
 
+/// The most threads a process may use (`--threads`, `CHAINER_NUM_THREADS`).
+inline constexpr int kMaxThreads = 1024;
+
 /// The threads of the CPU math team.
 int num_threads();
 void set_num_threads(int n);  ///< sets the team's size; `n <= 0` restores the default
-int default_num_threads();    ///< hardware cores / ranks on this node, at least 1
+/// `CHAINER_NUM_THREADS` (an integer from 1 to kMaxThreads, else chainer::Error), else
+/// `OMP_NUM_THREADS`, else the hardware cores / ranks on this node, at least 1.
+int default_num_threads();
 
 /// Sets FTZ/DAZ on the calling thread (done for the team by set_num_threads and at start-up).
 void enable_flush_denormal();

@@ -63,6 +63,11 @@ expect_error "unknown reduction" "--reduction" "'foo'" -- --reduction foo
 expect_error "unknown communicator" "unknown communicator name 'bogus'" "naive, flat" -- --communicator bogus
 expect_error "NCCL communicator" "'pure_nccl'" "needs NCCL" -- --communicator pure_nccl
 expect_error "too many threads" "--threads" "at most" -- --threads 99999999999
+expect_error "an epoch count past int64" "-e/--epoch" "at most" -- -e 99999999999999999999
+# The same rule for CHAINER_NUM_THREADS as for --threads, before any data is read.
+for bad in 0 x 2.5; do
+  CHAINER_NUM_THREADS=$bad expect_error "CHAINER_NUM_THREADS=$bad" "CHAINER_NUM_THREADS" "$bad" -- -e 1 -u 10 --data /nonexistent
+done
 expect_error "missing data directory" "/nonexistent" "MNIST" -- --data /nonexistent -e 1 -u 10
 # Neither --data nor $MNIST_DIR: the message lists the default places it looked (none exists
 # from the scratch directory, whose ../shared is inside it); then the same run finds the data

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "core/npz.h"
 #include "core/ops.h"
 #include "core/parallel.h"
+#include "core/parse.h"
 #include "core/philox.h"
 #include "core/random.h"
 #include "core/tensor.h"
@@ -149,6 +151,36 @@ TEST_CASE("ops: matrix products match a naive reference in every transpose mode"
     }
   }
   REQUIRE_THROWS_WITH(ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 2})), Catch::Contains("not aligned"));
+}
+
+TEST_CASE("parse_integer: the whole text is the number, within bounds; errors name the source and the text") {
+  CHECK(parse_integer("12", "--x") == 12);
+  CHECK(parse_integer("+3", "--x", 1, 5) == 3);
+  CHECK(parse_integer("-7", "--x") == -7);
+  CHECK_THROWS_WITH(parse_integer("2.5", "--x"), "--x expects an integer, got '2.5'");
+  CHECK_THROWS_WITH(parse_integer("x", "--x"), "--x expects an integer, got 'x'");
+  CHECK_THROWS_WITH(parse_integer("", "--x"), "--x expects an integer, got ''");
+  CHECK_THROWS_WITH(parse_integer("10x", "--x"), "--x expects an integer, got '10x'");
+  CHECK_THROWS_WITH(parse_integer(" 1", "--x"), "--x expects an integer, got ' 1'");
+  CHECK_THROWS_WITH(parse_integer("0", "--x", 1, 5), "--x must be at least 1, got 0");
+  CHECK_THROWS_WITH(parse_integer("6", "--x", 1, 5), "--x must be at most 5, got 6");
+  CHECK_THROWS_WITH(parse_integer("99999999999999999999", "-e/--epoch", 1), Catch::Contains("-e/--epoch must be at most"));
+  CHECK_THROWS_WITH(parse_integer("-99999999999999999999", "--x"), Catch::Contains("--x must be at least"));
+}
+
+TEST_CASE("threads: CHAINER_NUM_THREADS is an integer from 1 to kMaxThreads, or an error naming it") {
+  const char* saved = std::getenv("CHAINER_NUM_THREADS");
+  const std::string restore = saved ? saved : "";
+  setenv("CHAINER_NUM_THREADS", "3", 1);
+  CHECK(default_num_threads() == 3);
+  setenv("CHAINER_NUM_THREADS", "1000", 1);
+  CHECK(default_num_threads() == 1000);
+  for (const char* bad : {"0", "-1", "x", "2.5", "1025"}) {
+    setenv("CHAINER_NUM_THREADS", bad, 1);
+    CHECK_THROWS_WITH(default_num_threads(), Catch::StartsWith("CHAINER_NUM_THREADS ") && Catch::Contains(bad));
+  }
+  if (saved) setenv("CHAINER_NUM_THREADS", restore.c_str(), 1);
+  else unsetenv("CHAINER_NUM_THREADS");
 }
 
 TEST_CASE("ops: a sum over the leading axis, split over threads, equals the column sums and ignores the thread count") {
