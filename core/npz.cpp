@@ -2,8 +2,12 @@
 // does; we read stored and deflated members (numpy.savez_compressed), little-endian only.
 #include "core/npz.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -140,15 +144,24 @@ void save_npz(const std::string& path, const TensorMap& entries) {
   put16(archive, 0), put16(archive, 0), put16(archive, count), put16(archive, count);
   put32(archive, uint32_t(central.size())), put32(archive, central_offset), put16(archive, 0);
 
-  const std::string tmp = path + ".tmp";
+  // Written under a name of this process and call, then renamed: a crash mid-write never leaves
+  // a half-written file under PATH, and writers of the same PATH (the ranks of a job, threads)
+  // never write into each other's temporary file; the last rename wins, whole.
+  static std::atomic<uint64_t> saves{0};
+  const std::string tmp = str(path, ".tmp.", ::getpid(), ".", saves.fetch_add(1));
+  std::string failure;
   {
     std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw Error(str("save_npz: cannot open '", tmp, "' for writing"));
+    if (!f) throw Error(str("save_npz: cannot open '", tmp, "' for writing: ", std::strerror(errno)));
     f.write(archive.data(), std::streamsize(archive.size()));
-    if (!f.flush()) throw Error(str("save_npz: writing '", tmp, "' failed (disk full?)"));
+    if (!f.flush()) failure = str("save_npz: writing '", tmp, "' failed (disk full?)");
   }
-  // Rename last, so a crash mid-write never leaves a half-written snapshot under PATH.
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error(str("save_npz: cannot rename '", tmp, "' to '", path, "'"));
+  if (failure.empty() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    failure = str("save_npz: cannot rename '", tmp, "' to '", path, "': ", std::strerror(errno));
+  if (!failure.empty()) {
+    std::remove(tmp.c_str());  // nothing half-written is left behind
+    throw Error(failure);
+  }
 }
 
 TensorMap load_npz(const std::string& path) {

@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "core/npz.h"
 #include "core/random.h"
@@ -59,6 +62,53 @@ TEST_CASE("npz: corrupt and missing files give errors naming the file") {
     REQUIRE_THROWS_WITH(load_npz(path), Catch::Contains("checksum"));
   }
   std::remove(path.c_str());
+}
+
+namespace {
+// The names in DIR that start with PREFIX.
+std::vector<std::string> files_starting(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) names.push_back(e.path().filename().string());
+  return names;
+}
+}  // namespace
+
+TEST_CASE("npz: writers of one path at once never collide; the file is one writer's, whole; no temporary is left") {
+  const fs::path dir = temp_path("writers");
+  fs::create_directories(dir);
+  const std::string path = (dir / "snapshot.npz").string();
+  std::atomic<int> failures{0};
+  auto writer = [&](int id) {
+    const TensorMap m{{"id", Tensor::full({1000}, double(id))}};
+    for (int i = 0; i < 40; ++i) {
+      try {
+        save_npz(path, m);
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    }
+  };
+  std::thread a(writer, 1), b(writer, 2);
+  a.join();
+  b.join();
+  CHECK(failures == 0);
+  const std::vector<double> got = load_npz(path).at("id").to_vector<double>();
+  CHECK((got == std::vector<double>(1000, 1.0) || got == std::vector<double>(1000, 2.0)));
+  CHECK(files_starting(dir, "snapshot.npz") == std::vector<std::string>{"snapshot.npz"});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("npz: a save that fails says why and leaves no temporary file") {
+  const fs::path dir = temp_path("failed_save");
+  fs::create_directories(dir / "taken" / "inside");  // a non-empty directory where the file should go
+  const std::string path = (dir / "taken").string();
+  REQUIRE_THROWS_WITH(save_npz(path, {{"a", Tensor::ones({3})}}),
+                      Catch::Contains("save_npz: cannot rename") && Catch::Contains(path));
+  CHECK(files_starting(dir, "taken") == std::vector<std::string>{"taken"});
+  REQUIRE_THROWS_WITH(save_npz((dir / "missing" / "x.npz").string(), {{"a", Tensor::ones({3})}}),
+                      Catch::Contains("save_npz: cannot open") && Catch::Contains("No such file or directory"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("serializer: hierarchical keys, scalars, strings and in-place reads") {
