@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 namespace apps {
 
@@ -111,6 +112,44 @@ std::string rank_suffix(const chainermn::Communicator& comm) {
   return comm.size() == 1 ? std::string() : str(".rank", comm.rank(), "-of-", comm.size());
 }
 
+void resume(const std::string& prefix, chainer::training::Trainer& trainer, const chainermn::Communicator& comm) {
+  namespace fs = std::filesystem;
+  const std::string mine = prefix + rank_suffix(comm);
+  if (!fs::exists(mine)) {
+    // Snapshots of a run with another process count beside it: say so.
+    const fs::path dir = fs::path(prefix).parent_path().empty() ? fs::path(".") : fs::path(prefix).parent_path();
+    const std::string stem = fs::path(prefix).filename().string();
+    std::set<std::string> counts;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      const size_t of = name.rfind("-of-");
+      if (name.rfind(stem + ".rank", 0) == 0 && of != std::string::npos) counts.insert(name.substr(of + 4));
+      if (name == stem) counts.insert("1");
+    }
+    if (!counts.empty()) {
+      std::string list;
+      for (const std::string& c : counts) list += (list.empty() ? "" : " or ") + c;
+      throw Error(str("resume: the snapshot '", mine, "' does not exist, but '", prefix, "' was written by a run of ",
+                      list, counts.size() == 1 && *counts.begin() == "1" ? " process" : " processes",
+                      ": resume with that many (mpiexec -n N), this run has ", comm.size()));
+    }
+  }
+  chainer::training::load_snapshot(mine, trainer);
+  // Every rank must go on from the same step: snapshots of different iterations would train out
+  // of step until a collective never met.
+  const int64_t iteration = trainer.updater().iteration(), epoch = trainer.updater().epoch();
+  const std::vector<std::vector<int64_t>> all = comm.allgather_obj(std::vector<int64_t>{iteration, epoch});
+  for (const auto& other : all) {
+    if (other[0] == iteration) continue;
+    std::string loaded;
+    for (size_t r = 0; r < all.size(); ++r)
+      loaded += str(r ? ", " : "", "rank ", r, " iteration ", all[r][0], " (epoch ", all[r][1], ")");
+    throw Error(str("resume: the ranks loaded snapshots of different iterations from '", prefix, ".rank*': ", loaded,
+                    "; resume every rank from one iteration's files"));
+  }
+}
+
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
            const chainermn::Communicator& comm, const TrainingRun& run) {
@@ -128,7 +167,7 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
         "epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
     trainer.extend(std::make_shared<E::ProgressBar>());
   }
-  if (!o.resume.empty()) chainer::training::load_snapshot(o.resume + rank_suffix(comm), trainer);
+  if (!o.resume.empty()) resume(o.resume, trainer, comm);
   trainer.run();
 }
 

@@ -72,6 +72,11 @@ chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Co
 // 1-process job keeps Chainer's plain name.
 std::string rank_suffix(const chainermn::Communicator& comm);
 
+// Loads the snapshot PREFIX + rank_suffix(comm) into TRAINER, then checks that every rank loaded
+// the same iteration. Errors name what is wrong: the process count PREFIX's files were written
+// by, or which rank loaded which iteration.
+void resume(const std::string& prefix, chainer::training::Trainer& trainer, const chainermn::Communicator& comm);
+
 // How every MNIST app trains: O.epoch epochs of UPDATER's steps into O.out, EVALUATOR after
 // every epoch, a snapshot per rank every SNAPSHOT_EVERY epochs (0: once, at the end), and on
 // rank 0 of COMM the log, the report table and a progress bar (and the graph of main/loss with

@@ -17,21 +17,6 @@ steps=$(absolute "${5:?}")
 scratch app_model_parallel
 export MPIEXEC_TIMEOUT=240
 
-# refused NAME N PATTERN COMMAND...: a non-zero exit within the time limit, PATTERN in stderr.
-refused() {
-  local name=$1 n=$2 pattern=$3
-  shift 3
-  timeout -k 5 60 "$mpiexec" -n "$n" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -eq 0 ] || [ "$rc" -ge 124 ]; then
-    fail "$name: exited with $rc, expected an error"
-  elif ! grep -qF -- "$pattern" "$tmp/err"; then
-    fail "$name: stderr does not say '$pattern': $(tail -c 300 "$tmp/err")"
-  else
-    echo "ok: $name: $(grep -F -- "$pattern" "$tmp/err" | head -n 1)"
-  fi
-}
-
 # accuracy DIR: the last validation/main/accuracy of DIR/log must be >= 0.9.
 accuracy() {
   local acc

@@ -53,6 +53,17 @@ if job "mnist_mlp, 2 processes" 2 "$app" "${common[@]}" -e 1 -o r2; then
   if job "mnist_mlp, 2 processes, resumed" 2 "$app" "${common[@]}" -e 2 -o r2 -r r2/snapshot_iter_300; then
     check_log "mnist_mlp, 2 processes, resumed" r2 2
     [ -f r2/snapshot_iter_600.rank1-of-2 ] || fail "the resumed run wrote no snapshot_iter_600.rank1-of-2"
+    # Resumes that cannot work say why at once: another process count than the snapshots',
+    # and rank files of different iterations (which would train out of step until a collective
+    # was never met).
+    refused "mnist_mlp, 3 processes resumed from 2 processes' snapshots" 3 \
+      "was written by a run of 2 processes: resume with that many (mpiexec -n N), this run has 3" \
+      "$app" "${common[@]}" -e 2 -o r3resume -r r2/snapshot_iter_300
+    mkdir -p mixed && cp r2/snapshot_iter_300.rank0-of-2 mixed/ &&
+      cp r2/snapshot_iter_600.rank1-of-2 mixed/snapshot_iter_300.rank1-of-2
+    refused "mnist_mlp, 2 processes resumed from rank files of different iterations" 2 \
+      "rank 0 iteration 300 (epoch 1), rank 1 iteration 600 (epoch 2)" \
+      "$app" "${common[@]}" -e 3 -o mixed -r mixed/snapshot_iter_300
   fi
 fi
 if job "mnist_mlp, 3 processes, flat communicator reduction" 3 "$app" "${common[@]}" -e 1 -o r3 \

@@ -45,6 +45,22 @@ job() {
   echo "ok: $name"
 }
 
+# refused NAME N PATTERN COMMAND...: COMMAND under mpiexec -n N must fail (not time out) within a
+# minute, with PATTERN (a fixed string) in its stderr.
+refused() {
+  local name=$1 n=$2 pattern=$3
+  shift 3
+  timeout -k 5 60 "$mpiexec" -n "$n" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -eq 0 ] || [ "$rc" -ge 124 ]; then
+    fail "$name: exited with $rc, expected an error"
+  elif ! grep -qF -- "$pattern" "$tmp/err"; then
+    fail "$name: stderr does not say '$pattern': $(tail -c 300 "$tmp/err")"
+  else
+    echo "ok: $name: $(grep -F -- "$pattern" "$tmp/err" | head -n 1)"
+  fi
+}
+
 # finish: the closing line, and the exit status.
 finish() {
   if [ "$failures" -ne 0 ]; then
