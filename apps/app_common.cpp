@@ -174,6 +174,11 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
 int app_main(const char* name, int argc, char** argv, int (*run)(int, char**)) {
   return chainermn::run_main(argc, argv, [name, run](int c, char** v) -> int {
     try {
+      // Started by another MPI's launcher, every process would run alone as rank 0 of 1, train
+      // on everything and write the same files: refuse before any work.
+      if (const std::string mismatch = chainermn::launcher_mismatch(); !mismatch.empty())
+        throw Error(str("the launcher and MPI disagree: ", mismatch, ": this program was started by another MPI's "
+                        "launcher (it is built with MPICH); launch it with MPICH's: mpiexec.mpich -n N ..."));
       return run(c, v);
     } catch (const std::exception& e) {
       if (chainermn::world_size() == 1) {

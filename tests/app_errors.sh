@@ -63,6 +63,11 @@ expect_error "unknown reduction" "--reduction" "'foo'" -- --reduction foo
 expect_error "unknown communicator" "unknown communicator name 'bogus'" "naive, flat" -- --communicator bogus
 expect_error "NCCL communicator" "'pure_nccl'" "needs NCCL" -- --communicator pure_nccl
 expect_error "too many threads" "--threads" "at most" -- --threads 99999999999
+# Started by another MPI's launcher (its environment says rank 1 of 2; MPI says 1 process): refused.
+PMI_SIZE=2 PMI_RANK=1 expect_error "hydra's environment, alone" "PMI_SIZE=2 but MPI_COMM_WORLD has 1 process" \
+  "mpiexec.mpich" -- -e 1 -u 10
+OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 expect_error "Open MPI's environment" "OMPI_COMM_WORLD_SIZE=2" \
+  "mpiexec.mpich" -- -e 1 -u 10
 expect_error "an epoch count past int64" "-e/--epoch" "at most" -- -e 99999999999999999999
 # The same rule for CHAINER_NUM_THREADS as for --threads, before any data is read.
 for bad in 0 x 2.5; do
