@@ -1,7 +1,10 @@
 /// @file
-/// Threads for CPU math. One OpenMP team serves our kernels and the GEMM; its size defaults to
-/// the cores of this node divided by the MPI ranks on it (MPICH's MPI_LOCALNRANKS), so
-/// `mpiexec -n 2` on 2 cores runs 1 thread per rank instead of oversubscribing.
+/// Threads for CPU math. One team of threads serves our kernels and the GEMM; its size defaults to
+/// the cores this process may use divided by the MPI ranks on its node (MPICH's MPI_LOCALNRANKS),
+/// so `mpiexec -n 2` on 2 cores runs 1 thread per rank instead of oversubscribing. The team is
+/// our own, not OpenMP's: work is claimed task by task and a job never waits for a member the
+/// kernel has not scheduled, so beside other busy processes it degrades to fewer threads instead
+/// of waiting a time slice per job; idle workers spin briefly, then sleep (core/parallel.cpp).
 /// Every compute thread runs with flush-to-zero and denormals-are-zero: Adam's moments decay
 /// into the subnormal range during training and make later epochs 30-50% slower otherwise.
 #pragma once
@@ -27,5 +30,11 @@ void enable_flush_denormal();
 /// whichever thread is free); serial when n is below GRAIN elements. The chunk edges depend only
 /// on n and the thread count, so results are identical run to run.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+/// Runs fn(i) for every i in [0, count) on up to MAX_THREADS threads of the team (the caller is
+/// one of them), each task on whichever thread claims it first; returns when all are done. The
+/// first exception thrown by a task is rethrown here (tasks not yet started are skipped). Calls
+/// from inside a task, or while another thread's job holds the team, run their tasks in order on
+/// the calling thread.
+void parallel_tasks(int64_t count, int max_threads, const std::function<void(int64_t)>& fn);
 
 }  // namespace chainer

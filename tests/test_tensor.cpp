@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
+#include <thread>
 #include <filesystem>
 #include <limits>
 #include <sstream>
@@ -181,6 +183,61 @@ TEST_CASE("threads: CHAINER_NUM_THREADS is an integer from 1 to kMaxThreads, or 
   }
   if (saved) setenv("CHAINER_NUM_THREADS", restore.c_str(), 1);
   else unsetenv("CHAINER_NUM_THREADS");
+}
+
+TEST_CASE("threads: parallel_tasks runs every task exactly once, for any count and team size") {
+  const int saved = num_threads();
+  for (int team : {1, 2, 3, 8}) {  // 8: more threads than this machine's cores
+    set_num_threads(team);
+    REQUIRE(num_threads() == team);
+    for (int64_t count : {0, 1, 2, 7, 1000}) {
+      for (int max_threads : {1, 2, 64}) {
+        std::vector<std::atomic<int>> runs(static_cast<size_t>(count));
+        parallel_tasks(count, max_threads, [&](int64_t i) { runs[size_t(i)].fetch_add(1); });
+        int64_t once = 0;
+        for (auto& r : runs) once += r.load() == 1;
+        INFO("team " << team << ", count " << count << ", max_threads " << max_threads);
+        CHECK(once == count);
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
+TEST_CASE("threads: a task's exception reaches the caller, nested and concurrent calls complete, teams are replaced") {
+  const int saved = num_threads();
+  set_num_threads(3);
+  // The first exception is rethrown in the caller; the team then runs the next job as usual.
+  CHECK_THROWS_WITH(parallel_tasks(100, 3, [](int64_t i) {
+                      if (i == 17) throw Error("task 17 failed");
+                    }),
+                    "task 17 failed");
+  std::atomic<int64_t> sum{0};
+  parallel_tasks(100, 3, [&](int64_t i) { sum += i; });
+  CHECK(sum.load() == 4950);
+  // A parallel_for inside a task runs on the task's thread, in full.
+  std::atomic<int64_t> inner{0};
+  parallel_tasks(8, 3, [&](int64_t) {
+    parallel_for(1 << 16, 16, [&](int64_t b, int64_t e) { inner += e - b; });
+  });
+  CHECK(inner.load() == 8 << 16);
+  // Two threads computing at once: one gets the team, the other runs its tasks itself.
+  std::vector<int64_t> totals(2, 0);
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 2; ++c)
+    callers.emplace_back([&totals, c] {
+      for (int rep = 0; rep < 200; ++rep) {
+        std::atomic<int64_t> n{0};
+        parallel_for(1 << 14, 64, [&](int64_t b, int64_t e) { n += e - b; });
+        totals[size_t(c)] += n.load();
+      }
+    });
+  for (std::thread& t : callers) t.join();
+  CHECK(totals == std::vector<int64_t>{200 << 14, 200 << 14});
+  // Teams made and replaced at once, before their workers have looked at anything, end cleanly.
+  for (int rep = 0; rep < 200; ++rep) set_num_threads(1 + rep % 4);
+  CHECK_THROWS_WITH(set_num_threads(kMaxThreads + 1), Catch::Contains("at most 1024"));
+  set_num_threads(saved);
 }
 
 TEST_CASE("ops: a sum over the leading axis, split over threads, equals the column sums and ignores the thread count") {

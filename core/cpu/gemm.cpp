@@ -4,7 +4,6 @@
 // served as the baseline and runs at about a third of the rate on this machine's shapes (see
 // docs/performance.md), so it stays only for float64 (gradient checks) and CPUs without AVX-512.
 #include <immintrin.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -237,9 +236,9 @@ float* thread_buffer(std::unique_ptr<float, decltype(&std::free)>& buf, size_t& 
 
 // C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C on the team of num_threads().
 //
-// op(A) is packed once, by the whole team, into MR-row micro-panels per KC-deep slice (at most
-// a few MB for our shapes; it is read from L2/L3). The columns of C are then cut into chunks of
-// CW columns that the threads take from a shared counter: each thread packs the chunk's B
+// op(A) is packed once, by the team, into MR-row micro-panels per KC-deep slice (at most a few
+// MB for our shapes; it is read from L2/L3). The columns of C are then cut into chunks of CW
+// columns that the threads take as they come (parallel_tasks): each thread packs the chunk's B
 // (KC x CW, kept in its L2) and runs the micro-kernel with one A micro-panel in L1 while the
 // chunk's B micro-panels stream past. Dynamic chunks keep both cores busy when one is slowed by
 // the machine (a static half each left the faster one waiting ~8% of an epoch here). Every
@@ -256,52 +255,43 @@ void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Opera
   thread_local size_t acap = 0;
   float* pa = thread_buffer(abuf, acap, size_t(slices * slice_floats));
   const int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads(), chunks)));
-  std::atomic<int64_t> next_chunk{0};
-
-  auto work = [&](int64_t t, int64_t nt) {
-    // 1. Pack op(A): (slice, panel) units split evenly over the team.
-    const int64_t units = slices * mpanels;
-    for (int64_t u = units * t / nt; u < units * (t + 1) / nt; ++u) {
+  // 1. Pack op(A): its (slice, panel) units in a few tasks per thread.
+  const int64_t units = slices * mpanels, tasks = std::min<int64_t>(int64_t(threads) * 4, units);
+  parallel_tasks(tasks, threads, [&](int64_t task) {
+    for (int64_t u = units * task / tasks; u < units * (task + 1) / tasks; ++u) {
       const int64_t s = u / mpanels, ip = u % mpanels, p0 = s * kslice;
       pack_a(A, m, mpanels, p0, std::min(kslice, k - p0), pa + s * slice_floats, ip);
     }
-#pragma omp barrier
-    // 2. Chunks of columns, first come first served.
+  });
+  // 2. Chunks of columns, first come first served.
+  parallel_tasks(chunks, threads, [&](int64_t c) {
     thread_local std::unique_ptr<float, decltype(&std::free)> bbuf(nullptr, &std::free);
     thread_local size_t bcap = 0;
     float* pb = thread_buffer(bbuf, bcap, size_t(KC * CW));
-    for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
-      const int64_t j0 = c * CW, nc = std::min(CW, n - j0), npanels = (nc + NR - 1) / NR;
-      for (int64_t s = 0; s < slices; ++s) {
-        const int64_t p0 = s * kslice, kc = std::min(kslice, k - p0);
-        const float beta_pass = s == 0 ? beta : 1.f;
-        // With few row panels (a batch of 100: 8) each B micro-panel is read only that often,
-        // so packing it costs more than it saves: a full-width panel of an untransposed B is
-        // read in place (rows of 32 floats, a stride apart). 1.09x faster on the tutorial's
-        // gx2 = gy W2 on the Zen 5 machine (docs/performance.md); transposed B must be packed.
-        const bool in_place = !B.trans && mpanels <= 8 && kc >= 64;
-        auto full = [&](int64_t jp) { return nc - jp * NR >= NR; };
-        for (int64_t jp = 0; jp < npanels; ++jp)
-          if (!in_place || !full(jp)) pack_b(B, n, j0, p0, kc, pb, jp);
-        const float* a_slice = pa + s * slice_floats;
-        for (int64_t ip = 0; ip < mpanels; ++ip) {
-          const int64_t row = panel_row(ip, mpanels, m);
-          const MicroKernel kernel = kMicroKernels[panel_row(ip + 1, mpanels, m) - row - 1];
-          for (int64_t jp = 0; jp < npanels; ++jp) {
-            const bool direct = in_place && full(jp);
-            kernel(kc, a_slice + ip * MR * kc, direct ? B.p + p0 * B.ld + j0 + jp * NR : pb + jp * NR * kc,
-                   direct ? B.ld : NR, C + row * ldc + j0 + jp * NR, ldc, alpha, beta_pass, std::min(NR, nc - jp * NR));
-          }
+    const int64_t j0 = c * CW, nc = std::min(CW, n - j0), npanels = (nc + NR - 1) / NR;
+    for (int64_t s = 0; s < slices; ++s) {
+      const int64_t p0 = s * kslice, kc = std::min(kslice, k - p0);
+      const float beta_pass = s == 0 ? beta : 1.f;
+      // With few row panels (a batch of 100: 8) each B micro-panel is read only that often,
+      // so packing it costs more than it saves: a full-width panel of an untransposed B is
+      // read in place (rows of 32 floats, a stride apart). 1.09x faster on the tutorial's
+      // gx2 = gy W2 on the Zen 5 machine (docs/performance.md); transposed B must be packed.
+      const bool in_place = !B.trans && mpanels <= 8 && kc >= 64;
+      auto full = [&](int64_t jp) { return nc - jp * NR >= NR; };
+      for (int64_t jp = 0; jp < npanels; ++jp)
+        if (!in_place || !full(jp)) pack_b(B, n, j0, p0, kc, pb, jp);
+      const float* a_slice = pa + s * slice_floats;
+      for (int64_t ip = 0; ip < mpanels; ++ip) {
+        const int64_t row = panel_row(ip, mpanels, m);
+        const MicroKernel kernel = kMicroKernels[panel_row(ip + 1, mpanels, m) - row - 1];
+        for (int64_t jp = 0; jp < npanels; ++jp) {
+          const bool direct = in_place && full(jp);
+          kernel(kc, a_slice + ip * MR * kc, direct ? B.p + p0 * B.ld + j0 + jp * NR : pb + jp * NR * kc,
+                 direct ? B.ld : NR, C + row * ldc + j0 + jp * NR, ldc, alpha, beta_pass, std::min(NR, nc - jp * NR));
         }
       }
     }
-  };
-  if (threads == 1) {
-    work(0, 1);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  work(omp_get_thread_num(), omp_get_num_threads());
+  });
 }
 #endif
 }  // namespace

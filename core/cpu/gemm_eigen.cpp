@@ -1,8 +1,10 @@
 // The portable matrix product through Eigen: float64 (gradient checks) and every dtype on CPUs
-// without AVX-512.
+// without AVX-512. Eigen runs single-threaded (its own threads would be OpenMP's); the rows of
+// C are shared out over our team instead, each block one Eigen product.
 #include <Eigen/Core>
 
 #include "core/cpu/kernels.h"
+#include "core/parallel.h"
 
 namespace chainer::cpu {
 
@@ -15,13 +17,18 @@ void product(const Tensor& a, bool ta, const Tensor& b, bool tb, double alpha, d
   Eigen::Map<const RowMat<T>> A(a.data<T>(), a.size(0), a.size(1));
   Eigen::Map<const RowMat<T>> B(b.data<T>(), b.size(0), b.size(1));
   Eigen::Map<RowMat<T>> C(c.data<T>(), c.size(0), c.size(1));
-  if (beta == 0) C.setZero();
-  else if (beta != 1) C *= T(beta);
+  const int64_t m = C.rows(), n = C.cols(), k = ta ? A.rows() : A.cols();
   const T al = T(alpha);
-  if (!ta && !tb) C.noalias() += al * A * B;
-  else if (ta && !tb) C.noalias() += al * A.transpose() * B;
-  else if (!ta && tb) C.noalias() += al * A * B.transpose();
-  else C.noalias() += al * A.transpose() * B.transpose();
+  // Row blocks of about 64K multiply-adds each.
+  parallel_for(m, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, n * k)), [&](int64_t b, int64_t e) {
+    auto Cb = C.middleRows(b, e - b);
+    if (beta == 0) Cb.setZero();
+    else if (beta != 1) Cb *= T(beta);
+    if (!ta && !tb) Cb.noalias() += al * A.middleRows(b, e - b) * B;
+    else if (ta && !tb) Cb.noalias() += al * A.middleCols(b, e - b).transpose() * B;
+    else if (!ta && tb) Cb.noalias() += al * A.middleRows(b, e - b) * B.transpose();
+    else Cb.noalias() += al * A.middleCols(b, e - b).transpose() * B.transpose();
+  });
 }
 }  // namespace
 
