@@ -56,6 +56,10 @@ bool read_common_option(Args& args, CommonOptions& o) {
   else if (args.is(nullptr, "--threads")) o.threads = int(args.integer(1, chainer::kMaxThreads));
   else if (args.is("-o", "--out")) o.out = args.value();
   else if (args.is("-r", "--resume")) o.resume = args.value();
+  else if (args.is("-f", "--frequency")) {
+    o.frequency = args.integer(-1);
+    if (o.frequency == 0) throw Error("-f/--frequency must be -1 or positive, got 0");
+  }
   else if (args.is(nullptr, "--data")) o.data = args.value();
   else if (args.is("-g", "--gpu")) o.gpu = args.value_follows() ? int(args.integer(0, 1023)) : 0;  // "--gpu" alone: 0
   else return false;
@@ -69,6 +73,7 @@ const char* const kCommonUsage = R"(  -b, --batchsize N   examples per mini-batc
   -u, --unit N        units in each hidden layer (default 1000)
   -o, --out DIR       directory for the log and snapshots (default result)
   -r, --resume FILE   resume from a snapshot written by an earlier run
+  -f, --frequency N   snapshot every N epochs (default -1: once, at the end)
   -g, --gpu [ID]      train on CUDA device ID (default 0): model, optimizer and data on the GPU;
                       with several processes each takes device ID + intra_rank (modulo the
                       devices it sees), as the tutorial's device = comm.intra_rank
@@ -152,16 +157,16 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
 
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
-           const chainermn::Communicator& comm, const TrainingRun& run) {
+           const chainermn::Communicator& comm, bool dump_graph) {
   namespace E = chainer::training::extensions;
   using chainer::training::Unit;
   chainer::training::Trainer trainer(updater, {double(o.epoch), Unit::Epoch}, o.out);
   trainer.extend(evaluator);
   trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + rank_suffix(comm)), "",
-                 chainer::training::IntervalTrigger(run.snapshot_every > 0 ? run.snapshot_every : double(o.epoch),
+                 chainer::training::IntervalTrigger(o.frequency > 0 ? double(o.frequency) : double(o.epoch),
                                                     Unit::Epoch));
   if (comm.rank() == 0) {  // reports from rank 0 only
-    if (run.dump_graph) trainer.extend(E::dump_graph("main/loss"));
+    if (dump_graph) trainer.extend(E::dump_graph("main/loss"));
     trainer.extend(std::make_shared<E::LogReport>());
     trainer.extend(std::make_shared<E::PrintReport>(std::vector<std::string>{
         "epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));

@@ -46,6 +46,7 @@ struct CommonOptions {
   int64_t epoch = 20;
   int64_t unit = 1000;
   int64_t seed = 0;
+  int64_t frequency = -1;  // snapshot every N epochs; -1: once, at the end
   int threads = 0;  // 0: cores / processes on this node
   std::string out = "result";
   std::string resume;
@@ -78,16 +79,12 @@ std::string rank_suffix(const chainermn::Communicator& comm);
 void resume(const std::string& prefix, chainer::training::Trainer& trainer, const chainermn::Communicator& comm);
 
 // How every MNIST app trains: O.epoch epochs of UPDATER's steps into O.out, EVALUATOR after
-// every epoch, a snapshot per rank every SNAPSHOT_EVERY epochs (0: once, at the end), and on
+// every epoch, a snapshot per rank every O.frequency epochs (-1: once, at the end), and on
 // rank 0 of COMM the log, the report table and a progress bar (and the graph of main/loss with
 // DUMP_GRAPH); resumes from O.resume (plus this rank's suffix) when given.
-struct TrainingRun {
-  double snapshot_every = 0;
-  bool dump_graph = false;
-};
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
-           const chainermn::Communicator& comm, const TrainingRun& run = {});
+           const chainermn::Communicator& comm, bool dump_graph = false);
 
 // The updater options of the model-parallel apps: on a GPU their steps run eagerly, since a
 // step that sends and receives through MPI on the host cannot be captured into a CUDA graph.

@@ -20,14 +20,12 @@ using chainer::Variable;
 namespace {
 
 struct Options : apps::CommonOptions {
-  int64_t frequency = -1;
   std::string communicator;  // default: naive on CPUs, pure_nccl on GPUs
   chainermn::Reduction reduction = chainermn::Reduction::Bucketed;
 };
 
 const std::string kUsage = std::string(R"(usage: mnist_mlp [options]
 Trains the ChainerMN tutorial MLP on MNIST (data parallel: each process its share of the data).
-  -f, --frequency N   snapshot every N epochs (default -1: once, at the end)
       --communicator NAME  naive (default on CPUs), flat, hierarchical, two_dimensional,
                       single_node, pure_nccl (default with --gpu) or non_cuda_aware: the
                       communicator's all-reduce scheme, used as such
@@ -42,12 +40,10 @@ Options parse(int argc, char** argv) {
   std::string reduction = chainermn::reduction_name(o.reduction);
   for (apps::Args args(argc, argv, kUsage.c_str()); args.next();) {
     if (apps::read_common_option(args, o)) continue;
-    if (args.is("-f", "--frequency")) o.frequency = args.integer(-1);
-    else if (args.is(nullptr, "--communicator")) o.communicator = args.value();
+    if (args.is(nullptr, "--communicator")) o.communicator = args.value();
     else if (args.is(nullptr, "--reduction")) reduction = args.value();
     else args.unknown();
   }
-  if (o.frequency == 0) throw Error("-f/--frequency must be -1 or positive, got 0");
   o.reduction = chainermn::parse_reduction(reduction, "--reduction");
   return o;
 }
@@ -103,7 +99,7 @@ int run(int argc, char** argv) {
   auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
 
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);
-  apps::train(updater, chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm), o, *comm, {o.frequency == -1 ? 0.0 : double(o.frequency), /*dump_graph=*/true});
+  apps::train(updater, chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm), o, *comm, /*dump_graph=*/true);
   return 0;
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The model-parallel guide's programs as users launch them, under mpiexec: --help; the process
 # counts each refuses (mnist_model_parallel: exactly 2; mnist_dual_parallel: even), with a clear
-# message and a non-zero exit; one epoch of a small model for each (mnist_model_parallel on 2
-# processes and a resume from its snapshots, mnist_dual_parallel on 4, mnist_ensemble on 2),
-# which must exit 0, print from rank 0 only and reach test accuracy >= 0.9; and the guide's
+# message and a non-zero exit; a small model for each (mnist_model_parallel: 2 epochs on 2
+# processes with a snapshot every epoch (-f 1: a killed run leaves something to resume) and a
+# resume from the first; one epoch of mnist_dual_parallel on 4 and mnist_ensemble on 2), which
+# must exit 0, print from rank 0 only and reach test accuracy >= 0.9; and the guide's
 # program docs/model_parallel/steps on 2 and 4 processes. Needs the real MNIST in $MNIST_DIR.
 #   tests/app_model_parallel.sh MPIEXEC MODEL_PARALLEL DUAL_PARALLEL ENSEMBLE STEPS
 set -u
@@ -30,7 +31,8 @@ accuracy() {
 
 for app in "$model_parallel" "$dual_parallel" "$ensemble"; do
   name=$(basename "$app")
-  if "$app" --help >"$tmp/out" 2>&1 && grep -q "^usage: .*$name" "$tmp/out" && grep -q -- "--batchsize" "$tmp/out"; then
+  if "$app" --help >"$tmp/out" 2>&1 && grep -q "^usage: .*$name" "$tmp/out" && grep -q -- "--batchsize" "$tmp/out" &&
+    grep -q -- "-f, --frequency N" "$tmp/out"; then
     echo "ok: $name --help"
   else
     fail "$name --help: $(head -c 300 "$tmp/out")"
@@ -42,11 +44,14 @@ refused "mnist_model_parallel on 3 processes" 3 "exactly 2 processes (mpiexec -n
 refused "mnist_dual_parallel on 3 processes" 3 "an even number of processes" "$dual_parallel" -e 1 -u 10
 refused "mnist_ensemble with a bad option" 2 "unknown option '--bogus'" "$ensemble" --bogus
 
-job "mnist_model_parallel, 2 processes" 2 "$model_parallel" -e 1 -u 100 -o mp && accuracy mp
-[ -f mp/snapshot_iter_600.rank0-of-2 ] && [ -f mp/snapshot_iter_600.rank1-of-2 ] ||
-  fail "mnist_model_parallel: no snapshot per rank in mp/"
-job "mnist_model_parallel, resumed for a second epoch" 2 "$model_parallel" -e 2 -u 100 -o mp2 -r mp/snapshot_iter_600 &&
-  accuracy mp2
+job "mnist_model_parallel, 2 processes, a snapshot every epoch" 2 "$model_parallel" -e 2 -f 1 -u 100 -o mp &&
+  accuracy mp
+for it in 600 1200; do
+  [ -f mp/snapshot_iter_$it.rank0-of-2 ] && [ -f mp/snapshot_iter_$it.rank1-of-2 ] ||
+    fail "mnist_model_parallel -f 1: no snapshot per rank at iteration $it in mp/"
+done
+job "mnist_model_parallel, resumed from the first epoch's snapshot" 2 "$model_parallel" -e 2 -u 100 -o mp2 \
+  -r mp/snapshot_iter_600 && accuracy mp2
 grep -q '"iteration": 1200' mp2/log 2>/dev/null || fail "the resumed run did not go on to iteration 1200"
 job "mnist_dual_parallel, 4 processes" 4 "$dual_parallel" -e 1 -u 100 -o dual && accuracy dual
 job "mnist_ensemble, 2 processes" 2 "$ensemble" -e 1 -u 100 -o ensemble && accuracy ensemble
