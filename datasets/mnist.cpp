@@ -93,6 +93,13 @@ class GzReader {
     if (got < out.nbytes()) truncated(header_bytes + out.nbytes(), header_bytes + got);
     char probe;
     read(&probe, 1);  // lets zlib reach the end of the stream and check its CRC (extra bytes are ignored)
+    // All the data, but the stream ended before its trailer (CRC-32 and length, 8 bytes): zlib
+    // notes that as a soft error and returns 0, so a cut file would pass unchecked.
+    int code = Z_OK;
+    gzerror(file_, &code);
+    if (code == Z_BUF_ERROR)
+      throw Error(str("MNIST file ", quoted(path_), " is truncated: the gzip stream ends before its checksum (",
+                      "its last 8 bytes), so its data cannot be verified; download it again"));
     return out;
   }
 

@@ -371,6 +371,15 @@ TEST_CASE("MNIST: broken files give errors that name the problem") {
     REQUIRE_THROWS_WITH(get_mnist(dir), Contains("train-images-idx3-ubyte.gz' is truncated: expected 2368 bytes") &&
                                             Contains("the gzip stream ends early"));
   }
+  SECTION("gzip file without its trailer (CRC-32 and length)") {
+    const Bytes gz = read_file(images);
+    for (size_t cut : {8, 4, 1}) {
+      write_file(images, gz.substr(0, gz.size() - cut));
+      INFO(cut << " bytes cut");
+      REQUIRE_THROWS_WITH(get_mnist(dir), Contains("train-images-idx3-ubyte.gz' is truncated") &&
+                                              Contains("ends before its checksum"));
+    }
+  }
   SECTION("truncated uncompressed file") {
     fs::remove(images);
     write_file(dir / "train-images-idx3-ubyte", idx_images(3).substr(0, 1000));
