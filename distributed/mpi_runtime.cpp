@@ -76,10 +76,15 @@ double timeout_from_environment() {
 // cannot reach).
 [[noreturn]] void end_blocked_rank(const MpiCallSite& site, double limit, int rank, int size) {
   const std::string call(site.call, std::find(site.call, site.call + std::strlen(site.call), '('));
+  // Two causes look alike from here, so both are named: a healthy peer busy alone for longer
+  // than a small limit (rank 0 reading the data while the others wait in the scatter), and a
+  // peer that will never come.
   write_stderr(chainer::str("[rank ", rank, "/", size, "] chainermn: ", call, " (", site.file, ":", site.line,
-                            ") has not completed in ", limit, " s; a peer process or its host may be unreachable ",
-                            "(a cut link, a frozen host or process). Ending the job. If a rank legitimately works ",
-                            "that long while the others wait, raise CHAINERMN_TIMEOUT (seconds; 0 turns this off)\n"));
+                            ") has not completed in ", limit, " s (CHAINERMN_TIMEOUT; default ", kDefaultMpiTimeout,
+                            "): a peer has not reached it. Either the peer is still busy on its own (reading or ",
+                            "scattering a dataset, evaluating, writing a snapshot): raise CHAINERMN_TIMEOUT above ",
+                            "the longest such stretch (seconds; 0 turns this off); or the peer process or its host ",
+                            "is unreachable (a cut link, a frozen host or process). Ending the job\n"));
   g_aborting = true;
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ::kill(::getpid(), SIGKILL);

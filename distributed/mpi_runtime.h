@@ -22,8 +22,9 @@
 /// call made through CHAINERMN_MPI_CHECK (distributed/mpi_check.h) has not returned within the
 /// time limit, the rank prints
 /// ```
-///   [rank R/N] chainermn: mpi::allreduce (FILE:LINE) has not completed in T s; a peer process or
-///   its host may be unreachable ...
+///   [rank R/N] chainermn: mpi::allreduce (FILE:LINE) has not completed in T s (CHAINERMN_TIMEOUT;
+///   default 600): a peer has not reached it. Either the peer is still busy on its own ... or the
+///   peer process or its host is unreachable ...
 /// ```
 /// to stderr and kills itself with SIGKILL (MPI may not be called from a second thread under
 /// MPI_THREAD_FUNNELED, so no MPI_Abort). Hydra takes a process killed by a signal as a bad

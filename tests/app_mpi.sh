@@ -71,6 +71,11 @@ if job "mnist_mlp, 3 processes, flat communicator reduction" 3 "$app" "${common[
   grep -q "Using flat communicator, communicator reduction" "$tmp/text" || fail "3 processes: the header does not say flat/communicator"
   check_log "mnist_mlp, 3 processes" r3 1
 fi
+# A watchdog limit shorter than rank 0's reading of MNIST ends the job; the message names that
+# cause (a peer busy on its own), not only an unreachable peer.
+refused "mnist_mlp, 2 processes, CHAINERMN_TIMEOUT=0.05 while rank 0 reads the data" 2 \
+  "Either the peer is still busy on its own (reading or scattering a dataset" \
+  env CHAINERMN_TIMEOUT=0.05 "$app" "${common[@]}" -e 1 -o short_timeout
 # The tutorial's programs: a short run each (a fraction of an epoch). In step 1, as in
 # ChainerMN's tutorial, every worker still reports; step 2 moves the reports to rank 0.
 ALL_RANKS_PRINT=1 job "tutorial step 1, 2 processes" 2 "$step1" "$MNIST_DIR" 0.05
