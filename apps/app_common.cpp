@@ -113,13 +113,9 @@ chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Co
   return chainer::cuda::get_device(id).device();
 }
 
-std::string rank_suffix(const chainermn::Communicator& comm) {
-  return comm.size() == 1 ? std::string() : str(".rank", comm.rank(), "-of-", comm.size());
-}
-
 void resume(const std::string& prefix, chainer::training::Trainer& trainer, const chainermn::Communicator& comm) {
   namespace fs = std::filesystem;
-  const std::string mine = prefix + rank_suffix(comm);
+  const std::string mine = prefix + chainermn::rank_suffix(comm);
   if (!fs::exists(mine)) {
     // Snapshots of a run with another process count beside it: say so.
     const fs::path dir = fs::path(prefix).parent_path().empty() ? fs::path(".") : fs::path(prefix).parent_path();
@@ -162,7 +158,7 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
   using chainer::training::Unit;
   chainer::training::Trainer trainer(updater, {double(o.epoch), Unit::Epoch}, o.out);
   trainer.extend(evaluator);
-  trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + rank_suffix(comm)), "",
+  trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + chainermn::rank_suffix(comm)), "",
                  chainer::training::IntervalTrigger(o.frequency > 0 ? double(o.frequency) : double(o.epoch),
                                                     Unit::Epoch));
   if (comm.rank() == 0) {  // reports from rank 0 only

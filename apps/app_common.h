@@ -69,11 +69,7 @@ std::string find_mnist(const std::string& data_flag);
 // visible devices, made current; a warning (from intra_rank 0) when ranks share a GPU.
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm);
 
-// Each rank of a multi-process job snapshots its own state: "snapshot_iter_600.rank1-of-4". A
-// 1-process job keeps Chainer's plain name.
-std::string rank_suffix(const chainermn::Communicator& comm);
-
-// Loads the snapshot PREFIX + rank_suffix(comm) into TRAINER, then checks that every rank loaded
+// Loads the snapshot PREFIX + chainermn::rank_suffix(comm) into TRAINER, then checks that every rank loaded
 // the same iteration. Errors name what is wrong: the process count PREFIX's files were written
 // by, or which rank loaded which iteration.
 void resume(const std::string& prefix, chainer::training::Trainer& trainer, const chainermn::Communicator& comm);

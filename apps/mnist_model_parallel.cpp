@@ -33,7 +33,7 @@ int run(int argc, char** argv) {
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
 
-  // Rank 0 reads MNIST; rank 1 learns the sizes and iterates empty examples.
+  // Rank 0 reads MNIST.
   chainer::datasets::DatasetPtr train, test;
   if (first) {
     const std::string data_dir = apps::find_mnist(o.data);
@@ -43,16 +43,14 @@ int run(int argc, char** argv) {
     std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
   }
   // [model-parallel-data]
-  const auto sizes = comm->bcast_obj(first ? std::vector<int64_t>{int64_t(train->size()), int64_t(test->size())}
-                                           : std::vector<int64_t>{});
+  // Rank 1 iterates empty examples, as many as rank 0 has.
+  train = chainermn::create_empty_dataset_from_root(train, *comm);
+  test = chainermn::create_empty_dataset_from_root(test, *comm);
+  // [end]
   if (first && o.gpu) {
     train = chainer::datasets::to_device(train, device);
     test = chainer::datasets::to_device(test, device);
-  } else if (!first) {
-    train = chainermn::create_empty_dataset(sizes[0]);
-    test = chainermn::create_empty_dataset(sizes[1]);
   }
-  // [end]
 
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));
   std::shared_ptr<chainer::Link> model;
@@ -66,9 +64,15 @@ int run(int argc, char** argv) {
   auto train_iter = chainermn::create_synchronized_iterator(
       std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true, uint64_t(o.seed)), comm);
   // [end]
-  auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer, nullptr, apps::kEagerSteps);
-  apps::train(updater, std::make_shared<E::Evaluator>(test_iter, model), o, *comm);
+  // [model-parallel-evaluator]
+  // Both ranks evaluate (apps::train extends the trainer with it on every rank): rank 1's
+  // Evaluator runs the second stage over its empty test examples, meeting every send and recv
+  // of rank 0's evaluation.
+  auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
+  auto evaluator = std::make_shared<E::Evaluator>(test_iter, model);
+  // [end]
+  apps::train(updater, evaluator, o, *comm);
   return 0;
 }
 

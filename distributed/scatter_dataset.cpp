@@ -223,4 +223,13 @@ DatasetPtr create_empty_dataset(int64_t size) {
   return std::make_shared<EmptyExamples>(size);
 }
 
+DatasetPtr create_empty_dataset_from_root(const DatasetPtr& dataset, const Communicator& comm, int root) {
+  check_root(root, comm.size(), "create_empty_dataset_from_root");
+  const bool here = comm.rank() == root;
+  // -1 carries "the root has no dataset" to every rank, so all of them throw alike.
+  const int64_t size = comm.bcast_obj<int64_t>(here ? (dataset ? int64_t(dataset->size()) : -1) : 0, root);
+  if (size < 0) throw Error(chainer::str("create_empty_dataset_from_root: the dataset of root rank ", root, " is null"));
+  return here ? dataset : std::make_shared<EmptyExamples>(size);
+}
+
 }  // namespace chainermn

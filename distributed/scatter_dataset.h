@@ -60,5 +60,10 @@ chainer::datasets::DatasetPtr create_empty_dataset(const chainer::datasets::Data
 /// The same with SIZE examples, for a process that never holds the data (its size came in a
 /// message: `comm->bcast_obj(train->size())`).
 chainer::datasets::DatasetPtr create_empty_dataset(int64_t size);
+/// Collective: DATASET on ROOT, and on every other rank an empty dataset of the root's length
+/// (the others pass anything, e.g. nullptr), so a stage that receives its inputs from the root
+/// runs as many iterations as the stage that reads the data, without passing the size by hand.
+chainer::datasets::DatasetPtr create_empty_dataset_from_root(const chainer::datasets::DatasetPtr& dataset,
+                                                             const Communicator& comm, int root = 0);
 
 }  // namespace chainermn

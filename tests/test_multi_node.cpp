@@ -372,6 +372,31 @@ TEST_CASE("multi_node: create_empty_dataset has as many examples as its dataset,
   CHECK_THROWS_WITH(mn::create_empty_dataset(int64_t(-1)), Catch::Contains("got -1"));
 }
 
+TEST_CASE("multi_node: create_empty_dataset_from_root gives the root its dataset and the others its length") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  for (int root = 0; root < n; ++root) {
+    const datasets::DatasetPtr data = numbered(5 + root);
+    // The other ranks pass nothing, or a dataset of their own, which is ignored.
+    const datasets::DatasetPtr mine = mn::create_empty_dataset_from_root(rank == root ? data : rank % 2 ? numbered(2) : nullptr,
+                                                                         *comm, root);
+    if (rank == root) {
+      CHECK(mine == data);
+    } else {
+      CHECK(mine->size() == size_t(5 + root));
+      CHECK(mine->get_example(size_t(4 + root)).empty());
+    }
+  }
+  // A null dataset on the root, or a bad root: every rank throws alike.
+  CHECK_THROWS_WITH(mn::create_empty_dataset_from_root(nullptr, *comm, n - 1), Catch::Contains("root rank " + str(n - 1) + " is null"));
+  CHECK_THROWS_AS(mn::create_empty_dataset_from_root(numbered(2), *comm, n), Error);
+}
+
+TEST_CASE("multi_node: rank_suffix names the rank and the process count, nothing for one process") {
+  auto comm = world();
+  CHECK(mn::rank_suffix(*comm) == (comm->size() == 1 ? "" : str(".rank", comm->rank(), "-of-", comm->size())));
+}
+
 // =============================================================================================
 // The multi-node optimizer
 

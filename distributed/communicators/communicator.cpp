@@ -534,3 +534,11 @@ void Communicator::check_grads_finite(const GradList& grads, const char* op) {
 // ---------------------------------------------------------------------------------------------
 
 }  // namespace chainermn
+
+namespace chainermn {
+
+std::string rank_suffix(const Communicator& comm) {
+  return comm.size() == 1 ? std::string() : chainer::str(".rank", comm.rank(), "-of-", comm.size());
+}
+
+}  // namespace chainermn

@@ -258,4 +258,11 @@ struct CommunicatorKind {
 /// Every kind create_communicator knows, in its order, with whether it can be made here.
 std::vector<CommunicatorKind> communicator_kinds();
 
+/// A suffix that makes a file name this rank's own in a job of several processes,
+/// ".rank1-of-4" (nothing on a 1-process communicator): for snapshots that differ between
+/// ranks, as a model-parallel job's do, `E::snapshot("snapshot_iter_{.updater.iteration}" +
+/// chainermn::rank_suffix(*comm))`. It names the process count too, so a resume with another
+/// count finds no file instead of the wrong one.
+std::string rank_suffix(const Communicator& comm);
+
 }  // namespace chainermn
