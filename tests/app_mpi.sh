@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # The tutorial programs as users launch them, under mpiexec: mnist_mlp with 2 and 3 processes
-# (naive/bucketed and flat/communicator), a resume of a 2-process run, and the tutorial's step 1
-# and step 2 programs. Each job must exit 0 and print from rank 0 only (mpiexec -prepend-rank
-# tags every line with its rank; step 1 excepted, where every worker reports), and mnist_mlp must write its log (test accuracy >= 0.9 after one
-# epoch of a 100-unit model) and one snapshot per rank. Needs the real MNIST in $MNIST_DIR.
-#   tests/app_mpi.sh MPIEXEC MNIST_MLP STEP1 STEP2
+# (naive/bucketed and flat/communicator), a resume of a 2-process run, and the tutorial's
+# programs (docs/tutorial/tutorial.cpp: step 1, and step 2 with its rank-0 snapshot and a resume
+# of every rank from it). Each job must exit 0 and print from rank 0 only (mpiexec
+# -prepend-rank tags every line with its rank; step 1 excepted, where every worker reports), and
+# mnist_mlp must write its log (test accuracy >= 0.9 after one epoch of a 100-unit model) and
+# one snapshot per rank. Needs the real MNIST in $MNIST_DIR.
+#   tests/app_mpi.sh MPIEXEC MNIST_MLP TUTORIAL
 set -u
-mpiexec=${1:?usage: app_mpi.sh MPIEXEC MNIST_MLP STEP1 STEP2}
+mpiexec=${1:?usage: app_mpi.sh MPIEXEC MNIST_MLP TUTORIAL}
 app=${2:?}
-step1=${3:?}
-step2=${4:?}
+tutorial=${3:?}
 source "$(dirname "$0")/lib.sh"
 app=$(absolute "$app")
-step1=$(absolute "$step1")
-step2=$(absolute "$step2")
+tutorial=$(absolute "$tutorial")
 [ -d "${MNIST_DIR:-}" ] || { echo "FAIL: MNIST_DIR '${MNIST_DIR:-}' is not a directory (the real MNIST is needed)"; exit 1; }
 scratch app_mpi
 export MPIEXEC_TIMEOUT=240
@@ -76,9 +76,18 @@ fi
 refused "mnist_mlp, 2 processes, CHAINERMN_TIMEOUT=0.05 while rank 0 reads the data" 2 \
   "Either the peer is still busy on its own (reading or scattering a dataset" \
   env CHAINERMN_TIMEOUT=0.05 "$app" "${common[@]}" -e 1 -o short_timeout
-# The tutorial's programs: a short run each (a fraction of an epoch). In step 1, as in
-# ChainerMN's tutorial, every worker still reports; step 2 moves the reports to rank 0.
-ALL_RANKS_PRINT=1 job "tutorial step 1, 2 processes" 2 "$step1" "$MNIST_DIR" 0.05
-job "tutorial step 2, 2 processes" 2 "$step2" "$MNIST_DIR" 0.1
+# The tutorial's programs. In step 1, as in ChainerMN's tutorial, every worker still reports (a
+# fraction of an epoch); step 2 moves the reports to rank 0, which alone writes a snapshot after
+# the epoch, and every rank resumes from that one file.
+ALL_RANKS_PRINT=1 job "tutorial step 1, 2 processes" 2 "$tutorial" step1 "$MNIST_DIR" 0.05
+if job "tutorial step 2, 2 processes" 2 "$tutorial" step2 "$MNIST_DIR" 1; then
+  [ -f result_step2/snapshot_iter_300 ] && ! ls result_step2 | grep -q rank ||
+    fail "tutorial step 2: expected one snapshot, result_step2/snapshot_iter_300, from rank 0: $(ls result_step2)"
+  if job "tutorial step 2, both ranks resumed from rank 0's snapshot" 2 "$tutorial" step2 "$MNIST_DIR" 1.1 \
+    result_step2/snapshot_iter_300; then
+    grep -q "^1 *[0-9]" "$tmp/text" && fail "tutorial step 2 resumed: it trained epoch 1 again"
+    check_log "tutorial step 2, resumed" result_step2 1
+  fi
+fi
 
 finish

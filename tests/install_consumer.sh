@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# The installed library as an outside program sees it: `meson install --destdir` of the build
-# directory into a temporary directory, then small programs compiled and linked only with what
-# `pkg-config --cflags --libs` says (chainer-cpp; chainermn-cpp too), run with LD_LIBRARY_PATH
-# pointing into the destdir, and their output checked. Installs what is already built
-# (--no-rebuild): meson test builds it first.
-#   tests/install_consumer.sh MESON BUILD_DIR PKG_CONFIG CXX...
+# The installed library as an outside program sees it, installed and built exactly as
+# docs/installation.md says: its staged-install block (the one after "<!-- install_consumer runs
+# this block -->") runs as printed in a directory holding prog.cpp (a communicator in a 1-process
+# job) and the build directory as `build`; only `meson install` gets --no-rebuild (meson test
+# built everything first) and g++ is the build's compiler command (ccache). Then the program
+# must have loaded the installed libchainer; a framework-only program built with chainer-cpp's
+# flags must run too; and the guides' programs (docs/*/*.cpp), each copied alone into an empty
+# directory, must preprocess with nothing but pkg-config's flags: the code the guides quote
+# needs no header that is not installed (the main build compiles them in full).
+#   tests/install_consumer.sh MESON BUILD_DIR PKG_CONFIG SOURCE_ROOT CXX...
 set -u
-usage="usage: install_consumer.sh MESON BUILD_DIR PKG_CONFIG CXX..."
-meson=${1:?$usage}
-build=${2:?$usage}
+usage="usage: install_consumer.sh MESON BUILD_DIR PKG_CONFIG SOURCE_ROOT CXX..."
+meson_prog=${1:?$usage}
+build=$(cd "${2:?$usage}" && pwd)
 pkg_config=${3:?$usage}
-shift 3
+source_root=$(cd "${4:?$usage}" && pwd)
+shift 4
 [ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
 cxx=("$@")
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/chainer_install_consumer.XXXXXX") || { echo "FAIL: mktemp" >&2; exit 1; }
 trap 'rm -rf "$tmp"' EXIT
-dest=$tmp/dest
 
 # fail STEP LOG: the step that failed, with the end of its output, and exit 1.
 fail() {
@@ -28,59 +32,59 @@ fail() {
   exit 1
 }
 
-# 1. Install.
-"$meson" install -C "$build" --no-rebuild --destdir "$dest" >"$tmp/install.log" 2>&1 ||
-  fail "meson install -C $build --no-rebuild --destdir $dest (is the build complete?)" "$tmp/install.log"
+# 1. The documented block, as printed.
+block=$(python3 - "$source_root/docs/installation.md" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"<!-- install_consumer runs this block -->\n```sh\n(.*?)```", text, re.S)
+if not m:
+    sys.exit("no ```sh block after '<!-- install_consumer runs this block -->'")
+print(m.group(1))
+PY
+) || fail "docs/installation.md: no staged-install block to run"
+mkdir -p "$tmp/work" && ln -s "$build" "$tmp/work/build" || fail "cannot prepare $tmp/work"
+cat >"$tmp/work/prog.cpp" <<'CPP'
+#include <chainermn.h>
 
-# 2. Where the .pc files went; their prefix, moved into the destdir.
-pc=$(find "$dest" -name chainer-cpp.pc -path '*/pkgconfig/*' | head -n 1)
-[ -n "$pc" ] || fail "no pkgconfig/chainer-cpp.pc installed under $dest"
-pcdir=$(dirname "$pc")
-prefix=$(sed -n 's/^prefix=//p' "$pc")
-[ -n "$prefix" ] || fail "no prefix= line in $pc"
-root=$dest$prefix
-[ -d "$root" ] || fail "the prefix of $pc ($prefix) is not under the destdir: $root does not exist"
-libdir=$(PKG_CONFIG_PATH=$pcdir "$pkg_config" --define-variable=prefix="$root" --variable=libdir chainer-cpp) ||
-  fail "$pkg_config --variable=libdir chainer-cpp"
-[ -d "$libdir" ] || fail "libdir $libdir (from $pc) does not exist in the destdir"
+#include <cstdio>
 
-# flags PACKAGE: the compile and link flags of PACKAGE, pointing into the destdir.
+int main(int argc, char** argv) {
+  return chainermn::run_main(argc, argv, [](int, char**) {
+    auto comm = chainermn::create_communicator("naive");
+    const chainer::Tensor sum = comm->allreduce(chainer::Tensor::full({3}, 2.0));
+    const std::vector<float> v = sum.to_vector<float>();
+    std::printf("rank=%d size=%d sum=%g\n", comm->rank(), comm->size(), double(v[0] + v[1] + v[2]));
+    return 0;
+  });
+}
+CPP
+(
+  cd "$tmp/work" || exit 1
+  meson() { if [ "$1" = install ]; then "$meson_prog" "$@" --no-rebuild; else "$meson_prog" "$@"; fi; }
+  g++() { "${cxx[@]}" "$@"; }
+  set -e
+  eval "$block"
+  echo "root=$root"
+  echo "libdir=$libdir"
+) >"$tmp/block.log" 2>&1 || fail "the staged-install block of docs/installation.md failed" "$tmp/block.log"
+got=$(grep -v '^root=\|^libdir=' "$tmp/block.log" | tail -n 1)
+[ "$got" = "rank=0 size=1 sum=6" ] || fail "prog printed '$got', expected 'rank=0 size=1 sum=6'" "$tmp/block.log"
+root=$(sed -n 's/^root=//p' "$tmp/block.log")
+libdir=$(sed -n 's/^libdir=//p' "$tmp/block.log")
+pcdir=$libdir/pkgconfig
+echo "ok: the staged install of docs/installation.md: prog printed $got"
+LD_LIBRARY_PATH=$libdir ldd "$tmp/work/prog" >"$tmp/prog.ldd" 2>&1
+grep -q "libchainer\.so.* => $libdir/" "$tmp/prog.ldd" || fail "prog does not load libchainer from $libdir" "$tmp/prog.ldd"
+
+# flags PACKAGE [--libs]: PACKAGE's flags, pointing into the destdir as the block's.
 flags() {
-  PKG_CONFIG_PATH=$pcdir "$pkg_config" --define-variable=prefix="$root" --cflags --libs "$1" 2>"$tmp/pkg-config.log" ||
-    fail "$pkg_config --cflags --libs $1 (PKG_CONFIG_PATH=$pcdir)" "$tmp/pkg-config.log"
+  PKG_CONFIG_PATH=$pcdir "$pkg_config" --define-variable=prefix="$root" --cflags "${@:2}" "$1" 2>"$tmp/pkg-config.log" ||
+    fail "$pkg_config --cflags $* (PKG_CONFIG_PATH=$pcdir)" "$tmp/pkg-config.log"
 }
 
-# build_and_run NAME PACKAGE EXPECTED: compile $tmp/NAME.cpp with PACKAGE's flags, run it, and
-# compare its output with EXPECTED.
-build_and_run() {
-  local name=$1 package=$2 expected=$3 f
-  f=$(flags "$package") || exit 1
-  case " $f " in
-    *" -I$root/"*) ;;
-    *) fail "$package: pkg-config's flags do not point into the destdir ($root): $f" ;;
-  esac
-  # shellcheck disable=SC2086  # the flags are words
-  # Nothing but pkg-config's flags (they carry -std=c++20 too).
-  "${cxx[@]}" -o "$tmp/$name" "$tmp/$name.cpp" $f >"$tmp/$name.build.log" 2>&1 ||
-    fail "$name: compiling and linking against the installed $package failed: ${cxx[*]} $tmp/$name.cpp $f" \
-      "$tmp/$name.build.log"
-  # Only the installed library: no build-directory rpath can be in a program built here.
-  LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 30 "$tmp/$name" >"$tmp/$name.out" 2>&1
-  local rc=$?
-  [ "$rc" -eq 0 ] || fail "$name: the program built against the installed $package exited with $rc" "$tmp/$name.out"
-  local got
-  got=$(cat "$tmp/$name.out")
-  [ "$got" = "$expected" ] || fail "$name: output '$got', expected '$expected'" "$tmp/$name.out"
-  # And the library it loaded is the installed one.
-  LD_LIBRARY_PATH=$libdir ldd "$tmp/$name" >"$tmp/$name.ldd" 2>&1
-  grep -q "libchainer\.so.* => $libdir/" "$tmp/$name.ldd" ||
-    fail "$name: does not load libchainer from $libdir" "$tmp/$name.ldd"
-  echo "ok: $name ($package): $got"
-}
-
-# 3. chainer-cpp: a Linear link, forward and backward. W = 0.5, b = 0.25, x = [[1, 2], [3, 4]]:
+# 2. chainer-cpp alone: a Linear link, forward and backward. W = 0.5, b = 0.25, x = [[1, 2], [3, 4]]:
 # y = [[1.75] * 3, [3.75] * 3], sum(y) = 16.5; d sum / dW = [4, 6] per row (sum 30), d/db = 2 each (sum 6).
-cat >"$tmp/chainer_consumer.cpp" <<'EOF'
+cat >"$tmp/chainer_consumer.cpp" <<'CPP'
 #include <chainer.h>
 
 #include <cstdio>
@@ -104,28 +108,31 @@ int main() {
   std::printf("loss=%g gW=%g gb=%g\n", loss.item(), total(linear->W().grad()), total(linear->b()->grad()));
   return 0;
 }
-EOF
-build_and_run chainer_consumer chainer-cpp "loss=16.5 gW=30 gb=6"
+CPP
+f=$(flags chainer-cpp --libs) || exit 1
+case " $f " in
+  *" -I$root/"*) ;;
+  *) fail "chainer-cpp: pkg-config's flags do not point into the destdir ($root): $f" ;;
+esac
+# shellcheck disable=SC2086  # the flags are words
+"${cxx[@]}" -o "$tmp/chainer_consumer" "$tmp/chainer_consumer.cpp" $f >"$tmp/chainer_consumer.log" 2>&1 ||
+  fail "chainer_consumer: compiling and linking against the installed chainer-cpp failed" "$tmp/chainer_consumer.log"
+got=$(LD_LIBRARY_PATH=$libdir timeout 30 "$tmp/chainer_consumer" 2>&1)
+[ "$got" = "loss=16.5 gW=30 gb=6" ] || fail "chainer_consumer: output '$got', expected 'loss=16.5 gW=30 gb=6'"
+echo "ok: chainer_consumer (chainer-cpp): $got"
 
-# 4. chainermn-cpp, when installed: a communicator in a 1-process job (MPICH's singleton init).
-if [ -f "$pcdir/chainermn-cpp.pc" ]; then
-  cat >"$tmp/chainermn_consumer.cpp" <<'EOF'
-#include <chainermn.h>
-
-#include <cstdio>
-
-int main(int argc, char** argv) {
-  return chainermn::run_main(argc, argv, [](int, char**) {
-    auto comm = chainermn::create_communicator("naive");
-    const chainer::Tensor sum = comm->allreduce(chainer::Tensor::full({3}, 2.0));
-    const std::vector<float> v = sum.to_vector<float>();
-    std::printf("rank=%d size=%d sum=%g\n", comm->rank(), comm->size(), double(v[0] + v[1] + v[2]));
-    return 0;
-  });
-}
-EOF
-  build_and_run chainermn_consumer chainermn-cpp "rank=0 size=1 sum=6"
-else
-  echo "note: no chainermn-cpp.pc installed; only chainer-cpp checked"
-fi
+# 3. The guides' programs need nothing but the installed headers.
+f=$(flags chainermn-cpp) || exit 1
+found=0
+for program in "$source_root"/docs/*/*.cpp; do
+  [ -f "$program" ] || continue
+  found=$((found + 1))
+  name=${program#"$source_root/"}
+  rm -rf "$tmp/alone" && mkdir "$tmp/alone" && cp "$program" "$tmp/alone/"
+  # shellcheck disable=SC2086
+  "${cxx[@]}" -E -o /dev/null "$tmp/alone/$(basename "$program")" $f >"$tmp/alone.log" 2>&1 ||
+    fail "$name needs a header that is not installed (preprocessed alone with pkg-config's flags)" "$tmp/alone.log"
+  echo "ok: $name needs only the installed headers"
+done
+[ "$found" -gt 0 ] || fail "no guide programs under $source_root/docs/*/"
 exit 0
