@@ -307,9 +307,13 @@ Tensor extreme_over(const char* op, bool is_max, const Tensor& a, const std::vec
 }
 }  // namespace
 
-Tensor max(const Tensor& a, int64_t axis, bool keepdims) { return extreme_along("max", true, a, axis, keepdims, false); }
+Tensor max(const Tensor& a, int64_t axis, bool keepdims) {
+  return extreme_along("max", true, a, axis, keepdims, false);
+}
 Tensor argmax(const Tensor& a, int64_t axis) { return extreme_along("argmax", true, a, axis, false, true); }
-Tensor min(const Tensor& a, int64_t axis, bool keepdims) { return extreme_along("min", false, a, axis, keepdims, false); }
+Tensor min(const Tensor& a, int64_t axis, bool keepdims) {
+  return extreme_along("min", false, a, axis, keepdims, false);
+}
 Tensor argmin(const Tensor& a, int64_t axis) { return extreme_along("argmin", false, a, axis, false, true); }
 Tensor amax(const Tensor& a, const std::vector<int64_t>& axes, bool keepdims) {
   return extreme_over("amax", true, a, axes, keepdims);

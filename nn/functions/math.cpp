@@ -15,7 +15,8 @@ enum class Kind { Exp, Log, Sqrt, Square, Absolute, Clip };
 // absolute, x for clip (with its output Y: the gradient passes where clipping changed nothing).
 class UnaryMathNode : public FunctionNode {
  public:
-  UnaryMathNode(Kind kind, Tensor saved, Tensor y = Tensor()) : kind_(kind), saved_(std::move(saved)), y_(std::move(y)) {}
+  UnaryMathNode(Kind kind, Tensor saved, Tensor y = Tensor())
+      : kind_(kind), saved_(std::move(saved)), y_(std::move(y)) {}
   std::string name() const override {
     static const char* const names[] = {"Exp", "Log", "Sqrt", "Square", "Absolute", "Clip"};
     return names[int(kind_)];

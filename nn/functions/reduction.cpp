@@ -127,8 +127,7 @@ Variable index_of(const char* op, bool is_max, const Variable& x, std::optional<
   if (!axis) xd = xd.contiguous().reshape({-1});
   const int64_t ax = axis ? normalize_axis(*axis, xd.ndim(), op) : 0;
   if (xd.size(ax) == 0)
-    throw Error(str(op, ": cannot take the index of an extreme over axis ", ax, " of extent 0 (shape ",
-                    shape_str(x.shape()), ")"));
+    throw Error(str(op, ": cannot reduce axis ", ax, " of extent 0 (shape ", shape_str(x.shape()), ")"));
   return Variable(is_max ? ops::argmax(xd, ax) : ops::argmin(xd, ax));
 }
 
@@ -176,8 +175,12 @@ Variable average(const Variable& x, std::optional<int64_t> axis, const Variable&
   return div(sum(mul(x, w), axis, keepdims), sum(weights));
 }
 
-Variable max(const Variable& x, const Axes& axis, bool keepdims) { return select("Max", "max", true, x, axis, keepdims); }
-Variable min(const Variable& x, const Axes& axis, bool keepdims) { return select("Min", "min", false, x, axis, keepdims); }
+Variable max(const Variable& x, const Axes& axis, bool keepdims) {
+  return select("Max", "max", true, x, axis, keepdims);
+}
+Variable min(const Variable& x, const Axes& axis, bool keepdims) {
+  return select("Min", "min", false, x, axis, keepdims);
+}
 Variable argmax(const Variable& x, std::optional<int64_t> axis) { return index_of("argmax", true, x, axis); }
 Variable argmin(const Variable& x, std::optional<int64_t> axis) { return index_of("argmin", false, x, axis); }
 
