@@ -19,9 +19,18 @@ namespace chainer {
 class Generator;
 
 /// Elementwise binary operations of the `binary` kernel.
-enum class BinaryOp { Add, Sub, Mul, Div };
+enum class BinaryOp {
+  Add, Sub, Mul, Div,
+  Maximum, Minimum  ///< the larger (smaller) of the two; NaN if either is NaN, as numpy.maximum
+};
 /// Elementwise unary operations of the `unary` kernel.
-enum class UnaryOp { Neg, Exp, Log, Sqrt, Square, Relu, Sigmoid, Tanh };
+enum class UnaryOp {
+  Neg, Exp, Log, Sqrt, Square, Relu, Sigmoid, Tanh,
+  Abs,  ///< |x|
+  Sign  ///< -1, 0 or 1 (NaN for NaN), as numpy.sign
+};
+/// Elementwise comparisons of the `compare` kernel.
+enum class CompareOp { Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual };
 /// Activations whose gradient the `activation_grad` kernel computes from their output.
 enum class GradOp { Relu, Sigmoid, Tanh };
 
@@ -78,12 +87,20 @@ struct Kernels {
   void (*axpy)(Tensor& y, double alpha, const Tensor& x);  ///< Y (contiguous) += ALPHA * X
   /// ACC (one float64 element) += VALUE (one element, float32 or float64): reported values.
   void (*accumulate)(Tensor& acc, const Tensor& value);
+  /// OUT (uint8) = 1 where `A op B`, else 0; A and B of one dtype; OUT: the broadcast shape.
+  void (*compare)(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out);
+  /// OUT = COND ? A : B with COND uint8 (nonzero: true); OUT: the broadcast shape of all three.
+  void (*where)(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out);
+  /// OUT = min(max(A, LO), HI) (LO or HI infinite when absent); NaN stays NaN.
+  void (*clip)(const Tensor& a, double lo, double hi, Tensor& out);
 
   // ---- reductions ----
   /// OUT = A summed over the axes flagged in REDUCE; OUT keeps dims.
   void (*sum_axes)(const Tensor& a, const std::vector<bool>& reduce, Tensor& out);
   /// OUT = the max of A along AXIS, and ARGMAX its index when not null; OUT may be undefined.
   void (*max_axis)(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax);
+  /// OUT = the min of A along AXIS, and ARGMIN its index when not null; OUT may be undefined.
+  void (*min_axis)(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmin);
   /// OUT (one float64 element) = the sum of squares of every element of every tensor in XS.
   void (*sum_of_squares)(const std::vector<Tensor>& xs, Tensor& out);
 
@@ -114,6 +131,11 @@ struct Kernels {
   void (*dropout_mask)(double ratio, Generator& gen, Tensor& mask);
   /// OUT (one element of y's dtype) = correct / counted over labels other than IGNORE_LABEL (0 if none).
   void (*accuracy)(const Tensor& y, const Tensor& t, int64_t ignore_label, Tensor& out);
+  /// LOSS[i] = the sigmoid cross entropy of logit X[i] against int32 label T[i] (0 or 1), by
+  /// `log1p(exp(-|x|)) - x * (t - (x >= 0))`; 0 where T[i] is -1. X and T: one shape.
+  void (*sigmoid_cross_entropy)(const Tensor& x, const Tensor& t, Tensor& loss);
+  /// GX[i] = GY[i or 0] * (sigmoid(X[i]) - T[i]); 0 where T[i] is -1 (GY: one element or X's shape).
+  void (*sigmoid_cross_entropy_grad)(const Tensor& x, const Tensor& t, const Tensor& gy, Tensor& gx);
 
   // ---- optimizer updates (core/update_ops.h), every parameter in one call ----
   /// One step of RULE on every parameter of PARAMS (see ops::update_).

@@ -35,12 +35,17 @@ void require_floating(const char* op, const Tensor& a) {
     throw Error(str(op, ": dtype ", dtype_name(a.dtype()), " is not supported (expected float32 or float64)"));
 }
 
-Tensor binary(BinaryOp kind, const char* op, const Tensor& a, const Tensor& b) {
-  const Device device = require_same_device(op, {&a, &b});
-  require_same_dtype(op, a, b);
+// Any dtype but the storage types (core/dtype.h).
+void require_computing(const char* op, const Tensor& a) {
   if (is_storage_only(a.dtype()))
     throw Error(str(op, ": dtype ", dtype_name(a.dtype()), " is not supported (float16 and bfloat16 are storage types: "
                     "convert with astype(DType::Float32) first)"));
+}
+
+Tensor binary(BinaryOp kind, const char* op, const Tensor& a, const Tensor& b) {
+  const Device device = require_same_device(op, {&a, &b});
+  require_same_dtype(op, a, b);
+  require_computing(op, a);
   Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op), a.dtype(), device);
   kernels_for(device).binary(kind, a, b, out);
   return out;
@@ -102,6 +107,51 @@ Tensor square(const Tensor& a) { return unary(UnaryOp::Square, "square", a); }
 Tensor relu(const Tensor& a) { return unary(UnaryOp::Relu, "relu", a); }
 Tensor sigmoid(const Tensor& a) { return unary(UnaryOp::Sigmoid, "sigmoid", a); }
 Tensor tanh(const Tensor& a) { return unary(UnaryOp::Tanh, "tanh", a); }
+Tensor abs(const Tensor& a) { return unary(UnaryOp::Abs, "abs", a); }
+Tensor sign(const Tensor& a) { return unary(UnaryOp::Sign, "sign", a); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, "maximum", a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, "minimum", a, b); }
+
+Tensor clip(const Tensor& a, double lo, double hi) {
+  const Device device = require_same_device("clip", {&a});
+  require_floating("clip", a);
+  if (!(lo <= hi)) throw Error(str("clip: the lower bound ", lo, " is above the upper bound ", hi));
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), device);
+  kernels_for(device).clip(a, lo, hi, out);
+  return out;
+}
+
+namespace {
+Tensor compare(CompareOp kind, const char* op, const Tensor& a, const Tensor& b) {
+  const Device device = require_same_device(op, {&a, &b});
+  require_same_dtype(op, a, b);
+  require_computing(op, a);
+  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op), DType::UInt8, device);
+  kernels_for(device).compare(kind, a, b, out);
+  return out;
+}
+}  // namespace
+Tensor equal(const Tensor& a, const Tensor& b) { return compare(CompareOp::Equal, "equal", a, b); }
+Tensor not_equal(const Tensor& a, const Tensor& b) { return compare(CompareOp::NotEqual, "not_equal", a, b); }
+Tensor less(const Tensor& a, const Tensor& b) { return compare(CompareOp::Less, "less", a, b); }
+Tensor less_equal(const Tensor& a, const Tensor& b) { return compare(CompareOp::LessEqual, "less_equal", a, b); }
+Tensor greater(const Tensor& a, const Tensor& b) { return compare(CompareOp::Greater, "greater", a, b); }
+Tensor greater_equal(const Tensor& a, const Tensor& b) {
+  return compare(CompareOp::GreaterEqual, "greater_equal", a, b);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const Device device = require_same_device("where", {&cond, &a, &b});
+  if (cond.dtype() != DType::UInt8)
+    throw Error(str("where: the condition has dtype ", dtype_name(cond.dtype()),
+                    " (expected uint8, the boolean dtype of the comparison ops)"));
+  require_same_dtype("where", a, b);
+  require_computing("where", a);
+  const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor out = Tensor::empty(shape, a.dtype(), device);
+  kernels_for(device).where(cond, a, b, out);
+  return out;
+}
 Tensor relu_grad(const Tensor& y, const Tensor& gy) { return activation_grad(GradOp::Relu, "relu_grad", y, gy); }
 Tensor sigmoid_grad(const Tensor& y, const Tensor& gy) {
   return activation_grad(GradOp::Sigmoid, "sigmoid_grad", y, gy);
@@ -201,30 +251,75 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
   return out;
 }
 
-Tensor max(const Tensor& a, int64_t axis, bool keepdims) {
-  const Device device = require_same_device("max", {&a});
-  int64_t ax = normalize_axis(axis, a.ndim(), "max");
-  if (a.shape()[size_t(ax)] == 0) throw Error("max: cannot reduce an axis of extent 0");
+namespace {
+// The max (IS_MAX) or min along one AXIS, or its index (INDEX: int32, the axis dropped).
+Tensor extreme_along(const char* op, bool is_max, const Tensor& a, int64_t axis, bool keepdims, bool index) {
+  const Device device = require_same_device(op, {&a});
+  const int64_t ax = normalize_axis(axis, a.ndim(), op);
+  if (a.shape()[size_t(ax)] == 0) throw Error(str(op, ": cannot reduce an axis of extent 0"));
+  const Kernels& k = kernels_for(device);
+  const auto kernel = is_max ? k.max_axis : k.min_axis;
+  Shape dropped = a.shape();
+  dropped.erase(dropped.begin() + ax);
+  if (index) {
+    Tensor idx = Tensor::empty(dropped, DType::Int32, device);
+    Tensor none;
+    kernel(a, ax, none, &idx);
+    return idx;
+  }
   Shape kept = a.shape();
   kept[size_t(ax)] = 1;
   Tensor out = Tensor::empty(kept, a.dtype(), device);
-  kernels_for(device).max_axis(a, ax, out, nullptr);
-  if (keepdims) return out;
-  Shape dropped = a.shape();
-  dropped.erase(dropped.begin() + ax);
-  return out.reshape(dropped);
+  kernel(a, ax, out, nullptr);
+  return keepdims ? out : out.reshape(dropped);
 }
 
-Tensor argmax(const Tensor& a, int64_t axis) {
-  const Device device = require_same_device("argmax", {&a});
-  int64_t ax = normalize_axis(axis, a.ndim(), "argmax");
-  if (a.shape()[size_t(ax)] == 0) throw Error("argmax: cannot reduce an axis of extent 0");
-  Shape dropped = a.shape();
-  dropped.erase(dropped.begin() + ax);
-  Tensor idx = Tensor::empty(dropped, DType::Int32, device);
-  Tensor none;
-  kernels_for(device).max_axis(a, ax, none, &idx);
-  return idx;
+// Over several AXES (all when empty): the reduced axes moved last and merged into one.
+Tensor extreme_over(const char* op, bool is_max, const Tensor& a, const std::vector<int64_t>& axes, bool keepdims) {
+  require_same_device(op, {&a});
+  std::vector<bool> reduce(size_t(a.ndim()), axes.empty());
+  for (int64_t ax : axes) {
+    const int64_t d = normalize_axis(ax, a.ndim(), op);
+    if (reduce[size_t(d)]) throw Error(str(op, ": axis ", ax, " appears twice"));
+    reduce[size_t(d)] = true;
+  }
+  std::vector<int64_t> perm, moved;
+  Shape kept, merged;
+  int64_t count = 1;
+  for (int64_t d = 0; d < a.ndim(); ++d) {
+    const int64_t extent = a.shape()[size_t(d)];
+    if (reduce[size_t(d)]) {
+      if (extent == 0) throw Error(str(op, ": cannot reduce an axis of extent 0"));
+      moved.push_back(d), count *= extent;
+      kept.push_back(1);
+    } else {
+      perm.push_back(d), merged.push_back(extent);
+      kept.push_back(extent);
+    }
+  }
+  if (moved.empty()) return a.clone();  // a 0-d array: nothing to reduce
+  if (moved.size() == 1) return extreme_along(op, is_max, a, moved[0], keepdims, false);
+  perm.insert(perm.end(), moved.begin(), moved.end());
+  merged.push_back(count);
+  const Tensor rows = a.transpose(perm).contiguous().reshape(merged);
+  Tensor out = extreme_along(op, is_max, rows, -1, false, false);
+  return keepdims ? out.reshape(kept) : out;
+}
+}  // namespace
+
+Tensor max(const Tensor& a, int64_t axis, bool keepdims) {
+  return extreme_along("max", true, a, axis, keepdims, false);
+}
+Tensor argmax(const Tensor& a, int64_t axis) { return extreme_along("argmax", true, a, axis, false, true); }
+Tensor min(const Tensor& a, int64_t axis, bool keepdims) {
+  return extreme_along("min", false, a, axis, keepdims, false);
+}
+Tensor argmin(const Tensor& a, int64_t axis) { return extreme_along("argmin", false, a, axis, false, true); }
+Tensor amax(const Tensor& a, const std::vector<int64_t>& axes, bool keepdims) {
+  return extreme_over("amax", true, a, axes, keepdims);
+}
+Tensor amin(const Tensor& a, const std::vector<int64_t>& axes, bool keepdims) {
+  return extreme_over("amin", false, a, axes, keepdims);
 }
 
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c) {
@@ -396,6 +491,39 @@ Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
                     shape_str(scale.shape())));
   Tensor gx = Tensor::empty(x.shape(), x.dtype(), device);
   kernels_for(device).softmax_cross_entropy_grad(x, t, lse, gloss, scale, ignore_label, gx);
+  return gx;
+}
+
+namespace {
+Device check_sigmoid_cross_entropy_args(const char* op, const Tensor& x, const Tensor& t) {
+  const Device device = require_same_device(op, {&x, &t});
+  require_floating(op, x);
+  if (t.dtype() != DType::Int32)
+    throw Error(str(op, ": labels have dtype ", dtype_name(t.dtype()), " (expected int32)"));
+  if (t.shape() != x.shape())
+    throw Error(str(op, ": labels have shape ", shape_str(t.shape()), " but x has shape ", shape_str(x.shape()),
+                    " (they must be equal)"));
+  return device;
+}
+}  // namespace
+
+Tensor sigmoid_cross_entropy(const Tensor& x, const Tensor& t) {
+  const Device device = check_sigmoid_cross_entropy_args("sigmoid_cross_entropy", x, t);
+  Tensor loss = Tensor::empty(x.shape(), x.dtype(), device);
+  if (loss.numel() > 0) kernels_for(device).sigmoid_cross_entropy(x, t, loss);
+  return loss;
+}
+
+Tensor sigmoid_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& gy) {
+  const char* op = "sigmoid_cross_entropy_grad";
+  const Device device = check_sigmoid_cross_entropy_args(op, x, t);
+  require_same_device(op, {&x, &gy});
+  require_same_dtype(op, x, gy);
+  if (gy.numel() != 1 && gy.shape() != x.shape())
+    throw Error(str(op, ": gradient has shape ", shape_str(gy.shape()), " (expected one element or ",
+                    shape_str(x.shape()), ")"));
+  Tensor gx = Tensor::empty(x.shape(), x.dtype(), device);
+  if (gx.numel() > 0) kernels_for(device).sigmoid_cross_entropy_grad(x, t, gy, gx);
   return gx;
 }
 

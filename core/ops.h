@@ -33,6 +33,26 @@ Tensor square(const Tensor& a);   ///< `a * a`
 Tensor relu(const Tensor& a);     ///< `max(a, 0)`
 Tensor sigmoid(const Tensor& a);  ///< `1 / (1 + exp(-a))`
 Tensor tanh(const Tensor& a);     ///< elementwise hyperbolic tangent
+Tensor abs(const Tensor& a);      ///< `|a|`
+Tensor sign(const Tensor& a);     ///< -1, 0 or 1 by the sign of A (NaN for NaN), as numpy.sign
+/// The larger of A and B, elementwise with numpy broadcasting; NaN where either is NaN.
+Tensor maximum(const Tensor& a, const Tensor& b);
+/// The smaller of A and B, elementwise with numpy broadcasting; NaN where either is NaN.
+Tensor minimum(const Tensor& a, const Tensor& b);
+/// A clipped to [LO, HI] (an infinite bound clips nothing on its side); NaN stays NaN.
+Tensor clip(const Tensor& a, double lo, double hi);
+
+// Comparisons: uint8 masks (1 where the relation holds, else 0) of the broadcast shape. The
+// operands have one dtype, any of the computing ones.
+Tensor equal(const Tensor& a, const Tensor& b);          ///< `a == b`, as a uint8 mask
+Tensor not_equal(const Tensor& a, const Tensor& b);      ///< `a != b`, as a uint8 mask
+Tensor less(const Tensor& a, const Tensor& b);           ///< `a < b`, as a uint8 mask
+Tensor less_equal(const Tensor& a, const Tensor& b);     ///< `a <= b`, as a uint8 mask
+Tensor greater(const Tensor& a, const Tensor& b);        ///< `a > b`, as a uint8 mask
+Tensor greater_equal(const Tensor& a, const Tensor& b);  ///< `a >= b`, as a uint8 mask
+/// `cond ? a : b` elementwise (numpy.where): COND is uint8 (nonzero is true, as the masks
+/// above), A and B share a dtype; all three broadcast together.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 // Backward helpers taking the forward output Y: gy*(y>0), gy*y*(1-y), gy*(1-y*y).
 Tensor relu_grad(const Tensor& y, const Tensor& gy);     ///< `gy * (y > 0)`, from relu's output Y
 Tensor sigmoid_grad(const Tensor& y, const Tensor& gy);  ///< `gy * y * (1 - y)`, from sigmoid's output Y
@@ -60,6 +80,14 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape);
 /// The maximum along AXIS.
 Tensor max(const Tensor& a, int64_t axis, bool keepdims = false);
 Tensor argmax(const Tensor& a, int64_t axis);  ///< the index of the maximum along AXIS, as int32 indices
+/// The minimum along AXIS.
+Tensor min(const Tensor& a, int64_t axis, bool keepdims = false);
+Tensor argmin(const Tensor& a, int64_t axis);  ///< the index of the minimum along AXIS, as int32 indices
+/// The maximum over AXES (all axes when empty; each at most once, negative ones counting from
+/// the end), numpy.amax. Named apart from max(a, axis) so that `{}` cannot mean axis 0.
+Tensor amax(const Tensor& a, const std::vector<int64_t>& axes, bool keepdims = false);
+/// The minimum over AXES (all axes when empty), numpy.amin.
+Tensor amin(const Tensor& a, const std::vector<int64_t>& axes, bool keepdims = false);
 
 /// Matrix products of 2-D tensors: op(a) @ op(b), op = transpose when the flag is set.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
@@ -100,6 +128,12 @@ CrossEntropyResult softmax_cross_entropy(const Tensor& x, const Tensor& t, int64
 /// element, shared by all rows); zero on ignored rows.
 Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
                                   const Tensor& scale, int64_t ignore_label = -1);
+
+/// Sigmoid cross entropy of logits X against int32 labels T (X's shape; 0 or 1, -1 ignored),
+/// elementwise and stable: `log1p(exp(-|x|)) - x * (t - (x >= 0))`, 0 where ignored.
+Tensor sigmoid_cross_entropy(const Tensor& x, const Tensor& t);
+/// Its gradient: `gy * (sigmoid(x) - t)`, 0 where ignored; GY has X's shape or one element.
+Tensor sigmoid_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& gy);
 
 /// A dropout mask of SHAPE on DEVICE: 1/(1-ratio) with probability 1-ratio, else 0. One key is
 /// drawn from GEN; the elements are Philox values of it, the same on every device.

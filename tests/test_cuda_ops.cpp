@@ -273,6 +273,16 @@ const std::vector<ElementwiseCase>& elementwise_cases() {
        [](const V& x) { return ops::log_softmax_grad(ops::log_softmax(x[0], -1), x[1], -1); }},
       {"log_softmax_grad(log_softmax(x), gy) axis 0", {{-2, 2}, {-2, 2}}, 0,
        [](const V& x) { return ops::log_softmax_grad(ops::log_softmax(x[0], 0), x[1], 0); }},
+      {"abs", {{-3, 3}}, {}, [](const V& x) { return ops::abs(x[0]); }},
+      {"sign", {{-3, 3}}, {}, [](const V& x) { return ops::sign(x[0]); }},
+      {"clip(x, -0.5, 0.75)", {{-2, 2}}, {}, [](const V& x) { return ops::clip(x[0], -0.5, 0.75); }},
+      {"clip(x, -inf, 0.25)", {{-2, 2}}, {},
+       [](const V& x) { return ops::clip(x[0], -std::numeric_limits<double>::infinity(), 0.25); }},
+      {"maximum", {{-2, 2}, {-2, 2}}, {}, [](const V& x) { return ops::maximum(x[0], x[1]); }},
+      {"minimum", {{-2, 2}, {-2, 2}}, {}, [](const V& x) { return ops::minimum(x[0], x[1]); }},
+      {"less_equal (a uint8 mask)", {{-2, 2}, {-2, 2}}, {}, [](const V& x) { return ops::less_equal(x[0], x[1]); }},
+      {"where(greater(a, b), b, c)", {{-2, 2}, {-2, 2}, {-2, 2}}, {},
+       [](const V& x) { return ops::where(ops::greater(x[0], x[1]), x[1], x[2]); }},
   };
   return cases;
 }
@@ -304,12 +314,24 @@ TEST_CASE("cuda ops: elementwise, activation and softmax ops over shapes, layout
     }
 }
 
-TEST_CASE("cuda ops: add, sub, mul, div with broadcasting in every dtype", "[cuda][ops]") {
+TEST_CASE("cuda ops: add, sub, mul, div, maximum, minimum and comparisons with broadcasting in every dtype",
+          "[cuda][ops]") {
   struct Op {
     const char* name;
     Tensor (*run)(const Tensor&, const Tensor&);
   };
-  const Op binary_ops[] = {{"add", ops::add}, {"sub", ops::sub}, {"mul", ops::mul}, {"div", ops::div}};
+  const Op binary_ops[] = {{"add", ops::add},
+                           {"sub", ops::sub},
+                           {"mul", ops::mul},
+                           {"div", ops::div},
+                           {"maximum", ops::maximum},
+                           {"minimum", ops::minimum},
+                           {"equal", ops::equal},
+                           {"not_equal", ops::not_equal},
+                           {"less", ops::less},
+                           {"less_equal", ops::less_equal},
+                           {"greater", ops::greater},
+                           {"greater_equal", ops::greater_equal}};
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{5, 7}, {5, 7}},   {{5, 7}, {7}},         {{7}, {5, 7}},          {{5, 1}, {1, 7}},        {{13, 1, 7}, {11, 1}},
       {{}, {5, 7}},       {{5, 7}, {}},          {{}, {}},               {{1}, {1}},              {{0, 7}, {7}},
@@ -332,6 +354,27 @@ TEST_CASE("cuda ops: add, sub, mul, div with broadcasting in every dtype", "[cud
         }
 }
 
+TEST_CASE("cuda ops: where with its three operands broadcast, in every dtype and layout", "[cuda][ops]") {
+  struct Shapes {
+    Shape cond, a, b;
+  };
+  const std::vector<Shapes> shapes = {{{5, 7}, {5, 7}, {5, 7}},       {{5, 7}, {7}, {5, 1}},    {{7}, {5, 7}, {}},
+                                      {{3, 1, 7}, {5, 1}, {3, 5, 7}}, {{}, {13, 11}, {13, 11}}, {{0, 7}, {7}, {1}},
+                                      {{1000, 1}, {1001}, {1000, 1001}}};
+  Generator gen(12);
+  for (const Shapes& s : shapes)
+    for (DType dtype : kAllTypes)
+      for (Layout layout : kLayouts) {
+        // Conditions 0, 1 and 2: any nonzero byte is true.
+        Pair c = make_pair(s.cond, DType::UInt8, layout, gen, 0, 2), a = make_pair(s.a, dtype, layout, gen, 0, 20),
+             b = make_pair(s.b, dtype, layout, gen, 0, 20);
+        INFO(describe("where", {c.cpu, a.cpu, b.cpu}, layout) << ", values " << dtype_name(dtype));
+        run_case([&] {
+          expect_close(ops::where(c.cpu, a.cpu, b.cpu), ops::where(c.gpu, a.gpu, b.gpu), tol_for(dtype));
+        });
+      }
+}
+
 TEST_CASE("cuda ops: NaN and infinities come out where the CPU puts them", "[cuda][ops]") {
   const std::vector<double> specials = {kNaN, kInf, -kInf, 0.0, -0.0, 1e-30, 100, -100, 0.5, -2, 1, -1};
   const int64_t n = int64_t(specials.size());
@@ -343,6 +386,8 @@ TEST_CASE("cuda ops: NaN and infinities come out where the CPU puts them", "[cud
       {"sigmoid", [](const V& x) { return ops::sigmoid(x[0]); }}, {"tanh", [](const V& x) { return ops::tanh(x[0]); }},
       {"mul_scalar(x, 3)", [](const V& x) { return ops::mul_scalar(x[0], 3); }},
       {"relu_grad(x, x)", [](const V& x) { return ops::relu_grad(x[0], x[0]); }},
+      {"abs", [](const V& x) { return ops::abs(x[0]); }},         {"sign", [](const V& x) { return ops::sign(x[0]); }},
+      {"clip(x, -1, 1)", [](const V& x) { return ops::clip(x[0], -1, 1); }},
   };
   // Every pair, as a (12, 1) against b (12,); then rows a + b and a * b reduced, where b holds
   // -inf but neither NaN nor inf (else every row would be NaN): rows of NaN, of -inf, of
@@ -352,6 +397,11 @@ TEST_CASE("cuda ops: NaN and infinities come out where the CPU puts them", "[cud
       {"sub", [](const V& x) { return ops::sub(x[0], x[1]); }},
       {"mul", [](const V& x) { return ops::mul(x[0], x[1]); }},
       {"div", [](const V& x) { return ops::div(x[0], x[1]); }},
+      {"maximum", [](const V& x) { return ops::maximum(x[0], x[1]); }},
+      {"minimum", [](const V& x) { return ops::minimum(x[0], x[1]); }},
+      {"equal", [](const V& x) { return ops::equal(x[0], x[1]); }},
+      {"less", [](const V& x) { return ops::less(x[0], x[1]); }},
+      {"greater_equal", [](const V& x) { return ops::greater_equal(x[0], x[1]); }},
   };
   const std::vector<std::pair<const char*, OpFn>> rows = {
       {"sum(a + b, axis 1)", [](const V& x) { return ops::sum(ops::add(x[0], x[1]), {1}); }},
@@ -379,7 +429,8 @@ TEST_CASE("cuda ops: NaN and infinities come out where the CPU puts them", "[cud
       INFO(g.first << ", a: the specials, b: the specials but NaN and inf, " << dtype_name(dtype));
       run_case([&] { expect_close(g.second({a, b}), g.second({a.to(kGpu), b.to(kGpu)}), tol_for(dtype)); });
     }
-    // max and argmax: a NaN first in its row wins, a later NaN never does, ties go to the first.
+    // max and argmax (and min, argmin): a NaN first in its row wins, a later NaN never does, ties
+    // go to the first.
     const Tensor m = Tensor::from_vector(std::vector<double>{kNaN, 1, 5, 2, 5, 0,           //
                                                              1, 5, kNaN, 5, 2, 0,           //
                                                              -kInf, -kInf, -kInf, -kInf, -kInf, -kInf,  //
@@ -388,13 +439,16 @@ TEST_CASE("cuda ops: NaN and infinities come out where the CPU puts them", "[cud
                          .astype(dtype);
     for (const Tensor& view : {m, m.transpose()})
       for (int64_t axis : {0, 1}) {
-        INFO("max and argmax along axis " << axis << " of a " << shape_str(view.shape()) << " " << dtype_name(dtype)
+        INFO("max, argmax, min and argmin along axis " << axis << " of a " << shape_str(view.shape()) << " "
+                                                      << dtype_name(dtype)
                                           << " with NaN, inf, -inf and ties"
                                           << (view.is_contiguous() ? "" : ", transposed"));
         const Tensor g = m.to(kGpu), gv = view.is_contiguous() ? g : g.transpose();
         run_case([&] {
           expect_close(ops::max(view, axis), ops::max(gv, axis), tol_for(dtype));
           expect_close(ops::argmax(view, axis), ops::argmax(gv, axis), tol_for(DType::Int32));
+          expect_close(ops::min(view, axis), ops::min(gv, axis), tol_for(dtype));
+          expect_close(ops::argmin(view, axis), ops::argmin(gv, axis), tol_for(DType::Int32));
         });
       }
   }
@@ -493,7 +547,8 @@ TEST_CASE("cuda ops: sum over every subset of axes, sum_to and broadcast_to", "[
       }
 }
 
-TEST_CASE("cuda ops: max and argmax along every axis, ties to the first maximum", "[cuda][ops][reduction]") {
+TEST_CASE("cuda ops: max, argmax, min, argmin along every axis, ties to the first; amax, amin over several axes",
+          "[cuda][ops][reduction]") {
   Generator gen(5);
   // Values from a handful of integers, so most rows hold ties; (3, 1000) has rows longer than a warp.
   const std::vector<Shape> shapes = {{5, 7, 11}, {3, 1000}, {13, 11}, {7}, {1, 1}, {0, 5}, {2, 3, 5, 7}};
@@ -509,6 +564,26 @@ TEST_CASE("cuda ops: max and argmax along every axis, ties to the first maximum"
             run_case([&] {
               expect_close(ops::max(x.cpu, axis, keep), ops::max(x.gpu, axis, keep), tol_for(dtype));
               expect_close(ops::argmax(x.cpu, axis), ops::argmax(x.gpu, axis), tol_for(DType::Int32));
+              expect_close(ops::min(x.cpu, axis, keep), ops::min(x.gpu, axis, keep), tol_for(dtype));
+              expect_close(ops::argmin(x.cpu, axis), ops::argmin(x.gpu, axis), tol_for(DType::Int32));
+            });
+          }
+        }
+        // Several axes at once (all of them when none are named), negative ones included.
+        std::vector<std::vector<int64_t>> axes_sets = {{}};
+        if (nd >= 2) axes_sets.push_back({0, -1});
+        if (nd >= 3) axes_sets.push_back({2, 0}), axes_sets.push_back({-2, -1});
+        for (const std::vector<int64_t>& axes : axes_sets) {
+          bool empty = false;
+          for (int64_t d = 0; d < nd; ++d)
+            empty |= shape[size_t(d)] == 0 && (axes.empty() || std::count(axes.begin(), axes.end(), d) ||
+                                               std::count(axes.begin(), axes.end(), d - nd));
+          if (empty) continue;  // an error on both devices
+          for (bool keep : {false, true}) {
+            INFO(describe(str("amax and amin over axes ", shape_str(axes), keep ? " keepdims" : ""), {x.cpu}, layout));
+            run_case([&] {
+              expect_close(ops::amax(x.cpu, axes, keep), ops::amax(x.gpu, axes, keep), tol_for(dtype));
+              expect_close(ops::amin(x.cpu, axes, keep), ops::amin(x.gpu, axes, keep), tol_for(dtype));
             });
           }
         }
@@ -703,6 +778,30 @@ TEST_CASE("cuda ops: softmax_cross_entropy and its gradient for every reduction 
             }
           });
         }
+      }
+}
+
+TEST_CASE("cuda ops: sigmoid_cross_entropy and its gradient with ignored labels, large logits, views",
+          "[cuda][ops][loss]") {
+  const std::vector<Shape> shapes = {{7, 5}, {13, 11}, {1000, 10}, {3, 5, 7}, {1}, {}, {0, 5}};
+  Generator gen(13);
+  for (const Shape& shape : shapes)
+    for (DType dtype : kFloatTypes)
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
+        // Logits up to 40 in size (exp(-|x|) underflows in float32 there); labels -1, 0 and 1.
+        Pair x = make_pair(shape, dtype, layout, gen, -40, 40);
+        Pair t = make_pair(shape, DType::Int32, layout, gen, -1, 1);
+        INFO(describe("sigmoid_cross_entropy", {x.cpu, t.cpu}, layout));
+        run_case([&] {
+          expect_close(ops::sigmoid_cross_entropy(x.cpu, t.cpu), ops::sigmoid_cross_entropy(x.gpu, t.gpu),
+                       tol_for(dtype));
+          const Tensor shared = random_tensor({}, dtype, gen, 0.5, 1.5), each = random_tensor(shape, dtype, gen);
+          for (const Tensor& gy : {shared, each}) {
+            INFO("gradient, gy of shape " << shape_str(gy.shape()));
+            expect_close(ops::sigmoid_cross_entropy_grad(x.cpu, t.cpu, gy),
+                         ops::sigmoid_cross_entropy_grad(x.gpu, t.gpu, gy.to(kGpu)), tol_for(dtype));
+          }
+        });
       }
 }
 
@@ -1286,6 +1385,16 @@ Tensor away_from_zero(const Shape& shape, uint64_t seed) {
 
 Tensor labels(const std::vector<int32_t>& values) { return Tensor::from_vector(values); }
 
+// Distinct values 0.1 apart in a random order, shifted by OFFSET: maxima without ties, clip
+// bounds and Huber kinks (with OFFSET 0.05) 0.05 or more away.
+Tensor spaced(const Shape& shape, uint64_t seed, double offset = 0.0) {
+  Generator gen(seed);
+  const int64_t n = shape_numel(shape);
+  std::vector<double> v;
+  for (int64_t k : gen.permutation(n)) v.push_back(0.1 * double(k - n / 2) + offset);
+  return Tensor::from_vector(v, shape);
+}
+
 std::string shapes_of(const std::vector<Tensor>& inputs) {
   std::string s;
   for (const Tensor& t : inputs) s += (s.empty() ? "" : " ") + shape_str(t.shape());
@@ -1374,6 +1483,49 @@ std::vector<FnCase> function_cases() {
        {input({3, 2, 2}, 84), input({2}, 85), input({2}, 86), input({2}, 87), input({2}, 88, 0.5, 2)}},
       {"accuracy", [](const Vars& v) { return F::accuracy(v[0], v[1]); },
        {input({7, 5}, 57), labels({0, 4, -1, 2, 2, 1, 3})}, {}, false},
+      {"exp", [](const Vars& v) { return F::exp(v[0]); }, {input({5, 7}, 200, -2, 2)}},
+      {"log", [](const Vars& v) { return F::log(v[0]); }, {input({5, 7}, 201, 0.2, 3)}},
+      {"sqrt", [](const Vars& v) { return F::sqrt(v[0]); }, {input({3, 1, 4}, 202, 0.2, 3)}},
+      {"square", [](const Vars& v) { return F::square(v[0]); }, {input({5, 7}, 203)}},
+      {"absolute", [](const Vars& v) { return F::absolute(v[0]); }, {away_from_zero({5, 7}, 204)}},
+      {"clip(x, -0.3, 0.2)", [](const Vars& v) { return F::clip(v[0], -0.3, 0.2); }, {spaced({5, 7}, 205, 0.05)}},
+      {"clip(x, None, 0.2)", [](const Vars& v) { return F::clip(v[0], std::nullopt, 0.2); },
+       {spaced({3, 4}, 206, 0.05)}},
+      {"maximum (5, 7) and (7,)", [](const Vars& v) { return F::maximum(v[0], v[1]); },
+       {spaced({5, 7}, 207), spaced({7}, 208, 0.05)}},
+      {"minimum (5, 1) and (1, 7)", [](const Vars& v) { return F::minimum(v[0], v[1]); },
+       {spaced({5, 1}, 209), spaced({1, 7}, 210, 0.05)}},
+      {"max", [](const Vars& v) { return F::max(v[0]); }, {spaced({5, 7}, 211)}},
+      {"max over axes (0, 2) keepdims", [](const Vars& v) { return F::max(v[0], {0, 2}, true); },
+       {spaced({3, 4, 5}, 212)}},
+      {"min along axis -1", [](const Vars& v) { return F::min(v[0], -1); }, {spaced({3, 4, 5}, 213)}},
+      {"min over axes (1, 0)", [](const Vars& v) { return F::min(v[0], {1, 0}); }, {spaced({3, 4, 5}, 214)}},
+      {"argmax along axis 1", [](const Vars& v) { return F::argmax(v[0], 1); }, {spaced({5, 7}, 215)}, {}, false},
+      {"argmin of the flattened x", [](const Vars& v) { return F::argmin(v[0]); }, {spaced({5, 7}, 216)}, {},
+       false},
+      {"logsumexp", [](const Vars& v) { return F::logsumexp(v[0]); }, {input({5, 7}, 217, -2, 2)}},
+      {"logsumexp over axes (-1, 0)", [](const Vars& v) { return F::logsumexp(v[0], {-1, 0}); },
+       {input({3, 4, 5}, 218, -2, 2)}},
+      {"sum over axes (0, 2)", [](const Vars& v) { return F::sum(v[0], {0, 2}); }, {input({3, 4, 5}, 219)}},
+      {"where, condition (5, 1), x (7,), y (5, 7)", [](const Vars& v) {
+         const Tensor condition = Tensor::from_vector<uint8_t>({1, 0, 2, 0, 1}, {5, 1});
+         return F::where(Variable(condition.to(v[0].data().device())), v[0], v[1]);
+       }, {input({7}, 220), input({5, 7}, 221)}},
+      {"sigmoid_cross_entropy normalized mean",
+       [](const Vars& v) { return F::sigmoid_cross_entropy(v[0], v[1]); },
+       {input({3, 4}, 222, -3, 3), Tensor::from_vector<int32_t>({0, 1, -1, 1, 1, 0, 0, -1, 1, 1, 0, 1}, {3, 4})}},
+      {"sigmoid_cross_entropy mean over the batch",
+       [](const Vars& v) { return F::sigmoid_cross_entropy(v[0], v[1], false); },
+       {input({3, 4}, 223, -3, 3), Tensor::from_vector<int32_t>({0, 1, -1, 1, 1, 0, 0, -1, 1, 1, 0, 1}, {3, 4})}},
+      {"sigmoid_cross_entropy per element",
+       [](const Vars& v) { return F::sigmoid_cross_entropy(v[0], v[1], true, "no"); },
+       {input({2, 3, 2}, 224, -3, 3), Tensor::from_vector<int32_t>({1, -1, 0, 0, 1, 1, -1, 0, 1, 0, 1, 0}, {2, 3, 2})}},
+      {"huber_loss summed along axis 1, delta 0.5",
+       [](const Vars& v) { return F::huber_loss(v[0], v[1], 0.5); },
+       {ops::add(input({5, 7}, 225), spaced({5, 7}, 226, 0.05)), input({5, 7}, 225)}},
+      {"huber_loss per element, delta 0.3",
+       [](const Vars& v) { return F::huber_loss(v[0], v[1], 0.3, "no"); },
+       {ops::add(input({3, 4}, 227), spaced({3, 4}, 228, 0.05)), input({3, 4}, 227)}},
   };
   for (int mode = 0; mode < 4; ++mode) {
     const bool ta = mode & 1, tb = mode & 2;

@@ -33,11 +33,12 @@ std::vector<int64_t> broadcast_strides(const Tensor& a, const Shape& out) {
   return s;
 }
 
-template <class T, class F>
+// OUT (of element type O) = F(A, B) with A and B (of T) broadcast to OUT's shape.
+template <class T, class O = T, class F>
 void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
-  T* po = out.data<T>();
+  O* po = out.data<O>();
   const int64_t n = out.numel();
   if (a.shape() == out.shape() && b.shape() == out.shape() && a.is_contiguous() && b.is_contiguous()) {
     parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
@@ -78,6 +79,16 @@ void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
       idx[size_t(d)] = 0;
     }
   }
+}
+
+// The larger (IS_MAX) or smaller of X and Y; NaN when either is NaN, as numpy.maximum/minimum.
+template <bool IS_MAX, class T>
+T extreme(T x, T y) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (x != x) return x;
+  }
+  if constexpr (IS_MAX) return x >= y ? x : y;
+  else return x <= y ? x : y;
 }
 
 template <class T, class F>
@@ -159,6 +170,8 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
       case BinaryOp::Sub: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x - y); });
       case BinaryOp::Mul: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x * y); });
       case BinaryOp::Div: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x / y); });
+      case BinaryOp::Maximum: return binary_kernel<T>(a, b, out, [](T x, T y) { return extreme<true>(x, y); });
+      case BinaryOp::Minimum: return binary_kernel<T>(a, b, out, [](T x, T y) { return extreme<false>(x, y); });
     }
   });
 }
@@ -186,6 +199,9 @@ void unary(UnaryOp op, const Tensor& a, Tensor& out) {
       case UnaryOp::Sigmoid:
         return map_kernel<T>(a, out, [](T x) { return T(0.5) * std::tanh(T(0.5) * x) + T(0.5); });
       case UnaryOp::Tanh: return map_kernel<T>(a, out, [](T x) { return std::tanh(x); });
+      case UnaryOp::Abs: return map_kernel<T>(a, out, [](T x) { return std::abs(x); });
+      case UnaryOp::Sign:
+        return map_kernel<T>(a, out, [](T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; });  // 0 and NaN stay
     }
   });
 }
@@ -219,6 +235,65 @@ void axpy(Tensor& y, double alpha, const Tensor& x) {
     parallel_for(y.numel(), kGrain, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) py[i] += a * px[i];
     });
+  });
+}
+
+void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  CHAINER_DISPATCH_ALL(a.dtype(), "compare", [&] {
+    using T = scalar_t;
+    switch (op) {
+      case CompareOp::Equal: return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x == y); });
+      case CompareOp::NotEqual: return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x != y); });
+      case CompareOp::Less: return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x < y); });
+      case CompareOp::LessEqual: return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x <= y); });
+      case CompareOp::Greater: return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x > y); });
+      case CompareOp::GreaterEqual:
+        return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x >= y); });
+    }
+  });
+}
+
+void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
+  CHAINER_DISPATCH_ALL(out.dtype(), "where", [&] {
+    using T = scalar_t;
+    const uint8_t* pc = cond.data<uint8_t>();
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = out.data<T>();
+    const Shape& shape = out.shape();
+    const int64_t n = out.numel();
+    auto dense = [&](const Tensor& t) { return t.shape() == shape && t.is_contiguous(); };
+    if (dense(cond) && dense(a) && dense(b)) {
+      parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) po[i] = pc[i] ? pa[i] : pb[i];
+      });
+      return;
+    }
+    // The odometer of binary_kernel, over three operands.
+    const auto sc = broadcast_strides(cond, shape), sa = broadcast_strides(a, shape), sb = broadcast_strides(b, shape);
+    const int64_t nd = out.ndim();
+    std::vector<int64_t> idx(size_t(nd), 0);
+    int64_t oc = 0, oa = 0, ob = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      po[k] = pc[oc] ? pa[oa] : pb[ob];
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        const size_t u = size_t(d);
+        if (++idx[u] < shape[u]) {
+          oc += sc[u], oa += sa[u], ob += sb[u];
+          break;
+        }
+        oc -= sc[u] * (shape[u] - 1), oa -= sa[u] * (shape[u] - 1), ob -= sb[u] * (shape[u] - 1);
+        idx[u] = 0;
+      }
+    }
+  });
+}
+
+void clip(const Tensor& a, double lo, double hi, Tensor& out) {
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "clip", [&] {
+    using T = scalar_t;
+    const T l = T(lo), h = T(hi);
+    map_kernel<T>(a, out, [=](T x) { return x < l ? l : x > h ? h : x; });
   });
 }
 

@@ -1,6 +1,6 @@
 // Fused kernels behind nn/functions: the linear epilogue, softmax backward, softmax cross
-// entropy, dropout masks and accuracy. Each does in one pass what a chain of generic ops would
-// do in several passes with temporaries.
+// entropy, dropout masks, accuracy and sigmoid cross entropy. Each does in one pass what a chain
+// of generic ops would do in several passes with temporaries.
 #include <algorithm>
 #include <cmath>
 
@@ -176,6 +176,40 @@ void accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label, Tensor& ou
       correct += best == pt[r];
     }
     *out.data<T>() = T(total == 0 ? 0.0 : double(correct) / double(total));
+  });
+}
+
+void sigmoid_cross_entropy(const Tensor& x, const Tensor& t, Tensor& loss) {
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "sigmoid_cross_entropy", [&] {
+    using T = scalar_t;
+    const Tensor xc = x.contiguous(), tc = t.contiguous();
+    const T* px = xc.data<T>();
+    const int32_t* pt = tc.data<int32_t>();
+    T* pl = loss.data<T>();
+    parallel_for(x.numel(), kGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) {
+        const T v = px[i];
+        pl[i] = pt[i] == -1 ? T(0) : std::log1p(std::exp(-std::abs(v))) - v * (T(pt[i]) - T(v >= T(0)));
+      }
+    });
+  });
+}
+
+void sigmoid_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& gy, Tensor& gx) {
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "sigmoid_cross_entropy_grad", [&] {
+    using T = scalar_t;
+    const Tensor xc = x.contiguous(), tc = t.contiguous(), gc = gy.contiguous();
+    const T* px = xc.data<T>();
+    const int32_t* pt = tc.data<int32_t>();
+    const T* pg = gc.data<T>();
+    const bool shared = gy.numel() == 1 && x.numel() != 1;  // one gradient for every element
+    T* po = gx.data<T>();
+    parallel_for(x.numel(), kGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) {
+        const T y = T(0.5) * std::tanh(T(0.5) * px[i]) + T(0.5);  // the sigmoid kernel's formula
+        po[i] = pt[i] == -1 ? T(0) : pg[shared ? 0 : i] * (y - T(pt[i]));
+      }
+    });
   });
 }
 

@@ -46,25 +46,38 @@ void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
   });
 }
 
-void max_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax) {
-  CHAINER_DISPATCH_ALL(a.dtype(), "max", [&] {
+namespace {
+// The max (IS_MAX) or min of A along AXIS and its first index: the running extreme starts at
+// element 0 and is replaced only on a strict improvement, so ties keep the first.
+template <bool IS_MAX>
+void extreme_axis(const char* op, const Tensor& a, int64_t axis, Tensor& out, Tensor* index) {
+  CHAINER_DISPATCH_ALL(a.dtype(), op, [&] {
     using T = scalar_t;
     const Tensor ac = a.contiguous();
     const T* pa = ac.data<T>();
     const auto [outer, len, inner] = axis_view(a.shape(), axis);
     T* po = out.defined() ? out.data<T>() : nullptr;
-    int32_t* pi = argmax ? argmax->data<int32_t>() : nullptr;
+    int32_t* pi = index ? index->data<int32_t>() : nullptr;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
         const T* p = pa + o * len * inner + i;
         T best = p[0];
         int64_t at = 0;
         for (int64_t k = 1; k < len; ++k)
-          if (p[k * inner] > best) best = p[k * inner], at = k;
+          if (IS_MAX ? p[k * inner] > best : p[k * inner] < best) best = p[k * inner], at = k;
         if (po) po[o * inner + i] = best;
         if (pi) pi[o * inner + i] = int32_t(at);
       }
   });
+}
+}  // namespace
+
+void max_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax) {
+  extreme_axis<true>("max", a, axis, out, argmax);
+}
+
+void min_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmin) {
+  extreme_axis<false>("min", a, axis, out, argmin);
 }
 
 void sum_of_squares(const std::vector<Tensor>& xs, Tensor& out) {

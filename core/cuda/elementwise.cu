@@ -98,11 +98,11 @@ void launch_map(int64_t n, F f, Out out, In... in) {
   CHAINER_CUDA_CHECK_LAUNCH(map_kernel);
 }
 
-// OUT (contiguous) = F(A, B) with A and B broadcast to OUT's shape.
-template <class T, class F>
+// OUT (contiguous, of element type O) = F(A, B) with A and B broadcast to OUT's shape.
+template <class T, class O = T, class F>
 void map2(F f, const Tensor& a, const Tensor& b, Tensor& out) {
   const Shape& shape = out.shape();
-  const Dense<T> o{out.data<T>()};
+  const Dense<O> o{out.data<O>()};
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   const int64_t n = out.numel();
@@ -184,7 +184,14 @@ struct BinaryFn {
     if constexpr (Op == BinaryOp::Add) return T(x + y);
     else if constexpr (Op == BinaryOp::Sub) return T(x - y);
     else if constexpr (Op == BinaryOp::Mul) return T(x * y);
-    else return T(x / y);
+    else if constexpr (Op == BinaryOp::Div) return T(x / y);
+    else {  // Maximum, Minimum: NaN when either is NaN, as the CPU
+      if constexpr (std::is_floating_point_v<T>) {
+        if (x != x) return x;
+      }
+      if constexpr (Op == BinaryOp::Maximum) return x >= y ? x : y;
+      else return x <= y ? x : y;
+    }
   }
 };
 
@@ -199,7 +206,9 @@ struct UnaryFn {
     else if constexpr (Op == UnaryOp::Square) return x * x;
     else if constexpr (Op == UnaryOp::Relu) return x > T(0) ? x : T(0);
     else if constexpr (Op == UnaryOp::Sigmoid) return T(0.5) * tanh(T(0.5) * x) + T(0.5);
-    else return tanh(x);
+    else if constexpr (Op == UnaryOp::Tanh) return tanh(x);
+    else if constexpr (Op == UnaryOp::Abs) return fabs(x);
+    else return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;  // Sign: 0 and NaN stay
   }
 };
 
@@ -212,6 +221,30 @@ struct GradFn {
     else if constexpr (Op == GradOp::Sigmoid) return g * v * (T(1) - v);
     else return g * (T(1) - v * v);
   }
+};
+
+template <CompareOp Op>
+struct CompareFn {
+  template <class T>
+  __device__ uint8_t operator()(T x, T y) const {
+    if constexpr (Op == CompareOp::Equal) return x == y;
+    else if constexpr (Op == CompareOp::NotEqual) return x != y;
+    else if constexpr (Op == CompareOp::Less) return x < y;
+    else if constexpr (Op == CompareOp::LessEqual) return x <= y;
+    else if constexpr (Op == CompareOp::Greater) return x > y;
+    else return x >= y;
+  }
+};
+
+struct Select {
+  template <class T>
+  __device__ T operator()(uint8_t c, T x, T y) const { return c ? x : y; }
+};
+
+template <class T>
+struct Clip {
+  T lo, hi;
+  __device__ T operator()(T x) const { return x < lo ? lo : x > hi ? hi : x; }
 };
 
 template <class T>
@@ -292,6 +325,8 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
       case BinaryOp::Sub: return map2<T>(BinaryFn<BinaryOp::Sub>{}, a, b, out);
       case BinaryOp::Mul: return map2<T>(BinaryFn<BinaryOp::Mul>{}, a, b, out);
       case BinaryOp::Div: return map2<T>(BinaryFn<BinaryOp::Div>{}, a, b, out);
+      case BinaryOp::Maximum: return map2<T>(BinaryFn<BinaryOp::Maximum>{}, a, b, out);
+      case BinaryOp::Minimum: return map2<T>(BinaryFn<BinaryOp::Minimum>{}, a, b, out);
     }
   });
 }
@@ -308,6 +343,8 @@ void unary(UnaryOp op, const Tensor& a, Tensor& out) {
       case UnaryOp::Relu: return map1<T>(UnaryFn<UnaryOp::Relu>{}, a, out);
       case UnaryOp::Sigmoid: return map1<T>(UnaryFn<UnaryOp::Sigmoid>{}, a, out);
       case UnaryOp::Tanh: return map1<T>(UnaryFn<UnaryOp::Tanh>{}, a, out);
+      case UnaryOp::Abs: return map1<T>(UnaryFn<UnaryOp::Abs>{}, a, out);
+      case UnaryOp::Sign: return map1<T>(UnaryFn<UnaryOp::Sign>{}, a, out);
     }
   });
 }
@@ -354,6 +391,42 @@ void accumulate(Tensor& acc, const Tensor& value) {
     using T = scalar_t;
     const Dense<double> a{acc.data<double>()};
     launch_map(1, AddAsDouble{}, a, a, Dense<const T>{value.data<T>()});
+  });
+}
+
+void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  CHAINER_DISPATCH_ALL(a.dtype(), "compare", [&] {
+    using T = scalar_t;
+    switch (op) {
+      case CompareOp::Equal: return map2<T, uint8_t>(CompareFn<CompareOp::Equal>{}, a, b, out);
+      case CompareOp::NotEqual: return map2<T, uint8_t>(CompareFn<CompareOp::NotEqual>{}, a, b, out);
+      case CompareOp::Less: return map2<T, uint8_t>(CompareFn<CompareOp::Less>{}, a, b, out);
+      case CompareOp::LessEqual: return map2<T, uint8_t>(CompareFn<CompareOp::LessEqual>{}, a, b, out);
+      case CompareOp::Greater: return map2<T, uint8_t>(CompareFn<CompareOp::Greater>{}, a, b, out);
+      case CompareOp::GreaterEqual: return map2<T, uint8_t>(CompareFn<CompareOp::GreaterEqual>{}, a, b, out);
+    }
+  });
+}
+
+void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
+  CHAINER_DISPATCH_ALL(out.dtype(), "where", [&] {
+    using T = scalar_t;
+    const Shape& shape = out.shape();
+    const Dense<T> o{out.data<T>()};
+    const uint8_t* pc = cond.data<uint8_t>();
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    if (dense_as(cond, shape) && dense_as(a, shape) && dense_as(b, shape))
+      return launch_map(out.numel(), Select{}, o, Dense<const uint8_t>{pc}, Dense<const T>{pa}, Dense<const T>{pb});
+    launch_map(out.numel(), Select{}, o, Strided<const uint8_t>{pc, broadcast_layout(cond, shape)},
+               Strided<const T>{pa, broadcast_layout(a, shape)}, Strided<const T>{pb, broadcast_layout(b, shape)});
+  });
+}
+
+void clip(const Tensor& a, double lo, double hi, Tensor& out) {
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "clip", [&] {
+    using T = scalar_t;
+    map1<T>(Clip<T>{T(lo), T(hi)}, a, out);
   });
 }
 

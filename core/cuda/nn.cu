@@ -1,7 +1,8 @@
 // Fused kernels behind nn/functions (core/cpu/nn.cpp and core/cpu/softmax.cpp are their twins,
 // with the same formulas): softmax and its gradient, the linear epilogue, softmax cross entropy,
-// dropout masks and accuracy. Per-row sums use fixed shuffle trees and single-block finishing
-// kernels, never atomics, so results depend only on the inputs; nothing is read on the host.
+// dropout masks, accuracy and sigmoid cross entropy. Per-row sums use fixed shuffle trees and
+// single-block finishing kernels, never atomics, so results depend only on the inputs; nothing is
+// read on the host.
 #include <cmath>
 #include <type_traits>
 
@@ -201,6 +202,26 @@ __global__ void accuracy_kernel(const T* y, const int32_t* t, int64_t rows, int6
   if (threadIdx.x == 0) *out = T(total == 0 ? 0.0 : double(correct) / double(total));
 }
 
+// ---- sigmoid cross entropy ----
+
+// One thread an element, the CPU's formulas (core/cpu/nn.cpp).
+template <class T>
+__global__ void sigmoid_cross_entropy_kernel(const T* x, const int32_t* t, int64_t n, T* loss) {
+  CHAINER_GRID_STRIDE_LOOP(i, n) {
+    const T v = x[i];
+    loss[i] = t[i] == -1 ? T(0) : log1p(exp(-fabs(v))) - v * (T(t[i]) - T(v >= T(0)));
+  }
+}
+
+template <class T>
+__global__ void sigmoid_cross_entropy_grad_kernel(const T* x, const int32_t* t, const T* gy, bool shared, int64_t n,
+                                                  T* gx) {
+  CHAINER_GRID_STRIDE_LOOP(i, n) {
+    const T y = T(0.5) * tanh(T(0.5) * x[i]) + T(0.5);
+    gx[i] = t[i] == -1 ? T(0) : gy[shared ? 0 : i] * (y - T(t[i]));
+  }
+}
+
 }  // namespace
 
 void softmax(const Tensor& x, int64_t axis, bool log, Tensor& out) {
@@ -299,6 +320,31 @@ void accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label, Tensor& ou
     accuracy_kernel<T><<<1, kThreads, 0, compute_stream()>>>(yc.data<T>(), tc.data<int32_t>(), v.rows(), v.len,
                                                             v.inner, ignore_label, out.data<T>());
     CHAINER_CUDA_CHECK_LAUNCH(accuracy_kernel);
+  });
+}
+
+void sigmoid_cross_entropy(const Tensor& x, const Tensor& t, Tensor& loss) {
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const Tensor xc = x.contiguous(), tc = t.contiguous();
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "sigmoid_cross_entropy", [&] {
+    using T = scalar_t;
+    sigmoid_cross_entropy_kernel<T><<<blocks_for(n), kThreads, 0, compute_stream()>>>(xc.data<T>(), tc.data<int32_t>(),
+                                                                                       n, loss.data<T>());
+    CHAINER_CUDA_CHECK_LAUNCH(sigmoid_cross_entropy_kernel);
+  });
+}
+
+void sigmoid_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& gy, Tensor& gx) {
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const Tensor xc = x.contiguous(), tc = t.contiguous(), gc = gy.contiguous();
+  const bool shared = gy.numel() == 1 && n != 1;  // one gradient for every element
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "sigmoid_cross_entropy_grad", [&] {
+    using T = scalar_t;
+    sigmoid_cross_entropy_grad_kernel<T><<<blocks_for(n), kThreads, 0, compute_stream()>>>(
+        xc.data<T>(), tc.data<int32_t>(), gc.data<T>(), shared, n, gx.data<T>());
+    CHAINER_CUDA_CHECK_LAUNCH(sigmoid_cross_entropy_grad_kernel);
   });
 }
 

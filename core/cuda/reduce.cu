@@ -1,7 +1,7 @@
-// Reductions: sums over any set of axes, the maximum (and its index) along one axis, and the sum
-// of squares of a list of tensors. All are deterministic: each output is reduced by a fixed set
-// of threads in a fixed tree (shuffles, then shared memory in index order), never with atomics,
-// so a result depends only on the inputs and their shapes. Sums accumulate in double, as the CPU.
+// Reductions: sums over any set of axes, the maximum or minimum (and its index) along one axis,
+// and the sum of squares of a list of tensors. All are deterministic: each output is reduced by a
+// fixed set of threads in a fixed tree (shuffles, then shared memory in index order), never with
+// atomics, so a result depends only on the inputs and their shapes. Sums accumulate in double, as the CPU.
 #include <algorithm>
 #include <type_traits>
 
@@ -93,27 +93,29 @@ __device__ int nan_rank(const Candidate<T>& c) {
   return 1;
 }
 
-template <class T>
-__device__ Candidate<T> first_max(const Candidate<T>& x, const Candidate<T>& y) {
+// The first maximum (IS_MAX) or, with the comparison of values reversed, the first minimum:
+// the CPU's loop for min_axis replaces on strict < in the same way.
+template <bool IS_MAX, class T>
+__device__ Candidate<T> first_extreme(const Candidate<T>& x, const Candidate<T>& y) {
   if (x.at < 0 || y.at < 0) return x.at < 0 ? y : x;
   const int rx = nan_rank(x), ry = nan_rank(y);
   if (rx != ry) return rx > ry ? x : y;
-  if (rx == 1 && x.v != y.v) return x.v > y.v ? x : y;
+  if (rx == 1 && x.v != y.v) return (IS_MAX ? x.v > y.v : x.v < y.v) ? x : y;
   return x.at < y.at ? x : y;
 }
 
 // L threads per output of an (outer, len, inner) view: a warp when inner == 1 (a row is
 // contiguous), else one thread (consecutive threads read consecutive addresses).
-template <class T, int L>
-__global__ void max_kernel(const T* a, int64_t outputs, int64_t len, int64_t inner, T* out, int32_t* argmax) {
+template <bool IS_MAX, class T, int L>
+__global__ void extreme_kernel(const T* a, int64_t outputs, int64_t len, int64_t inner, T* out, int32_t* argmax) {
   const int lane = int(threadIdx.x) % L;
   for (int64_t q = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / L; q < outputs;
        q += int64_t(gridDim.x) * blockDim.x / L) {
     const T* p = a + (q / inner) * len * inner + q % inner;
     Candidate<T> best{T(0), -1};
-    for (int64_t k = lane; k < len; k += L) best = first_max(best, Candidate<T>{p[k * inner], k});
+    for (int64_t k = lane; k < len; k += L) best = first_extreme<IS_MAX>(best, Candidate<T>{p[k * inner], k});
     for (int m = L / 2; m > 0; m /= 2)
-      best = first_max(best, Candidate<T>{shfl_xor(best.v, m), shfl_xor(best.at, m)});
+      best = first_extreme<IS_MAX>(best, Candidate<T>{shfl_xor(best.v, m), shfl_xor(best.at, m)});
     if (lane == 0) {
       if (out) out[q] = best.v;
       if (argmax) argmax[q] = int32_t(best.at);
@@ -206,7 +208,9 @@ void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
   });
 }
 
-void max_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax) {
+namespace {
+template <bool IS_MAX>
+void extreme_axis(const char* op, const Tensor& a, int64_t axis, Tensor& out, Tensor* index) {
   const int64_t len = a.shape()[size_t(axis)];
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= a.shape()[size_t(d)];
@@ -214,20 +218,30 @@ void max_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax) {
   const int64_t outputs = outer * inner;
   if (outputs == 0) return;
   const Tensor ac = a.contiguous();
-  CHAINER_DISPATCH_ALL(a.dtype(), "max", [&] {
+  CHAINER_DISPATCH_ALL(a.dtype(), op, [&] {
     using T = scalar_t;
     const T* pa = ac.data<T>();
     T* po = out.defined() ? out.data<T>() : nullptr;
-    int32_t* pi = argmax ? argmax->data<int32_t>() : nullptr;
+    int32_t* pi = index ? index->data<int32_t>() : nullptr;
     if (inner == 1) {
-      max_kernel<T, 32><<<blocks_for(outputs, kWarps), kThreads, 0, compute_stream()>>>(pa, outputs, len, inner, po,
-                                                                                        pi);
-      CHAINER_CUDA_CHECK_LAUNCH(max_kernel);
+      extreme_kernel<IS_MAX, T, 32><<<blocks_for(outputs, kWarps), kThreads, 0, compute_stream()>>>(pa, outputs, len,
+                                                                                                    inner, po, pi);
+      CHAINER_CUDA_CHECK_LAUNCH(extreme_kernel);
     } else {
-      max_kernel<T, 1><<<blocks_for(outputs), kThreads, 0, compute_stream()>>>(pa, outputs, len, inner, po, pi);
-      CHAINER_CUDA_CHECK_LAUNCH(max_kernel);
+      extreme_kernel<IS_MAX, T, 1><<<blocks_for(outputs), kThreads, 0, compute_stream()>>>(pa, outputs, len, inner, po,
+                                                                                           pi);
+      CHAINER_CUDA_CHECK_LAUNCH(extreme_kernel);
     }
   });
+}
+}  // namespace
+
+void max_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax) {
+  extreme_axis<true>("max", a, axis, out, argmax);
+}
+
+void min_axis(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmin) {
+  extreme_axis<false>("min", a, axis, out, argmin);
 }
 
 void sum_of_squares(const std::vector<Tensor>& xs, Tensor& out) {
