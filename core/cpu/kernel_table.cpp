@@ -27,6 +27,8 @@ const Kernels& kernel_table() {
       .accuracy = accuracy,
       .update = update,
       .clip_by_norm = clip_by_norm,
+      .take = take,
+      .scatter_add = scatter_add,
   };
   return table;
 }
