@@ -52,8 +52,9 @@ void accumulate_(Tensor& acc, const Tensor& value);
 Tensor take_rows(const Tensor& src, const std::vector<int64_t>& rows);
 /// numpy.take(a, indices, axis): the entries INDICES of A along AXIS, of shape
 /// a.shape[:axis] + indices.shape + a.shape[axis+1:]. INDICES: an integer tensor of any shape on
-/// A's device; negative ones count from the end. Indices on the CPU are checked here; on CUDA an
-/// index out of range is reported at the next host read (core/cuda.h, "device errors").
+/// the CPU or on A's device; negative ones count from the end. Indices on the CPU are checked
+/// here; those on a GPU, by the kernel, and one out of range is reported at the next host read
+/// (core/cuda.h, "device errors").
 Tensor take(const Tensor& a, const Tensor& indices, int64_t axis);
 /// a[..., indices[j], ...] += values[..., j, ...] along AXIS, in place, repeated indices summed
 /// (numpy.add.at, cupyx.scatter_add): the gradient of take. A: contiguous float32 or float64;

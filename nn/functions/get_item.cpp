@@ -116,13 +116,14 @@ Plan resolve(const Tensor& x, const std::vector<Index>& slices) {
           throw Error(str("get_item: index arrays must have an integer dtype, got ", dtype_name(a.dtype())));
         const int64_t extent = x.shape()[size_t(axis)];
         Tensor idx = a.dtype() == DType::Int64 ? a.contiguous() : a.astype(DType::Int64);
-        if (idx.device().is_cpu()) {  // device-resident indices are checked by the kernel
+        if (x.device().is_cpu()) idx = idx.to(x.device());
+        if (idx.device().is_cpu()) {  // indices on a GPU are checked by the kernel
           const int64_t* p = idx.data<int64_t>();
           for (int64_t j = 0; j < idx.numel(); ++j)
             if (p[j] < -extent || p[j] >= extent)
               throw Error(str("get_item: index ", p[j], " is out of bounds for axis ", axis, " with size ", extent));
         }
-        plan.indices = idx.to(x.device());
+        plan.indices = idx.to(x.device());  // once, not at every backward
         plan.array_axis = int64_t(plan.view.axes.size());
         plan.view.axes.push_back({axis, 0, 1, extent});
         ++axis;
