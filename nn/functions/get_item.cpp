@@ -1,7 +1,6 @@
 #include "nn/functions/get_item.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "autograd/function_node.h"
 #include "core/ops.h"
