@@ -142,6 +142,13 @@ struct Kernels {
   void (*update)(UpdateRule rule, std::vector<ParamTensors>& params, const UpdateScalarsFn& scalars);
   /// Multiplies every gradient by min(1, threshold / sqrt(sum of squares of all of them)).
   void (*clip_by_norm)(std::vector<Tensor>& grads, double threshold);
+
+  // ---- indexing (ops::take, ops::scatter_add_): INDICES contiguous int64 on the device; indices
+  // that came from the host are already checked to lie in [-extent, extent) ----
+  /// OUT = numpy.take(A, INDICES, AXIS); on CUDA an index out of range is recorded as a device error.
+  void (*take)(const Tensor& a, const Tensor& indices, int64_t axis, Tensor& out);
+  /// A (contiguous, float) [..., indices[j], ...] += VALUES[..., j, ...] along AXIS, repeats summed.
+  void (*scatter_add)(Tensor& a, const Tensor& indices, int64_t axis, const Tensor& values);
 };
 
 /// The table for DEVICE; for a CUDA device it also makes DEVICE current on this thread. Throws

@@ -209,6 +209,58 @@ Tensor take_rows(const Tensor& src, const std::vector<int64_t>& rows) {
   return out;
 }
 
+namespace {
+// INDICES as contiguous int64 on DEVICE (the kernels' form); checked against EXTENT on the host
+// when they live there. OP and AXIS name the call in errors.
+Tensor index_tensor(const char* op, const Tensor& indices, int64_t axis, int64_t extent, Device device) {
+  require_defined(op, indices);
+  if (!indices.device().is_cpu() && indices.device() != device)
+    throw Error(str(op, ": the indices are on ", indices.device().str(), " and the array on ", device.str(),
+                    "; give indices on the CPU or on the array's device"));
+  if (is_floating(indices.dtype()))
+    throw Error(str(op, ": indices have dtype ", dtype_name(indices.dtype()), " (expected an integer dtype)"));
+  Tensor idx = indices.dtype() == DType::Int64 ? indices.contiguous() : indices.astype(DType::Int64);
+  if (idx.device().is_cpu()) {
+    const int64_t* p = idx.data<int64_t>();
+    for (int64_t j = 0; j < idx.numel(); ++j)
+      if (p[j] < -extent || p[j] >= extent)
+        throw Error(str(op, ": index ", p[j], " is out of bounds for axis ", axis, " with size ", extent));
+  }
+  return idx.to(device);
+}
+}  // namespace
+
+Tensor take(const Tensor& a, const Tensor& indices, int64_t axis) {
+  const Device device = require_same_device("take", {&a});
+  if (a.ndim() == 0) throw Error("take: cannot take along an axis of a 0-dimensional array");
+  const int64_t ax = normalize_axis(axis, a.ndim(), "take");
+  const Tensor idx = index_tensor("take", indices, ax, a.size(ax), device);
+  Shape shape(a.shape().begin(), a.shape().begin() + ax);
+  shape.insert(shape.end(), idx.shape().begin(), idx.shape().end());
+  shape.insert(shape.end(), a.shape().begin() + ax + 1, a.shape().end());
+  Tensor out = Tensor::empty(shape, a.dtype(), device);
+  if (out.numel() > 0) kernels_for(device).take(a, idx, ax, out);
+  return out;
+}
+
+void scatter_add_(Tensor& a, const Tensor& indices, int64_t axis, const Tensor& values) {
+  const Device device = require_same_device("scatter_add", {&a, &values});
+  require_floating("scatter_add", a);
+  require_same_dtype("scatter_add", a, values);
+  if (!a.is_contiguous()) throw Error("scatter_add: the destination must be contiguous");
+  if (a.ndim() == 0) throw Error("scatter_add: cannot scatter along an axis of a 0-dimensional array");
+  const int64_t ax = normalize_axis(axis, a.ndim(), "scatter_add");
+  const Tensor idx = index_tensor("scatter_add", indices, ax, a.size(ax), device);
+  Shape expected(a.shape().begin(), a.shape().begin() + ax);
+  expected.insert(expected.end(), idx.shape().begin(), idx.shape().end());
+  expected.insert(expected.end(), a.shape().begin() + ax + 1, a.shape().end());
+  if (values.shape() != expected)
+    throw Error(str("scatter_add: values have shape ", shape_str(values.shape()), " (expected ", shape_str(expected),
+                    " for indices of shape ", shape_str(idx.shape()), " into ", shape_str(a.shape()), " along axis ",
+                    ax, ")"));
+  if (values.numel() > 0) kernels_for(device).scatter_add(a, idx, ax, values);
+}
+
 Tensor sum(const Tensor& a, const std::vector<int64_t>& axes, bool keepdims) {
   const Device device = require_same_device("sum", {&a});
   std::vector<bool> reduce(size_t(a.ndim()), axes.empty());

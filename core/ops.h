@@ -70,6 +70,16 @@ void accumulate_(Tensor& acc, const Tensor& value);
 /// The rows ROWS (host indices) of SRC along axis 0, gathered on SRC's device: batches of a
 /// dataset that lives on a GPU.
 Tensor take_rows(const Tensor& src, const std::vector<int64_t>& rows);
+/// numpy.take(a, indices, axis): the entries INDICES of A along AXIS, of shape
+/// a.shape[:axis] + indices.shape + a.shape[axis+1:]. INDICES: an integer tensor of any shape on
+/// the CPU or on A's device; negative ones count from the end. Indices on the CPU are checked
+/// here; those on a GPU, by the kernel, and one out of range is reported at the next host read
+/// (core/cuda.h, "device errors").
+Tensor take(const Tensor& a, const Tensor& indices, int64_t axis);
+/// a[..., indices[j], ...] += values[..., j, ...] along AXIS, in place, repeated indices summed
+/// (numpy.add.at, cupyx.scatter_add): the gradient of take. A: contiguous float32 or float64;
+/// VALUES: A's dtype, of the shape take(a, indices, axis) has. Indices checked as take's.
+void scatter_add_(Tensor& a, const Tensor& indices, int64_t axis, const Tensor& values);
 
 /// Sum over AXES (all axes when empty).
 Tensor sum(const Tensor& a, const std::vector<int64_t>& axes = {}, bool keepdims = false);

@@ -190,6 +190,25 @@ Tensor Tensor::operator[](int64_t index) const {
   return Tensor(storage_, offset_ + index * strides_[0], shape, strides, dtype_);
 }
 
+Tensor Tensor::as_strided(const Shape& shape, const std::vector<int64_t>& strides, int64_t offset) const {
+  if (!defined()) throw Error("as_strided: the tensor is undefined");
+  if (shape.size() != strides.size())
+    throw Error(str("as_strided: shape ", shape_str(shape), " and strides ", shape_str(strides),
+                    " have different lengths"));
+  for (int64_t d : shape)
+    if (d < 0) throw Error(str("as_strided: shape ", shape_str(shape), " has a negative extent"));
+  int64_t lo = offset, hi = offset;  // the lowest and highest element reached
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const int64_t span = (shape[d] - 1) * strides[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  const int64_t elements = int64_t(storage_->bytes() / itemsize());
+  if (shape_numel(shape) > 0 && (lo < 0 || hi >= elements))
+    throw Error(str("as_strided: shape ", shape_str(shape), " with strides ", shape_str(strides), " from offset ",
+                    offset, " reaches elements [", lo, ", ", hi, "] outside the storage of ", elements, " elements"));
+  return Tensor(storage_, offset, shape, strides, dtype_);
+}
+
 Tensor Tensor::astype(DType dtype) const {
   Tensor out = empty(shape_, dtype, device());
   out.copy_(*this);

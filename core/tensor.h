@@ -75,6 +75,10 @@ class Tensor {
   Tensor transpose(std::vector<int64_t> axes = {}) const;  ///< axes permuted by AXES: view; default reverses the axes
   Tensor narrow(int64_t axis, int64_t start, int64_t length) const;  ///< view of LENGTH entries of AXIS from START
   Tensor operator[](int64_t index) const;  ///< view of one slice along axis 0, that axis dropped
+  /// A view of this tensor's storage with SHAPE and STRIDES (in elements, negative ones walk
+  /// backward) from element OFFSET of the storage (as offset()): numpy's as_strided, what basic
+  /// indexing builds (steps, newaxis). Throws when some element it reaches lies outside the storage.
+  Tensor as_strided(const Shape& shape, const std::vector<int64_t>& strides, int64_t offset) const;
   Tensor astype(DType dtype) const;        ///< a converted copy (a copy even for the same dtype)
   /// The tensor on DEVICE: *this when it is there already, else a contiguous copy.
   Tensor to(Device device) const;

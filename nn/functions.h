@@ -13,6 +13,7 @@
 #include "nn/functions/array.h"
 #include "nn/functions/batch_normalization.h"
 #include "nn/functions/dropout.h"
+#include "nn/functions/get_item.h"
 #include "nn/functions/huber_loss.h"
 #include "nn/functions/linear.h"
 #include "nn/functions/math.h"

@@ -696,6 +696,61 @@ TEST_CASE("cuda ops: take_rows gathers rows in any order, repeated, of any dtype
              Catch::Contains("take_rows") && Catch::Contains("row 4 is out of range"));
 }
 
+TEST_CASE("cuda ops: take and scatter_add_ along each axis, repeated and negative indices, any layout",
+          "[cuda][ops][indexing]") {
+  struct Case {
+    Shape src;
+    int64_t axis;
+    std::vector<int64_t> indices;
+    Shape index_shape;
+  };
+  const std::vector<Case> cases = {{{13, 7}, 0, {3, 0, -1, 12, 3}, {5}},  {{5, 3, 4}, 1, {2, -3, 2, 2}, {2, 2}},
+                                   {{5, 3, 4}, -1, {3}, {}},              {{9, 0}, 0, {1, 2}, {2}},
+                                   {{6, 2}, 1, {}, {0}},                  {{1, 1}, 0, {0, 0, 0}, {3}},
+                                   {{1000, 33}, 0, {999, 0, 500, 500, 1}, {5}}, {{7, 1000, 3}, 1, {-1, 0, -1}, {3}}};
+  Generator gen(21);
+  for (const Case& c : cases) {
+    const Tensor idx = Tensor::from_vector(c.indices, c.index_shape);
+    for (DType dtype : kAllTypes)
+      for (Layout layout : kLayouts) {
+        Pair x = make_pair(c.src, dtype, layout, gen, 0, 100);
+        INFO(describe(str("take ", shape_str(c.indices), " along axis ", c.axis), {x.cpu}, layout));
+        run_case([&] { expect_close(ops::take(x.cpu, idx, c.axis), ops::take(x.gpu, idx.to(kGpu), c.axis), tol_for(dtype)); });
+      }
+    for (DType dtype : kFloatTypes) {
+      // Into a random A, values of take's shape: repeated indices add on the GPU in any order.
+      const Tensor a = random_tensor(c.src, dtype, gen);
+      const Tensor values = random_tensor(ops::take(a, idx, c.axis).shape(), dtype, gen);
+      INFO(describe(str("scatter_add_ ", shape_str(c.indices), " along axis ", c.axis), {a, values}, Layout::Contiguous));
+      run_case([&] {
+        Tensor want = a.clone(), got = a.to(kGpu);
+        ops::scatter_add_(want, idx, c.axis, values);
+        ops::scatter_add_(got, idx.to(kGpu), c.axis, values.to(kGpu));
+        expect_close(want, got, tol_for(dtype, 4));
+      });
+    }
+  }
+  // Host indices are checked at the call; indices made on the device, at the next host read.
+  const Tensor g = Tensor::zeros({4, 3}, kF32, kGpu);
+  CHECK_THAT(error_of([&] { ops::take(g, Tensor::from_vector<int64_t>({1, 4}), 0); }),
+             Catch::Contains("take: index 4 is out of bounds for axis 0 with size 4"));
+  Tensor out;
+  REQUIRE_NOTHROW(out = ops::take(g, Tensor::from_vector<int64_t>({0, -5, 1}).to(kGpu), 0));
+  CHECK_THAT(error_of([&] { out.to_vector<float>(); }),
+             Catch::Contains("take: index -5 is out of bounds for axis 0 with size 4 (at position 1 of the indices)"));
+  Tensor acc = Tensor::zeros({4, 3}, kF32, kGpu);
+  REQUIRE_NOTHROW(ops::scatter_add_(acc, Tensor::from_vector<int64_t>({3}).to(kGpu), 1, Tensor::ones({4, 1}, kF32, kGpu)));
+  CHECK_THAT(error_of([] { cuda::synchronize(); }),
+             Catch::Contains("scatter_add: index 3 is out of bounds for axis 1 with size 3"));
+  CHECK(error_of([] { cuda::synchronize(); }) == "no exception");
+  // get_item with indices on the device: the same deferred report, naming take.
+  const Variable x(Tensor::zeros({2, 5}, kF32, kGpu));
+  Variable y;
+  REQUIRE_NOTHROW(y = F::get_item(x, {Slice(), Tensor::from_vector<int32_t>({7}).to(kGpu)}));
+  CHECK_THAT(error_of([&] { y.data().to_vector<float>(); }),
+             Catch::Contains("take: index 7 is out of bounds for axis 1 with size 5"));
+}
+
 TEST_CASE("cuda ops: accumulate_ adds one-element values into a float64 accumulator", "[cuda][ops]") {
   Tensor acc_c = Tensor::zeros({}, kF64), acc_g = Tensor::zeros({}, kF64, kGpu);
   Tensor acc1_c = Tensor::zeros({1}, kF64), acc1_g = Tensor::zeros({1}, kF64, kGpu);
@@ -1481,6 +1536,32 @@ std::vector<FnCase> function_cases() {
       {"fixed_batch_normalization of (3, 2, 2)",
        [](const Vars& v) { return F::fixed_batch_normalization(v[0], v[1], v[2], v[3], v[4]); },
        {input({3, 2, 2}, 84), input({2}, 85), input({2}, 86), input({2}, 87), input({2}, 88, 0.5, 2)}},
+      {"broadcast_to (3, 1) to (2, 3, 5)", [](const Vars& v) { return F::broadcast_to(v[0], {2, 3, 5}); },
+       {input({3, 1}, 89)}},
+      {"expand_dims axis -2", [](const Vars& v) { return F::expand_dims(v[0], -2); }, {input({3, 5}, 90)}},
+      {"squeeze every size-1 axis", [](const Vars& v) { return F::squeeze(v[0]); }, {input({1, 3, 1, 5}, 91)}},
+      {"squeeze axes (0, -2)", [](const Vars& v) { return F::squeeze(v[0], {0, -2}); }, {input({1, 3, 1, 5}, 92)}},
+      {"get_item x[1:, None, ..., ::-2]",
+       [](const Vars& v) { return F::get_item(v[0], {Slice(1, std::nullopt), newaxis, ellipsis, Slice(std::nullopt, std::nullopt, -2)}); },
+       {input({4, 3, 7}, 93)}},
+      {"get_item x[-1, 2]", [](const Vars& v) { return F::get_item(v[0], {-1, 2}); }, {input({4, 3, 7}, 94)}},
+      {"get_item x[[3, 0, 3, -1]] (repeats)",
+       [](const Vars& v) { return F::get_item(v[0], std::vector<int64_t>{3, 0, 3, -1}); }, {input({4, 3}, 95)}},
+      {"get_item x[::2, int32 (2, 3) indices]",
+       [](const Vars& v) {
+         return F::get_item(v[0], {Slice(std::nullopt, std::nullopt, 2),
+                                   Tensor::from_vector<int32_t>({6, 0, 6, 6, 2, -7}, {2, 3})});
+       },
+       {input({5, 7}, 96)}},
+      {"get_item x[0, :, [1, 2, 1]] (array axis first)",
+       [](const Vars& v) { return F::get_item(v[0], {0, Slice(), std::vector<int64_t>{1, 2, 1}}); },
+       {input({2, 3, 4}, 97)}},
+      {"split_axis into 3 along axis 1, weighted", [](const Vars& v) {
+         auto ys = F::split_axis(v[0], 3, 1);
+         return F::sum(ys[0]) + 2.0 * F::sum(F::tanh(ys[1])) + 3.0 * F::sum(ys[2] * ys[2]);
+       }, {input({2, 6, 3}, 98)}},
+      {"split_axis at (1, 1, 4), the middle piece", [](const Vars& v) { return F::split_axis(v[0], {1, 1, 4}, 0)[2]; },
+       {input({5, 3}, 99)}},
       {"accuracy", [](const Vars& v) { return F::accuracy(v[0], v[1]); },
        {input({7, 5}, 57), labels({0, 4, -1, 2, 2, 1, 3})}, {}, false},
       {"exp", [](const Vars& v) { return F::exp(v[0]); }, {input({5, 7}, 200, -2, 2)}},

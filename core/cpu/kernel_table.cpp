@@ -33,6 +33,8 @@ const Kernels& kernel_table() {
       .sigmoid_cross_entropy_grad = sigmoid_cross_entropy_grad,
       .update = update,
       .clip_by_norm = clip_by_norm,
+      .take = take,
+      .scatter_add = scatter_add,
   };
   return table;
 }

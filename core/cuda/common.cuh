@@ -98,6 +98,8 @@ const void* step_scalars(size_t bytes, std::function<void(void* host)> fill);
 enum DeviceErrorCode : int {
   kNoDeviceError = 0,
   kLabelOutOfRange = 1,  // a: the row, b: the label, c: the number of classes, d: ignore_label
+  kTakeIndexOutOfRange = 2,        // a: the position in the indices, b: the index, c: the extent, d: the axis
+  kScatterAddIndexOutOfRange = 3,  // as kTakeIndexOutOfRange
 };
 struct DeviceErrorRecord {
   int code;

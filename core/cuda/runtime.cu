@@ -193,6 +193,11 @@ void wait_and_check(int device) {
       what = str("softmax_cross_entropy: label ", e.b, " at index ", e.a, " is out of range for ", e.c,
                  " classes (expected 0 <= label < ", e.c, " or ignore_label ", e.d, ")");
       break;
+    case kTakeIndexOutOfRange:
+    case kScatterAddIndexOutOfRange:
+      what = str(e.code == kTakeIndexOutOfRange ? "take" : "scatter_add", ": index ", e.b, " is out of bounds for axis ",
+                 e.d, " with size ", e.c, " (at position ", e.a, " of the indices)");
+      break;
     default: what = str("a kernel recorded device error ", e.code);
   }
   throw Error(str(what, " [found on ", device_name(device),
@@ -252,6 +257,8 @@ class CudaRuntime final : public Runtime {
         .sigmoid_cross_entropy_grad = cuda::sigmoid_cross_entropy_grad,
         .update = cuda::update,
         .clip_by_norm = cuda::clip_by_norm,
+        .take = cuda::take,
+        .scatter_add = cuda::scatter_add,
     };
     return table;
   }

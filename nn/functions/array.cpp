@@ -1,5 +1,7 @@
 #include "nn/functions/array.h"
 
+#include <algorithm>
+
 #include "autograd/function_node.h"
 #include "core/ops.h"
 
@@ -52,6 +54,37 @@ class JoinNode : public FunctionNode {
   std::vector<Shape> shapes_;
 };
 
+class BroadcastToNode : public FunctionNode {
+ public:
+  explicit BroadcastToNode(Shape x_shape) : x_shape_(std::move(x_shape)) {}
+  std::string name() const override { return "BroadcastTo"; }
+  std::vector<Tensor> backward(const std::vector<Tensor>& gy) override { return {ops::sum_to(gy[0], x_shape_)}; }
+
+ private:
+  Shape x_shape_;
+};
+
+// The pieces of split_axis tile AXIS in order, so backward joins their gradients (zeros for
+// unused pieces, given by the engine).
+class SplitAxisNode : public FunctionNode {
+ public:
+  explicit SplitAxisNode(int64_t axis) : axis_(axis) {}
+  std::string name() const override { return "SplitAxis"; }
+  std::vector<Tensor> backward(const std::vector<Tensor>& gy) override { return {ops::concat(gy, axis_)}; }
+
+ private:
+  int64_t axis_;
+};
+
+// Piece i of X along AXIS is [starts[i], starts[i] + lengths[i]); the pieces tile the axis.
+std::vector<Variable> split(const Variable& x, int64_t axis, const std::vector<int64_t>& starts,
+                            const std::vector<int64_t>& lengths) {
+  std::vector<Tensor> ys;
+  for (size_t i = 0; i < starts.size(); ++i) ys.push_back(x.data().narrow(axis, starts[i], lengths[i]).contiguous());
+  if (!needs_recording({x})) return wrap_outputs(std::move(ys));
+  return record(std::make_shared<SplitAxisNode>(axis), {x}, std::move(ys));
+}
+
 Variable join(bool stack, const std::vector<Variable>& xs, int64_t axis) {
   const char* op = stack ? "stack" : "concat";
   std::vector<Tensor> ts;
@@ -95,5 +128,100 @@ Variable transpose(const Variable& x, const std::vector<int64_t>& axes) {
 
 Variable concat(const std::vector<Variable>& xs, int64_t axis) { return join(false, xs, axis); }
 Variable stack(const std::vector<Variable>& xs, int64_t axis) { return join(true, xs, axis); }
+
+Variable broadcast_to(const Variable& x, const Shape& shape) {
+  if (!x.defined()) throw Error("broadcast_to: the input is undefined");
+  Tensor y = ops::broadcast_to(x.data(), shape);  // checks the shapes
+  if (!needs_recording({x})) return Variable(std::move(y));
+  return record(std::make_shared<BroadcastToNode>(x.shape()), {x}, {y})[0];
+}
+
+Variable expand_dims(const Variable& x, int64_t axis) {
+  if (!x.defined()) throw Error("expand_dims: the input is undefined");
+  const int64_t nd = x.ndim();
+  if (axis < -nd - 1 || axis > nd)
+    throw Error(str("expand_dims: axis ", axis, " is out of range for an array of ", nd, " dimensions (expected ",
+                    -nd - 1, " <= axis <= ", nd, ")"));
+  const int64_t ax = axis < 0 ? axis + nd + 1 : axis;
+  Shape shape = x.shape();
+  shape.insert(shape.begin() + ax, 1);
+  return reshape(x, shape);
+}
+
+Variable squeeze(const Variable& x) {
+  if (!x.defined()) throw Error("squeeze: the input is undefined");
+  Shape shape;
+  for (int64_t d : x.shape())
+    if (d != 1) shape.push_back(d);
+  return reshape(x, shape);
+}
+
+Variable squeeze(const Variable& x, int64_t axis) { return squeeze(x, std::vector<int64_t>{axis}); }
+
+Variable squeeze(const Variable& x, const std::vector<int64_t>& axes) {
+  if (!x.defined()) throw Error("squeeze: the input is undefined");
+  std::vector<bool> drop(size_t(x.ndim()), false);
+  for (int64_t axis : axes) {
+    const int64_t ax = normalize_axis(axis, x.ndim(), "squeeze");
+    if (drop[size_t(ax)]) throw Error(str("squeeze: axes ", shape_str(axes), " name axis ", ax, " twice"));
+    if (x.shape()[size_t(ax)] != 1)
+      throw Error(str("squeeze: axis ", axis, " has extent ", x.shape()[size_t(ax)], " in shape ", shape_str(x.shape()),
+                      " (expected 1)"));
+    drop[size_t(ax)] = true;
+  }
+  Shape shape;
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    if (!drop[size_t(d)]) shape.push_back(x.shape()[size_t(d)]);
+  return reshape(x, shape);
+}
+
+Variable squeeze(const Variable& x, std::initializer_list<int64_t> axes) {
+  return squeeze(x, std::vector<int64_t>(axes));
+}
+
+std::vector<Variable> split_axis(const Variable& x, int64_t sections, int64_t axis) {
+  if (!x.defined()) throw Error("split_axis: the input is undefined");
+  const int64_t ax = normalize_axis(axis, x.ndim(), "split_axis");
+  const int64_t extent = x.shape()[size_t(ax)];
+  if (sections <= 0) throw Error(str("split_axis: sections must be positive, got ", sections));
+  if (extent % sections != 0)
+    throw Error(str("split_axis: axis ", axis, " of extent ", extent, " cannot be split into ", sections,
+                    " equal sections"));
+  std::vector<int64_t> starts, lengths;
+  for (int64_t i = 0; i < sections; ++i) {
+    starts.push_back(i * (extent / sections));
+    lengths.push_back(extent / sections);
+  }
+  return split(x, ax, starts, lengths);
+}
+
+std::vector<Variable> split_axis(const Variable& x, const std::vector<int64_t>& indices, int64_t axis) {
+  if (!x.defined()) throw Error("split_axis: the input is undefined");
+  const int64_t ax = normalize_axis(axis, x.ndim(), "split_axis");
+  const int64_t extent = x.shape()[size_t(ax)];
+  if (!indices.empty() && indices.back() > extent)
+    throw Error(str("split_axis: the last split index ", indices.back(), " exceeds the extent ", extent, " of axis ",
+                    axis));
+  // Python's slice bounds: negative counts from the end, then clamped to [0, extent]. numpy
+  // would make overlapping pieces of decreasing points; Chainer asks for sorted ones (its
+  // gradient joins the pieces), and so does this.
+  auto bound = [&](int64_t i) { return std::clamp(i < 0 ? i + extent : i, int64_t(0), extent); };
+  std::vector<int64_t> starts, lengths;
+  int64_t at = 0;
+  for (size_t i = 0; i <= indices.size(); ++i) {
+    const int64_t end = i < indices.size() ? bound(indices[i]) : extent;
+    if (end < at)
+      throw Error(str("split_axis: split indices ", shape_str(indices), " are not sorted (index ", indices[i],
+                      " is at ", end, " of axis ", axis, ", before the previous split at ", at, ")"));
+    starts.push_back(at);
+    lengths.push_back(end - at);
+    at = end;
+  }
+  return split(x, ax, starts, lengths);
+}
+
+std::vector<Variable> split_axis(const Variable& x, std::initializer_list<int64_t> indices, int64_t axis) {
+  return split_axis(x, std::vector<int64_t>(indices), axis);
+}
 
 }  // namespace chainer::functions

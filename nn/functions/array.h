@@ -1,8 +1,13 @@
 /// @file
-/// Array manipulation, as chainer.functions.reshape / transpose / concat / stack. Outputs are
-/// contiguous; reshape of a contiguous input shares its memory, as numpy's.
+/// Array manipulation, as chainer.functions.reshape / transpose / concat / stack / broadcast_to /
+/// expand_dims / squeeze / split_axis (indexing is get_item.h). Outputs are contiguous; reshape,
+/// expand_dims and squeeze of a contiguous input share its memory, as numpy's.
+///
+/// Braced lists of integers are lists of axes or split points: `F::squeeze(x, {})` removes no
+/// axis and `F::split_axis(x, {3}, 0)` splits at index 3, as Python's `()` and `[3]`.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "autograd/variable.h"
@@ -17,5 +22,32 @@ Variable transpose(const Variable& x, const std::vector<int64_t>& axes = {});
 Variable concat(const std::vector<Variable>& xs, int64_t axis = 1);
 /// XS, of one shape, joined along a new axis AXIS.
 Variable stack(const std::vector<Variable>& xs, int64_t axis = 0);
+
+/// X broadcast to SHAPE by numpy's rules (a copy); the gradient is summed back to x's shape.
+Variable broadcast_to(const Variable& x, const Shape& shape);
+/// X with a new axis of extent 1 at AXIS, in [-ndim - 1, ndim] (negative counts from the end of
+/// the result).
+Variable expand_dims(const Variable& x, int64_t axis);
+/// X without any of its axes of extent 1 (Chainer's `axis=None`).
+Variable squeeze(const Variable& x);
+/// X without AXIS, which must have extent 1.
+Variable squeeze(const Variable& x, int64_t axis);
+/// X without the axes AXES, each of extent 1 and named once (none when AXES is empty).
+Variable squeeze(const Variable& x, const std::vector<int64_t>& axes);
+/// X without the axes AXES (a braced list: `{}` removes none, unlike `axis=None`).
+Variable squeeze(const Variable& x, std::initializer_list<int64_t> axes);
+
+/// X split along AXIS into SECTIONS pieces of equal extent (SECTIONS must divide it), as
+/// chainer.functions.split_axis with an integer. The gradient joins the pieces' gradients, zeros
+/// for pieces that got none. Chainer's force_tuple has no counterpart: the result is always a
+/// vector, of one variable when SECTIONS is 1.
+std::vector<Variable> split_axis(const Variable& x, int64_t sections, int64_t axis);
+/// X split along AXIS before each of INDICES (numpy.split): piece i is x[indices[i-1]:indices[i]]
+/// with Python's slice rules (negative indices count from the end, bounds past the end are
+/// clamped; equal ones give empty pieces), so there are INDICES.size() + 1 pieces. The indices
+/// must be sorted once resolved, and the last must not exceed the extent (Chainer's checks).
+std::vector<Variable> split_axis(const Variable& x, const std::vector<int64_t>& indices, int64_t axis);
+/// X split along AXIS before each of INDICES, a braced list of split points.
+std::vector<Variable> split_axis(const Variable& x, std::initializer_list<int64_t> indices, int64_t axis);
 
 }  // namespace chainer::functions
