@@ -554,3 +554,14 @@ TEST_CASE("optimizers: the other rules converge on a least-squares problem") {
   CHECK(fit(smorms3, 300) < 1e-3 * initial);
   CHECK(fit(ams, 300) < 1e-3 * initial);
 }
+
+TEST_CASE("optimizers: update_ requires every state tensor of the rule, naming the rule") {
+  Tensor p = Tensor::zeros({3}), g = Tensor::ones({3}), s = Tensor::ones({3});
+  std::vector<ParamTensors> two_states{{p, g, s.clone(), s.clone(), Tensor()}};
+  const UpdateScalarsFn scalars = [](size_t) { return UpdateScalars{.lr = 0.1, .eps = 1e-8}; };
+  CHECK_THROWS_WITH(ops::update_(UpdateRule::SMORMS3, two_states, scalars),
+                    Catch::Contains("smorms3: state of shape undefined does not match the parameter of shape (3,)"));
+  CHECK_NOTHROW(ops::update_(UpdateRule::AdaDelta, two_states, scalars));
+  CHECK(update_rule_states(UpdateRule::AMSGrad) == 3);
+  CHECK(update_rule_states(UpdateRule::NesterovAG) == 1);
+}
