@@ -42,30 +42,41 @@ enum class LossReduction {
 };
 
 /// The tensors of one parameter in a fused optimizer step (all contiguous, one shape and dtype;
-/// state tensors unused by the rule are undefined).
+/// state tensors unused by the rule are undefined). The states, in the order of each rule's
+/// Chainer state names (see update_rule_states()).
 struct ParamTensors {
   Tensor param;   ///< the parameter
   Tensor grad;    ///< its gradient
-  Tensor state0;  ///< v, or Adam's m
-  Tensor state1;  ///< Adam's v
+  Tensor state0;  ///< the first state: v, m, h, ms, msg, n or mem
+  Tensor state1;  ///< the second state: Adam's v, AdaDelta's msdx, RMSpropGraves' and SMORMS3's g
+  Tensor state2;  ///< the third state: AMSGrad's vhat, RMSpropGraves' delta, SMORMS3's g2
 };
-/// The scalars of parameter i's step. They may change every step (Adam's bias correction, a
-/// learning-rate schedule), so kernels ask for them through a function instead of taking them as
-/// values: the CPU calls it at once; CUDA calls it before the launch and again before every
-/// replay of a step captured into a CUDA graph (core/cuda.h), so a replayed step reads this
-/// step's values. The function must outlive the graphs (it belongs to the optimizer).
+/// The scalars of parameter i's step, each named after the Chainer hyperparameter it carries;
+/// a rule reads only its own (see ops::update_). They may change every step (Adam's bias
+/// correction, a learning-rate schedule), so kernels ask for them through a function instead of
+/// taking them as values: the CPU calls it at once; CUDA calls it before the launch and again
+/// before every replay of a step captured into a CUDA graph (core/cuda.h), so a replayed step
+/// reads this step's values. The function must outlive the graphs (it belongs to the optimizer).
 struct UpdateScalars {
-  double lr = 0;       ///< SGD / MomentumSGD: the learning rate; Adam: the bias-corrected step
-  double beta1 = 0;    ///< MomentumSGD: the momentum; Adam: beta1
-  double beta2 = 0;    ///< Adam: beta2
-  double eps = 0;      ///< Adam: eps
+  double lr = 0;       ///< the learning rate; Adam and AMSGrad: the bias-corrected step
+  double beta1 = 0;    ///< Adam: decay of the first moment
+  double beta2 = 0;    ///< Adam: decay of the second moment
+  double eps = 0;      ///< Adam, AdaGrad, RMSprop, AdaDelta, RMSpropGraves, SMORMS3: the stabilizer
   double eta = 1.0;    ///< Adam: schedule multiplier
   double weight_decay_rate = 0;  ///< Adam: decoupled weight decay rate
+  double momentum = 0;  ///< MomentumSGD, NesterovAG, RMSpropGraves: the momentum
+  double alpha = 0;     ///< RMSprop, RMSpropGraves: decay of the mean squares
+  double rho = 0;       ///< AdaDelta: decay of both mean squares
+  bool eps_inside_sqrt = false;  ///< RMSprop: divide by sqrt(ms + eps) instead of sqrt(ms) + eps
 };
 /// The function that gives the scalars of parameter PARAM_INDEX's step (see UpdateScalars).
 using UpdateScalarsFn = std::function<UpdateScalars(size_t param_index)>;
-/// The optimizer rules with a fused update kernel.
-enum class UpdateRule { SGD, MomentumSGD, Adam };
+/// The optimizer rules with a fused update kernel (ops::update_ gives each one's formula).
+enum class UpdateRule { SGD, MomentumSGD, Adam, AMSGrad, AdaGrad, RMSprop, AdaDelta, NesterovAG, RMSpropGraves, SMORMS3 };
+/// How many state tensors RULE steps (ParamTensors::state0 onwards): 0 to 3.
+int update_rule_states(UpdateRule rule);
+/// RULE's name in messages, as the module of its Chainer optimizer ("rmsprop_graves").
+const char* update_rule_name(UpdateRule rule);
 
 /// The kernels of one device kind, one function pointer per kernel (see the file comment for the
 /// contract they share).

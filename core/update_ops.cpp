@@ -9,7 +9,7 @@ namespace {
 // and dtype, and on the first parameter's device. Returns that device.
 Device check_params(const char* op, UpdateRule rule, const std::vector<ParamTensors>& params) {
   const Device device = params.empty() ? Device{} : params[0].param.device();
-  const int states = rule == UpdateRule::Adam ? 2 : rule == UpdateRule::MomentumSGD ? 1 : 0;
+  const int states = update_rule_states(rule);
   for (const ParamTensors& t : params) {
     if (!t.param.defined()) throw Error(str(op, ": a parameter is undefined"));
     if (!t.param.is_contiguous()) throw Error(str(op, ": the parameter must be contiguous"));
@@ -17,7 +17,7 @@ Device check_params(const char* op, UpdateRule rule, const std::vector<ParamTens
       throw Error(str(op, ": dtype ", dtype_name(t.param.dtype()), " is not supported (expected float32 or float64)"));
     if (t.param.device() != device)
       throw Error(str(op, ": parameters are on different devices (", device.str(), " and ", t.param.device().str(), ")"));
-    const Tensor* others[] = {&t.grad, &t.state0, &t.state1};
+    const Tensor* others[] = {&t.grad, &t.state0, &t.state1, &t.state2};
     for (int k = 0; k < 1 + states; ++k) {
       const Tensor& o = *others[k];
       if (!o.defined() || o.shape() != t.param.shape() || o.dtype() != t.param.dtype() || !o.is_contiguous())
@@ -33,14 +33,14 @@ Device check_params(const char* op, UpdateRule rule, const std::vector<ParamTens
 }  // namespace
 
 void update_(UpdateRule rule, std::vector<ParamTensors>& params, const UpdateScalarsFn& scalars) {
-  const char* op = rule == UpdateRule::Adam ? "adam" : rule == UpdateRule::MomentumSGD ? "momentum_sgd" : "sgd";
+  const char* op = update_rule_name(rule);
   const Device device = check_params(op, rule, params);
   if (params.empty()) return;
   kernels_for(device).update(rule, params, scalars);
 }
 
 void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamStep& s) {
-  std::vector<ParamTensors> one{{param, grad, m, v}};
+  std::vector<ParamTensors> one{{param, grad, m, v, Tensor()}};
   update_(UpdateRule::Adam, one, [&](size_t) {
     return UpdateScalars{.lr = s.lr, .beta1 = s.beta1, .beta2 = s.beta2, .eps = s.eps, .eta = s.eta,
                          .weight_decay_rate = s.weight_decay_rate};
@@ -48,8 +48,8 @@ void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const
 }
 
 void momentum_sgd_update_(Tensor& param, const Tensor& grad, Tensor& v, double lr, double momentum) {
-  std::vector<ParamTensors> one{{param, grad, v, Tensor()}};
-  update_(UpdateRule::MomentumSGD, one, [&](size_t) { return UpdateScalars{.lr = lr, .beta1 = momentum}; });
+  std::vector<ParamTensors> one{{param, grad, v, Tensor(), Tensor()}};
+  update_(UpdateRule::MomentumSGD, one, [&](size_t) { return UpdateScalars{.lr = lr, .momentum = momentum}; });
 }
 
 void clip_grads_by_norm_(std::vector<Tensor>& grads, double threshold) {

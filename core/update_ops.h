@@ -12,12 +12,25 @@
 namespace chainer::ops {
 
 /// One step of RULE on every parameter of PARAMS (all on one device; each entry's tensors
-/// contiguous and of one shape and dtype):
+/// contiguous and of one shape and dtype; states state0, state1, state2 in this order, as many as
+/// update_rule_states(RULE)), as Chainer 7.8.1's update rules:
 ///
-///     SGD:          p -= lr * g
-///     MomentumSGD:  v = beta1 * v - lr * g; p += v                       (state0 = v)
-///     Adam:         m += (1-beta1)(g-m); v += (1-beta2)(g^2-v);
-///                   p -= eta * (lr * m / (sqrt(v) + eps) + weight_decay_rate * p)   (state0 = m, state1 = v)
+///     SGD:           p -= lr * g
+///     MomentumSGD:   v = momentum * v - lr * g; p += v                                  (v)
+///     Adam:          m += (1-beta1)(g-m); v += (1-beta2)(g^2-v);
+///                    p -= eta * (lr * m / (sqrt(v) + eps) + weight_decay_rate * p)      (m, v)
+///     AMSGrad:       Adam with vhat = max(vhat, v) in place of v in the step         (m, v, vhat)
+///     AdaGrad:       h += g^2; p -= lr * g / (sqrt(h) + eps)                            (h)
+///     RMSprop:       ms = alpha * ms + (1-alpha) g^2;
+///                    p -= lr * g / (sqrt(ms) + eps), or / sqrt(ms + eps) if eps_inside_sqrt  (ms)
+///     AdaDelta:      msg += (1-rho)(g^2 - msg); dx = sqrt((msdx + eps) / (msg + eps)) * g;
+///                    msdx += (1-rho)(dx^2 - msdx); p -= dx                              (msg, msdx)
+///     NesterovAG:    v = momentum * v - lr * g; p += momentum^2 * v - (1 + momentum) * lr * g   (v)
+///     RMSpropGraves: n = alpha * n + (1-alpha) g^2; g_ = alpha * g_ + (1-alpha) g;
+///                    delta = momentum * delta - lr * g / sqrt(n - g_^2 + eps); p += delta   (n, g_, delta)
+///     SMORMS3:       r = 1 / (mem + 1); g_ = (1-r) g_ + r g; g2 = (1-r) g2 + r g^2;
+///                    x = g_^2 / (g2 + eps); p -= g * min(x, lr) / (sqrt(g2) + eps);
+///                    mem = 1 + mem * (1 - x)                                           (mem, g_, g2)
 void update_(UpdateRule rule, std::vector<ParamTensors>& params, const UpdateScalarsFn& scalars);
 
 // The single-parameter forms, with fixed scalars.

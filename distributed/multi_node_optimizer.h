@@ -27,8 +27,8 @@
 /// Every rank must call update the same number of times with the same model structure.
 ///
 /// When every rank runs on this host, the parameters are in host memory and the actual
-/// optimizer's step is elementwise (SGD,
-/// MomentumSGD, Adam), the ranks keep one copy of the parameters and of the optimizer state in
+/// optimizer's step is elementwise (Optimizer::elementwise(): SGD, MomentumSGD, Adam, AdaGrad,
+/// RMSprop, AdaDelta, NesterovAG, RMSpropGraves, SMORMS3), the ranks keep one copy of the parameters and of the optimizer state in
 /// shared memory and each steps a share of every parameter (distributed/shared_update.h), instead
 /// of every rank repeating the whole step; the results are the same bit for bit.
 /// MultiNodeOptimizerOptions::shard_update or CHAINERMN_SHARD_UPDATE=0 turns this off. The

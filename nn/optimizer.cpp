@@ -18,6 +18,14 @@ void Optimizer::require_target(const char* what) const {
   if (!target_) throw Error(str("Optimizer.", what, ": call setup(link) first"));
 }
 
+void Optimizer::require_eps_representable(const char* optimizer, double eps) const {
+  if (eps == 0.0 || float(eps) != 0.0f || !target_) return;  // float64 holds any eps that float32 does not
+  for (const auto& [name, p] : target_->namedparams())
+    if (p.data().defined() && p.dtype() == DType::Float32)
+      throw Error(str(optimizer, ": eps ", eps, " is too small for float32 (it rounds to 0); parameter ", name,
+                      " is float32"));
+}
+
 Link& Optimizer::target() const {
   require_target("target");
   return *target_;
@@ -47,7 +55,8 @@ void Optimizer::update() {
   std::vector<ParamTensors> fused;  // what the rule steps, in parameter order
   std::vector<std::string> fused_names;
   auto add = [&](const std::string& name, const Tensor& data, const Tensor& grad, TensorMap& state) {
-    fused.push_back({data, grad, keys.size() > 0 ? state.at(keys[0]) : Tensor(), keys.size() > 1 ? state.at(keys[1]) : Tensor()});
+    auto key = [&](size_t k) { return keys.size() > k ? state.at(keys[k]) : Tensor(); };
+    fused.push_back({data, grad, key(0), key(1), key(2)});
     fused_names.push_back(name);
   };
   for (auto& [name, p] : params) {
@@ -62,12 +71,18 @@ void Optimizer::update() {
       const Device device = p.data().device();
       for (const std::string& key : keys) {
         Tensor& t = state[key];
-        t = t.defined() ? t.to(device) : Tensor::zeros(p.shape(), p.dtype(), device);
+        if (t.defined()) t = t.to(device);
+        else if (const double v = initial_state_value(key); v == 0.0) t = Tensor::zeros(p.shape(), p.dtype(), device);
+        else t = Tensor::full(p.shape(), v, p.dtype(), device);
       }
       add(name, p.data(), p.grad().is_contiguous() ? p.grad() : p.grad().contiguous(), state);
       continue;
     }
-    // This process's share of the parameter, as flat views of the data, gradient and state.
+    // This process's share of the parameter, as flat views of the data, gradient and state. The
+    // partition starts missing state at zeros; state that starts otherwise is made here.
+    for (const std::string& key : keys)
+      if (!state[key].defined() && initial_state_value(key) != 0.0)
+        state[key] = Tensor::full(p.shape(), initial_state_value(key), p.dtype(), p.data().device());
     const auto [first, last] = partition_->prepare(name, p, state, keys);
     if (first >= last) continue;
     const int64_t n = p.numel();

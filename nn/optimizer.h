@@ -32,8 +32,9 @@ class UpdatePartition {
   /// may have read any parameter).
   virtual void before_steps(bool hooks_ran) = 0;
   /// Before parameter NAME's step: moves PARAM's data and every state tensor named in KEYS where
-  /// the partition keeps them (a missing state tensor starts as zeros of PARAM's shape) and
-  /// returns the flat element range `[first, second)` that this process steps.
+  /// the partition keeps them (a missing state tensor starts as zeros of PARAM's shape; the
+  /// optimizer creates those that start otherwise, Optimizer::initial_state_value) and returns
+  /// the flat element range `[first, second)` that this process steps.
   virtual std::pair<int64_t, int64_t> prepare(const std::string& name, Variable& param, TensorMap& state,
                                               const std::vector<std::string>& keys) = 0;
   /// Whether T lives in memory this partition manages.
@@ -104,11 +105,15 @@ class Optimizer {
 
   /// Whether a step is elementwise: each element of a parameter is updated from the same element
   /// of its gradient and state only, with state tensors of the parameter's shape that start at
-  /// zero (SGD, MomentumSGD, Adam: those with an update_rule()). Only such optimizers accept an
-  /// UpdatePartition.
+  /// one value each (those with an update_rule(): SGD, MomentumSGD, Adam, AdaGrad, RMSprop, ...).
+  /// Only such optimizers accept an UpdatePartition.
   bool elementwise() const { return update_rule().has_value(); }
-  /// Names of the per-parameter state tensors ("m", "v"), for deserialization and partitions.
+  /// Names of the per-parameter state tensors ("m", "v"), for deserialization and partitions, in
+  /// the order of the rule's states (ParamTensors::state0, state1, state2).
   virtual std::vector<std::string> state_names() const = 0;
+  /// The value that every element of state tensor KEY starts at, at a parameter's first step:
+  /// 0 unless the rule says otherwise (SMORMS3's "mem" starts at 1, as Chainer's init_state).
+  virtual double initial_state_value(const std::string& key) const { return 0.0; }
   /// Installs PARTITION (null: none). What the previous partition held (parameters of the target
   /// and state) is first copied into private memory, so nothing stays shared with other processes
   /// that this optimizer no longer coordinates with.
@@ -134,6 +139,9 @@ class Optimizer {
   int64_t param_t() const { return param_t_; }
   /// Throws, naming WHAT, unless setup() has bound a target.
   void require_target(const char* what) const;
+  /// Throws, naming OPTIMIZER, when EPS is not 0 but rounds to 0 in the dtype of a parameter of
+  /// the target (float32 for eps below about 1e-45), as Chainer's Adam and RMSprop check.
+  void require_eps_representable(const char* optimizer, double eps) const;
 
  private:
   std::shared_ptr<Link> target_;

@@ -945,24 +945,46 @@ TEST_CASE("cuda ops: accuracy with ties, ignored labels and a 3-D input", "[cuda
 }
 
 namespace {
-const char* rule_name(UpdateRule rule) {
-  return rule == UpdateRule::SGD ? "SGD" : rule == UpdateRule::MomentumSGD ? "MomentumSGD" : "Adam";
-}
+const std::vector<UpdateRule> kAllRules = {UpdateRule::SGD,        UpdateRule::MomentumSGD, UpdateRule::Adam,
+                                            UpdateRule::AMSGrad,    UpdateRule::AdaGrad,     UpdateRule::RMSprop,
+                                            UpdateRule::AdaDelta,   UpdateRule::NesterovAG,  UpdateRule::RMSpropGraves,
+                                            UpdateRule::SMORMS3};
 
 struct ParamSpec {
   Shape shape;
   DType dtype;
 };
 
+// The ranges RULE's states start in: what a run could have left there (mean squares positive;
+// RMSpropGraves' n above its g^2; SMORMS3's mem at least 1).
+std::vector<std::pair<double, double>> state_ranges(UpdateRule rule) {
+  switch (rule) {
+    case UpdateRule::SGD: return {};
+    case UpdateRule::MomentumSGD:
+    case UpdateRule::NesterovAG: return {{-0.1, 0.1}};
+    case UpdateRule::Adam: return {{-0.1, 0.1}, {0.01, 1}};
+    case UpdateRule::AMSGrad: return {{-0.1, 0.1}, {0.01, 1}, {0.01, 1}};
+    case UpdateRule::AdaGrad:
+    case UpdateRule::RMSprop: return {{0.01, 1}};
+    case UpdateRule::AdaDelta: return {{0.01, 1}, {0.01, 1}};
+    case UpdateRule::RMSpropGraves: return {{0.5, 1}, {-0.1, 0.1}, {-0.1, 0.1}};
+    case UpdateRule::SMORMS3: return {{1, 3}, {-0.1, 0.1}, {0.01, 1}};
+  }
+  return {};
+}
+
 // The tensors RULE reads for one parameter of SPEC, appended to CPU and (copied) to GPU.
 void add_param(UpdateRule rule, const ParamSpec& spec, Generator& gen, std::vector<ParamTensors>& cpu,
                std::vector<ParamTensors>& gpu) {
   ParamTensors p{random_tensor(spec.shape, spec.dtype, gen, -1, 1), random_tensor(spec.shape, spec.dtype, gen, -1, 1),
-                 Tensor(), Tensor()};
-  if (rule != UpdateRule::SGD) p.state0 = random_tensor(spec.shape, spec.dtype, gen, -0.1, 0.1);
-  if (rule == UpdateRule::Adam) p.state1 = random_tensor(spec.shape, spec.dtype, gen, 0.01, 1);  // v > 0
+                 Tensor(), Tensor(), Tensor()};
+  const auto ranges = state_ranges(rule);
+  REQUIRE(int(ranges.size()) == update_rule_states(rule));
+  Tensor* states[] = {&p.state0, &p.state1, &p.state2};
+  for (size_t k = 0; k < ranges.size(); ++k)
+    *states[k] = random_tensor(spec.shape, spec.dtype, gen, ranges[k].first, ranges[k].second);
   cpu.push_back(p);
-  gpu.push_back({p.param.to(kGpu), p.grad.to(kGpu), p.state0.to(kGpu), p.state1.to(kGpu)});
+  gpu.push_back({p.param.to(kGpu), p.grad.to(kGpu), p.state0.to(kGpu), p.state1.to(kGpu), p.state2.to(kGpu)});
 }
 
 // Three steps of RULE over parameters of SPECS on both devices, with scalars that differ per
@@ -975,40 +997,38 @@ void check_update(UpdateRule rule, const std::vector<ParamSpec>& specs, uint64_t
   const UpdateScalarsFn scalars = [&step](size_t i) {
     const double k = 1 + 0.1 * double(i), s = double(step) + 1;
     return UpdateScalars{.lr = 0.01 * k / s, .beta1 = 0.9 - 0.01 * k, .beta2 = 0.999 - 0.001 * k, .eps = 1e-8 * k,
-                         .eta = 1.0 - 0.05 * k, .weight_decay_rate = 1e-3 * k};
+                         .eta = 1.0 - 0.05 * k, .weight_decay_rate = 1e-3 * k, .momentum = 0.9 - 0.02 * k,
+                         .alpha = 0.95 - 0.01 * k, .rho = 0.9 + 0.005 * k, .eps_inside_sqrt = i % 2 == 1};
   };
   for (step = 0; step < 3; ++step) {
     ops::update_(rule, cpu, scalars);
     ops::update_(rule, gpu, scalars);
   }
   for (size_t i = 0; i < specs.size(); ++i) {
-    INFO(rule_name(rule) << " parameter " << i << " of " << specs.size() << ": " << shape_str(specs[i].shape) << " "
+    INFO(update_rule_name(rule) << " parameter " << i << " of " << specs.size() << ": " << shape_str(specs[i].shape) << " "
                          << dtype_name(specs[i].dtype));
     const Tol tol = tol_for(specs[i].dtype);
     {
       INFO("param");
       expect_close(cpu[i].param, gpu[i].param, tol);
     }
-    if (rule != UpdateRule::SGD) {
-      INFO("state0");
-      expect_close(cpu[i].state0, gpu[i].state0, tol);
-    }
-    if (rule == UpdateRule::Adam) {
-      INFO("state1");
-      expect_close(cpu[i].state1, gpu[i].state1, tol);
+    const Tensor ParamTensors::*states[] = {&ParamTensors::state0, &ParamTensors::state1, &ParamTensors::state2};
+    for (int k = 0; k < update_rule_states(rule); ++k) {
+      INFO("state" << k);
+      expect_close(cpu[i].*states[k], gpu[i].*states[k], tol);
     }
   }
 }
 }  // namespace
 
-TEST_CASE("cuda ops: update_ steps SGD, MomentumSGD and Adam as the CPU does", "[cuda][update]") {
+TEST_CASE("cuda ops: update_ steps every optimizer rule as the CPU does", "[cuda][update]") {
   // One of over a million elements, one element, 0-d, empty, and float32 beside float64 in one call.
   const std::vector<ParamSpec> specs = {{{1100, 1000}, kF32}, {{1}, kF32}, {{5, 7}, kF64}, {{13}, kF32},
                                         {{0}, kF32},          {{}, kF64},  {{3, 1, 11}, kF64}};
   // More parameters than one launch takes (48), of both dtypes: per-parameter scalars across launches.
   std::vector<ParamSpec> many;
   for (int i = 0; i < 100; ++i) many.push_back({{1 + i % 7, 3}, i % 3 == 0 ? kF64 : kF32});
-  for (UpdateRule rule : {UpdateRule::SGD, UpdateRule::MomentumSGD, UpdateRule::Adam}) {
+  for (UpdateRule rule : kAllRules) {
     run_case([&] { check_update(rule, specs, 20); });
     run_case([&] { check_update(rule, many, 21); });
   }
@@ -1103,7 +1123,7 @@ TEST_CASE("cuda ops: an op on tensors of two devices throws naming the op and bo
       {"softmax_cross_entropy_grad", [&] { ops::softmax_cross_entropy_grad(g, labels_g, lse_g, g, scale_c); }},
       {"accuracy", [&] { ops::accuracy(g, labels_c); }},
       {"sgd", [&] {
-         std::vector<ParamTensors> p{{g.clone(), c, Tensor(), Tensor()}};
+         std::vector<ParamTensors> p{{g.clone(), c, Tensor(), Tensor(), Tensor()}};
          ops::update_(UpdateRule::SGD, p, [](size_t) { return UpdateScalars{.lr = 0.1}; });
        }},
       {"GradientClipping", [&] {

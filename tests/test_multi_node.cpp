@@ -41,7 +41,9 @@
 #include "nn/optimizer_hooks.h"
 #include "nn/optimizers/adam.h"
 #include "nn/optimizers/momentum_sgd.h"
+#include "nn/optimizers/rmsprop_graves.h"
 #include "nn/optimizers/sgd.h"
+#include "nn/optimizers/smorms3.h"
 #include "training/extensions/evaluator.h"
 #include "training/extensions/log_report.h"
 #include "training/trainer.h"
@@ -159,7 +161,12 @@ std::vector<Variable> rows(const Data& d, int64_t start, int64_t len) {
 std::shared_ptr<Optimizer> make_actual(const std::string& kind) {
   if (kind == "adam") return std::make_shared<optimizers::Adam>(0.01);
   if (kind == "momentum") return std::make_shared<optimizers::MomentumSGD>(0.1, 0.9);
-  return std::make_shared<optimizers::SGD>(1.0);
+  // Three states each; SMORMS3's "mem" starts at 1, not 0.
+  if (kind == "amsgrad") return std::make_shared<optimizers::Adam>(0.01, 0.9, 0.999, 1e-8, 1.0, 0.0, true);
+  if (kind == "smorms3") return std::make_shared<optimizers::SMORMS3>(0.01);
+  if (kind == "rmsprop_graves") return std::make_shared<optimizers::RMSpropGraves>(0.01);
+  if (kind == "sgd") return std::make_shared<optimizers::SGD>(1.0);
+  throw InternalError("make_actual: unknown optimizer " + kind);
 }
 void add_test_hook(Optimizer& opt, const std::string& hook) {
   if (hook == "weight_decay") opt.add_hook(std::make_shared<optimizer_hooks::WeightDecay>(0.01));
@@ -811,6 +818,12 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
   cases.emplace_back("bucketed-small/adam+weight_decay", v);
   v.hook = "clipping";
   cases.emplace_back("bucketed-small/adam+clipping", v);
+  // Rules with three state tensors, stepped in shares on one host.
+  for (const std::string optimizer : {"amsgrad", "smorms3", "rmsprop_graves"}) {
+    Variant three;
+    three.optimizer = optimizer;
+    cases.emplace_back("bucketed/" + optimizer, three);
+  }
   Variant wd;
   wd.reduction = mn::Reduction::Communicator;
   wd.optimizer = "momentum";
@@ -900,7 +913,7 @@ TEST_CASE("multi_node: on one host the ranks share the parameters and state and 
   constexpr int64_t b = 5;
   const Data data = make_data(int64_t(n) * b * 6);
   auto batch = [&](int it) { return rows(data, (int64_t(it) * n + rank) * b, b); };
-  for (const std::string kind : {"adam", "momentum", "sgd"}) {
+  for (const std::string kind : {"adam", "momentum", "sgd", "amsgrad", "smorms3"}) {
     for (const std::string hook : {"", "weight_decay"}) {
       CAPTURE(kind, hook);
       // The same training with and without the shared update.

@@ -1,6 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
 
 #include "core/random.h"
 #include "core/ops.h"
@@ -8,9 +12,15 @@
 #include "nn/functions.h"
 #include "nn/links/linear.h"
 #include "nn/optimizer_hooks.h"
+#include "nn/optimizers/ada_delta.h"
+#include "nn/optimizers/ada_grad.h"
 #include "nn/optimizers/adam.h"
 #include "nn/optimizers/momentum_sgd.h"
+#include "nn/optimizers/nesterov_ag.h"
+#include "nn/optimizers/rmsprop.h"
+#include "nn/optimizers/rmsprop_graves.h"
 #include "nn/optimizers/sgd.h"
+#include "nn/optimizers/smorms3.h"
 
 using namespace chainer;
 namespace F = chainer::functions;
@@ -228,4 +238,330 @@ TEST_CASE("optimizers: state survives serialization") {
   a.update();
   b.update();
   REQUIRE(la->param("w").data().to_vector<double>() == lb->param("w").data().to_vector<double>());
+}
+
+namespace {
+// The rules after SGD, MomentumSGD and Adam, checked element by element against Chainer 7.8.1's
+// update_core_cpu written out here in double arithmetic: one step of element P with gradient G
+// and state S (by Chainer's state names), the parameter's T-th step.
+using ElementState = std::map<std::string, double>;
+using ReferenceStep = std::function<void(double& p, double g, ElementState& s, int t)>;
+
+struct RuleCase {
+  std::string label;
+  std::function<std::unique_ptr<Optimizer>()> make;
+  ElementState initial;  // Chainer's init_state: every state name and its starting value
+  ReferenceStep step;
+};
+
+std::vector<RuleCase> rule_cases() {
+  std::vector<RuleCase> cases;
+  cases.push_back({"AdaGrad(lr 0.1)", [] { return std::make_unique<optimizers::AdaGrad>(0.1, 1e-8); }, {{"h", 0}},
+                   [](double& p, double g, ElementState& s, int) {
+                     s["h"] += g * g;
+                     p -= 0.1 * g / (std::sqrt(s["h"]) + 1e-8);
+                   }});
+  for (bool inside : {false, true}) {
+    const double eps = inside ? 1e-2 : 1e-8;  // inside the root, large enough to show
+    cases.push_back({inside ? "RMSprop(eps_inside_sqrt)" : "RMSprop",
+                     [=] { return std::make_unique<optimizers::RMSprop>(0.01, 0.9, eps, inside); }, {{"ms", 0}},
+                     [=](double& p, double g, ElementState& s, int) {
+                       double& ms = s["ms"];
+                       ms *= 0.9;
+                       ms += (1 - 0.9) * g * g;
+                       const double denom = inside ? std::sqrt(ms + eps) : std::sqrt(ms) + eps;
+                       p -= 0.01 * g / denom;
+                     }});
+  }
+  cases.push_back({"AdaDelta(rho 0.9)", [] { return std::make_unique<optimizers::AdaDelta>(0.9, 1e-3); },
+                   {{"msg", 0}, {"msdx", 0}}, [](double& p, double g, ElementState& s, int) {
+                     double &msg = s["msg"], &msdx = s["msdx"];
+                     msg *= 0.9;
+                     msg += (1 - 0.9) * g * g;
+                     const double dx = std::sqrt((msdx + 1e-3) / (msg + 1e-3)) * g;
+                     msdx *= 0.9;
+                     msdx += (1 - 0.9) * dx * dx;
+                     p -= dx;
+                   }});
+  cases.push_back({"NesterovAG(lr 0.1, momentum 0.8)", [] { return std::make_unique<optimizers::NesterovAG>(0.1, 0.8); },
+                   {{"v", 0}}, [](double& p, double g, ElementState& s, int) {
+                     double& v = s["v"];
+                     v *= 0.8;
+                     v -= 0.1 * g;
+                     p += 0.8 * 0.8 * v;
+                     p -= (1 + 0.8) * 0.1 * g;
+                   }});
+  cases.push_back({"RMSpropGraves(lr 0.01, alpha 0.9, momentum 0.8)",
+                   [] { return std::make_unique<optimizers::RMSpropGraves>(0.01, 0.9, 0.8, 1e-4); },
+                   {{"n", 0}, {"g", 0}, {"delta", 0}}, [](double& p, double g, ElementState& s, int) {
+                     double &n = s["n"], &gm = s["g"], &delta = s["delta"];
+                     n *= 0.9;
+                     n += (1 - 0.9) * g * g;
+                     gm *= 0.9;
+                     gm += (1 - 0.9) * g;
+                     delta *= 0.8;
+                     delta -= 0.01 * g / std::sqrt(n - gm * gm + 1e-4);
+                     p += delta;
+                   }});
+  // lr 0.3: min(x, lr) takes x for some elements and steps, lr for others; the default's lr
+  // (0.001) is below every x here.
+  for (double lr : {0.3, 0.001}) {
+    cases.push_back({"SMORMS3(lr " + std::to_string(lr) + ")", [=] { return std::make_unique<optimizers::SMORMS3>(lr); },
+                     {{"mem", 1}, {"g", 0}, {"g2", 0}}, [=](double& p, double g, ElementState& s, int) {
+                       double &mem = s["mem"], &gm = s["g"], &g2 = s["g2"];
+                       const double r = 1 / (mem + 1);
+                       gm = (1 - r) * gm + r * g;
+                       g2 = (1 - r) * g2 + r * g * g;
+                       const double x = gm * gm / (g2 + 1e-16);
+                       p -= g * std::min(x, lr) / (std::sqrt(g2) + 1e-16);
+                       mem = 1 + mem * (1 - x);
+                     }});
+  }
+  // beta2 0.5: v falls below its earlier maximum at the third step of the last element, so the
+  // step uses vhat, not v; eta and weight decay on.
+  cases.push_back({"Adam(amsgrad, beta2 0.5, eta 0.5, weight_decay_rate 0.01)",
+                   [] { return std::make_unique<optimizers::Adam>(0.01, 0.9, 0.5, 1e-8, 0.5, 0.01, true); },
+                   {{"m", 0}, {"v", 0}, {"vhat", 0}}, [](double& p, double g, ElementState& s, int t) {
+                     double &m = s["m"], &v = s["v"], &vhat = s["vhat"];
+                     m += (1 - 0.9) * (g - m);
+                     v += (1 - 0.5) * (g * g - v);
+                     vhat = std::max(vhat, v);
+                     const double alpha_t = 0.01 * std::sqrt(1 - std::pow(0.5, t)) / (1 - std::pow(0.9, t));
+                     const double step = alpha_t / (std::sqrt(vhat) + 1e-8);
+                     p = (1 - 0.5 * 0.01) * p - 0.5 * step * m;
+                   }});
+  return cases;
+}
+
+// Five elements: one whose gradient is always 0, one whose gradient shrinks at the third step.
+const std::vector<double> kStart = {1.0, -0.5, 0.25, 2.0, -3.0};
+const std::vector<std::vector<double>> kGrads5 = {
+    {0.1, -0.2, 0.0, 0.5, -1.5}, {0.3, 0.1, 0.0, -0.5, 2.0}, {-0.2, 0.05, 0.0, 0.25, -0.5}};
+
+struct Vec : Link {
+  Vec(const std::vector<double>& v, DType dtype) { add_param("w", Tensor::from_vector(v).astype(dtype)); }
+};
+
+void set_grad(Link& link, const std::vector<double>& g) {
+  link.param("w").set_grad(Tensor::from_vector(g).astype(link.param("w").dtype()));
+}
+
+// The reference's parameter and state after STEPS steps of C.
+std::pair<std::vector<double>, std::vector<ElementState>> reference(const RuleCase& c, size_t steps) {
+  std::vector<double> p = kStart;
+  std::vector<ElementState> s(p.size(), c.initial);
+  for (size_t t = 0; t < steps; ++t)
+    for (size_t i = 0; i < p.size(); ++i) c.step(p[i], kGrads5[t][i], s[i], int(t) + 1);
+  return {p, s};
+}
+}  // namespace
+
+TEST_CASE("optimizers: AdaGrad, RMSprop, AdaDelta, NesterovAG, RMSpropGraves, SMORMS3 and AMSGrad step as Chainer's rules") {
+  for (const RuleCase& c : rule_cases()) {
+    for (DType dtype : {DType::Float64, DType::Float32}) {
+      INFO(c.label << ", " << dtype_name(dtype));
+      // float64 runs the same arithmetic as the reference; float32 is off by its roundoff.
+      const double tol = dtype == DType::Float64 ? 1e-13 : 2e-6;
+      auto opt = c.make();
+      auto link = std::make_shared<Vec>(kStart, dtype);
+      opt->setup(link);
+      for (size_t t = 0; t < kGrads5.size(); ++t) {
+        set_grad(*link, kGrads5[t]);
+        opt->update();
+      }
+      REQUIRE(opt->t() == 3);
+      const auto [want_p, want_s] = reference(c, kGrads5.size());
+      const auto got_p = link->param("w").data().to_vector<double>();
+      for (size_t i = 0; i < kStart.size(); ++i) {
+        INFO("element " << i);
+        CHECK(got_p[i] == Approx(want_p[i]).epsilon(tol).margin(tol));
+        CHECK((got_p[i] != kStart[i] || kGrads5[0][i] == 0.0));  // every element with a gradient moved
+      }
+      // Chainer's state names, nothing else, each of the parameter's shape and dtype.
+      const TensorMap& state = opt->state("/w");
+      std::vector<std::string> names, want_names;
+      for (const auto& [key, t] : state) names.push_back(key);
+      for (const auto& [key, v] : c.initial) want_names.push_back(key);
+      REQUIRE(names == want_names);
+      for (const auto& [key, t] : state) {
+        INFO("state " << key);
+        REQUIRE(t.shape() == Shape{5});
+        REQUIRE(t.dtype() == dtype);
+        const auto got = t.to_vector<double>();
+        for (size_t i = 0; i < kStart.size(); ++i) CHECK(got[i] == Approx(want_s[i].at(key)).epsilon(tol).margin(tol));
+      }
+    }
+  }
+  // The cases reach what they are there for.
+  const auto cases = rule_cases();
+  for (const RuleCase& c : cases) {
+    const auto [p, s] = reference(c, 3);
+    if (c.label.rfind("Adam", 0) == 0) CHECK(s[4].at("vhat") > s[4].at("v"));
+    if (c.label.rfind("SMORMS3(lr 0.3", 0) == 0) {
+      // Some element takes x, another lr, at some step.
+      bool took_x = false, took_lr = false;
+      std::vector<ElementState> st(5, c.initial);
+      for (int t = 0; t < 3; ++t)
+        for (size_t i = 0; i < 5; ++i) {
+          if (kGrads5[size_t(t)][i] == 0) continue;
+          ElementState before = st[i];
+          double q = 0;
+          c.step(q, kGrads5[size_t(t)][i], st[i], t + 1);
+          const double r = 1 / (before["mem"] + 1), gm = (1 - r) * before["g"] + r * kGrads5[size_t(t)][i],
+                       g2 = (1 - r) * before["g2"] + r * kGrads5[size_t(t)][i] * kGrads5[size_t(t)][i];
+          (gm * gm / g2 < 0.3 ? took_x : took_lr) = true;
+        }
+      CHECK(took_x);
+      CHECK(took_lr);
+    }
+  }
+}
+
+TEST_CASE("optimizers: the other rules' state is saved under Chainer's names and a resumed run steps exactly the same") {
+  for (const RuleCase& c : rule_cases()) {
+    for (DType dtype : {DType::Float64, DType::Float32}) {
+      INFO(c.label << ", " << dtype_name(dtype));
+      auto opt = c.make();
+      auto link = std::make_shared<Vec>(kStart, dtype);
+      opt->setup(link);
+      for (size_t t = 0; t < 2; ++t) {
+        set_grad(*link, kGrads5[t]);
+        opt->update();
+      }
+      Serializer w = Serializer::writer();
+      opt->serialize(w);
+      std::vector<std::string> keys, want = {"epoch", "t", "w/t"};
+      for (const auto& [key, v] : c.initial) want.push_back("w/" + key);
+      for (const auto& [key, t] : w.entries()) keys.push_back(key);
+      std::sort(want.begin(), want.end());
+      REQUIRE(keys == want);
+
+      auto resumed = c.make();
+      auto copy = std::make_shared<Vec>(kStart, dtype);
+      copy->param("w").data().copy_(link->param("w").data());
+      resumed->setup(copy);
+      Serializer r = Serializer::reader(w.entries());
+      resumed->serialize(r);
+      REQUIRE(resumed->t() == 2);
+      for (auto* l : {link.get(), copy.get()}) set_grad(*l, kGrads5[2]);
+      opt->update();
+      resumed->update();
+      CHECK(link->param("w").data().to_vector<double>() == copy->param("w").data().to_vector<double>());
+      for (const auto& [key, v] : c.initial)
+        CHECK(opt->state("/w").at(key).to_vector<double>() == resumed->state("/w").at(key).to_vector<double>());
+    }
+  }
+}
+
+TEST_CASE("optimizers: the other rules' defaults are Chainer's") {
+  const optimizers::AdaGrad ada_grad;
+  CHECK(ada_grad.lr == 0.001);
+  CHECK(ada_grad.eps == 1e-8);
+  const optimizers::RMSprop rmsprop;
+  CHECK(rmsprop.lr == 0.01);
+  CHECK(rmsprop.alpha == 0.99);
+  CHECK(rmsprop.eps == 1e-8);
+  CHECK_FALSE(rmsprop.eps_inside_sqrt);
+  const optimizers::AdaDelta ada_delta;
+  CHECK(ada_delta.rho == 0.95);
+  CHECK(ada_delta.eps == 1e-6);
+  const optimizers::NesterovAG nesterov;
+  CHECK(nesterov.lr == 0.01);
+  CHECK(nesterov.momentum == 0.9);
+  const optimizers::RMSpropGraves graves;
+  CHECK(graves.lr == 1e-4);
+  CHECK(graves.alpha == 0.95);
+  CHECK(graves.momentum == 0.9);
+  CHECK(graves.eps == 1e-4);
+  const optimizers::SMORMS3 smorms3;
+  CHECK(smorms3.lr == 0.001);
+  CHECK(smorms3.eps == 1e-16);
+  const optimizers::Adam adam;
+  CHECK_FALSE(adam.amsgrad);
+  CHECK(adam.alpha == 0.001);
+  CHECK(adam.weight_decay_rate == 0.0);
+  // Adam without amsgrad keeps two states; with it, a third, "vhat".
+  auto link = std::make_shared<Vec>(kStart, DType::Float64);
+  optimizers::Adam plain, ams(0.001, 0.9, 0.999, 1e-8, 1.0, 0.0, true);
+  for (Optimizer* o : {static_cast<Optimizer*>(&plain), static_cast<Optimizer*>(&ams)}) {
+    o->setup(link);
+    set_grad(*link, kGrads5[0]);
+    o->update();
+  }
+  CHECK(plain.state("/w").size() == 2);
+  CHECK(ams.state("/w").count("vhat") == 1);
+}
+
+TEST_CASE("optimizers: the other rules refuse hyperparameters that cannot work, naming the optimizer and the value") {
+  using Catch::Contains;
+  CHECK_THROWS_WITH(optimizers::AdaGrad(-0.1), Contains("AdaGrad: lr must be > 0, got -0.1"));
+  CHECK_THROWS_WITH(optimizers::AdaGrad(0.1, 0.0), Contains("AdaGrad: eps must be > 0, got 0"));
+  CHECK_THROWS_WITH(optimizers::RMSprop(0.0), Contains("RMSprop: lr must be > 0, got 0"));
+  CHECK_THROWS_WITH(optimizers::RMSprop(0.01, 1.0), Contains("RMSprop: alpha must be in [0, 1), got 1"));
+  CHECK_THROWS_WITH(optimizers::RMSprop(0.01, 0.99, -1e-8), Contains("RMSprop: eps must be > 0, got -1e-08"));
+  CHECK_THROWS_WITH(optimizers::AdaDelta(-0.5), Contains("AdaDelta: rho must be in [0, 1), got -0.5"));
+  CHECK_THROWS_WITH(optimizers::AdaDelta(0.95, 0.0), Contains("AdaDelta: eps must be > 0, got 0"));
+  CHECK_THROWS_WITH(optimizers::NesterovAG(-1), Contains("NesterovAG: lr must be > 0, got -1"));
+  CHECK_THROWS_WITH(optimizers::NesterovAG(0.01, 1.5), Contains("NesterovAG: momentum must be in [0, 1), got 1.5"));
+  CHECK_THROWS_WITH(optimizers::RMSpropGraves(0), Contains("RMSpropGraves: lr must be > 0, got 0"));
+  CHECK_THROWS_WITH(optimizers::RMSpropGraves(1e-4, 1.0), Contains("RMSpropGraves: alpha must be in [0, 1), got 1"));
+  CHECK_THROWS_WITH(optimizers::RMSpropGraves(1e-4, 0.95, -0.1),
+                    Contains("RMSpropGraves: momentum must be in [0, 1), got -0.1"));
+  CHECK_THROWS_WITH(optimizers::RMSpropGraves(1e-4, 0.95, 0.9, 0.0), Contains("RMSpropGraves: eps must be > 0, got 0"));
+  CHECK_THROWS_WITH(optimizers::SMORMS3(-0.001), Contains("SMORMS3: lr must be > 0, got -0.001"));
+  CHECK_THROWS_WITH(optimizers::SMORMS3(0.001, 0.0), Contains("SMORMS3: eps must be > 0, got 0"));
+  CHECK_THROWS_WITH(optimizers::RMSprop(NAN), Contains("RMSprop: lr must be > 0, got nan"));
+
+  // As Chainer's RMSprop and Adam: an eps that float32 rounds to 0 is refused at the update of a
+  // float32 parameter, and accepted for float64.
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    auto link = std::make_shared<Vec>(kStart, dtype);
+    optimizers::RMSprop rmsprop(0.01, 0.99, 1e-50);
+    optimizers::Adam adam(0.001, 0.9, 0.999, 1e-50);
+    for (Optimizer* o : {static_cast<Optimizer*>(&rmsprop), static_cast<Optimizer*>(&adam)}) {
+      o->setup(link);
+      set_grad(*link, kGrads5[0]);
+    }
+    if (dtype == DType::Float32) {
+      CHECK_THROWS_WITH(rmsprop.update(), Contains("RMSprop: eps 1e-50 is too small for float32") && Contains("/w"));
+      CHECK_THROWS_WITH(adam.update(), Contains("Adam: eps 1e-50 is too small for float32"));
+    } else {
+      CHECK_NOTHROW(rmsprop.update());
+      CHECK_NOTHROW(adam.update());
+      CHECK(std::isfinite(link->param("w").data().to_vector<double>()[0]));
+    }
+  }
+}
+
+TEST_CASE("optimizers: the other rules converge on a least-squares problem") {
+  double initial;
+  {
+    optimizers::SGD probe(1e-12);
+    initial = fit(probe, 1);
+  }
+  optimizers::AdaGrad ada_grad(0.5);
+  optimizers::RMSprop rmsprop(0.01);
+  optimizers::AdaDelta ada_delta;
+  optimizers::NesterovAG nesterov(0.05);
+  optimizers::RMSpropGraves graves(0.01);
+  optimizers::SMORMS3 smorms3(0.05);
+  optimizers::Adam ams(0.05, 0.9, 0.999, 1e-8, 1.0, 0.0, true);
+  CHECK(fit(ada_grad, 300) < 1e-3 * initial);
+  CHECK(fit(rmsprop, 300) < 1e-3 * initial);
+  CHECK(fit(ada_delta, 300) < 0.5 * initial);  // no learning rate: ADADELTA starts slowly
+  CHECK(fit(nesterov, 300) < 1e-4 * initial);
+  CHECK(fit(graves, 300) < 1e-3 * initial);
+  CHECK(fit(smorms3, 300) < 1e-3 * initial);
+  CHECK(fit(ams, 300) < 1e-3 * initial);
+}
+
+TEST_CASE("optimizers: update_ requires every state tensor of the rule, naming the rule") {
+  Tensor p = Tensor::zeros({3}), g = Tensor::ones({3}), s = Tensor::ones({3});
+  std::vector<ParamTensors> two_states{{p, g, s.clone(), s.clone(), Tensor()}};
+  const UpdateScalarsFn scalars = [](size_t) { return UpdateScalars{.lr = 0.1, .eps = 1e-8}; };
+  CHECK_THROWS_WITH(ops::update_(UpdateRule::SMORMS3, two_states, scalars),
+                    Catch::Contains("smorms3: state of shape undefined does not match the parameter of shape (3,)"));
+  CHECK_NOTHROW(ops::update_(UpdateRule::AdaDelta, two_states, scalars));
+  CHECK(update_rule_states(UpdateRule::AMSGrad) == 3);
+  CHECK(update_rule_states(UpdateRule::NesterovAG) == 1);
 }

@@ -8,6 +8,7 @@
 
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
+#include "core/update_rules.h"
 
 namespace chainer::cpu {
 
@@ -82,13 +83,77 @@ void momentum_sgd(ParamTensors& t, const UpdateScalars& s) {
   T* p = t.param.data<T>();
   const T* g = t.grad.data<T>();
   T* pv = t.state0.data<T>();
-  const T mom = T(s.beta1), a = T(s.lr);
+  const T mom = T(s.momentum), a = T(s.lr);
   parallel_for(t.param.numel(), kGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       pv[i] = mom * pv[i] - a * g[i];
       p[i] += pv[i];
     }
   });
+}
+// The rules of core/update_rules.h: STEP(p, g, and the STATES state elements) for each element,
+// in parallel ranges.
+template <class T, int States, class Step>
+void elementwise(ParamTensors& t, Step step) {
+  T* const p = t.param.data<T>();
+  const T* const g = t.grad.data<T>();
+  T* const s0 = t.state0.data<T>();
+  T* const s1 = States > 1 ? t.state1.data<T>() : nullptr;
+  T* const s2 = States > 2 ? t.state2.data<T>() : nullptr;
+  parallel_for(t.param.numel(), kGrain, [=](int64_t b, int64_t e) {
+    _Pragma("GCC ivdep")  // the arrays never overlap
+    for (int64_t i = b; i < e; ++i) {
+      if constexpr (States == 1) step(p[i], g[i], s0[i]);
+      else if constexpr (States == 2) step(p[i], g[i], s0[i], s1[i]);
+      else step(p[i], g[i], s0[i], s1[i], s2[i]);
+    }
+  });
+}
+
+template <class T>
+void other_rule(UpdateRule rule, ParamTensors& t, const UpdateScalars& s) {
+  namespace R = update_rules;
+  const T lr = T(s.lr), eps = T(s.eps);
+  switch (rule) {
+    case UpdateRule::AMSGrad: {
+      const T b1 = T(1 - s.beta1), b2 = T(1 - s.beta2), eta = T(s.eta), wd = T(s.weight_decay_rate);
+      elementwise<T, 3>(t, [=](T& p, T g, T& m, T& v, T& vhat) { R::ams_grad(p, g, m, v, vhat, b1, b2, lr, eps, eta, wd); });
+      break;
+    }
+    case UpdateRule::AdaGrad:
+      elementwise<T, 1>(t, [=](T& p, T g, T& h) { R::ada_grad(p, g, h, lr, eps); });
+      break;
+    case UpdateRule::RMSprop: {
+      const T alpha = T(s.alpha), rest = T(1 - s.alpha);
+      if (s.eps_inside_sqrt)
+        elementwise<T, 1>(t, [=](T& p, T g, T& ms) { R::rmsprop(p, g, ms, lr, alpha, rest, eps, true); });
+      else
+        elementwise<T, 1>(t, [=](T& p, T g, T& ms) { R::rmsprop(p, g, ms, lr, alpha, rest, eps, false); });
+      break;
+    }
+    case UpdateRule::AdaDelta: {
+      const T rho = T(s.rho), rest = T(1 - s.rho);
+      elementwise<T, 2>(t, [=](T& p, T g, T& msg, T& msdx) { R::ada_delta(p, g, msg, msdx, rho, rest, eps); });
+      break;
+    }
+    case UpdateRule::NesterovAG: {
+      const T mom = T(s.momentum), mom_sq = T(s.momentum * s.momentum), ahead = T((1 + s.momentum) * s.lr);
+      elementwise<T, 1>(t, [=](T& p, T g, T& v) { R::nesterov_ag(p, g, v, lr, mom, mom_sq, ahead); });
+      break;
+    }
+    case UpdateRule::RMSpropGraves: {
+      const T alpha = T(s.alpha), rest = T(1 - s.alpha), mom = T(s.momentum);
+      elementwise<T, 3>(t, [=](T& p, T g, T& n, T& gm, T& delta) {
+        R::rmsprop_graves(p, g, n, gm, delta, lr, alpha, rest, mom, eps);
+      });
+      break;
+    }
+    case UpdateRule::SMORMS3:
+      elementwise<T, 3>(t, [=](T& p, T g, T& mem, T& gm, T& g2) { R::smorms3(p, g, mem, gm, g2, lr, eps); });
+      break;
+    default:
+      CHAINER_ASSERT(false, "update: a rule with its own loop reached other_rule");
+  }
 }
 }  // namespace
 
@@ -102,7 +167,8 @@ void update(UpdateRule rule, std::vector<ParamTensors>& params, const UpdateScal
     }
     CHAINER_DISPATCH_FLOATING(t.param.dtype(), "update", [&] {
       if (rule == UpdateRule::Adam) adam<scalar_t>(t, s);
-      else momentum_sgd<scalar_t>(t, s);
+      else if (rule == UpdateRule::MomentumSGD) momentum_sgd<scalar_t>(t, s);
+      else other_rule<scalar_t>(rule, t, s);
     });
   }
 }

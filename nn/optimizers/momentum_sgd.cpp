@@ -7,6 +7,6 @@ MomentumSGD::MomentumSGD(double learning_rate, double m) : lr(learning_rate), mo
   if (!(m >= 0 && m < 1)) throw Error(str("MomentumSGD: momentum must be in [0, 1), got ", m));
 }
 
-UpdateScalars MomentumSGD::update_scalars(int64_t) const { return {.lr = lr, .beta1 = momentum}; }
+UpdateScalars MomentumSGD::update_scalars(int64_t) const { return {.lr = lr, .momentum = momentum}; }
 
 }  // namespace chainer::optimizers
