@@ -26,6 +26,7 @@
 #include "nn/link.h"
 #include "nn/links/batch_normalization.h"
 #include "nn/links/classifier.h"
+#include "nn/links/identity.h"
 #include "nn/links/linear.h"
 #include "nn/optimizer.h"
 #include "nn/optimizer_hooks.h"
@@ -33,6 +34,7 @@
 #include "nn/optimizers/momentum_sgd.h"
 #include "nn/optimizers/sgd.h"
 #include "nn/reporter.h"
+#include "nn/sequential.h"
 #include "training/training.h"
 
 /// @namespace chainer
