@@ -18,6 +18,7 @@
 #include "core/parse.h"
 #include "core/random.h"
 #include "core/serializer.h"
+#include "core/serializers.h"
 #include "core/tensor.h"
 #include "core/update_ops.h"
 #include "datasets/datasets.h"
@@ -62,6 +63,8 @@
 /// Hooks run by an optimizer before its update, as `chainer.optimizer_hooks`.
 /// @namespace chainer::optimizers
 /// Optimizers, as `chainer.optimizers`.
+/// @namespace chainer::serializers
+/// Saving and loading objects as NPZ, as `chainer.serializers` (save_npz, load_npz).
 /// @namespace chainer::training
 /// The training loop, as `chainer.training`: Trainer, updaters, triggers.
 /// @namespace chainer::training::extensions
