@@ -811,6 +811,39 @@ TEST_CASE("training: unwritable output directories and bad snapshots raise error
   }
 }
 
+TEST_CASE("training: make_extension runs a function at its trigger, with its name, priority, initializer, finalizer") {
+  TempDir dir("make_extension");
+  auto train = make_dataset(48, 1);  // batch 16: 3 iterations per epoch
+  Setup s(train, nullptr, 16, IntervalTrigger(2, Unit::Epoch), dir.path);
+  std::vector<std::string> events;
+  auto at = [&](const std::string& what) {
+    return [&events, what](Trainer& t) { events.push_back(what + std::to_string(t.updater().iteration())); };
+  };
+  s.trainer->extend(training::make_extension(
+      at("epoch@"), {.trigger = IntervalTrigger(1, Unit::Epoch),
+                     .priority = training::PRIORITY_READER,
+                     .finalizer = [&] { events.push_back("finalized"); },
+                     .initializer = [&](Trainer& t) {
+                       events.push_back("initialized@" + std::to_string(t.updater().iteration()));
+                     }}));
+  // Higher priority runs first within an iteration, whatever the order of extend.
+  s.trainer->extend(training::make_extension(at("writer@"), {.trigger = IntervalTrigger(3, Unit::Iteration),
+                                                             .default_name = "writer",
+                                                             .priority = training::PRIORITY_WRITER}));
+  // A plain function, as Chainer's trainer.extend(lambda trainer: ...).
+  s.trainer->extend(at("iteration@"), "", IntervalTrigger(5, Unit::Iteration));
+  s.trainer->run();
+  CHECK(events == std::vector<std::string>{"initialized@0", "writer@3", "epoch@3", "iteration@5", "writer@6", "epoch@6",
+                                           "finalized"});
+  CHECK(dynamic_cast<training::Extension*>(&s.trainer->get_extension("<lambda>")) != nullptr);
+  CHECK(dynamic_cast<training::Extension*>(&s.trainer->get_extension("<lambda>_1")) != nullptr);
+  CHECK(s.trainer->get_extension("writer").priority() == training::PRIORITY_WRITER);
+  CHECK(s.trainer->get_extension("<lambda>").default_trigger().unit() == Unit::Epoch);
+  CHECK(training::make_extension(at("x"))->default_trigger().period() == 1);  // Chainer's default: every iteration
+  CHECK(training::make_extension(at("x"))->default_trigger().unit() == Unit::Iteration);
+  REQUIRE_THROWS_WITH(training::make_extension({}), "make_extension: the function is empty");
+}
+
 TEST_CASE("serializers: save_npz and load_npz round-trip a link, an optimizer and a trainer") {
   TempDir dir("serializers");
   auto train = make_dataset(64, 1);
