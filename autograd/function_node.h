@@ -3,7 +3,8 @@
 /// tensors directly; when some input needs a gradient, the function builds a node holding only
 /// what its backward needs and calls record(), which links the outputs to it.
 ///
-/// A node's backward is the user's code when the function is the user's (docs/extending.md):
+/// A node's backward is the user's code when the function is the user's (the guide
+/// docs/extending.md writes one):
 /// record() and the backward engine check its contract (defined inputs and outputs, one node
 /// per application, one gradient per input with the input's shape, dtype and device) and throw
 /// chainer::Error naming the node and the input when it is broken.
@@ -50,7 +51,8 @@ class FunctionNode {
   void release();
 
  protected:
-  /// Frees what the subclass saved for backward.
+  /// Frees what the subclass saved for backward: release() calls it once backward has run through
+  /// the node (not when the graph is retained).
   virtual void release_saved() {}
 
  private:
