@@ -18,6 +18,7 @@
 #include "core/parse.h"
 #include "core/random.h"
 #include "core/serializer.h"
+#include "core/serializers.h"
 #include "core/tensor.h"
 #include "core/update_ops.h"
 #include "datasets/datasets.h"
@@ -26,6 +27,7 @@
 #include "nn/link.h"
 #include "nn/links/batch_normalization.h"
 #include "nn/links/classifier.h"
+#include "nn/links/identity.h"
 #include "nn/links/linear.h"
 #include "nn/optimizer.h"
 #include "nn/optimizer_hooks.h"
@@ -39,6 +41,7 @@
 #include "nn/optimizers/sgd.h"
 #include "nn/optimizers/smorms3.h"
 #include "nn/reporter.h"
+#include "nn/sequential.h"
 #include "training/training.h"
 
 /// @namespace chainer
@@ -66,6 +69,8 @@
 /// Hooks run by an optimizer before its update, as `chainer.optimizer_hooks`.
 /// @namespace chainer::optimizers
 /// Optimizers, as `chainer.optimizers`.
+/// @namespace chainer::serializers
+/// Saving and loading objects as NPZ, as `chainer.serializers` (save_npz, load_npz).
 /// @namespace chainer::training
 /// The training loop, as `chainer.training`: Trainer, updaters, triggers.
 /// @namespace chainer::training::extensions

@@ -21,6 +21,31 @@ struct BySequence {
 void add_into(Tensor& acc, Tensor g) {
   acc = acc.defined() ? ops::add(acc, g) : std::move(g);
 }
+
+// A node's backward may be the user's code (a custom function), so what it returns is checked
+// as a user's value: one gradient per input, each gradient the engine will use with its input's
+// shape, dtype and device. Gradients for inputs that need none are discarded unchecked, as
+// Chainer discards those outside target_input_indexes.
+void check_gradients(const FunctionNode& f, const std::vector<Tensor>& gxs) {
+  if (gxs.size() != f.inputs().size())
+    throw Error(str("backward: ", f.name(), " returned ", gxs.size(), " gradient", gxs.size() == 1 ? "" : "s",
+                    " but has ", f.inputs().size(), " input", f.inputs().size() == 1 ? "" : "s",
+                    "; backward returns one gradient per input (an undefined Tensor where none is needed)"));
+  for (size_t i = 0; i < gxs.size(); ++i) {
+    const Tensor& gx = gxs[i];
+    const VariableNode& in = *f.inputs()[i];
+    if (!in.requires_grad || !gx.defined()) continue;
+    if (gx.shape() != in.data.shape())
+      throw Error(str("backward: ", f.name(), " returned a gradient of shape ", shape_str(gx.shape()), " for input ", i,
+                      ", which has shape ", shape_str(in.data.shape())));
+    if (gx.dtype() != in.data.dtype())
+      throw Error(str("backward: ", f.name(), " returned a gradient of dtype ", dtype_name(gx.dtype()), " for input ",
+                      i, ", which has dtype ", dtype_name(in.data.dtype())));
+    if (gx.device() != in.data.device())
+      throw Error(str("backward: ", f.name(), " returned a gradient on ", gx.device().str(), " for input ", i,
+                      ", which is on ", in.data.device().str()));
+  }
+}
 }  // namespace
 
 void Variable::backward(const BackwardOptions& options) const {
@@ -88,18 +113,15 @@ void Variable::backward(const BackwardOptions& options) const {
           pending.erase(it);
         }
       }
-      gys.push_back(g.defined() ? std::move(g) : Tensor::zeros(f->output_shapes()[i], f->output_dtype(), f->output_device()));
+      gys.push_back(g.defined() ? std::move(g)
+                                : Tensor::zeros(f->output_shapes()[i], f->output_dtypes()[i], f->output_devices()[i]));
     }
     std::vector<Tensor> gxs = f->backward(gys);
-    CHAINER_ASSERT(gxs.size() == f->inputs().size(), f->name(), " returned ", gxs.size(), " gradients for ",
-                   f->inputs().size(), " inputs");
+    check_gradients(*f, gxs);
     for (size_t i = 0; i < gxs.size(); ++i) {
       const std::shared_ptr<VariableNode>& in = f->inputs()[i];
       if (!in->requires_grad) continue;
       Tensor& gx = gxs[i];
-      if (gx.defined())
-        CHAINER_ASSERT(gx.shape() == in->data.shape(), f->name(), " returned a gradient of shape ",
-                       shape_str(gx.shape()), " for input ", i, " of shape ", shape_str(in->data.shape()));
       if (const std::shared_ptr<FunctionNode>& g = in->creator) {
         if (gx.defined()) {
           auto& slot = pending[in.get()];

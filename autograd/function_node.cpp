@@ -43,6 +43,20 @@ bool needs_recording(const std::vector<Variable>& inputs) {
 
 std::vector<Variable> record(const std::shared_ptr<FunctionNode>& node, const std::vector<Variable>& inputs,
                              std::vector<Tensor> outputs) {
+  // The node is often the user's (a custom function): its mistakes are reported as theirs.
+  if (!node) throw Error("record: the node is null");
+  if (node->recorded_)
+    throw Error(str("record: the node ", node->name(),
+                    " is already recorded; a node is one application of a function, so make a new one for each call"));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined())
+      throw Error(str("record: input ", i, " of ", node->name(), " is an undefined Variable"));
+  if (outputs.empty())
+    throw Error(str("record: ", node->name(), " has no outputs; give the tensors its forward computed"));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!outputs[i].defined())
+      throw Error(str("record: output ", i, " of ", node->name(), " is an undefined Tensor"));
+  node->recorded_ = true;
   node->inputs_.reserve(inputs.size());
   for (const Variable& v : inputs) node->inputs_.push_back(v.node_ptr());
   node->sequence_ = g_sequence.fetch_add(1, std::memory_order_relaxed);
@@ -50,8 +64,8 @@ std::vector<Variable> record(const std::shared_ptr<FunctionNode>& node, const st
   result.reserve(outputs.size());
   for (Tensor& t : outputs) {
     node->output_shapes_.push_back(t.shape());
-    node->output_dtype_ = t.dtype();
-    node->output_device_ = t.device();
+    node->output_dtypes_.push_back(t.dtype());
+    node->output_devices_.push_back(t.device());
     Variable v(std::move(t), true);
     v.node()->creator = node;
     node->outputs_.push_back(v.node_ptr());

@@ -4,8 +4,8 @@
 
 namespace chainer {
 
-Serializer::Serializer(Mode mode, std::shared_ptr<TensorMap> entries, std::string prefix)
-    : mode_(mode), entries_(std::move(entries)), prefix_(std::move(prefix)) {}
+Serializer::Serializer(Mode mode, std::shared_ptr<TensorMap> entries, std::string prefix, bool strict)
+    : mode_(mode), entries_(std::move(entries)), prefix_(std::move(prefix)), strict_(strict) {}
 
 Serializer Serializer::writer() { return Serializer(Mode::Write, std::make_shared<TensorMap>(), ""); }
 
@@ -13,16 +13,24 @@ Serializer Serializer::reader(TensorMap entries) {
   return Serializer(Mode::Read, std::make_shared<TensorMap>(std::move(entries)), "");
 }
 
+Serializer Serializer::reader(TensorMap entries, const std::string& path, bool strict) {
+  const size_t start = path.find_first_not_of('/');  // keys have no leading '/', as Chainer strips it
+  std::string prefix = start == std::string::npos ? "" : path.substr(start);
+  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  return Serializer(Mode::Read, std::make_shared<TensorMap>(std::move(entries)), std::move(prefix), strict);
+}
+
 Serializer Serializer::operator[](const std::string& name) const {
-  return Serializer(mode_, entries_, prefix_ + name + "/");
+  return Serializer(mode_, entries_, prefix_ + name + "/", strict_);
 }
 
 bool Serializer::contains(const std::string& key) const { return entries_->count(prefix_ + key) != 0; }
 
-const Tensor& Serializer::find(const std::string& key) const {
+const Tensor* Serializer::find(const std::string& key) const {
   auto it = entries_->find(prefix_ + key);
-  if (it == entries_->end()) throw Error(str("deserialize: the entry '", prefix_ + key, "' is missing"));
-  return it->second;
+  if (it != entries_->end()) return &it->second;
+  if (!strict_) return nullptr;
+  throw Error(str("deserialize: the entry '", prefix_ + key, "' is missing"));
 }
 
 void Serializer::tensor(const std::string& key, Tensor& value) {
@@ -32,7 +40,9 @@ void Serializer::tensor(const std::string& key, Tensor& value) {
     (*entries_)[prefix_ + key] = value.device().is_cpu() ? value.clone() : value.to(Device::cpu());
     return;
   }
-  const Tensor& stored = find(key);
+  const Tensor* found = find(key);
+  if (!found) return;
+  const Tensor& stored = *found;
   if (value.defined()) {
     if (value.shape() != stored.shape())
       throw Error(str("deserialize: '", prefix_ + key, "' has shape ", shape_str(stored.shape()), " but ",
@@ -51,6 +61,7 @@ void scalar_entry(Serializer& s, TensorMap& entries, const std::string& full, co
     if constexpr (std::is_same_v<T, int64_t>) *entries[full].template data<int64_t>() = v;  // exact beyond 2^53
     return;
   }
+  if (!found) return;  // missing, and the reader is not strict
   if (found->numel() != 1) throw Error(str("deserialize: '", full, "' should hold one value"));
   if constexpr (std::is_same_v<T, int64_t>) {
     v = found->dtype() == DType::Int64 ? *found->template data<int64_t>() : int64_t(found->item_double());
@@ -61,13 +72,13 @@ void scalar_entry(Serializer& s, TensorMap& entries, const std::string& full, co
 }  // namespace
 
 void Serializer::value(const std::string& key, int64_t& v) {
-  scalar_entry(*this, *entries_, prefix_ + key, is_reader() ? &find(key) : nullptr, v, DType::Int64);
+  scalar_entry(*this, *entries_, prefix_ + key, is_reader() ? find(key) : nullptr, v, DType::Int64);
 }
 void Serializer::value(const std::string& key, double& v) {
-  scalar_entry(*this, *entries_, prefix_ + key, is_reader() ? &find(key) : nullptr, v, DType::Float64);
+  scalar_entry(*this, *entries_, prefix_ + key, is_reader() ? find(key) : nullptr, v, DType::Float64);
 }
 void Serializer::value(const std::string& key, bool& v) {
-  int64_t i = v;
+  int64_t i = v;  // left as it is when missing from a reader that is not strict
   value(key, i);
   v = i != 0;
 }
@@ -79,7 +90,9 @@ void Serializer::value(const std::string& key, std::string& v) {
     (*entries_)[prefix_ + key] = t;
     return;
   }
-  const Tensor& t = find(key);
+  const Tensor* found = find(key);
+  if (!found) return;
+  const Tensor& t = *found;
   if (t.dtype() != DType::UInt8) throw Error(str("deserialize: '", prefix_ + key, "' is not a string"));
   Tensor c = t.contiguous();
   v.assign(static_cast<const char*>(c.raw_data()), size_t(c.numel()));
@@ -91,7 +104,9 @@ void Serializer::value(const std::string& key, std::vector<uint64_t>& v) {
     (*entries_)[prefix_ + key] = Tensor::from_vector(w);
     return;
   }
-  const Tensor& t = find(key);
+  const Tensor* found = find(key);
+  if (!found) return;
+  const Tensor& t = *found;
   if (t.dtype() != DType::Int64) throw Error(str("deserialize: '", prefix_ + key, "' is not an int64 array"));
   std::vector<int64_t> w = t.to_vector<int64_t>();
   v.assign(w.begin(), w.end());
@@ -102,7 +117,9 @@ void Serializer::value(const std::string& key, std::vector<int64_t>& v) {
     (*entries_)[prefix_ + key] = Tensor::from_vector(v);
     return;
   }
-  const Tensor& t = find(key);
+  const Tensor* found = find(key);
+  if (!found) return;
+  const Tensor& t = *found;
   if (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)
     throw Error(str("deserialize: '", prefix_ + key, "' is not an integer array"));
   v = t.to_vector<int64_t>();

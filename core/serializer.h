@@ -26,6 +26,10 @@ class Serializer {
   static Serializer writer();
   /// A reader over ENTRIES; a missing key throws unless the key is optional.
   static Serializer reader(TensorMap entries);
+  /// A reader over the entries under PATH ("updater/model:main/"; the trailing "/" may be left
+  /// out), as Chainer's NpzDeserializer(npz, path, strict). Not STRICT: a missing key leaves its
+  /// value as it is, instead of throwing.
+  static Serializer reader(TensorMap entries, const std::string& path, bool strict = true);
 
   bool is_reader() const { return mode_ == Mode::Read; }  ///< true for a reader, false for a writer
   /// The same serializer one level down: keys under prefix() + NAME + "/".
@@ -44,16 +48,20 @@ class Serializer {
   void value(const std::string& key, std::vector<int64_t>& value);   ///< stores or loads integers (an int64 array)
   /// Whether KEY has an entry: how readers treat a key as optional.
   bool contains(const std::string& key) const;
+  /// Whether a reader throws on a missing key (true but for a reader made with strict = false).
+  bool strict() const { return strict_; }
 
   /// Every entry so far, keyed by full path (what save_npz writes).
   const TensorMap& entries() const { return *entries_; }
 
  private:
-  Serializer(Mode mode, std::shared_ptr<TensorMap> entries, std::string prefix);
-  const Tensor& find(const std::string& key) const;
+  Serializer(Mode mode, std::shared_ptr<TensorMap> entries, std::string prefix, bool strict = true);
+  // The entry KEY; null when it is missing and the reader is not strict (a strict one throws).
+  const Tensor* find(const std::string& key) const;
   Mode mode_;
   std::shared_ptr<TensorMap> entries_;
   std::string prefix_;
+  bool strict_ = true;
 };
 
 }  // namespace chainer

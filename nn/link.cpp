@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/cuda.h"
-#include "core/npz.h"
+#include "core/serializers.h"
 
 namespace chainer {
 
@@ -150,15 +150,8 @@ void Chain::serialize(Serializer& s) {
   }
 }
 
-void save_npz(const std::string& path, Link& link) {
-  Serializer s = Serializer::writer();
-  link.serialize(s);
-  save_npz(path, s.entries());
-}
+void save_npz(const std::string& path, Link& link) { serializers::save_npz(path, link); }
 
-void load_npz(const std::string& path, Link& link) {
-  Serializer s = Serializer::reader(load_npz(path));
-  link.serialize(s);
-}
+void load_npz(const std::string& path, Link& link) { serializers::load_npz(path, link); }
 
 }  // namespace chainer

@@ -216,3 +216,86 @@ TEST_CASE("gradient_check: accepts a right gradient and rejects a wrong one") {
   REQUIRE_THROWS_WITH(check_backward([](const std::vector<Variable>& v) { return square(v[0], 1.01); }, {x}),
                       Catch::Contains("finite differences"));
 }
+
+namespace {
+// A user's node whose backward returns whatever it was given: the engine must call the mistakes
+// the user's, naming the node, the input and what was expected.
+class BrokenNode : public FunctionNode {
+ public:
+  explicit BrokenNode(std::vector<Tensor> gxs) : gxs_(std::move(gxs)) {}
+  std::string name() const override { return "MyBroken"; }
+  std::vector<Tensor> backward(const std::vector<Tensor>&) override { return gxs_; }
+
+ private:
+  std::vector<Tensor> gxs_;
+};
+
+// Backward through a BrokenNode over INPUTS that returns GXS; what it throws.
+std::string broken_backward(const std::vector<Variable>& inputs, std::vector<Tensor> gxs) {
+  Variable y = record(std::make_shared<BrokenNode>(std::move(gxs)), inputs, {vec({1.0})})[0];
+  try {
+    y.backward();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no chainer::Error";
+}
+}  // namespace
+
+TEST_CASE("autograd: a node whose backward breaks its contract is the user's error, named") {
+  Variable a(vec({1, 2, 3}), true), b(vec({4, 5}), true);
+  SECTION("a gradient of the wrong shape") {
+    CHECK(broken_backward({a, b}, {vec({1, 1, 1}), vec({1, 1, 1})}) ==
+          "backward: MyBroken returned a gradient of shape (3,) for input 1, which has shape (2,)");
+  }
+  SECTION("the wrong number of gradients") {
+    CHECK(broken_backward({a, b}, {vec({1, 1, 1})}) ==
+          "backward: MyBroken returned 1 gradient but has 2 inputs; backward returns one gradient per input (an "
+          "undefined Tensor where none is needed)");
+    CHECK(broken_backward({a}, {vec({1, 1, 1}), vec({1, 1})}) ==
+          "backward: MyBroken returned 2 gradients but has 1 input; backward returns one gradient per input (an "
+          "undefined Tensor where none is needed)");
+  }
+  SECTION("a gradient of the wrong dtype") {
+    CHECK(broken_backward({a, b}, {Tensor::from_vector<float>({1, 1, 1}), vec({1, 1})}) ==
+          "backward: MyBroken returned a gradient of dtype float32 for input 0, which has dtype float64");
+  }
+  SECTION("undefined gradients, and any gradient for an input that needs none, are accepted") {
+    Variable c(vec({7}), false);
+    CHECK(broken_backward({a, c}, {Tensor(), Tensor::zeros({5, 5})}) == "no chainer::Error");
+    CHECK_FALSE(a.grad().defined());
+  }
+}
+
+TEST_CASE("autograd: record checks the node and its tensors, naming the node") {
+  Variable x(vec({1, 2}), true);
+  auto node = std::make_shared<BrokenNode>(std::vector<Tensor>{Tensor()});
+  REQUIRE_THROWS_WITH(record(node, {Variable()}, {vec({1})}),
+                      "record: input 0 of MyBroken is an undefined Variable");
+  REQUIRE_THROWS_WITH(record(node, {x}, {}), "record: MyBroken has no outputs; give the tensors its forward computed");
+  REQUIRE_THROWS_WITH(record(node, {x}, {vec({1}), Tensor()}), "record: output 1 of MyBroken is an undefined Tensor");
+  record(node, {x}, {vec({1})});
+  REQUIRE_THROWS_WITH(record(node, {x}, {vec({1})}),
+                      "record: the node MyBroken is already recorded; a node is one application of a function, so "
+                      "make a new one for each call");
+  REQUIRE_THROWS_WITH(record(nullptr, {x}, {vec({1})}), "record: the node is null");
+}
+
+TEST_CASE("autograd: outputs nobody used get zero gradients of their own dtype") {
+  // Two outputs of different dtypes; only the first is used.
+  class TwoOutputs : public FunctionNode {
+   public:
+    std::string name() const override { return "TwoOutputs"; }
+    std::vector<Tensor> backward(const std::vector<Tensor>& gys) override {
+      seen = {gys[0].dtype(), gys[1].dtype()};
+      return {gys[0]};
+    }
+    std::vector<DType> seen;
+  };
+  Variable x(vec({1, 2}), true);
+  auto node = std::make_shared<TwoOutputs>();
+  std::vector<Variable> ys = record(node, {x}, {vec({1, 2}), Tensor::from_vector<int32_t>({0, 1})});
+  sum(ys[0]).backward();
+  REQUIRE(node->seen == std::vector<DType>{DType::Float64, DType::Int32});
+  REQUIRE(x.grad().to_vector<double>() == std::vector<double>{1, 1});
+}

@@ -16,6 +16,7 @@
 #include "nn/links/linear.h"
 #include "nn/optimizer_hooks.h"
 #include "nn/optimizers/adam.h"
+#include "nn/sequential.h"
 #include "training/training.h"
 
 using namespace chainer;
@@ -189,6 +190,31 @@ TEST_CASE("a run trained on the GPU resumes on the CPU, and the reverse") {
     const auto pa = straight.params(), pb = resumed.params();
     for (size_t k = 0; k < pa.size(); ++k)
       for (size_t j = 0; j < pa[k].size(); ++j) REQUIRE(pb[k][j] == Approx(pa[k][j]).epsilon(1e-4).margin(1e-6));
+  }
+}
+
+TEST_CASE("a Sequential moves to the GPU with its links and computes what it computes on the CPU") {
+  random::seed(3);
+  auto make = [] {
+    return std::make_shared<Sequential>(std::make_shared<L::Linear>(12, 8), F::relu, std::make_shared<L::Linear>(8, 3));
+  };
+  auto cpu = make(), gpu = make();
+  Serializer s = Serializer::writer();
+  cpu->serialize(s);
+  Serializer r = Serializer::reader(s.entries());
+  gpu->serialize(r);
+  gpu->to_gpu(0);
+  for (const auto& [name, p] : gpu->namedparams()) CHECK(p.data().device() == kGpu);
+  const Tensor x = random::normal({5, 12});
+  const Variable yc = F::sum(cpu->forward(Variable(x))), yg = F::sum(gpu->forward(Variable(x.to(kGpu))));
+  CHECK(yg.item() == Approx(yc.item()).epsilon(1e-5));
+  yc.backward();
+  yg.backward();
+  const auto pc = cpu->namedparams(), pg = gpu->namedparams();
+  for (size_t k = 0; k < pc.size(); ++k) {
+    INFO(pc[k].first);
+    const std::vector<float> gc = pc[k].second.grad().to_vector<float>(), gg = pg[k].second.grad().to_vector<float>();
+    for (size_t j = 0; j < gc.size(); ++j) REQUIRE(gg[j] == Approx(gc[j]).epsilon(1e-4).margin(1e-6));
   }
 }
 

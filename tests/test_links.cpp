@@ -6,8 +6,11 @@
 #include "core/npz.h"
 #include "nn/functions.h"
 #include "nn/links/classifier.h"
+#include "nn/links/identity.h"
 #include "nn/links/linear.h"
+#include "nn/optimizers/sgd.h"
 #include "nn/reporter.h"
+#include "nn/sequential.h"
 
 using namespace chainer;
 namespace F = chainer::functions;
@@ -104,4 +107,73 @@ TEST_CASE("links: save_npz / load_npz restore parameters") {
   L::Linear wrong(std::nullopt, 7, true);  // without a bias, only the W check can catch it
   REQUIRE_THROWS_WITH(load_npz(path2, wrong), Catch::Contains("W") && Catch::Contains("(6, 4)"));
   std::filesystem::remove(path2);
+}
+
+TEST_CASE("links: Sequential calls links and functions in order, its links named by their position among links") {
+  random::seed(0);
+  auto l0 = std::make_shared<L::Linear>(3, 4), l1 = std::make_shared<L::Linear>(4, 2);
+  Sequential seq(l0, F::relu, [](const Variable& h) { return F::mul(h, 2.0); });
+  seq.append(l1);
+  REQUIRE(seq.size() == 4);
+  REQUIRE(seq[0].link() == l0);
+  REQUIRE(seq[1].link() == nullptr);
+  REQUIRE(seq[1].function());
+  REQUIRE(seq[3].link() == l1);
+  REQUIRE_THROWS_WITH(seq[4], "Sequential: index 4 is out of range for 4 layers");
+  std::vector<std::string> names;
+  for (auto& [n, p] : seq.namedparams()) names.push_back(n);
+  REQUIRE(names == std::vector<std::string>{"/0/W", "/0/b", "/1/W", "/1/b"});  // Chainer's: functions take no name
+  Variable x(random::normal({5, 3}));
+  const Variable y = seq(x);
+  const Variable expected = (*l1)(F::mul(F::relu((*l0)(x)), 2.0));
+  REQUIRE(y.data().to_vector<float>() == expected.data().to_vector<float>());
+  F::sum(y).backward();
+  REQUIRE(l0->W().grad().defined());
+  REQUIRE(l1->b()->grad().defined());
+  REQUIRE_THROWS_WITH(seq.append(std::shared_ptr<L::Linear>()),
+                      "Sequential.append: layer 4 is a null link or an empty function");
+  REQUIRE_THROWS_WITH(seq.append(Sequential::Function()),
+                      "Sequential.append: layer 4 is a null link or an empty function");
+}
+
+TEST_CASE("links: Sequential trains under a Classifier and saves under Chainer's keys") {
+  random::seed(1);
+  auto make = [] {
+    return std::make_shared<Sequential>(std::make_shared<L::Linear>(8), F::relu, std::make_shared<L::Identity>(),
+                                        std::make_shared<L::Linear>(2));
+  };
+  auto model = std::make_shared<L::Classifier>(make());
+  optimizers::SGD opt(0.1);
+  opt.setup(model);
+  // Two separable blobs: the loss must fall.
+  std::vector<float> x = random::normal({16, 3}).to_vector<float>();
+  std::vector<int32_t> labels(16);
+  for (size_t i = 0; i < 16; ++i) {
+    labels[i] = int32_t(i % 2);
+    for (size_t j = 0; j < 3; ++j) x[i * 3 + j] += labels[i] ? 2.f : -2.f;
+  }
+  Variable xv(Tensor::from_vector(x, {16, 3})), t(Tensor::from_vector(labels));
+  const double first = model->forward_args({xv, t})[0].item();
+  for (int step = 0; step < 20; ++step) opt.update([&] { return model->forward_args({xv, t})[0]; });
+  REQUIRE(model->forward_args({xv, t})[0].item() < 0.5 * first);
+
+  const std::string path = (std::filesystem::temp_directory_path() / "chainer_test_sequential.npz").string();
+  save_npz(path, model->predictor());
+  TensorMap raw = load_npz(path);
+  std::vector<std::string> keys;
+  for (auto& [k, v] : raw) keys.push_back(k);
+  REQUIRE(keys == std::vector<std::string>{"0/W", "0/b", "2/W", "2/b"});  // Identity is link 1
+  auto copy = make();
+  load_npz(path, *copy);  // lazily sized links take their sizes from the file
+  std::filesystem::remove(path);
+  REQUIRE(copy->forward(xv).data().to_vector<float>() == model->predictor().forward(xv).data().to_vector<float>());
+}
+
+TEST_CASE("links: Identity returns its input, the same variable, and has no parameters") {
+  L::Identity id;
+  Variable x(random::normal({2, 3}), true);
+  REQUIRE(id(x).is(x));
+  const std::vector<Variable> both = id.forward_args({x, x});
+  REQUIRE((both.size() == 2 && both[1].is(x)));
+  REQUIRE(id.namedparams().empty());
 }

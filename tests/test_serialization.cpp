@@ -146,3 +146,41 @@ TEST_CASE("serializer: hierarchical keys, scalars, strings and in-place reads") 
   REQUIRE_THROWS_WITH(r["updater"]["model"].tensor("W", wrong), Catch::Contains("updater/model/W") && Catch::Contains("(3,)"));
   REQUIRE_THROWS_WITH(r.value("missing", it2), Catch::Contains("'missing' is missing"));
 }
+
+TEST_CASE("serializer: a reader from a path, strict or not") {
+  Serializer w = Serializer::writer();
+  Tensor a = Tensor::from_vector<float>({1, 2});
+  int64_t n = 7;
+  w["updater"]["model:main"].tensor("W", a);
+  w["updater"].value("iteration", n);
+  for (const std::string path : {"updater/", "updater", "/updater/"}) {
+    INFO(path);
+    Serializer r = Serializer::reader(w.entries(), path);
+    REQUIRE(r.prefix() == "updater/");
+    Tensor b;
+    r["model:main"].tensor("W", b);
+    REQUIRE(b.to_vector<float>() == std::vector<float>{1, 2});
+    int64_t m = 0;
+    r.value("iteration", m);
+    REQUIRE(m == 7);
+  }
+  Serializer strict = Serializer::reader(w.entries(), "updater");
+  Tensor c = Tensor::zeros({2});
+  REQUIRE_THROWS_WITH(strict.tensor("missing", c), "deserialize: the entry 'updater/missing' is missing");
+  Serializer lenient = Serializer::reader(w.entries(), "updater", false);
+  REQUIRE_FALSE(lenient.strict());
+  REQUIRE_FALSE(lenient["model:main"].strict());  // the levels below inherit it
+  lenient.tensor("missing", c);
+  REQUIRE(c.to_vector<float>() == std::vector<float>{0, 0});
+  int64_t i = 3;
+  double d = 0.5;
+  bool f = true;
+  std::string text = "kept";
+  std::vector<int64_t> ints{1};
+  lenient.value("missing_i", i);
+  lenient.value("missing_d", d);
+  lenient.value("missing_f", f);
+  lenient.value("missing_s", text);
+  lenient.value("missing_v", ints);
+  REQUIRE((i == 3 && d == 0.5 && f && text == "kept" && ints == std::vector<int64_t>{1}));
+}

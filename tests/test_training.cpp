@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/npz.h"
 #include "core/random.h"
+#include "core/serializers.h"
 #include "datasets/serial_iterator.h"
 #include "datasets/tuple_dataset.h"
 #include "nn/functions.h"
@@ -807,5 +808,99 @@ TEST_CASE("training: unwritable output directories and bad snapshots raise error
     REQUIRE(t.optimizer->t() == step);
     REQUIRE(values(t.model->namedparams()[0].second.data()) == w);
     REQUIRE(values(t.optimizer->state(t.model->namedparams()[0].first).at("m")) == m);
+  }
+}
+
+TEST_CASE("training: make_extension runs a function at its trigger, with its name, priority, initializer, finalizer") {
+  TempDir dir("make_extension");
+  auto train = make_dataset(48, 1);  // batch 16: 3 iterations per epoch
+  Setup s(train, nullptr, 16, IntervalTrigger(2, Unit::Epoch), dir.path);
+  std::vector<std::string> events;
+  auto at = [&](const std::string& what) {
+    return [&events, what](Trainer& t) { events.push_back(what + std::to_string(t.updater().iteration())); };
+  };
+  s.trainer->extend(training::make_extension(
+      at("epoch@"), {.trigger = IntervalTrigger(1, Unit::Epoch),
+                     .priority = training::PRIORITY_READER,
+                     .finalizer = [&] { events.push_back("finalized"); },
+                     .initializer = [&](Trainer& t) {
+                       events.push_back("initialized@" + std::to_string(t.updater().iteration()));
+                     }}));
+  // Higher priority runs first within an iteration, whatever the order of extend.
+  s.trainer->extend(training::make_extension(at("writer@"), {.trigger = IntervalTrigger(3, Unit::Iteration),
+                                                             .default_name = "writer",
+                                                             .priority = training::PRIORITY_WRITER}));
+  // A plain function, as Chainer's trainer.extend(lambda trainer: ...).
+  s.trainer->extend(at("iteration@"), "", IntervalTrigger(5, Unit::Iteration));
+  s.trainer->run();
+  CHECK(events == std::vector<std::string>{"initialized@0", "writer@3", "epoch@3", "iteration@5", "writer@6", "epoch@6",
+                                           "finalized"});
+  CHECK(dynamic_cast<training::Extension*>(&s.trainer->get_extension("<lambda>")) != nullptr);
+  CHECK(dynamic_cast<training::Extension*>(&s.trainer->get_extension("<lambda>_1")) != nullptr);
+  CHECK(s.trainer->get_extension("writer").priority() == training::PRIORITY_WRITER);
+  CHECK(s.trainer->get_extension("<lambda>").default_trigger().unit() == Unit::Epoch);
+  CHECK(training::make_extension(at("x"))->default_trigger().period() == 1);  // Chainer's default: every iteration
+  CHECK(training::make_extension(at("x"))->default_trigger().unit() == Unit::Iteration);
+  REQUIRE_THROWS_WITH(training::make_extension({}), "make_extension: the function is empty");
+}
+
+TEST_CASE("serializers: save_npz and load_npz round-trip a link, an optimizer and a trainer") {
+  TempDir dir("serializers");
+  auto train = make_dataset(64, 1);
+  Setup a(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path / "a");
+  a.trainer->run();  // trained: parameters, Adam state, iterator and trigger positions to restore
+  auto same_params = [](Link& x, Link& y) {
+    const auto px = x.namedparams(), py = y.namedparams();
+    REQUIRE(px.size() == py.size());
+    for (size_t i = 0; i < px.size(); ++i) REQUIRE(values(px[i].second.data()) == values(py[i].second.data()));
+  };
+  const std::string link_file = (dir.path / "model.npz").string();
+  const std::string optimizer_file = (dir.path / "optimizer.npz").string();
+  const std::string trainer_file = (dir.path / "trainer.npz").string();
+  serializers::save_npz(link_file, *a.model);
+  serializers::save_npz(optimizer_file, *a.optimizer);
+  serializers::save_npz(trainer_file, *a.trainer);
+  REQUIRE(load_npz(link_file).count("predictor/l1/W") == 1);  // Chainer's keys
+  REQUIRE(load_npz(optimizer_file).count("predictor/l1/W/m") == 1);
+  REQUIRE(load_npz(trainer_file).count("updater/model:main/predictor/l1/W") == 1);
+
+  SECTION("a link and an optimizer") {
+    Setup b(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path / "b");
+    serializers::load_npz(link_file, *b.model);  // the lazily sized l1 is created from the file
+    same_params(*a.model, *b.model);
+    serializers::load_npz(optimizer_file, *b.optimizer);
+    REQUIRE(b.optimizer->t() == a.optimizer->t());
+    for (const auto& [name, p] : a.model->namedparams()) {
+      INFO(name);
+      for (const char* key : {"m", "v"})
+        REQUIRE(values(b.optimizer->state(name).at(key)) == values(a.optimizer->state(name).at(key)));
+    }
+  }
+  SECTION("a trainer, and a model out of a trainer's file by its path") {
+    Setup b(train, nullptr, 16, IntervalTrigger(2, Unit::Epoch), dir.path / "b");
+    serializers::load_npz(trainer_file, *b.trainer);
+    REQUIRE(b.updater->iteration() == a.updater->iteration());
+    REQUIRE(b.optimizer->t() == a.optimizer->t());
+    REQUIRE(b.train_iter->epoch_detail() == a.train_iter->epoch_detail());
+    same_params(*a.model, *b.model);
+    Setup c(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path / "c");
+    serializers::load_npz(trainer_file, *c.model, "updater/model:main/");
+    same_params(*a.model, *c.model);
+    REQUIRE(c.updater->iteration() == 0);
+  }
+  SECTION("strict: a missing key is an error naming the key and the file; not strict: it is skipped") {
+    TensorMap entries = load_npz(link_file);
+    entries.erase("predictor/l2/b");
+    const std::string partial = (dir.path / "partial.npz").string();
+    save_npz(partial, entries);
+    Setup b(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path / "b");
+    b.model->forward_args({Variable(random::normal({2, 20})), Variable(Tensor::from_vector<int32_t>({0, 1}))});
+    const std::vector<float> b_before = values(b.net->l2->b()->data());
+    REQUIRE_THROWS_WITH(serializers::load_npz(partial, *b.model),
+                        "load_npz: cannot load '" + partial + "': deserialize: the entry 'predictor/l2/b' is missing");
+    serializers::load_npz(partial, *b.model, "", false);
+    REQUIRE(values(b.net->l2->b()->data()) == b_before);  // left as it was
+    REQUIRE(values(b.net->l2->W().data()) == values(a.net->l2->W().data()));
+    REQUIRE(values(b.net->l1->W().data()) == values(a.net->l1->W().data()));
   }
 }

@@ -2,7 +2,10 @@
 /// Extension: something the trainer runs at the iterations its trigger selects (reports,
 /// evaluation, snapshots). Higher priority runs first within an iteration, as in Chainer:
 /// writers (evaluators) before editors before readers (LogReport, PrintReport, snapshots).
+/// make_extension turns a function (a lambda) into one, as Chainer's `@make_extension`.
 #pragma once
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "core/serializer.h"
@@ -36,5 +39,25 @@ class Extension {
   /// Saves or restores the extension's state in a snapshot (Extension's own saves nothing).
   virtual void serialize(Serializer& s) {}
 };
+
+/// Chainer's keyword arguments of make_extension: what an extension class would override.
+struct MakeExtensionOptions {
+  IntervalTrigger trigger = IntervalTrigger(1, Unit::Iteration);  ///< The default trigger.
+  /// The default name; empty: "<lambda>", the name Chainer gives a lambda.
+  std::string default_name = "";
+  int priority = PRIORITY_READER;  ///< The default priority; higher runs first within an iteration.
+  std::function<void()> finalizer;  ///< Called once when training ends (Extension::finalize); may be empty.
+  /// Called once when training starts (Extension::initialize); may be empty.
+  std::function<void(Trainer&)> initializer;
+};
+
+/// FUNCTION as an extension, run on the trainer whenever its trigger fires, as Chainer's
+/// `@training.make_extension(trigger=..., default_name=..., priority=..., finalizer=...,
+/// initializer=...)` decorating a function:
+///
+///     trainer.extend(training::make_extension([](Trainer& t) { ... }, {.trigger = {1, Unit::Epoch}}));
+///
+/// It saves no state of its own in snapshots. Trainer::extend also takes a function directly.
+std::shared_ptr<Extension> make_extension(std::function<void(Trainer&)> function, MakeExtensionOptions options = {});
 
 }  // namespace chainer::training

@@ -31,6 +31,12 @@ void Trainer::extend(std::shared_ptr<Extension> ext, std::string name, std::opti
   std::stable_sort(extensions_.begin(), extensions_.end(), [](const Entry& a, const Entry& b) { return a.priority > b.priority; });
 }
 
+void Trainer::extend(std::function<void(Trainer&)> function, std::string name, std::optional<IntervalTrigger> trigger,
+                     std::optional<int> priority) {
+  if (!function) throw Error("Trainer.extend: the function is empty");
+  extend(make_extension(std::move(function)), std::move(name), trigger, priority);
+}
+
 Extension& Trainer::get_extension(const std::string& name) {
   for (Entry& e : extensions_)
     if (e.name == name) return *e.extension;

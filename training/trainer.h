@@ -4,6 +4,7 @@
 /// collects what the model and the extensions report this iteration.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,11 @@ class Trainer {
   /// with TRIGGER (its default when unset) and PRIORITY (its default when unset).
   void extend(std::shared_ptr<Extension> ext, std::string name = "", std::optional<IntervalTrigger> trigger = {},
               std::optional<int> priority = {});
+  /// Registers FUNCTION, run on this trainer when TRIGGER fires, as Chainer's
+  /// `trainer.extend(lambda trainer: ..., trigger=...)`: make_extension(function) with NAME (else
+  /// "<lambda>"), TRIGGER (else every iteration) and PRIORITY (else PRIORITY_READER).
+  void extend(std::function<void(Trainer&)> function, std::string name = "",
+              std::optional<IntervalTrigger> trigger = {}, std::optional<int> priority = {});
   /// Runs the training loop until the stop trigger fires; extensions are initialized first and finalized last.
   void run();
 
