@@ -24,11 +24,6 @@ class Layer1 : public chainer::Chain {  // ChainerMN's MLP0SubA
   std::shared_ptr<L::Linear> l1;
 };
 
-class Identity : public chainer::Link {  // ChainerMN's MLP0SubB: hands the received logits on
- public:
-  Variable forward(const Variable& y) override { return y; }
-};
-
 class Layers23 : public chainer::Chain {  // ChainerMN's MLP1Sub
  public:
   Layers23(int64_t n_units, int64_t n_out) {
@@ -48,7 +43,7 @@ std::shared_ptr<chainermn::links::MultiNodeChainList> first_stage(std::shared_pt
   // [first-stage]
   auto model = std::make_shared<chainermn::links::MultiNodeChainList>(pair);
   model->add_link(std::make_shared<Layer1>(n_units), std::nullopt, 1);
-  model->add_link(std::make_shared<Identity>(), 1, std::nullopt);
+  model->add_link(std::make_shared<L::Identity>(), 1, std::nullopt);  // ChainerMN's MLP0SubB: the logits back
   // [end]
   return model;
 }
