@@ -95,10 +95,8 @@ std::string find_mnist(const std::string& data_flag) {
     if (std::filesystem::is_directory(c)) return c;
   std::string looked;
   for (const auto& c : candidates) looked += "\n  " + c;
-  throw Error(str("cannot find the MNIST directory; looked in:", looked,
-                  "\nPut the four IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
-                  "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz; http://yann.lecun.com/exdb/mnist/ or a mirror "
-                  "such as https://ossci-datasets.s3.amazonaws.com/mnist/) in one of them, or pass --data DIR"));
+  throw Error(str("cannot find the MNIST directory; looked in:", looked, "\nPut ",
+                  chainer::datasets::mnist_files_help(), " in one of them, or pass --data DIR"));
 }
 
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm) {

@@ -16,10 +16,9 @@ namespace {
 
 constexpr uint32_t kImageMagic = 2051;  // 0x00000803: unsigned bytes, 3 dimensions
 constexpr uint32_t kLabelMagic = 2049;  // 0x00000801: unsigned bytes, 1 dimension
-constexpr const char* kHowToGet =
-    "put the four IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, "
-    "t10k-labels-idx1-ubyte.gz; http://yann.lecun.com/exdb/mnist/ or a mirror such as "
-    "https://ossci-datasets.s3.amazonaws.com/mnist/) there or pass --data DIR";
+// Library code cannot know how its caller is told where the data lie (an app's flag, a config
+// file): the message says what the directory must hold and leaves the rest to the caller.
+const std::string kHowToGet = str("put ", mnist_files_help(), " there, or give get_mnist the directory that holds them");
 
 std::string quoted(const fs::path& path) { return str("'", path.string(), "'"); }
 
@@ -176,6 +175,12 @@ Tensor load_idx_labels(const fs::path& path) {
   GzReader file(path);
   const std::vector<uint32_t> dims = file.header(kLabelMagic, 1, "label");
   return file.body({int64_t(dims[0])}, 8);
+}
+
+const char* mnist_files_help() {
+  return "the four IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, "
+         "t10k-labels-idx1-ubyte.gz; http://yann.lecun.com/exdb/mnist/ or a mirror such as "
+         "https://ossci-datasets.s3.amazonaws.com/mnist/)";
 }
 
 TupleDatasetPair get_mnist(const fs::path& dir, bool withlabel, int ndim, double scale) {

@@ -13,6 +13,10 @@
 
 namespace chainer::datasets {
 
+/// What an MNIST directory holds and where to download it, for error messages: "the four IDX
+/// files (train-images-idx3-ubyte.gz, ...; URLs)".
+const char* mnist_files_help();
+
 /// A {train, test} pair of in-memory datasets, as get_mnist returns.
 using TupleDatasetPair = std::pair<std::shared_ptr<const TupleDataset>, std::shared_ptr<const TupleDataset>>;
 
