@@ -11,30 +11,20 @@
 #include "core/ops.h"
 #include "core/random.h"
 #include "nn/functions.h"
+#include "tests/function_inputs.h"
 
 namespace F = chainer::functions;
 using namespace chainer;
+using namespace chainer::testing;
 using Vars = std::vector<Variable>;
 using Fn = std::function<Variable(const Vars&)>;
 using I64 = std::vector<int64_t>;
 
 namespace {
-Tensor uniform(const Shape& shape, uint64_t seed) {
-  Generator gen(seed);
-  return random::uniform(shape, -1.0, 1.0, DType::Float64, &gen);
-}
-
-void check(const Fn& f, const std::vector<Tensor>& inputs) {
-  INFO("input shape " << shape_str(inputs[0].shape()));
-  REQUIRE_NOTHROW(check_backward(f, inputs));
-}
-
 // 0, 1, ..., n-1 in SHAPE, float64: an element's value is its flat position, so a result names
 // the elements it took.
 Variable iota(const Shape& shape) { return Variable(Tensor::arange(shape_numel(shape), DType::Float64).reshape(shape)); }
 
-std::vector<double> values(const Variable& v) { return v.data().to_vector<double>(); }
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
 
 // Shape and values of F(x) for x = iota(SHAPE).
 void expect(const Variable& y, const Shape& shape, const std::vector<double>& want) {

@@ -28,9 +28,13 @@
 #include "core/random.h"
 #include "core/update_ops.h"
 #include "nn/functions.h"
+#include "tests/function_inputs.h"
 
 namespace F = chainer::functions;
 using namespace chainer;
+using chainer::testing::away_from_zero;
+using chainer::testing::labels;
+using chainer::testing::spaced;
 using Vars = std::vector<Variable>;
 
 namespace {
@@ -1448,26 +1452,6 @@ struct FnCase {
 Tensor input(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1) {
   Generator gen(seed);
   return random_tensor(shape, kF64, gen, lo, hi);
-}
-
-// |x| in [0.1, 1): the ReLU kink stays far from finite-difference steps and float32 rounding.
-Tensor away_from_zero(const Shape& shape, uint64_t seed) {
-  Tensor t = input(shape, seed);
-  double* p = t.data<double>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = (p[i] < 0 ? -0.1 : 0.1) + 0.9 * p[i];
-  return t;
-}
-
-Tensor labels(const std::vector<int32_t>& values) { return Tensor::from_vector(values); }
-
-// Distinct values 0.1 apart in a random order, shifted by OFFSET: maxima without ties, clip
-// bounds and Huber kinks (with OFFSET 0.05) 0.05 or more away.
-Tensor spaced(const Shape& shape, uint64_t seed, double offset = 0.0) {
-  Generator gen(seed);
-  const int64_t n = shape_numel(shape);
-  std::vector<double> v;
-  for (int64_t k : gen.permutation(n)) v.push_back(0.1 * double(k - n / 2) + offset);
-  return Tensor::from_vector(v, shape);
 }
 
 std::string shapes_of(const std::vector<Tensor>& inputs) {

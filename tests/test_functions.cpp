@@ -12,40 +12,15 @@
 #include "core/ops.h"
 #include "core/random.h"
 #include "nn/functions.h"
+#include "tests/function_inputs.h"
 
 namespace F = chainer::functions;
 using namespace chainer;
+using namespace chainer::testing;
 using Vars = std::vector<Variable>;
 using Fn = std::function<Variable(const Vars&)>;
 
 namespace {
-// Uniform values in [lo, hi), float64 (check_backward converts anyway).
-Tensor uniform(const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  Generator gen(seed);
-  return random::uniform(shape, lo, hi, DType::Float64, &gen);
-}
-
-// Values with |x| in [0.1, 1): kinks (ReLU at 0) stay far from the finite-difference steps.
-Tensor away_from_zero(const Shape& shape, uint64_t seed) {
-  Tensor t = uniform(shape, seed);
-  double* p = t.data<double>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = (p[i] < 0 ? -0.1 : 0.1) + 0.9 * p[i];
-  return t;
-}
-
-Tensor labels(const std::vector<int32_t>& values) { return Tensor::from_vector(values); }
-
-// Runs check_backward and turns its exception into a test failure with the message.
-void check(const Fn& f, const std::vector<Tensor>& inputs, GradientCheckOptions options = {}) {
-  INFO("input shapes: " << [&] {
-    std::string s;
-    for (const Tensor& t : inputs) s += shape_str(t.shape()) + " ";
-    return s;
-  }());
-  REQUIRE_NOTHROW(check_backward(f, inputs, options));
-}
-
-std::vector<double> values(const Variable& v) { return v.data().to_vector<double>(); }
 
 // A random extent in [1, 5] for tests over random shapes.
 int64_t dim(Generator& gen) { return 1 + int64_t(gen.below(5)); }

@@ -15,57 +15,25 @@
 #include "core/ops.h"
 #include "core/random.h"
 #include "nn/functions.h"
+#include "tests/function_inputs.h"
 
 namespace F = chainer::functions;
 using namespace chainer;
+using namespace chainer::testing;
 using Vars = std::vector<Variable>;
 using Fn = std::function<Variable(const Vars&)>;
 
 namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Uniform values in [lo, hi), float64.
-Tensor uniform(const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  Generator gen(seed);
-  return random::uniform(shape, lo, hi, DType::Float64, &gen);
-}
-
-// Values with |x| in [0.1, 1): the kink of abs at 0 stays far from the finite-difference steps.
-Tensor away_from_zero(const Shape& shape, uint64_t seed) {
-  Tensor t = uniform(shape, seed);
-  double* p = t.data<double>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = (p[i] < 0 ? -0.1 : 0.1) + 0.9 * p[i];
-  return t;
-}
-
-// Distinct values 0.1 apart in a random order, shifted by OFFSET: maxima without ties, and
-// (with offsets 0 and 0.05) two arrays that are never within 0.05 of each other.
-Tensor spaced(const Shape& shape, uint64_t seed, double offset = 0.0) {
-  Generator gen(seed);
-  const int64_t n = shape_numel(shape);
-  std::vector<double> v;
-  for (int64_t k : gen.permutation(n)) v.push_back(0.1 * double(k - n / 2) + offset);
-  return Tensor::from_vector(v, shape);
-}
 
 Tensor f64(const std::vector<double>& values, const Shape& shape) { return Tensor::from_vector(values, shape); }
 Tensor mask(const std::vector<uint8_t>& values, const Shape& shape) { return Tensor::from_vector(values, shape); }
-Tensor labels(const std::vector<int32_t>& values, const Shape& shape) { return Tensor::from_vector(values, shape); }
 
-void check(const Fn& f, const std::vector<Tensor>& inputs, GradientCheckOptions options = {}) {
-  INFO("input shapes: " << [&] {
-    std::string s;
-    for (const Tensor& t : inputs) s += shape_str(t.shape()) + " ";
-    return s;
-  }());
-  REQUIRE_NOTHROW(check_backward(f, inputs, options));
-}
 
 // Elementwise within Catch's Approx margin (the matcher refers to WANT: use it in one statement).
 auto near(const std::vector<double>& want) { return Catch::Matchers::Approx(want); }
 
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
-std::vector<double> values(const Variable& v) { return values(v.data()); }
 
 // The gradient of sum(F(x) * w) with respect to x, for a fixed output weighting W.
 std::vector<double> grad_of(const std::function<Variable(const Variable&)>& f, const Tensor& x, const Tensor& w) {
