@@ -1,6 +1,7 @@
 #include "core/random.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numbers>
 
@@ -80,8 +81,21 @@ void Generator::set_state(const std::vector<uint64_t>& state) {
 
 namespace random {
 
+uint64_t default_seed() {
+  // Read from the launcher's environment, not from MPI: the core layer knows nothing of MPI,
+  // and the generator may be used before MPI starts. A value that is not a rank counts as none.
+  for (const char* name : {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"}) {
+    const char* text = std::getenv(name);
+    if (!text || !*text) continue;
+    char* end = nullptr;
+    const long long rank = std::strtoll(text, &end, 10);
+    if (*end == '\0' && rank >= 0) return uint64_t(rank);
+  }
+  return 0;
+}
+
 Generator& default_generator() {
-  static Generator gen(0);
+  static Generator gen(default_seed());
   return gen;
 }
 

@@ -36,7 +36,15 @@ class Generator {
 /// The process-wide generator, and tensors of random samples (numpy.random's role).
 namespace random {
 /// The process-wide generator used by initializers and dropout unless one is passed explicitly.
+/// It starts from default_seed(), so the processes of an MPI job draw different numbers (their
+/// dropout masks differ, as with ChainerMN's unseeded per-process generators) until seed() is
+/// called: seeding every rank alike gives every rank the same numbers again, and
+/// `random::seed(s + comm->rank())` keeps them apart.
 Generator& default_generator();
+/// The default generator's first seed: this process's rank in its MPI job as the launcher set
+/// it (PMI_RANK, OMPI_COMM_WORLD_RANK or PMIX_RANK), else 0, so a single process always
+/// starts from 0.
+uint64_t default_seed();
 /// Seeds the default generator.
 void seed(uint64_t seed);
 /// A tensor of normal samples (MEAN, STDDEV) from GEN (the default generator when null).

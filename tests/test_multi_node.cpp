@@ -399,6 +399,16 @@ TEST_CASE("multi_node: create_empty_dataset_from_root gives the root its dataset
   CHECK_THROWS_AS(mn::create_empty_dataset_from_root(numbered(2), *comm, n), Error);
 }
 
+TEST_CASE("multi_node: each process's default generator starts from its rank, so unseeded dropout masks differ") {
+  auto comm = world();
+  CHECK(random::default_seed() == uint64_t(comm->rank()));
+  // A fresh generator as the default one starts: every rank's first dropout mask, gathered.
+  Generator fresh(random::default_seed());
+  const Tensor mask = ops::dropout_mask({64}, 0.5, DType::Float32, Device::cpu(), fresh);
+  const auto masks = comm->allgather_obj(mask.to_vector<float>());
+  for (int r = 1; r < comm->size(); ++r) CHECK(masks[size_t(r)] != masks[0]);
+}
+
 TEST_CASE("multi_node: rank_suffix names the rank and the process count, nothing for one process") {
   auto comm = world();
   CHECK(mn::rank_suffix(*comm) == (comm->size() == 1 ? "" : str(".rank", comm->rank(), "-of-", comm->size())));
