@@ -69,7 +69,7 @@ class Link {
 
  protected:
   /// Appends the child links, with their names, to OUT; a plain Link has none.
-  virtual void collect_children(std::vector<std::pair<std::string, Link*>>& out) const {}
+  virtual void collect_children(std::vector<std::pair<std::string, Link*>>& /*out*/) const {}
 
  private:
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;

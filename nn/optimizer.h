@@ -113,7 +113,7 @@ class Optimizer {
   virtual std::vector<std::string> state_names() const = 0;
   /// The value that every element of state tensor KEY starts at, at a parameter's first step:
   /// 0 unless the rule says otherwise (SMORMS3's "mem" starts at 1, as Chainer's init_state).
-  virtual double initial_state_value(const std::string& key) const { return 0.0; }
+  virtual double initial_state_value(const std::string& /*key*/) const { return 0.0; }
   /// Installs PARTITION (null: none). What the previous partition held (parameters of the target
   /// and state) is first copied into private memory, so nothing stays shared with other processes
   /// that this optimizer no longer coordinates with.
@@ -131,7 +131,7 @@ class Optimizer {
   /// replay of a step captured into a CUDA graph, so they must come from the optimizer's state.
   virtual std::optional<UpdateRule> update_rule() const { return std::nullopt; }
   /// The scalars of update_rule()'s step of a parameter that has taken PARAM_T steps.
-  virtual UpdateScalars update_scalars(int64_t param_t) const { return {}; }
+  virtual UpdateScalars update_scalars(int64_t /*param_t*/) const { return {}; }
   /// Any other optimizer steps one parameter at a time; STATE belongs to this parameter and starts
   /// empty. t() already counts this step; param_t() counts this parameter's own steps.
   virtual void update_one(Variable& param, TensorMap& state);

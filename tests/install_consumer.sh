@@ -7,7 +7,8 @@
 # must have loaded the installed libchainer; a framework-only program built with chainer-cpp's
 # flags must run too; and the guides' programs (docs/*/*.cpp), each copied alone into an empty
 # directory, must preprocess with nothing but pkg-config's flags: the code the guides quote
-# needs no header that is not installed (the main build compiles them in full).
+# needs no header that is not installed (the main build compiles them in full). Last, the
+# installed headers compile without a warning under -Wall -Wextra -Wshadow -Wpedantic.
 #   tests/install_consumer.sh MESON BUILD_DIR PKG_CONFIG SOURCE_ROOT CXX...
 set -u
 usage="usage: install_consumer.sh MESON BUILD_DIR PKG_CONFIG SOURCE_ROOT CXX..."
@@ -135,4 +136,12 @@ for program in "$source_root"/docs/*/*.cpp; do
   echo "ok: $name needs only the installed headers"
 done
 [ "$found" -gt 0 ] || fail "no guide programs under $source_root/docs/*/"
+
+# 4. The installed headers compile without warnings under the flags careful projects build
+# with (their -Werror would otherwise break on our headers, which pkg-config gives as -I).
+printf '#include <chainer.h>\n#include <chainermn.h>\nint main() { return 0; }\n' >"$tmp/strict.cpp"
+# shellcheck disable=SC2086
+"${cxx[@]}" -fsyntax-only -Wall -Wextra -Wshadow -Wpedantic -Werror "$tmp/strict.cpp" $f >"$tmp/strict.log" 2>&1 ||
+  fail "the installed headers warn under -Wall -Wextra -Wshadow -Wpedantic" "$tmp/strict.log"
+echo "ok: the installed headers compile cleanly under -Wall -Wextra -Wshadow -Wpedantic -Werror"
 exit 0

@@ -1,11 +1,13 @@
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -476,6 +478,30 @@ TEST_CASE("training: ProgressBar draws the bars, the position and the speed") {
   REQUIRE(text.substr(text.size() - 3) == "\033[J");
   REQUIRE(text.find("main/loss") != std::string::npos);  // the report is there, too
   REQUIRE_THROWS_WITH(E::ProgressBar(std::nullopt, 0), Catch::Contains("update_interval") && Catch::Contains("0"));
+}
+
+TEST_CASE("training: ProgressBar on a standard stream redirected to a file draws nothing") {
+  TempDir dir("progress_redirected");
+  Setup s(make_dataset(200, 1), nullptr, 32, IntervalTrigger(1, Unit::Epoch), dir.path);
+  s.trainer->extend(std::make_shared<E::ProgressBar>(std::nullopt, 1));  // std::cerr, every iteration
+  // stderr into a file for the run, as `prog 2>log` does.
+  const std::string log = (dir.path / "stderr.txt").string();
+  std::fflush(stderr);
+  std::cerr.flush();
+  const int saved = ::dup(STDERR_FILENO);
+  const int file = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(saved >= 0);
+  REQUIRE(file >= 0);
+  ::dup2(file, STDERR_FILENO);
+  ::close(file);
+  s.trainer->run();
+  std::cerr.flush();
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\033[") == std::string::npos);
+  CHECK(text.find("iters/sec") == std::string::npos);
 }
 
 TEST_CASE("training: dump_graph writes the graph of main/loss once") {

@@ -33,11 +33,11 @@ class Extension {
   /// Higher runs first within an iteration.
   virtual int priority() const { return PRIORITY_READER; }
   /// Called once when the trainer starts (after a resume, too).
-  virtual void initialize(Trainer& trainer) {}
+  virtual void initialize(Trainer& /*trainer*/) {}
   /// Called once when training ends, normally or by an exception.
   virtual void finalize() {}
   /// Saves or restores the extension's state in a snapshot (Extension's own saves nothing).
-  virtual void serialize(Serializer& s) {}
+  virtual void serialize(Serializer& /*s*/) {}
 };
 
 /// Chainer's keyword arguments of make_extension: what an extension class would override.

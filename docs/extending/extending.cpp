@@ -5,8 +5,6 @@
 // it builds against the installed headers (the test install_consumer builds it so); it fails
 // (exit 1, saying why) when a check does not hold.
 //   build/docs/extending/extending
-#include <chainer.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -14,10 +12,14 @@
 #include <string>
 #include <vector>
 
+// [preamble]
+#include <chainer.h>
+
 namespace F = chainer::functions;
 namespace L = chainer::links;
 using chainer::Tensor;
 using chainer::Variable;
+// [end]
 
 namespace {
 
@@ -114,6 +116,7 @@ class GatedBlock : public chainer::Chain {
 };
 // [end]
 
+// [make-batch]
 // Two classes of 4 features: the label says whether the first two features sum above zero.
 std::vector<Variable> make_batch(int64_t n) {
   const std::vector<float> x = chainer::random::normal({n, 4}).to_vector<float>();
@@ -121,6 +124,7 @@ std::vector<Variable> make_batch(int64_t n) {
   for (size_t i = 0; i < t.size(); ++i) t[i] = x[i * 4] + x[i * 4 + 1] > 0 ? 1 : 0;
   return {Variable(Tensor::from_vector(x, {n, 4})), Variable(Tensor::from_vector(t))};
 }
+// [end]
 
 void train_and_save(const std::string& file) {
   chainer::random::seed(0);

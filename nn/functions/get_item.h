@@ -1,11 +1,12 @@
 /// @file
 /// get_item: numpy indexing as chainer.functions.get_item (what `x[...]` is in Python). An index
-/// is a list of entries, each an integer, a Slice, newaxis, ellipsis or one integer array:
+/// is a list of entries, each an integer, a chainer::Slice, chainer::newaxis, chainer::ellipsis
+/// (also reachable as F::Slice, F::newaxis, F::ellipsis) or one integer array:
 ///
-///     F::get_item(x, 0)                                        // x[0]
-///     F::get_item(x, {Slice(1, 5, 2), newaxis, ellipsis, -1})   // x[1:5:2, None, ..., -1]
-///     F::get_item(x, {ellipsis, Slice(std::nullopt, std::nullopt, -1)})  // x[..., ::-1]
-///     F::get_item(x, {Slice(), std::vector<int64_t>{2, 0, 2}})  // x[:, [2, 0, 2]]
+///     F::get_item(x, 0)                                              // x[0]
+///     F::get_item(x, {F::Slice(1, 5, 2), F::newaxis, F::ellipsis, -1})  // x[1:5:2, None, ..., -1]
+///     F::get_item(x, {F::ellipsis, F::Slice(std::nullopt, std::nullopt, -1)})  // x[..., ::-1]
+///     F::get_item(x, {F::Slice(), std::vector<int64_t>{2, 0, 2}})    // x[:, [2, 0, 2]]
 ///
 /// A braced list is Python's tuple of entries; an integer array is spelled as a Tensor or a
 /// std::vector<int64_t>. Integers, slices, newaxis and ellipsis select a strided view of x
@@ -39,10 +40,10 @@ struct Slice {
 
   Slice() = default;  ///< `:`, the whole axis
   /// Python's slice(stop): `:stop`.
-  explicit Slice(std::optional<int64_t> stop) : stop(stop) {}
+  explicit Slice(std::optional<int64_t> end) : stop(end) {}
   /// Python's slice(start, stop, step): `start:stop:step`.
-  Slice(std::optional<int64_t> start, std::optional<int64_t> stop, std::optional<int64_t> step = std::nullopt)
-      : start(start), stop(stop), step(step) {}
+  Slice(std::optional<int64_t> begin, std::optional<int64_t> end, std::optional<int64_t> stride = std::nullopt)
+      : start(begin), stop(end), step(stride) {}
 };
 
 /// The type of newaxis.
@@ -87,6 +88,10 @@ class Index {
 }  // namespace chainer
 
 namespace chainer::functions {
+
+using chainer::ellipsis;  // F::ellipsis, beside F::get_item
+using chainer::newaxis;   // F::newaxis
+using chainer::Slice;     // F::Slice
 
 /// X[INDEX] for an index of one entry (see the file comment).
 Variable get_item(const Variable& x, const Index& index);

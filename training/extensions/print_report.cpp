@@ -1,23 +1,13 @@
 #include "training/extensions/print_report.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 
 #include "training/extensions/log_report.h"
+#include "training/extensions/terminal.h"
 #include "training/trainer.h"
 
 namespace chainer::training::extensions {
-
-namespace {
-// Whether `out` writes to a terminal: only the standard streams can be told.
-bool is_terminal(const std::ostream& out) {
-  if (&out == &std::cout) return ::isatty(STDOUT_FILENO) == 1;
-  if (&out == &std::cerr || &out == &std::clog) return ::isatty(STDERR_FILENO) == 1;
-  return false;
-}
-}  // namespace
 
 PrintReport::PrintReport(std::vector<std::string> entries, std::string log_report, std::ostream& out,
                          std::optional<bool> erase_lines)

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "training/extensions/terminal.h"
 #include "training/trainer.h"
 
 namespace chainer::training::extensions {
@@ -23,6 +24,7 @@ std::string bar(double fraction, int length) {
 }  // namespace
 
 void ProgressBar::operator()(Trainer& trainer) {
+  if (is_standard_stream(out_) && !is_terminal(out_)) return;  // redirected: no cursor movements in a file
   const Updater& u = trainer.updater();
   const int64_t iteration = u.iteration();
   const auto now = std::chrono::steady_clock::now();

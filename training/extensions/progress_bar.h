@@ -13,6 +13,8 @@
 namespace chainer::training::extensions {
 
 /// Draws the training's progress on a terminal, as `chainer.training.extensions.ProgressBar`.
+/// On cout, cerr or clog redirected away from a terminal (a log file) it draws nothing: its
+/// drawing is cursor movements that would litter the file (Chainer's writes them anyway).
 class ProgressBar : public Extension {
  public:
   /// A bar of BAR_LENGTH characters over TRAINING_LENGTH (unset: the stop trigger), redrawn every
