@@ -86,7 +86,8 @@ void IteratorState::serialize(Serializer& s) {
   if (shuffle_) {
     if (int64_t(order.size()) != size_)
       throw Error(str(owner_, ": the snapshot's order has ", order.size(), " entries but the dataset has ", size_,
-                      " examples"));
+                      " examples (a snapshot of another dataset, or of a job with another process count, whose "
+                      "scattered shares had other lengths?)"));
     std::vector<bool> seen(order.size(), false);
     for (int64_t v : order) {
       if (v < 0 || v >= size_ || seen[size_t(v)])

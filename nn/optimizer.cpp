@@ -1,5 +1,7 @@
 #include "nn/optimizer.h"
 
+#include <algorithm>
+
 #include "core/update_ops.h"
 
 namespace chainer {
@@ -139,6 +141,24 @@ const TensorMap& Optimizer::state(const std::string& name) const {
   return it == states_.end() ? empty : it->second;
 }
 
+void Optimizer::require_known_state(const Serializer& sub) const {
+  // Another optimizer's snapshot shares key names by chance (Adam's "v" is MomentumSGD's
+  // velocity), so loading only the names this one keeps would succeed with the wrong values.
+  const std::vector<std::string> names = state_names();
+  const std::string& prefix = sub.prefix();
+  for (auto it = sub.entries().lower_bound(prefix); it != sub.entries().end() && it->first.starts_with(prefix); ++it) {
+    const std::string key = it->first.substr(prefix.size());
+    if (key == "t" || key.find('/') != std::string::npos) continue;
+    if (std::find(names.begin(), names.end(), key) == names.end()) {
+      std::string kept;
+      for (const std::string& n : names) kept += (kept.empty() ? "" : ", ") + n;
+      throw Error(str("deserialize: the optimizer state '", it->first, "' is not one this optimizer keeps (",
+                      kept.empty() ? "it keeps none" : "it keeps " + kept,
+                      "): the snapshot was written by another optimizer or with other options"));
+    }
+  }
+}
+
 void Optimizer::serialize(Serializer& s) {
   require_target("serialize");
   s.value("t", t_);
@@ -149,6 +169,7 @@ void Optimizer::serialize(Serializer& s) {
       // The snapshot's state replaces this one (none: created at the next update).
       states_.erase(name);
       param_steps_.erase(name);
+      if (sub.strict()) require_known_state(sub);
       for (const std::string& key : state_names())
         if (sub.contains(key)) {
           Tensor t;

@@ -139,6 +139,9 @@ class Optimizer {
   int64_t param_t() const { return param_t_; }
   /// Throws, naming WHAT, unless setup() has bound a target.
   void require_target(const char* what) const;
+  /// Throws unless every state entry of the snapshot level SUB (one parameter's) is named in
+  /// state_names() (or is the step count "t").
+  void require_known_state(const Serializer& sub) const;
   /// Throws, naming OPTIMIZER, when EPS is not 0 but rounds to 0 in the dtype of a parameter of
   /// the target (float32 for eps below about 1e-45), as Chainer's Adam and RMSprop check.
   void require_eps_representable(const char* optimizer, double eps) const;

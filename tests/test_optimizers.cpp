@@ -240,6 +240,37 @@ TEST_CASE("optimizers: state survives serialization") {
   REQUIRE(la->param("w").data().to_vector<double>() == lb->param("w").data().to_vector<double>());
 }
 
+TEST_CASE("optimizers: another optimizer's snapshot is refused, naming the state it does not keep") {
+  // Adam's "v" is MomentumSGD's velocity by name only: loading it would succeed with the wrong values.
+  optimizers::Adam adam;
+  auto la = std::make_shared<Param>(std::vector<double>{1.0, -0.5});
+  adam.setup(la);
+  la->param("w").set_grad(Tensor::from_vector<double>({0.1, 0.2}));
+  adam.update();
+  Serializer w = Serializer::writer();
+  adam.serialize(w);
+  optimizers::MomentumSGD momentum;
+  momentum.setup(std::make_shared<Param>(std::vector<double>{1.0, -0.5}));
+  Serializer r = Serializer::reader(w.entries());
+  CHECK_THROWS_WITH(momentum.serialize(r), Catch::Contains("optimizer state 'w/m' is not one this optimizer keeps (it keeps v)") &&
+                                               Catch::Contains("another optimizer"));
+  // Adam with amsgrad keeps vhat, which plain Adam does not.
+  optimizers::Adam ams(0.001, 0.9, 0.999, 1e-8, 1.0, 0.0, /*amsgrad=*/true);
+  auto lc = std::make_shared<Param>(std::vector<double>{1.0, -0.5});
+  ams.setup(lc);
+  lc->param("w").set_grad(Tensor::from_vector<double>({0.1, 0.2}));
+  ams.update();
+  Serializer w2 = Serializer::writer();
+  ams.serialize(w2);
+  optimizers::Adam plain;
+  plain.setup(std::make_shared<Param>(std::vector<double>{1.0, -0.5}));
+  Serializer r2 = Serializer::reader(w2.entries());
+  CHECK_THROWS_WITH(plain.serialize(r2), Catch::Contains("'w/vhat' is not one this optimizer keeps (it keeps m, v)"));
+  // Not strict: what it keeps is loaded, the rest ignored.
+  Serializer lenient = Serializer::reader(w2.entries(), "", /*strict=*/false);
+  CHECK_NOTHROW(plain.serialize(lenient));
+}
+
 namespace {
 // The rules after SGD, MomentumSGD and Adam, checked element by element against Chainer 7.8.1's
 // update_core_cpu written out here in double arithmetic: one step of element P with gradient G

@@ -134,7 +134,8 @@ Tensor recv_message(const Communicator& comm, int peer, const ExpectedMessage& e
                                kind == MessageKind::Value ? "a tensor" : "the gradient of x");
   const std::string out_of_step = str(" (the messages between two ranks are received in the order they were sent, "
                                       "whatever their tags: the sends and recvs of ranks ", peer, " and ", comm.rank(),
-                                      " are out of step)");
+                                      " are out of step: does every stage run the same steps, its Evaluator "
+                                      "included?)");
   if (got_kind != kind)
     throw Error(str(here, " from rank ", peer, " with tag ", expected.tag, ", but the next message from rank ", peer,
                     " is the ", noun(got_kind), " that ", sender(got_kind), " sent with tag ", got_tag, out_of_step));
