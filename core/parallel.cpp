@@ -192,7 +192,10 @@ int default_num_threads() {
 int num_threads() {
   if (const int n = g_threads.load(std::memory_order_relaxed); n > 0) return n;
   std::lock_guard<std::mutex> lock(g_team_mutex);
-  if (!g_team) make_team(default_num_threads());
+  if (!g_team) {
+    make_team(default_num_threads());
+    enable_flush_denormal();  // the thread that computes first is the team's caller, too
+  }
   return g_team->size();
 }
 

@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <pmmintrin.h>
+#include <xmmintrin.h>
 
 #include <cmath>
 #include <cstdio>
@@ -25,6 +27,16 @@
 #include "core/update_ops.h"
 
 using namespace chainer;
+
+// First in this file, so that it runs before anything sizes the team: a program that never
+// calls set_num_threads computes with flush-to-zero on the thread that computes first (Adam's
+// moments would otherwise decay into slow subnormals).
+TEST_CASE("threads: the first thread to compute runs with flush-to-zero and denormals-are-zero") {
+  const Tensor big = Tensor::full({1 << 16}, 1.0);
+  CHECK(ops::add(big, big).numel() == 1 << 16);  // parallel_for: the team is made here
+  CHECK(_MM_GET_FLUSH_ZERO_MODE() == _MM_FLUSH_ZERO_ON);
+  CHECK(_MM_GET_DENORMALS_ZERO_MODE() == _MM_DENORMALS_ZERO_ON);
+}
 
 TEST_CASE("tensor: creation, shape and element access") {
   Tensor t = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
