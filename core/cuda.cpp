@@ -37,9 +37,10 @@ const Plugin& plugin() {
   return p;
 }
 
-// The device this thread's kernels go to; -1 until the runtime has been told.
+// This thread's device (DeviceHandle::use). The runtime is told the device at every call
+// rather than once per thread: another library may have called cudaSetDevice since, and
+// set_device costs a cudaGetDevice when the device is already current.
 thread_local int t_current = 0;
-thread_local int t_runtime_device = -1;
 
 // The plugin, once DEVICE is known to be usable (throws naming the device otherwise).
 const Plugin& plugin_with(int device) {
@@ -53,10 +54,7 @@ const Plugin& plugin_with(int device) {
 
 Runtime& runtime_for(int device) {
   const Plugin& p = plugin_with(device);
-  if (t_runtime_device != device) {
-    p.runtime->set_device(device);
-    t_runtime_device = device;
-  }
+  p.runtime->set_device(device);
   return *p.runtime;
 }
 

@@ -34,7 +34,7 @@ step() {  # step NAME TIMEOUT COMMAND...: logs the output and one summary line
 
 step test_cuda_ops 600 "$here/bin/test_cuda_ops"
 step test_cuda_training 600 "$here/bin/test_cuda_training"
-for t in tensor autograd functions serialization links optimizers training caching_allocator; do
+for t in tensor autograd functions serialization links optimizers training caching_allocator cuda_runtime; do
   step "test_$t" 300 "$here/bin/test_$t"
 done
 # The communicators on GPU gradients: one rank (the NCCL paths), two sharing the GPU (MPI paths).

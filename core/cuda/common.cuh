@@ -1,5 +1,6 @@
 // What every CUDA kernel file of the plugin shares: the check macros, the compute stream, launch
-// sizes, strided indexing, per-step scalars and device-side error reports. Kernels keep the
+// sizes, strided indexing, per-step scalars and device-side error reports (the functions here
+// forward to the plugin's DeviceRuntime, core/cuda/device_runtime.h). Kernels keep the
 // contract of core/kernels.h: arguments are checked, outputs preallocated, and nothing here
 // waits for the device.
 #pragma once
@@ -9,6 +10,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/cuda/device_error.h"
 #include "core/error.h"
 #include "core/tensor.h"
 
@@ -90,21 +92,12 @@ Layout broadcast_layout(const Tensor& t, const Shape& out_shape);
 
 // A device buffer of BYTES that FILL writes through a host pointer before the kernels that read
 // it run: now, or, while a step is being captured into a CUDA graph, before every replay. Returns
-// the device address to pass to those kernels. FILL must stay valid as long as the graphs.
+// the device address to pass to those kernels. FILL must stay valid as long as the graphs. Costs
+// one host-to-device copy (a replay's scalars together cost one: core/cuda/device_runtime.h).
 const void* step_scalars(size_t bytes, std::function<void(void* host)> fill);
 
 // ---- Device errors: bad inputs found by a kernel, reported at the next host read ----
 
-enum DeviceErrorCode : int {
-  kNoDeviceError = 0,
-  kLabelOutOfRange = 1,  // a: the row, b: the label, c: the number of classes, d: ignore_label
-  kTakeIndexOutOfRange = 2,        // a: the position in the indices, b: the index, c: the extent, d: the axis
-  kScatterAddIndexOutOfRange = 3,  // as kTakeIndexOutOfRange
-};
-struct DeviceErrorRecord {
-  int code;
-  long long a, b, c, d;
-};
 // The record of the current device (device memory; read by the host at its next wait).
 DeviceErrorRecord* device_error_record();
 

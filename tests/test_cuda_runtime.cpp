@@ -1,0 +1,478 @@
+// The CUDA plugin's runtime logic (core/cuda/device_runtime.h) on the host, against a fake CUDA
+// runtime (core/cuda/device_api.h): device memory is host memory and work runs at once, but the
+// fake keeps CUDA's rules that the logic must keep too (an event is recorded on a stream of its
+// own device, a failure stays the thread's last error until cleared) and can be told to answer
+// as a GPU machine might: two devices, events not ready, a free that fails, an old driver, a
+// runtime that has shut down at exit.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cuda/device_runtime.h"
+
+using namespace chainer;
+using namespace chainer::cuda;
+
+namespace {
+
+class FakeCuda final : public DeviceApi {
+ public:
+  struct FakeStream {
+    int device;
+  };
+  struct FakeEvent {
+    int device;
+    bool destroyed = false;
+  };
+  struct CopyCall {
+    Copy kind;
+    void* dst;
+    size_t bytes;
+    Stream stream;
+  };
+  struct MemsetCall {
+    void* ptr;
+    size_t bytes;
+    Stream stream;
+  };
+
+  // What the fake answers.
+  int devices = 1;
+  int count_status = kDeviceSuccess;  // get_device_count's
+  int driver = 13000, runtime = 13000;
+  bool events_ready = true;           // event_query's answer
+  int free_status = kDeviceSuccess;   // free's
+  bool shut_down = false;             // every call fails as after the CUDA runtime's exit
+
+  // What it saw.
+  int current = 0;
+  int last_error = kDeviceSuccess;
+  int calls = 0;
+  std::vector<CopyCall> copies;
+  std::vector<MemsetCall> memsets;
+  int event_synchronizes = 0, graph_launches = 0, frees = 0, host_allocs = 0;
+  std::map<void*, size_t> device_memory;
+  std::vector<std::unique_ptr<FakeStream>> streams;
+  std::vector<std::unique_ptr<FakeEvent>> events;
+
+  int copies_of(Copy kind) const {
+    int n = 0;
+    for (const CopyCall& c : copies) n += c.kind == kind;
+    return n;
+  }
+  int events_alive() const {
+    int n = 0;
+    for (const auto& e : events) n += !e->destroyed;
+    return n;
+  }
+  static int device_of(Stream s) { return static_cast<FakeStream*>(s)->device; }
+
+  int get_device_count(int* count) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    if (count_status != kDeviceSuccess) return fail(count_status);
+    *count = devices;
+    return kDeviceSuccess;
+  }
+  int driver_get_version(int* v) override { return *v = driver, kDeviceSuccess; }
+  int runtime_get_version(int* v) override { return *v = runtime, kDeviceSuccess; }
+  int get_device(int* device) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    *device = current;
+    return kDeviceSuccess;
+  }
+  int set_device(int device) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    if (device < 0 || device >= devices) return fail(101);
+    current = device;
+    return kDeviceSuccess;
+  }
+  int get_device_properties(int device, DeviceProperties* p) override {
+    if (device < 0 || device >= devices) return fail(101);
+    p->name = "Fake GPU";
+    return kDeviceSuccess;
+  }
+  int get_last_error() override {
+    const int e = last_error;
+    last_error = kDeviceSuccess;
+    return e;
+  }
+  const char* get_error_name(int status) override {
+    switch (status) {
+      case kErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+      case kErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+      case kErrorCudartUnloading: return "cudaErrorCudartUnloading";
+      case 700: return "cudaErrorIllegalAddress";
+      default: return "cudaErrorUnknown";
+    }
+  }
+  const char* get_error_string(int status) override {
+    switch (status) {
+      case kErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
+      case kErrorInvalidResourceHandle: return "invalid resource handle";
+      case kErrorCudartUnloading: return "driver shutting down";
+      case 700: return "an illegal memory access was encountered";
+      default: return "unknown error";
+    }
+  }
+
+  int malloc(void** ptr, size_t bytes) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    *ptr = std::calloc(1, bytes ? bytes : 1);
+    device_memory[*ptr] = bytes;
+    return kDeviceSuccess;
+  }
+  int free(void* ptr) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    ++frees;
+    if (free_status != kDeviceSuccess) return fail(free_status);
+    REQUIRE(device_memory.erase(ptr) == 1);
+    std::free(ptr);
+    return kDeviceSuccess;
+  }
+  int host_alloc(void** ptr, size_t bytes) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    ++host_allocs;
+    *ptr = std::calloc(1, bytes);
+    return kDeviceSuccess;
+  }
+  int memset_async(void* ptr, int value, size_t bytes, Stream stream) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    memsets.push_back({ptr, bytes, stream});
+    std::memset(ptr, value, bytes);
+    return kDeviceSuccess;
+  }
+  int memcpy_async(void* dst, const void* src, size_t bytes, Copy kind, Stream stream) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    copies.push_back({kind, dst, bytes, stream});
+    std::memcpy(dst, src, bytes);
+    return kDeviceSuccess;
+  }
+  int memcpy_peer_async(void* dst, int, const void* src, int, size_t bytes, Stream stream) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    copies.push_back({Copy::device_to_device, dst, bytes, stream});
+    std::memcpy(dst, src, bytes);
+    return kDeviceSuccess;
+  }
+
+  int stream_create(Stream* stream) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    streams.push_back(std::make_unique<FakeStream>(FakeStream{current}));
+    *stream = streams.back().get();
+    return kDeviceSuccess;
+  }
+  int stream_synchronize(Stream) override { return enter() ? kDeviceSuccess : fail(kErrorCudartUnloading); }
+  int stream_wait_event(Stream, Event) override { return enter() ? kDeviceSuccess : fail(kErrorCudartUnloading); }
+  int event_create(Event* event) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    events.push_back(std::make_unique<FakeEvent>(FakeEvent{current}));
+    *event = events.back().get();
+    return kDeviceSuccess;
+  }
+  int event_record(Event event, Stream stream) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    auto* e = static_cast<FakeEvent*>(event);
+    REQUIRE(!e->destroyed);
+    // CUDA: the event and the stream must belong to the same device.
+    if (e->device != (stream ? device_of(stream) : current)) return fail(kErrorInvalidResourceHandle);
+    return kDeviceSuccess;
+  }
+  int event_query(Event event) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    REQUIRE(!static_cast<FakeEvent*>(event)->destroyed);
+    return events_ready ? kDeviceSuccess : fail(kErrorNotReady);
+  }
+  int event_synchronize(Event) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    ++event_synchronizes;
+    return kDeviceSuccess;
+  }
+  int event_destroy(Event event) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    auto* e = static_cast<FakeEvent*>(event);
+    REQUIRE(!e->destroyed);
+    e->destroyed = true;
+    return kDeviceSuccess;
+  }
+
+  int thread_exchange_stream_capture_mode(CaptureMode* mode) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    std::swap(*mode, capture_mode_);
+    return kDeviceSuccess;
+  }
+  int stream_begin_capture(Stream) override { return enter() ? kDeviceSuccess : fail(kErrorCudartUnloading); }
+  int stream_end_capture(Stream, Graph* graph) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    *graph = &graph_;
+    return kDeviceSuccess;
+  }
+  int graph_instantiate(GraphExec* exec, Graph) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    *exec = &graph_;
+    return kDeviceSuccess;
+  }
+  int graph_destroy(Graph) override { return enter() ? kDeviceSuccess : fail(kErrorCudartUnloading); }
+  int graph_exec_destroy(GraphExec) override { return enter() ? kDeviceSuccess : fail(kErrorCudartUnloading); }
+  int graph_launch(GraphExec, Stream) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    ++graph_launches;
+    return kDeviceSuccess;
+  }
+
+ private:
+  bool enter() {
+    ++calls;
+    return !shut_down;
+  }
+  int fail(int status) {
+    last_error = status;
+    return status;
+  }
+  CaptureMode capture_mode_ = kCaptureGlobal;
+  int graph_ = 0;
+};
+
+// A runtime over FAKE whose warnings are collected.
+struct Setup {
+  FakeCuda fake;
+  std::vector<std::string> warnings;
+  DeviceRuntime runtime{fake, Kernels{}, [this](const std::string& m) { warnings.push_back(m); }};
+  explicit Setup(int devices = 1) { fake.devices = devices; }
+};
+
+}  // namespace
+
+TEST_CASE("cuda runtime: no device because the driver is older than the runtime names both and the release needed") {
+  Setup t;
+  t.fake.count_status = kErrorInsufficientDriver;
+  t.fake.driver = 12040;
+  t.fake.runtime = 13000;
+  std::string why;
+  CHECK(t.runtime.device_count(why) == 0);
+  CHECK_THAT(why, Catch::Contains("CUDA driver version is insufficient for CUDA runtime version") &&
+                      Catch::Contains("this CUDA 13.0 runtime needs an NVIDIA driver for CUDA 13.0 or newer") &&
+                      Catch::Contains("release 580 or newer") &&
+                      Catch::Contains("the installed driver supports CUDA 12.4 at most"));
+  CHECK(t.fake.last_error == kDeviceSuccess);
+
+  t.fake.driver = 0;
+  why.clear();
+  CHECK(t.runtime.device_count(why) == 0);
+  CHECK_THAT(why, Catch::Contains("no NVIDIA driver is installed"));
+
+  CHECK(insufficient_driver_reason(11080, 12040) ==
+        "this CUDA 12.4 runtime needs an NVIDIA driver for CUDA 12.0 or newer (release 525 or newer); "
+        "the installed driver supports CUDA 11.8 at most");
+  CHECK(insufficient_driver_reason(13000, 14010) ==
+        "this CUDA 14.1 runtime needs an NVIDIA driver for CUDA 14.0 or newer; the installed driver supports CUDA "
+        "13.0 at most");
+}
+
+TEST_CASE("cuda runtime: the device-error record is cleared on the compute stream and not on the legacy default stream") {
+  Setup t;
+  t.runtime.set_device(0);
+  void* record = t.runtime.device_error_record();
+  int clears = 0;
+  for (const FakeCuda::MemsetCall& m : t.fake.memsets) {
+    if (m.ptr != record) continue;
+    ++clears;
+    CHECK(m.stream == t.runtime.native_stream(0));
+  }
+  CHECK(clears == 1);
+}
+
+TEST_CASE("cuda runtime: a kernel's recorded error is thrown at the next host read and then cleared") {
+  Setup t;
+  t.runtime.set_device(0);
+  DeviceErrorRecord* record = t.runtime.device_error_record();  // the fake's device memory is the host's
+  *record = {kLabelOutOfRange, 3, 12, 10, -1};
+  CHECK_THROWS_WITH(t.runtime.synchronize(0), Catch::StartsWith("softmax_cross_entropy: label 12 at index 3 is out of "
+                                                                "range for 10 classes") &&
+                                                  Catch::Contains("found on cuda:0"));
+  CHECK(record->code == kNoDeviceError);
+  CHECK_NOTHROW(t.runtime.synchronize(0));
+}
+
+TEST_CASE("cuda runtime: a copy between two devices records each event with its stream's device current") {
+  Setup t(2);
+  for (int current : {1, 0}) {  // the caller made the destination current, or the source
+    INFO("current device: cuda:" << current);
+    t.runtime.set_device(0);
+    t.runtime.set_device(1);
+    std::shared_ptr<void> src = t.runtime.allocate(0, 64), dst = t.runtime.allocate(1, 64);
+    std::memset(src.get(), 7, 64);
+    t.runtime.set_device(current);
+    const int events_before = t.fake.events_alive();
+    REQUIRE_NOTHROW(t.runtime.copy_between(1, dst.get(), 0, src.get(), 64));
+    CHECK(static_cast<unsigned char*>(dst.get())[63] == 7);
+    CHECK(t.fake.current == current);              // the caller's device is restored
+    CHECK(t.fake.events_alive() == events_before);  // both events destroyed
+    CHECK(t.fake.last_error == kDeviceSuccess);
+  }
+}
+
+TEST_CASE("cuda runtime: the current device is CUDA's even after another library called cudaSetDevice") {
+  Setup t(2);
+  t.runtime.set_device(1);
+  t.runtime.set_device(0);
+  CHECK(t.runtime.compute_stream() == t.runtime.native_stream(0));
+  t.fake.current = 1;  // NCCL, cuDNN or the user's own CUDA code switched devices
+  CHECK(t.runtime.current_device() == 1);
+  CHECK(t.runtime.compute_stream() == t.runtime.native_stream(1));
+  CHECK(t.runtime.device_error_record() != nullptr);
+  t.runtime.set_device(0);
+  CHECK(t.fake.current == 0);
+  CHECK(t.runtime.compute_stream() == t.runtime.native_stream(0));
+}
+
+TEST_CASE("cuda runtime: eager per-step scalars cost one copy per call whatever their size") {
+  Setup t;
+  t.runtime.set_device(0);
+  for (size_t bytes : {size_t(8), size_t(256), size_t(3840), size_t(100'000)}) {
+    INFO(bytes << " bytes");
+    const int before = t.fake.copies_of(DeviceApi::Copy::host_to_device);
+    const auto* p = static_cast<const unsigned char*>(t.runtime.step_scalars(bytes, [bytes](void* host) {
+      for (size_t i = 0; i < bytes; ++i) static_cast<unsigned char*>(host)[i] = static_cast<unsigned char>(i * 7 + 1);
+    }));
+    CHECK(t.fake.copies_of(DeviceApi::Copy::host_to_device) == before + 1);
+    CHECK(t.fake.copies.back().stream == t.runtime.native_stream(0));
+    bool same = true;
+    for (size_t i = 0; i < bytes; ++i) same = same && p[i] == static_cast<unsigned char>(i * 7 + 1);
+    CHECK(same);
+  }
+}
+
+TEST_CASE("cuda runtime: the eager scalar ring waits only when it comes back to a segment still being copied") {
+  Setup t;
+  t.runtime.set_device(0);
+  constexpr size_t kSlot = DeviceRuntime::kScalarAlign;
+  constexpr int kPerLap = int(DeviceRuntime::kRingBytes / kSlot);
+  constexpr int kPerSegment = kPerLap / DeviceRuntime::kRingSegments;
+  auto write = [&] { t.runtime.step_scalars(kSlot, [](void* host) { std::memset(host, 1, DeviceRuntime::kScalarAlign); }); };
+  std::vector<const void*> first_lap;
+  for (int i = 0; i < kPerLap; ++i) first_lap.push_back(t.runtime.step_scalars(kSlot, [](void*) {}));
+  CHECK(t.fake.event_synchronizes == 0);  // a whole ring ahead of the device before any wait
+  write();  // back at the first segment, whose copies were queued a lap ago
+  CHECK(t.fake.event_synchronizes == 1);
+  for (int i = 1; i < kPerSegment; ++i) write();
+  CHECK(t.fake.event_synchronizes == 1);  // one wait per segment, not per write
+  const void* p = t.runtime.step_scalars(kSlot, [](void*) {});
+  CHECK(t.fake.event_synchronizes == 2);
+  CHECK(p == first_lap[kPerSegment]);  // the same device slots, lap after lap
+  CHECK(t.fake.last_error == kDeviceSuccess);
+}
+
+TEST_CASE("cuda runtime: a replayed graph refills all its per-step scalars with one copy") {
+  Setup t;
+  t.runtime.set_device(0);
+  double lr = 0.1;
+  constexpr int kCalls = 20;
+  constexpr size_t kBytes = 48 * 80;  // a multi-tensor update's scalars for 48 parameters
+  t.runtime.begin_capture(0);
+  std::vector<const double*> scalars;
+  for (int i = 0; i < kCalls; ++i) {
+    scalars.push_back(static_cast<const double*>(t.runtime.step_scalars(kBytes, [&lr, i](void* host) {
+      static_cast<double*>(host)[0] = lr * (i + 1);
+      static_cast<double*>(host)[kBytes / sizeof(double) - 1] = -lr;
+    })));
+  }
+  const int copies_before_end = t.fake.copies_of(DeviceApi::Copy::host_to_device);
+  std::shared_ptr<void> graph = t.runtime.end_capture(0);
+  for (double step_lr : {0.5, 0.25}) {
+    lr = step_lr;
+    const int copies = t.fake.copies_of(DeviceApi::Copy::host_to_device), launches = t.fake.graph_launches;
+    t.runtime.replay(graph);
+    CHECK(t.fake.copies_of(DeviceApi::Copy::host_to_device) == copies + 1);
+    CHECK(t.fake.graph_launches == launches + 1);
+    for (int i = 0; i < kCalls; ++i) {
+      CHECK(scalars[i][0] == step_lr * (i + 1));
+      CHECK(scalars[i][kBytes / sizeof(double) - 1] == -step_lr);
+    }
+  }
+  CHECK(copies_before_end == 0);  // nothing is copied while capturing: the fills run at each replay
+  CHECK(t.runtime.launch_counts().graphs == 2);
+}
+
+TEST_CASE("cuda runtime: an event that is not ready does not stay the thread's last error") {
+  Setup t;
+  t.runtime.set_device(0);
+  std::shared_ptr<void> dst = t.runtime.allocate(0, 1000);
+  const std::vector<char> src(1000, 3);
+  t.fake.events_ready = false;
+  const int host_allocs = t.fake.host_allocs;
+  t.runtime.copy_from_host(0, dst.get(), src.data(), src.size());
+  t.runtime.copy_from_host(0, dst.get(), src.data(), src.size());  // the first buffer is still being read
+  CHECK(t.fake.host_allocs == host_allocs + 2);
+  CHECK(t.fake.last_error == kDeviceSuccess);
+}
+
+TEST_CASE("cuda runtime: a free that fails is reported once and never thrown") {
+  Setup t;
+  t.runtime.set_device(0);
+  for (size_t bytes : {size_t(1000), size_t(3) << 20, size_t(5) << 20}) t.runtime.allocate(0, bytes).reset();
+  t.fake.free_status = 700;  // a sticky error: every later call fails
+  REQUIRE_NOTHROW(t.runtime.empty_cache());
+  CHECK(t.fake.frees == 3);
+  CHECK(t.runtime.ignored_errors() == 3);
+  REQUIRE(t.warnings.size() == 1);
+  CHECK_THAT(t.warnings[0], Catch::Contains("cuda_.free(ptr) failed: an illegal memory access was encountered") &&
+                                Catch::Contains("later ones are not reported"));
+  CHECK(t.fake.last_error == kDeviceSuccess);
+}
+
+TEST_CASE("cuda runtime: a graph destroyed after the CUDA runtime shut down is not an error") {
+  Setup t;
+  t.runtime.set_device(0);
+  t.runtime.begin_capture(0);
+  t.runtime.step_scalars(8, [](void*) {});
+  std::vector<char> host(100);
+  t.runtime.copy_from_host(0, t.runtime.allocate(0, 100).get(), host.data(), host.size());
+  std::shared_ptr<void> graph = t.runtime.end_capture(0);
+  t.fake.shut_down = true;
+  REQUIRE_NOTHROW(graph.reset());
+  CHECK(t.warnings.size() == 1);
+}
+
+TEST_CASE("cuda runtime: the device state is left alone when the runtime goes after CUDA has shut down") {
+  SECTION("in this process") {
+    FakeCuda fake;
+    int calls = 0;
+    {
+      DeviceRuntime runtime(fake, Kernels{});
+      runtime.set_device(0);
+      runtime.allocate(0, 1000).reset();  // cached
+      runtime.allocate(0, 5 << 20).reset();
+      fake.shut_down = true;
+      calls = fake.calls;
+    }
+    CHECK(fake.calls == calls);  // no CUDA call at all
+  }
+  SECTION("at exit as a static") {
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      static FakeCuda* fake = new FakeCuda;  // outlives the runtime
+      static DeviceRuntime runtime(*fake, Kernels{});
+      runtime.set_device(0);
+      runtime.allocate(0, 1000).reset();  // blocks cached at exit
+      runtime.allocate(0, 5 << 20).reset();
+      fake->shut_down = true;  // CUDA's own teardown ran first
+      std::exit(0);            // destroys the runtime
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;  // SIGABRT: std::terminate
+    const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    CHECK(signal == 0);
+    CHECK(exit_status == 0);
+  }
+}
