@@ -203,11 +203,12 @@ class DeviceRuntime::PinnedStaging {
     CHAINER_DEVICE_CHECK(cuda_.event_create(&b.done));
     return b;
   }
-  // B was last read by work queued on STREAM (of this staging's device, current) so far. Never
-  // throws: a buffer whose event cannot be recorded is dropped.
-  void release(Buffer b, DeviceApi::Stream stream) noexcept {
+  // B was last read by work queued on STREAM (of this staging's device, current) so far.
+  // QUIET (a free path): a buffer whose event cannot be recorded is dropped, not thrown about.
+  void release(Buffer b, DeviceApi::Stream stream, bool quiet = false) {
     const int status = cuda_.event_record(b.done, stream);
     if (status != kDeviceSuccess) {
+      if (!quiet) throw_device_error(cuda_, status, "cuda_.event_record(b.done, stream)", __FILE__, __LINE__);
       rt_.ignore(status, "cuda_.event_record(b.done, stream)", __FILE__, __LINE__);
       return;
     }
@@ -339,6 +340,15 @@ void DeviceRuntime::ignore(int status, const char* call, const char* file, int l
   }
 }
 
+void DeviceRuntime::ignore(const std::exception& e, const char* freeing) noexcept {
+  cuda_.get_last_error();
+  if (ignored_errors_++ > 0) return;
+  try {
+    warn_(str("chainer: error ignored while freeing ", freeing, ": ", e.what(), " (later ones are not reported)"));
+  } catch (...) {
+  }
+}
+
 DeviceRuntime::DeviceState& DeviceRuntime::state(int device) {
   CHAINER_ASSERT(device >= 0 && device < kMaxDevices, "cuda:", device, " is out of range");
   DeviceState* s = devices_[device].load(std::memory_order_acquire);
@@ -430,7 +440,7 @@ std::shared_ptr<void> DeviceRuntime::allocate(int device, size_t bytes) {
     try {
       allocator->free(q);
     } catch (const std::exception& e) {  // a deleter must not throw
-      if (ignored_errors_++ == 0) warn_(str("chainer: error ignored while freeing device memory: ", e.what()));
+      ignore(e, "device memory");
     }
   });
 }
@@ -568,14 +578,9 @@ void DeviceRuntime::destroy(CaptureRecord* r) noexcept {
     if (r->exec) CHAINER_DEVICE_CHECK_QUIETLY(*this, cuda_.graph_exec_destroy(r->exec));  // after a launch in flight
     r->arenas.clear();
     s.allocator->release_pool(r->pool);
-    for (PinnedStaging::Buffer& b : r->pinned) s.staging.release(b, s.stream);
+    for (PinnedStaging::Buffer& b : r->pinned) s.staging.release(b, s.stream, /*quiet=*/true);
   } catch (const std::exception& e) {
-    if (ignored_errors_++ == 0) {
-      try {
-        warn_(str("chainer: error ignored while freeing a CUDA graph: ", e.what()));
-      } catch (...) {
-      }
-    }
+    ignore(e, "a CUDA graph");
   }
 }
 

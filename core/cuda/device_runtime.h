@@ -21,6 +21,7 @@
 #pragma once
 #include <atomic>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -102,8 +103,10 @@ class DeviceRuntime final : public Runtime {
   DeviceState& current() { return state(current_device()); }
   void wait_and_check(DeviceState& s);
   void destroy(CaptureRecord* record) noexcept;
-  // A failure on a free path: reported once, cleared, never thrown.
+  // A failure on a free path (a CUDA call's STATUS, or E while freeing FREEING): reported once
+  // through WARN, cleared, never thrown.
   void ignore(int status, const char* call, const char* file, int line) noexcept;
+  void ignore(const std::exception& e, const char* freeing) noexcept;
 
   DeviceApi& cuda_;
   const Kernels kernels_;
