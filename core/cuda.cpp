@@ -123,9 +123,8 @@ void wait_for_other_streams(int device) {
 }  // namespace detail
 
 void DeviceHandle::synchronize() const {
-  Runtime& rt = runtime_for(id_);
+  runtime_for(id_).synchronize(id_);  // first: it refuses while the stream is captured
   detail::wait_for_other_streams(id_);
-  rt.synchronize(id_);
 }
 
 int current_device() { return t_current; }

@@ -83,7 +83,7 @@ namespace detail {
 int add_stream_waiter(std::function<void(int device)> wait);
 /// Stops calling the waiter ID; returns after any call of it in progress.
 void remove_stream_waiter(int id);
-/// Calls every registered waiter for DEVICE, as synchronize() does before it waits for the
+/// Calls every registered waiter for DEVICE, as synchronize() does after it has waited for the
 /// compute stream. Needs no CUDA device.
 void wait_for_other_streams(int device);
 }  // namespace detail
