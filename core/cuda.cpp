@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "core/cuda/runtime.h"
 #include "core/plugin.h"
@@ -94,11 +96,38 @@ void DeviceHandle::use() const {
   t_current = id_;
 }
 
-void DeviceHandle::synchronize() const { runtime_for(id_).synchronize(id_); }
+namespace {
+// The waiters of detail::add_stream_waiter; calls run under the lock, so a removed waiter is
+// never called again once remove_stream_waiter returns.
+std::mutex g_waiters_mutex;
+std::vector<std::pair<int, std::function<void(int)>>> g_waiters;
+int g_next_waiter = 0;
+}  // namespace
+
+namespace detail {
+int add_stream_waiter(std::function<void(int device)> wait) {
+  std::lock_guard<std::mutex> lock(g_waiters_mutex);
+  g_waiters.emplace_back(++g_next_waiter, std::move(wait));
+  return g_next_waiter;
+}
+void remove_stream_waiter(int id) {
+  std::lock_guard<std::mutex> lock(g_waiters_mutex);
+  std::erase_if(g_waiters, [id](const auto& w) { return w.first == id; });
+}
+void wait_for_other_streams(int device) {
+  std::lock_guard<std::mutex> lock(g_waiters_mutex);
+  for (const auto& w : g_waiters) w.second(device);
+}
+}  // namespace detail
+
+void DeviceHandle::synchronize() const {
+  runtime_for(id_).synchronize(id_);  // first: it refuses while the stream is captured
+  detail::wait_for_other_streams(id_);
+}
 
 int current_device() { return t_current; }
 
-void synchronize() { runtime_for(t_current).synchronize(t_current); }
+void synchronize() { get_device(t_current).synchronize(); }
 
 MemoryStats memory_stats(int device) {
   if (device < 0) device = t_current;

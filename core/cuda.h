@@ -62,7 +62,7 @@ class DeviceHandle {
   int id() const { return id_; }  ///< the device number
   Device device() const { return Device::cuda(id_); }  ///< as a Device
   void use() const;          ///< the current device of this thread from now on
-  void synchronize() const;  ///< waits for everything queued on the device
+  void synchronize() const;  ///< waits for everything queued on the device (see cuda::synchronize)
  private:
   int id_;
 };
@@ -71,8 +71,22 @@ class DeviceHandle {
 DeviceHandle get_device(int id);
 /// This thread's current device (0 until a DeviceHandle::use()).
 int current_device();
-/// Waits for the current device's queued work, then reports any recorded device error.
+/// Waits for the current device's queued work (the compute stream's and other libraries' streams
+/// on it: the NCCL communicators'), then reports any recorded device error.
 void synchronize();
+
+namespace detail {
+/// Lets synchronize() and DeviceHandle::synchronize() wait for streams other than the compute
+/// stream: the NCCL communicators (distributed/communicators/nccl_collectives.h) register a
+/// waiter for their own stream. Each call of WAIT(device) returns once that library's work on
+/// the device has completed (or throws). Returns an id for remove_stream_waiter.
+int add_stream_waiter(std::function<void(int device)> wait);
+/// Stops calling the waiter ID; returns after any call of it in progress.
+void remove_stream_waiter(int id);
+/// Calls every registered waiter for DEVICE, as synchronize() does after it has waited for the
+/// compute stream. Needs no CUDA device.
+void wait_for_other_streams(int device);
+}  // namespace detail
 
 /// The caching allocator's figures for a device, from memory_stats().
 struct MemoryStats {

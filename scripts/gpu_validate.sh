@@ -34,9 +34,13 @@ step() {  # step NAME TIMEOUT COMMAND...: logs the output and one summary line
 
 step test_cuda_ops 600 "$here/bin/test_cuda_ops"
 step test_cuda_training 600 "$here/bin/test_cuda_training"
-for t in tensor autograd functions serialization links optimizers training caching_allocator cuda_runtime; do
+for t in tensor autograd functions serialization links optimizers training caching_allocator cuda_runtime nccl_logic; do
   step "test_$t" 300 "$here/bin/test_$t"
 done
+# NCCL's real calls at one rank, expected exit 0: the non-blocking init completes, a sum polled
+# while running leaves the next kernel launch clean, cuda::synchronize() waits for NCCL's stream,
+# reduce_scatter/allgather (ncclReduceScatter/ncclAllGather) keep the values, under a 5 s limit.
+step gpu_nccl 300 mpiexec -n 1 "$here/bin/test_gpu_nccl"
 # The communicators on GPU gradients: one rank (the NCCL paths), two sharing the GPU (MPI paths).
 for np in 1 2; do
   step "gpu_communicators_np$np" 300 mpiexec -n "$np" "$here/bin/test_gpu_communicators"

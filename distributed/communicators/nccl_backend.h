@@ -5,16 +5,13 @@
 // of a CUDA build loads neither NCCL nor the CUDA runtime.
 //
 // A backend belongs to one device and one MPI communicator (borrowed). Its NCCL communicator is
-// made at its first collective, which every member reaches together: member 0 gets a unique id
-// (ncclGetUniqueId), MPI broadcasts it, and all call ncclCommInitRank. Collectives run on a
-// stream of the backend's own: it waits (an event) for what the device's compute stream has
-// queued, and the compute stream waits for the collective before its next work, so nothing
-// waits on the host. start_allreduce leaves that second wait to PendingSum::wait(), so backward
-// keeps the compute stream busy while a bucket is summed.
-//
-// Uneven shares (reduce_scatter, allgather) are grouped ncclReduce / ncclBroadcast calls, one
-// per member, since NCCL's own reduce-scatter and all-gather need equal shares. NCCL refuses two
-// ranks on one GPU ("Duplicate GPU detected"): its error says so.
+// made at its first collective, which every member reaches together; collectives run on a stream
+// of the backend's own, after what the device's compute stream has queued, and the host waits
+// for each (polling NCCL's errors, within CHAINERMN_TIMEOUT) before the compute stream goes on,
+// so that a dead peer ends the job instead of hanging a later host read. start_allreduce leaves
+// that wait to PendingSum::wait(), so backward keeps the compute stream busy while a bucket is
+// summed. The logic and its reasons: nccl_collectives.h. NCCL refuses two ranks on one GPU
+// ("Duplicate GPU detected"): its error says so.
 #pragma once
 #include <mpi.h>
 

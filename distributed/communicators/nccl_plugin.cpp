@@ -1,37 +1,31 @@
 // libchainermn_nccl.so: the NCCL collective backend (distributed/communicators/nccl_backend.h).
-// Built only where CUDA and NCCL are found; libchainermn loads it at first use.
+// Built only where CUDA and NCCL are found; libchainermn loads it at first use. The logic is
+// NcclCollectives (nccl_collectives.h, in libchainermn, tested on the host against a fake);
+// this file gives it the real CUDA runtime and NCCL calls and adapts it to CollectiveBackend.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <cstring>
 #include <vector>
 
 #include "core/cuda/runtime.h"
 #include "core/error.h"
 #include "distributed/communicators/nccl_backend.h"
+#include "distributed/communicators/nccl_collectives.h"
 #include "distributed/mpi_check.h"
 #include "distributed/mpi_wait.h"
 
 namespace chainermn::nccl {
 
 using chainer::DType;
-using chainer::Error;
 using chainer::str;
 using chainer::Tensor;
 
 namespace {
 
-void check_nccl(ncclResult_t r, ncclComm_t comm, const char* call, const char* file, int line) {
-  if (r == ncclSuccess || r == ncclInProgress) return;
-  const char* last = comm ? ncclGetLastError(comm) : ncclGetLastError(nullptr);
-  throw Error(str(call, " failed at ", file, ":", line, ": ", ncclGetErrorString(r),
-                  last && *last ? str(" (", last, ")") : std::string()));
-}
-void check_cuda(cudaError_t e, const char* call, const char* file, int line) {
-  if (e == cudaSuccess) return;
-  throw Error(str(call, " failed at ", file, ":", line, ": ", cudaGetErrorName(e), ": ", cudaGetErrorString(e)));
-}
-#define CHAINERMN_NCCL_CHECK(call) check_nccl((call), nccl_, #call, __FILE__, __LINE__)
-#define CHAINERMN_CUDA_CHECK(call) check_cuda((call), #call, __FILE__, __LINE__)
+static_assert(NcclApi::kCudaSuccess == int(cudaSuccess) && NcclApi::kCudaErrorNotReady == int(cudaErrorNotReady));
+static_assert(NcclApi::kNcclSuccess == int(ncclSuccess) && NcclApi::kNcclInProgress == int(ncclInProgress));
+static_assert(sizeof(NcclApi::UniqueId) == sizeof(ncclUniqueId));
 
 ncclDataType_t nccl_type(DType d) {
   switch (d) {
@@ -46,131 +40,137 @@ ncclDataType_t nccl_type(DType d) {
   throw chainer::InternalError("nccl_type: unknown dtype");
 }
 
-// A sum queued on the backend's stream; wait() orders the compute stream after it.
-class QueuedSum final : public PendingSum {
+cudaStream_t S(NcclApi::Stream s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t E(NcclApi::Event e) { return static_cast<cudaEvent_t>(e); }
+ncclComm_t C(NcclApi::Comm c) { return static_cast<ncclComm_t>(c); }
+
+// Each method is the library function of its name (nccl_api.h).
+class CudaNcclApi final : public NcclApi {
  public:
-  QueuedSum(cudaEvent_t done, cudaStream_t compute, Tensor keep) : done_(done), compute_(compute), keep_(std::move(keep)) {}
-  ~QueuedSum() override {
-    if (done_) cudaEventDestroy(done_);
+  explicit CudaNcclApi(int device) : device_(device) {}
+
+  int cudaSetDevice(int device) override { return ::cudaSetDevice(device); }
+  int cudaStreamCreateWithFlags(Stream* stream) override {
+    cudaStream_t s = nullptr;
+    const cudaError_t e = ::cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    *stream = s;
+    return e;
   }
-  bool test() override { return cudaEventQuery(done_) == cudaSuccess; }
-  void wait() override { CHAINERMN_CUDA_CHECK(cudaStreamWaitEvent(compute_, done_, 0)); }
+  int cudaStreamDestroy(Stream stream) override { return ::cudaStreamDestroy(S(stream)); }
+  int cudaStreamQuery(Stream stream) override { return ::cudaStreamQuery(S(stream)); }
+  int cudaStreamWaitEvent(Stream stream, Event event) override { return ::cudaStreamWaitEvent(S(stream), E(event), 0); }
+  int cudaEventCreateWithFlags(Event* event) override {
+    cudaEvent_t e = nullptr;
+    const cudaError_t r = ::cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    *event = e;
+    return r;
+  }
+  int cudaEventRecord(Event event, Stream stream) override { return ::cudaEventRecord(E(event), S(stream)); }
+  int cudaEventQuery(Event event) override { return ::cudaEventQuery(E(event)); }
+  int cudaEventDestroy(Event event) override { return ::cudaEventDestroy(E(event)); }
+  int cudaMemcpyAsync(void* dst, const void* src, size_t bytes, Stream stream) override {
+    return ::cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, S(stream));
+  }
+  int cudaGetLastError() override { return ::cudaGetLastError(); }
+  std::string cuda_error_text(int code) override {
+    const auto e = cudaError_t(code);
+    return str(cudaGetErrorName(e), ": ", cudaGetErrorString(e));
+  }
+
+  int ncclGetUniqueId(UniqueId* id) override {
+    ncclUniqueId u{};
+    const ncclResult_t r = ::ncclGetUniqueId(&u);
+    std::memcpy(id->bytes, &u, sizeof u);
+    return r;
+  }
+  int ncclCommInitRankConfig(Comm* comm, int nranks, const UniqueId& id, int rank) override {
+    ncclUniqueId u{};
+    std::memcpy(&u, id.bytes, sizeof u);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t c = nullptr;
+    const ncclResult_t r = ::ncclCommInitRankConfig(&c, nranks, u, rank, &config);
+    *comm = c;
+    return r;
+  }
+  int ncclCommGetAsyncError(Comm comm, int* state) override {
+    ncclResult_t s = ncclSuccess;
+    const ncclResult_t r = ::ncclCommGetAsyncError(C(comm), &s);
+    *state = s;
+    return r;
+  }
+  int ncclCommAbort(Comm comm) override { return ::ncclCommAbort(C(comm)); }
+  int ncclCommDestroy(Comm comm) override { return ::ncclCommDestroy(C(comm)); }
+  int ncclAllReduce(const void* send, void* recv, size_t count, DType type, Comm comm, Stream stream) override {
+    return ::ncclAllReduce(send, recv, count, nccl_type(type), ncclSum, C(comm), S(stream));
+  }
+  int ncclReduce(const void* send, void* recv, size_t count, DType type, int root, Comm comm, Stream stream) override {
+    return ::ncclReduce(send, recv, count, nccl_type(type), ncclSum, root, C(comm), S(stream));
+  }
+  int ncclBroadcast(const void* send, void* recv, size_t count, DType type, int root, Comm comm,
+                    Stream stream) override {
+    return ::ncclBroadcast(send, recv, count, nccl_type(type), root, C(comm), S(stream));
+  }
+  int ncclReduceScatter(const void* send, void* recv, size_t recv_count, DType type, Comm comm,
+                        Stream stream) override {
+    return ::ncclReduceScatter(send, recv, recv_count, nccl_type(type), ncclSum, C(comm), S(stream));
+  }
+  int ncclAllGather(const void* send, void* recv, size_t send_count, DType type, Comm comm, Stream stream) override {
+    return ::ncclAllGather(send, recv, send_count, nccl_type(type), C(comm), S(stream));
+  }
+  std::string nccl_error_text(int code, Comm comm) override {
+    const char* last = ::ncclGetLastError(C(comm));
+    return str(::ncclGetErrorString(ncclResult_t(code)), last && *last ? str(" (", last, ")") : std::string());
+  }
+
+  Stream compute_stream() override { return chainer::cuda::detail::runtime(device_).native_stream(device_); }
+  std::shared_ptr<void> allocate(size_t bytes) override {
+    return chainer::cuda::detail::runtime(device_).allocate(device_, bytes);
+  }
 
  private:
-  cudaEvent_t done_;
-  cudaStream_t compute_;
-  Tensor keep_;  // the buffer lives until the compute stream is ordered after the sum
+  int device_;
 };
 
+// NcclCollectives as a CollectiveBackend on the tensors of one device.
 class NcclBackend final : public CollectiveBackend {
  public:
-  NcclBackend(MPI_Comm comm, int device) : comm_(comm), device_(device) {
-    CHAINERMN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
-    CHAINERMN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
-  }
-  ~NcclBackend() override {
-    if (nccl_) ncclCommDestroy(nccl_);
-    if (ready_) cudaEventDestroy(ready_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
+  NcclBackend(MPI_Comm comm, int device, int rank, int size)
+      : device_(device),
+        nccl_(std::make_unique<CudaNcclApi>(device), device, rank, size, [comm](NcclApi::UniqueId& id) {
+          CHAINERMN_MPI_CHECK(mpi::bcast(id.bytes, int(sizeof id.bytes), MPI_BYTE, 0, comm));
+        }) {}
+  int rank() const override { return nccl_.rank(); }
+  int size() const override { return nccl_.size(); }
 
-  void reduce(Tensor& buf, int root) const override {
-    run(buf, true, [&](void* p, ncclDataType_t t, cudaStream_t s) {
-      CHAINERMN_NCCL_CHECK(ncclReduce(p, p, size_t(buf.numel()), t, ncclSum, root, nccl_, s));
-    });
-  }
-  void allreduce(Tensor& buf) const override {
-    run(buf, true, [&](void* p, ncclDataType_t t, cudaStream_t s) {
-      CHAINERMN_NCCL_CHECK(ncclAllReduce(p, p, size_t(buf.numel()), t, ncclSum, nccl_, s));
-    });
-  }
-  void bcast(Tensor& buf, int root) const override {
-    run(buf, true, [&](void* p, ncclDataType_t t, cudaStream_t s) {
-      CHAINERMN_NCCL_CHECK(ncclBroadcast(p, p, size_t(buf.numel()), t, root, nccl_, s));
-    });
-  }
+  void reduce(Tensor& buf, int root) const override { nccl_.reduce(span(buf), root); }
+  void allreduce(Tensor& buf) const override { nccl_.allreduce(span(buf)); }
+  void bcast(Tensor& buf, int root) const override { nccl_.bcast(span(buf), root); }
   void reduce_scatter(Tensor& buf, const std::vector<int64_t>& shares) const override {
-    per_share(buf, shares, [&](char* p, size_t n, ncclDataType_t t, int member, cudaStream_t s) {
-      CHAINERMN_NCCL_CHECK(ncclReduce(p, p, n, t, ncclSum, member, nccl_, s));
-    });
+    nccl_.reduce_scatter(span(buf), shares);
   }
-  void allgather(Tensor& buf, const std::vector<int64_t>& shares) const override {
-    per_share(buf, shares, [&](char* p, size_t n, ncclDataType_t t, int member, cudaStream_t s) {
-      CHAINERMN_NCCL_CHECK(ncclBroadcast(p, p, n, t, member, nccl_, s));
-    });
-  }
+  void allgather(Tensor& buf, const std::vector<int64_t>& shares) const override { nccl_.allgather(span(buf), shares); }
   std::unique_ptr<PendingSum> start_allreduce(Tensor& buf) const override {
-    cudaStream_t compute = run(buf, false, [&](void* p, ncclDataType_t t, cudaStream_t s) {
-      CHAINERMN_NCCL_CHECK(ncclAllReduce(p, p, size_t(buf.numel()), t, ncclSum, nccl_, s));
-    });
-    cudaEvent_t done = nullptr;
-    CHAINERMN_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    CHAINERMN_CUDA_CHECK(cudaEventRecord(done, stream_));
-    return std::make_unique<QueuedSum>(done, compute, buf);
+    return nccl_.start_allreduce(span(buf), buf.storage());
   }
 
  private:
-  // The NCCL communicator and the stream, at the first collective (every member is there).
-  void ensure_started() const {
-    if (nccl_) return;
-    ncclUniqueId id{};
-    if (rank_ == 0) CHAINERMN_NCCL_CHECK(ncclGetUniqueId(&id));
-    CHAINERMN_MPI_CHECK(mpi::bcast(&id, int(sizeof id), MPI_BYTE, 0, comm_));
-    CHAINERMN_CUDA_CHECK(cudaSetDevice(device_));
-    CHAINERMN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    CHAINERMN_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
-    ncclComm_t made = nullptr;
-    check_nccl(ncclCommInitRank(&made, size_, id, rank_), nullptr, "ncclCommInitRank", __FILE__, __LINE__);
-    nccl_ = made;
-  }
-
-  // Queues FN(data, type, stream) on the backend's stream after the compute stream's work; with
-  // COMPUTE_WAITS the compute stream's later work waits for it. Returns the compute stream.
-  template <class Fn>
-  cudaStream_t run(Tensor& buf, bool compute_waits, Fn&& fn) const {
+  DeviceSpan span(Tensor& buf) const {
     if (!buf.device().is_cuda() || buf.device().index != device_)
       throw chainer::InternalError(str("NCCL backend for cuda:", device_, " given a buffer on ", buf.device().str()));
-    auto compute = static_cast<cudaStream_t>(chainer::cuda::detail::runtime(device_).native_stream(device_));
-    ensure_started();
-    CHAINERMN_CUDA_CHECK(cudaEventRecord(ready_, compute));
-    CHAINERMN_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
-    fn(buf.raw_data(), nccl_type(buf.dtype()), stream_);
-    if (compute_waits) {
-      CHAINERMN_CUDA_CHECK(cudaEventRecord(ready_, stream_));
-      CHAINERMN_CUDA_CHECK(cudaStreamWaitEvent(compute, ready_, 0));
-    }
-    return compute;
+    if (!buf.is_contiguous()) throw chainer::InternalError("NCCL backend given a buffer that is not contiguous");
+    return DeviceSpan{buf.raw_data(), buf.numel(), buf.dtype()};
   }
 
-  // One grouped call of FN per member's share of BUF.
-  template <class Fn>
-  void per_share(Tensor& buf, const std::vector<int64_t>& shares, Fn&& fn) const {
-    run(buf, true, [&](void* p, ncclDataType_t t, cudaStream_t s) {
-      char* at = static_cast<char*>(p);
-      CHAINERMN_NCCL_CHECK(ncclGroupStart());
-      for (int m = 0; m < size_; ++m) {
-        fn(at, size_t(shares[size_t(m)]), t, m, s);
-        at += shares[size_t(m)] * int64_t(buf.itemsize());
-      }
-      CHAINERMN_NCCL_CHECK(ncclGroupEnd());
-    });
-  }
-
-  MPI_Comm comm_;
   int device_;
-  int rank_ = 0, size_ = 1;
-  mutable ncclComm_t nccl_ = nullptr;
-  mutable cudaStream_t stream_ = nullptr;
-  mutable cudaEvent_t ready_ = nullptr;
+  mutable NcclCollectives nccl_;
 };
 
 class NcclPlugin final : public Plugin {
  public:
   int version() override {
     int v = 0;
-    return ncclGetVersion(&v) == ncclSuccess ? v : 0;
+    return ::ncclGetVersion(&v) == ncclSuccess ? v : 0;
   }
   std::string unavailable_reason() override {
     int n = 0;
@@ -180,7 +180,10 @@ class NcclPlugin final : public Plugin {
     return "";
   }
   std::unique_ptr<CollectiveBackend> backend(MPI_Comm comm, int device) override {
-    return std::make_unique<NcclBackend>(comm, device);
+    int rank = 0, size = 1;
+    CHAINERMN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    CHAINERMN_MPI_CHECK(MPI_Comm_size(comm, &size));
+    return std::make_unique<NcclBackend>(comm, device, rank, size);
   }
 };
 
