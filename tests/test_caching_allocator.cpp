@@ -18,6 +18,7 @@
 #include "core/error.h"
 
 using chainer::CachingAllocator;
+using chainer::CaptureOutOfMemory;
 
 namespace {
 
@@ -42,6 +43,7 @@ struct FakeDevice {
   int64_t allocate_calls = 0;  // failed ones included
   int64_t allocations = 0;
   int64_t frees = 0;
+  int failing_frees = 0;  // the next this many frees fail (the memory stays allocated)
   std::map<void*, size_t> live;
   std::vector<std::unique_ptr<FakeEvent>> events;
 
@@ -79,6 +81,10 @@ class FakeNative : public CachingAllocator::Native {
     std::lock_guard lock(d_->mutex);
     auto it = d_->live.find(ptr);
     if (it == d_->live.end()) throw std::logic_error("fake device: free of a pointer it did not allocate");
+    if (d_->failing_frees > 0) {
+      --d_->failing_frees;
+      throw std::runtime_error("fake device: the free failed");
+    }
     d_->used -= it->second;
     d_->live.erase(it);
     std::free(ptr);
@@ -467,6 +473,63 @@ TEST_CASE("caching allocator: out of memory does not return private pools' block
   CHECK(t.device->live.count(in_graph) == 1);
   t.alloc->release_pool(pool);
   CHECK(t.take(8 * MiB, s1) == in_graph);
+}
+
+TEST_CASE("caching allocator: out of memory during a capture returns nothing to the device and fails the capture") {
+  Setup t(12 * MiB);
+  t.alloc->free(t.take(6 * MiB));  // cached: returning it would make room
+  t.alloc->free(t.take(100));      // an empty slab, cached
+  const auto pool = t.alloc->begin_capture(s1);
+  void* temp = t.take(1 * MiB, s1);
+  const auto before = t.alloc->stats();
+  CHECK_THROWS_AS(t.alloc->allocate(5 * MiB, s1), CaptureOutOfMemory);
+  CHECK_THROWS_WITH(t.alloc->allocate(5 * MiB, s1),
+                    Catch::StartsWith("out of memory on cuda:0: tried to allocate 5.0 MiB") &&
+                        Catch::Contains("while a CUDA graph was being captured"));
+  // A request on a stream not being captured is plain out of memory, not a capture failure.
+  try {
+    t.alloc->allocate(5 * MiB, s2);
+    FAIL("no error");
+  } catch (const chainer::cuda::CaptureError&) {
+    FAIL("a capture failure for a stream not being captured");
+  } catch (const chainer::Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("captured on another stream"));
+  }
+  CHECK(t.device->frees == 0);  // cudaFree would invalidate the capture
+  const auto after = t.alloc->stats();
+  CHECK(after.cached_bytes == before.cached_bytes);
+  CHECK(after.reserved_bytes == before.reserved_bytes);
+  CHECK(after.in_use_bytes == before.in_use_bytes);
+  // The caller abandons the capture; eagerly, the cache is returned and the step fits.
+  t.alloc->free(temp);
+  t.alloc->end_capture(s1);
+  t.alloc->release_pool(pool);
+  void* eager = t.take(5 * MiB, s1);
+  CHECK(t.device->frees >= 1);
+  t.alloc->free(eager);
+}
+
+TEST_CASE("caching allocator: a free that fails while the cache is returned loses no block") {
+  Setup t;
+  void* a = t.take(3 * MiB);
+  void* b = t.take(4 * MiB);
+  void* small = t.take(100, s2);
+  t.alloc->free(a);
+  t.alloc->free(b);
+  t.alloc->free(small);
+  const auto full = t.alloc->stats();
+  t.device->failing_frees = 1;
+  CHECK_THROWS_WITH(t.alloc->empty_cache(), "fake device: the free failed");
+  const auto partly = t.alloc->stats();
+  // What the device did not take back is still cached, counted, and returned next time.
+  CHECK(partly.reserved_bytes == t.device->used);
+  CHECK(partly.cached_bytes == full.cached_bytes - (full.reserved_bytes - partly.reserved_bytes));
+  t.alloc->empty_cache();
+  CHECK(t.device->live.empty());
+  const auto emptied = t.alloc->stats();
+  CHECK(emptied.reserved_bytes == 0);
+  CHECK(emptied.cached_bytes == 0);
+  CHECK(emptied.device_frees == 3);
 }
 
 TEST_CASE("caching allocator: empty_cache returns free blocks and empty slabs, and keeps private pools'") {
