@@ -374,7 +374,7 @@ void CachingAllocator::empty_cache() {
   State& s = *state_;
   std::lock_guard lock(s.mutex);
   s.process_events();
-  s.release_cached();
+  if (s.capturing.empty()) s.release_cached();  // see the policy: nothing is returned during a capture
 }
 
 cuda::MemoryStats CachingAllocator::stats() const {

@@ -93,7 +93,7 @@ class CachingAllocator {
   void release_pool(PoolId pool);
 
   // Returns every cached free block (and every slab with no block in use) to the device;
-  // private pools' blocks stay.
+  // private pools' blocks stay. Returns nothing while a stream is being captured.
   void empty_cache();
   cuda::MemoryStats stats() const;
   void reset_peak();
