@@ -277,12 +277,17 @@ CachingAllocator::CachingAllocator(std::string device_name, std::unique_ptr<Nati
 
 // A block still in use here is the owner's bug; its memory is returned all the same, since the
 // device's memory goes with its allocator.
+// A device call that fails here (the runtime torn down first at exit) leaves the rest to the
+// process's end: a destructor must not throw.
 CachingAllocator::~CachingAllocator() {
   State& s = *state_;
-  for (auto [event, b] : s.pending) s.native->destroy_event(event);
-  for (auto& [base, slab] : s.slabs) s.native->free(base);
-  for (auto& [ptr, b] : s.blocks)
-    if (!b.slab) s.native->free(ptr);
+  try {
+    for (auto [event, b] : s.pending) s.native->destroy_event(event);
+    for (auto& [base, slab] : s.slabs) s.native->free(base);
+    for (auto& [ptr, b] : s.blocks)
+      if (!b.slab) s.native->free(ptr);
+  } catch (...) {
+  }
 }
 
 void* CachingAllocator::allocate(size_t bytes, Stream stream) {
