@@ -131,14 +131,14 @@ struct CachingAllocator::State {
 
   // A new block of class SIZE from the device: a large block, or the first of a new slab whose
   // other blocks go to the free list. Out of memory, the cache is returned and the device asked
-  // once more; nullptr when that fails too.
+  // once more, unless a capture is under way (see the policy); nullptr when that fails too.
   Block* allocate_native(PoolId pool, Stream stream, size_t size) {
     const bool small = size <= kSmallLimit;
     const size_t bytes = small ? kSlabBytes : size;
     void* ptr = native->allocate(bytes);
     if (!ptr) {
       process_events();
-      if (release_cached()) ptr = native->allocate(bytes);
+      if (capturing.empty() && release_cached()) ptr = native->allocate(bytes);
     }
     if (!ptr) return nullptr;
     ++stats.device_mallocs;
@@ -203,38 +203,46 @@ struct CachingAllocator::State {
   }
 
   // Returns the ordinary pool's free large blocks and its slabs with no busy block to the
-  // device. Whether anything was returned.
+  // device. Whether anything was returned. A block leaves the books only once the device took it
+  // back, so a free that throws leaves it, and the rest, cached and counted.
   bool release_cached() {
     std::vector<Block*> large;
-    std::vector<Slab*> empty;
-    for (auto it = free_lists.begin(); it != free_lists.end();) {
-      if (it->first.pool != kOrdinary) {
-        ++it;
-        continue;
-      }
-      std::erase_if(it->second, [&](Block* b) {
-        if (b->slab && b->slab->busy != 0) return false;
-        stats.cached_bytes -= b->size;
+    std::vector<Block*> slab_bases;  // the first block of each slab with none busy
+    for (const auto& [k, list] : free_lists) {
+      if (k.pool != kOrdinary) continue;
+      for (Block* b : list) {
         if (!b->slab) large.push_back(b);
-        else if (b->ptr == b->slab->base) empty.push_back(b->slab);
-        return true;  // a slab with none busy has all its blocks on this list
-      });
-      it = it->second.empty() ? free_lists.erase(it) : std::next(it);
+        else if (b->slab->busy == 0 && b->ptr == b->slab->base) slab_bases.push_back(b);
+      }
     }
     for (Block* b : large) {
-      void* ptr = b->ptr;
-      const size_t size = b->size;
+      void* const ptr = b->ptr;  // copied: the erase below destroys *b
+      native_free(ptr, b->size);
+      unlist(b->pool, b->stream, b->size, [&](Block* x) { return x == b; });
+      stats.cached_bytes -= b->size;
       blocks.erase(ptr);
-      native_free(ptr, size);
     }
-    for (Slab* slab : empty) {
-      void* base = slab->base;
-      for (size_t i = 0; i < kSlabBytes / slab->size; ++i)
-        blocks.erase(static_cast<char*>(base) + i * slab->size);
-      slabs.erase(base);
+    for (Block* first : slab_bases) {
+      Slab* slab = first->slab;
+      void* const base = slab->base;
+      const size_t size = slab->size, count = kSlabBytes / size;
       native_free(base, kSlabBytes);
+      // A slab with none busy has all its blocks on this one list.
+      unlist(first->pool, first->stream, size, [&](Block* x) { return x->slab == slab; });
+      stats.cached_bytes -= count * size;
+      for (size_t i = 0; i < count; ++i) blocks.erase(static_cast<char*>(base) + i * size);
+      slabs.erase(base);
     }
-    return !large.empty() || !empty.empty();
+    return !large.empty() || !slab_bases.empty();
+  }
+
+  // Takes the blocks that WHICH picks off the free list of POOL, STREAM and SIZE.
+  template <class Pick>
+  void unlist(PoolId pool, Stream stream, size_t size, Pick which) {
+    auto it = free_lists.find(key(pool, stream, size));
+    CHAINER_ASSERT(it != free_lists.end(), "CachingAllocator: a cached block is on no free list (", device, ")");
+    std::erase_if(it->second, which);
+    if (it->second.empty()) free_lists.erase(it);
   }
 
   std::string out_of_memory(size_t bytes) const {
@@ -269,12 +277,17 @@ CachingAllocator::CachingAllocator(std::string device_name, std::unique_ptr<Nati
 
 // A block still in use here is the owner's bug; its memory is returned all the same, since the
 // device's memory goes with its allocator.
+// A device call that fails here (the runtime torn down first at exit) leaves the rest to the
+// process's end: a destructor must not throw.
 CachingAllocator::~CachingAllocator() {
   State& s = *state_;
-  for (auto [event, b] : s.pending) s.native->destroy_event(event);
-  for (auto& [base, slab] : s.slabs) s.native->free(base);
-  for (auto& [ptr, b] : s.blocks)
-    if (!b.slab) s.native->free(ptr);
+  try {
+    for (auto [event, b] : s.pending) s.native->destroy_event(event);
+    for (auto& [base, slab] : s.slabs) s.native->free(base);
+    for (auto& [ptr, b] : s.blocks)
+      if (!b.slab) s.native->free(ptr);
+  } catch (...) {
+  }
 }
 
 void* CachingAllocator::allocate(size_t bytes, Stream stream) {
@@ -289,6 +302,12 @@ void* CachingAllocator::allocate(size_t bytes, Stream stream) {
   if (b) {
     ++s.stats.cache_hits;
   } else if (!(b = s.allocate_native(pool, stream, size))) {
+    if (pool != kOrdinary)
+      throw CaptureOutOfMemory(s.out_of_memory(bytes) +
+                               " (while a CUDA graph was being captured, when the cache is not returned to the device)");
+    if (!s.capturing.empty())
+      throw Error(s.out_of_memory(bytes) + " (while a CUDA graph was being captured on another stream, when the "
+                                           "cache is not returned to the device)");
     throw Error(s.out_of_memory(bytes));
   }
   b->in_use = true;
@@ -360,7 +379,7 @@ void CachingAllocator::empty_cache() {
   State& s = *state_;
   std::lock_guard lock(s.mutex);
   s.process_events();
-  s.release_cached();
+  if (s.capturing.empty()) s.release_cached();  // see the policy: nothing is returned during a capture
 }
 
 cuda::MemoryStats CachingAllocator::stats() const {

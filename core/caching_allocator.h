@@ -23,7 +23,12 @@
 //   freed.
 // - Out of memory. When the native allocation fails, every cached free block (private pools'
 //   excepted) is returned and the allocation retried once; then chainer::Error names the device,
-//   the size asked for, what is in use and cached, and suggests a smaller batch.
+//   the size asked for, what is in use and cached, and suggests a smaller batch. While any stream
+//   is being captured nothing is returned (cudaFree is not stream-ordered: it would invalidate
+//   the capture, and a block freed there might be one the graph reads; PyTorch's allocator skips
+//   that step during captures too): a request on the captured stream then throws
+//   CaptureOutOfMemory, so the caller abandons the capture and runs the step eagerly, where the
+//   cache can be returned; a request on another stream throws chainer::Error.
 // - Statistics: bytes in use (by class size), their peak, bytes reserved from the device, native
 //   allocation and free counts, requests and cache hits.
 // Thread-safe.
@@ -36,6 +41,13 @@
 #include "core/cuda.h"
 
 namespace chainer {
+
+// The device ran out of memory while a stream was being captured into a CUDA graph: a capture
+// failure (the step may fit when run eagerly), not the end of training.
+class CaptureOutOfMemory : public cuda::CaptureError {
+ public:
+  using cuda::CaptureError::CaptureError;
+};
 
 class CachingAllocator {
  public:
@@ -81,7 +93,7 @@ class CachingAllocator {
   void release_pool(PoolId pool);
 
   // Returns every cached free block (and every slab with no block in use) to the device;
-  // private pools' blocks stay.
+  // private pools' blocks stay. Returns nothing while a stream is being captured.
   void empty_cache();
   cuda::MemoryStats stats() const;
   void reset_peak();

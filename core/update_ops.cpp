@@ -39,17 +39,27 @@ void update_(UpdateRule rule, std::vector<ParamTensors>& params, const UpdateSca
   kernels_for(device).update(rule, params, scalars);
 }
 
-void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamStep& s) {
+// The functions below are kept by a captured CUDA graph and called at every replay, so they
+// hold their values by copy.
+UpdateScalarsFn adam_scalars(const AdamStep& step) {
+  return [step](size_t) {
+    return UpdateScalars{.lr = step.lr, .beta1 = step.beta1, .beta2 = step.beta2, .eps = step.eps, .eta = step.eta,
+                         .weight_decay_rate = step.weight_decay_rate};
+  };
+}
+
+UpdateScalarsFn momentum_sgd_scalars(double lr, double momentum) {
+  return [lr, momentum](size_t) { return UpdateScalars{.lr = lr, .momentum = momentum}; };
+}
+
+void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamStep& step) {
   std::vector<ParamTensors> one{{param, grad, m, v, Tensor()}};
-  update_(UpdateRule::Adam, one, [&](size_t) {
-    return UpdateScalars{.lr = s.lr, .beta1 = s.beta1, .beta2 = s.beta2, .eps = s.eps, .eta = s.eta,
-                         .weight_decay_rate = s.weight_decay_rate};
-  });
+  update_(UpdateRule::Adam, one, adam_scalars(step));
 }
 
 void momentum_sgd_update_(Tensor& param, const Tensor& grad, Tensor& v, double lr, double momentum) {
   std::vector<ParamTensors> one{{param, grad, v, Tensor(), Tensor()}};
-  update_(UpdateRule::MomentumSGD, one, [&](size_t) { return UpdateScalars{.lr = lr, .momentum = momentum}; });
+  update_(UpdateRule::MomentumSGD, one, momentum_sgd_scalars(lr, momentum));
 }
 
 void clip_grads_by_norm_(std::vector<Tensor>& grads, double threshold) {

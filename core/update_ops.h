@@ -31,6 +31,10 @@ namespace chainer::ops {
 ///     SMORMS3:       r = 1 / (mem + 1); g_ = (1-r) g_ + r g; g2 = (1-r) g2 + r g^2;
 ///                    x = g_^2 / (g2 + eps); p -= g * min(x, lr) / (sqrt(g2) + eps);
 ///                    mem = 1 + mem * (1 - x)                                           (mem, g_, g2)
+///
+/// On a GPU, SCALARS is kept by a step captured into a CUDA graph and called again before every
+/// replay, long after this call returned: it must own what it reads (captures by value) or read
+/// it from an object that outlives the graph (the optimizer's state), never the caller's locals.
 void update_(UpdateRule rule, std::vector<ParamTensors>& params, const UpdateScalarsFn& scalars);
 
 // The single-parameter forms, with fixed scalars.
@@ -43,10 +47,15 @@ struct AdamStep {
   double eta = 1.0;     ///< schedule multiplier
   double weight_decay_rate = 0.0;  ///< decoupled weight decay rate
 };
-/// One Adam step on PARAM with moments M and V, in place (update_ with fixed scalars).
+/// One Adam step on PARAM with moments M and V, in place (update_ with adam_scalars(STEP)).
 void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamStep& step);
-/// One MomentumSGD step on PARAM with velocity V, in place (update_ with fixed scalars).
+/// One MomentumSGD step on PARAM with velocity V, in place (update_ with momentum_sgd_scalars).
 void momentum_sgd_update_(Tensor& param, const Tensor& grad, Tensor& v, double lr, double momentum);
+/// The scalars function of adam_update_: it holds a copy of STEP, so it may be called after the
+/// caller's STEP is gone (a replayed CUDA graph calls it again).
+UpdateScalarsFn adam_scalars(const AdamStep& step);
+/// The scalars function of momentum_sgd_update_: it holds copies of LR and MOMENTUM.
+UpdateScalarsFn momentum_sgd_scalars(double lr, double momentum);
 
 /// Scales every gradient by min(1, threshold / global norm), as Chainer's GradientClipping; on a
 /// GPU without reading the norm on the host.

@@ -300,12 +300,12 @@ GradientReducer::~GradientReducer() {
 void GradientReducer::attach(const chainer::Link& link) {
   Impl& m = *impl_;
   m.detach();
-  const auto params = link.namedparams();
+  // A tied parameter once, under its first name, as the optimizer steps it.
+  const auto params = link.unique_namedparams();
   // Reverse namedparams order: the order backward tends to finish the gradients.
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     const auto& [name, p] = *it;
     if (!p.data().defined()) continue;  // not initialized yet: not part of this plan
-    if (m.slot_of.count(p.node())) continue;  // the same variable registered twice
     if (p.dtype() != DType::Float32 && p.dtype() != DType::Float64)
       throw Error(chainer::str("GradientReducer: parameter ", name, " has dtype ", chainer::dtype_name(p.dtype()),
                                "; only float32 and float64 parameters can be reduced"));
@@ -357,13 +357,11 @@ bool GradientReducer::uses_shared_memory() const { return impl_->shared_memory; 
 bool GradientReducer::matches(const chainer::Link& link) const {
   const Impl& m = *impl_;
   if (!m.attached) return false;
-  const auto params = link.namedparams();
+  const auto params = link.unique_namedparams();
   size_t s = 0;
-  std::unordered_map<const VariableNode*, bool> seen;
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     const auto& p = it->second;
     if (!p.data().defined()) continue;
-    if (!seen.emplace(p.node(), true).second) continue;
     if (s >= m.slots.size()) return false;
     const Impl::Slot& slot = m.slots[s++];
     if (slot.node.lock().get() != p.node() || slot.shape != p.shape() || slot.dtype != p.dtype()) return false;

@@ -1,6 +1,9 @@
 #include "nn/link.h"
 
 #include <algorithm>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "core/cuda.h"
 #include "core/serializers.h"
@@ -58,9 +61,30 @@ std::vector<std::pair<std::string, Variable>> Link::namedparams() const {
   return out;
 }
 
+std::vector<std::pair<std::string, Variable>> Link::unique_namedparams() const {
+  std::vector<std::pair<std::string, Variable>> out = namedparams();
+  std::unordered_set<const VariableNode*> seen;
+  std::erase_if(out, [&](const auto& named) { return !seen.insert(named.second.node_ptr().get()).second; });
+  return out;
+}
+
 std::vector<Variable> Link::params() const {
   std::vector<Variable> out;
-  for (auto& [name, p] : namedparams()) out.push_back(p);
+  for (auto& [name, p] : unique_namedparams()) out.push_back(p);
+  return out;
+}
+
+void Link::collect_persistents(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const auto& [name, t] : persistents_) out.emplace_back(prefix + "/" + name, t);
+  std::vector<std::pair<std::string, Link*>> children;
+  collect_children(children);
+  for (const auto& [name, child] : children) child->collect_persistents(prefix + "/" + name, out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Link::namedpersistents() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect_persistents("", out);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }
 
@@ -99,7 +123,28 @@ bool Link::has_uninitialized_params() const {
   return false;
 }
 
+// Each name of a tied parameter is loaded into the same memory, the last one winning: a snapshot
+// whose names of it differ (edited, or written by a model without the tie) would load silently
+// wrong, so it is refused before anything is loaded. Checked at every level, which also covers a
+// link loaded on its own.
+void Link::check_tied(const Serializer& s) const {
+  // A parameter's first name found in S, and what S holds there (host tensors).
+  std::unordered_map<const VariableNode*, std::pair<std::string, const Tensor*>> first;
+  for (const auto& [name, p] : namedparams()) {
+    const std::string key = s.prefix() + name.substr(1);
+    const auto found = s.entries().find(key);
+    if (found == s.entries().end()) continue;
+    const auto [it, fresh] = first.try_emplace(p.node_ptr().get(), key, &found->second);
+    if (fresh) continue;
+    const Tensor a = it->second.second->contiguous(), b = found->second.contiguous();
+    if (a.shape() != b.shape() || a.dtype() != b.dtype() || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) != 0)
+      throw Error(str("deserialize: '", it->second.first, "' and '", key,
+                      "' name one tied parameter but hold different values in the snapshot"));
+  }
+}
+
 void Link::serialize(Serializer& s) {
+  if (s.is_reader()) check_tied(s);
   for (auto& [name, p] : params_) {
     if (s.is_reader() && !p.data().defined() && !s.contains(name)) continue;
     if (!s.is_reader() && !p.data().defined()) continue;  // uninitialized: nothing to save yet

@@ -3,6 +3,12 @@
 /// persistent values; a Chain also owns named child links. Names are kept sorted, so
 /// namedparams() lists "/predictor/l1/W", ... in the same order on every rank and every run;
 /// checkpoints, parameter broadcast and gradient buckets rely on it.
+///
+/// Weight tying: one parameter may be registered under several names (one link added as two
+/// children, or `dec->param("W") = enc->param("W")`). namedparams() and snapshots keep every name;
+/// whatever steps or reduces parameters goes through unique_namedparams() or params(), which list
+/// each parameter once (two steps of one memory would be two updates on the CPU and a race on a
+/// GPU), as PyTorch's named_parameters. Loading a snapshot whose tied names disagree is an error.
 #pragma once
 #include <map>
 #include <memory>
@@ -31,8 +37,13 @@ class Link {
 
   /// Parameters of this link and its descendants, with absolute names ("/l1/W"), sorted.
   std::vector<std::pair<std::string, Variable>> namedparams() const;
-  /// The parameters of namedparams(), in the same order, without their names.
+  /// namedparams() with each parameter once, under its first name: what an optimizer steps and a
+  /// gradient reducer reduces when parameters are tied.
+  std::vector<std::pair<std::string, Variable>> unique_namedparams() const;
+  /// The parameters of unique_namedparams(), in the same order, without their names.
   std::vector<Variable> params() const;
+  /// Persistent values of this link and its descendants, with absolute names ("/bn/avg_mean"), sorted.
+  std::vector<std::pair<std::string, Tensor>> namedpersistents() const;
   /// This link and its descendants with absolute names ("/" for this one), sorted.
   std::vector<std::pair<std::string, Link*>> namedlinks(bool skipself = false);
   /// Clears the gradients of all parameters (Chainer's `cleargrads`).
@@ -40,6 +51,7 @@ class Link {
   int64_t count_params() const;  ///< Elements of all initialized parameters.
 
   /// Saves/loads parameters and persistent values (recursively, children under their names).
+  /// Loading throws, naming them, when names of one tied parameter hold different values.
   virtual void serialize(Serializer& s);
 
   /// Where the parameters, their gradients and the persistent values live (Chainer's
@@ -73,6 +85,8 @@ class Link {
 
  private:
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;
+  void collect_persistents(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  void check_tied(const Serializer& s) const;
   std::map<std::string, Variable> params_;
   std::map<std::string, Tensor> persistents_;
   Device device_;

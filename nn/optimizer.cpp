@@ -22,7 +22,7 @@ void Optimizer::require_target(const char* what) const {
 
 void Optimizer::require_eps_representable(const char* optimizer, double eps) const {
   if (eps == 0.0 || float(eps) != 0.0f || !target_) return;  // float64 holds any eps that float32 does not
-  for (const auto& [name, p] : target_->namedparams())
+  for (const auto& [name, p] : target_->unique_namedparams())
     if (p.data().defined() && p.dtype() == DType::Float32)
       throw Error(str(optimizer, ": eps ", eps, " is too small for float32 (it rounds to 0); parameter ", name,
                       " is float32"));
@@ -46,7 +46,7 @@ void Optimizer::update_one(Variable&, TensorMap&) {
 
 void Optimizer::update() {
   require_target("update");
-  auto params = target_->namedparams();
+  auto params = target_->unique_namedparams();
   for (auto& [name, p] : params)
     if (p.data().defined() && !p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.data().device()));
   for (auto& hook : hooks_) (*hook)(*this);
@@ -109,7 +109,7 @@ void Optimizer::update() {
 void Optimizer::count_replayed_step() {
   require_target("update");
   ++t_;
-  for (const auto& [name, p] : target_->namedparams())
+  for (const auto& [name, p] : target_->unique_namedparams())
     if (p.data().defined()) ++param_steps_[name];
 }
 
@@ -118,7 +118,7 @@ void Optimizer::set_update_partition(std::shared_ptr<UpdatePartition> partition)
     throw Error("Optimizer.set_update_partition: this optimizer's step is not elementwise, so it cannot be split");
   if (partition_) {
     if (target_)
-      for (auto& [name, p] : target_->namedparams())
+      for (auto& [name, p] : target_->unique_namedparams())
         if (p.data().defined() && partition_->holds(p.data())) p.set_data(p.data().clone());
     for (auto& [name, state] : states_)
       for (auto& [key, t] : state)
@@ -163,7 +163,7 @@ void Optimizer::serialize(Serializer& s) {
   require_target("serialize");
   s.value("t", t_);
   s.value("epoch", epoch_);
-  for (auto& [name, p] : target_->namedparams()) {
+  for (auto& [name, p] : target_->unique_namedparams()) {
     Serializer sub = s[name.substr(1)];
     if (s.is_reader()) {
       // The snapshot's state replaces this one (none: created at the next update).

@@ -3,7 +3,8 @@
 /// to the current gradients (parameters without a gradient get zeros, as Chainer does), after
 /// running the hooks (WeightDecay, GradientClipping). Per-parameter state ("m", "v", ...) and
 /// step count ("t") are created lazily at a parameter's first update and saved in snapshots under
-/// its name, as Chainer's update rules.
+/// its name, as Chainer's update rules. A parameter tied under several names (nn/link.h) is
+/// stepped once per update and keeps its state under its first name (Link::unique_namedparams).
 #pragma once
 #include <functional>
 #include <map>

@@ -1,6 +1,7 @@
 // The device caching allocator's policy (core/caching_allocator.h), on the host: a fake device
 // hands out malloc'd memory (unique, writable, checked by the sanitizers), counts its calls, can
-// run out of memory at a byte budget, and records events whose completion the test decides.
+// run out of memory at a byte budget, and records events whose completion the test decides. The
+// pinned staging buffers' policy (core/pinned_staging.h) likewise, at the end.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -16,8 +17,10 @@
 
 #include "core/caching_allocator.h"
 #include "core/error.h"
+#include "core/pinned_staging.h"
 
 using chainer::CachingAllocator;
+using chainer::CaptureOutOfMemory;
 
 namespace {
 
@@ -42,6 +45,7 @@ struct FakeDevice {
   int64_t allocate_calls = 0;  // failed ones included
   int64_t allocations = 0;
   int64_t frees = 0;
+  int failing_frees = 0;  // the next this many frees fail (the memory stays allocated)
   std::map<void*, size_t> live;
   std::vector<std::unique_ptr<FakeEvent>> events;
 
@@ -79,6 +83,10 @@ class FakeNative : public CachingAllocator::Native {
     std::lock_guard lock(d_->mutex);
     auto it = d_->live.find(ptr);
     if (it == d_->live.end()) throw std::logic_error("fake device: free of a pointer it did not allocate");
+    if (d_->failing_frees > 0) {
+      --d_->failing_frees;
+      throw std::runtime_error("fake device: the free failed");
+    }
     d_->used -= it->second;
     d_->live.erase(it);
     std::free(ptr);
@@ -469,6 +477,71 @@ TEST_CASE("caching allocator: out of memory does not return private pools' block
   CHECK(t.take(8 * MiB, s1) == in_graph);
 }
 
+TEST_CASE("caching allocator: out of memory during a capture returns nothing to the device and fails the capture") {
+  Setup t(12 * MiB);
+  t.alloc->free(t.take(6 * MiB));  // cached: returning it would make room
+  t.alloc->free(t.take(100));      // an empty slab, cached
+  const auto pool = t.alloc->begin_capture(s1);
+  void* temp = t.take(1 * MiB, s1);
+  const auto before = t.alloc->stats();
+  CHECK_THROWS_AS(t.alloc->allocate(5 * MiB, s1), CaptureOutOfMemory);
+  CHECK_THROWS_WITH(t.alloc->allocate(5 * MiB, s1),
+                    Catch::StartsWith("out of memory on cuda:0: tried to allocate 5.0 MiB") &&
+                        Catch::Contains("while a CUDA graph was being captured"));
+  // A request on a stream not being captured is plain out of memory, not a capture failure.
+  try {
+    t.alloc->allocate(5 * MiB, s2);
+    FAIL("no error");
+  } catch (const chainer::cuda::CaptureError&) {
+    FAIL("a capture failure for a stream not being captured");
+  } catch (const chainer::Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("captured on another stream"));
+  }
+  t.alloc->empty_cache();
+  CHECK(t.device->frees == 0);  // cudaFree would invalidate the capture
+  const auto after = t.alloc->stats();
+  CHECK(after.cached_bytes == before.cached_bytes);
+  CHECK(after.reserved_bytes == before.reserved_bytes);
+  CHECK(after.in_use_bytes == before.in_use_bytes);
+  // The caller abandons the capture; eagerly, the cache is returned and the step fits.
+  t.alloc->free(temp);
+  t.alloc->end_capture(s1);
+  t.alloc->release_pool(pool);
+  void* eager = t.take(5 * MiB, s1);
+  CHECK(t.device->frees >= 1);
+  t.alloc->free(eager);
+}
+
+TEST_CASE("caching allocator: a free that fails while the cache is returned loses no block") {
+  Setup t;
+  void* a = t.take(3 * MiB);
+  void* b = t.take(4 * MiB);
+  void* small = t.take(100, s2);
+  t.alloc->free(a);
+  t.alloc->free(b);
+  t.alloc->free(small);
+  const auto full = t.alloc->stats();
+  t.device->failing_frees = 1;
+  CHECK_THROWS_WITH(t.alloc->empty_cache(), "fake device: the free failed");
+  const auto partly = t.alloc->stats();
+  // What the device did not take back is still cached, counted, and returned next time.
+  CHECK(partly.reserved_bytes == t.device->used);
+  CHECK(partly.cached_bytes == full.cached_bytes - (full.reserved_bytes - partly.reserved_bytes));
+  t.alloc->empty_cache();
+  CHECK(t.device->live.empty());
+  const auto emptied = t.alloc->stats();
+  CHECK(emptied.reserved_bytes == 0);
+  CHECK(emptied.cached_bytes == 0);
+  CHECK(emptied.device_frees == 3);
+  // A device that fails at exit: the destructor does not throw.
+  t.alloc->free(t.take(3 * MiB));
+  t.device->failing_frees = 1;
+  void* leaked = t.device->live.begin()->first;
+  CHECK_NOTHROW(t.alloc.reset());
+  std::free(leaked);
+  t.device->live.clear();
+}
+
 TEST_CASE("caching allocator: empty_cache returns free blocks and empty slabs, and keeps private pools'") {
   Setup t;
   void* large = t.take(3 * MiB);
@@ -609,4 +682,152 @@ TEST_CASE("caching allocator: threads on their own streams share one allocator")
   CHECK(s.in_use_bytes == 0);
   CHECK(s.allocations == kThreads * 200 * 4);
   CHECK(s.reserved_bytes == t.device->used);
+}
+
+// ---- Pinned staging buffers (core/pinned_staging.h), on the host against a fake device ----
+
+namespace {
+
+using chainer::PinnedStaging;
+
+// A fake of pinned memory and events: malloc'd buffers; an event is done when never recorded,
+// or once its stream completed; wait_event completes the work on its stream up to that event.
+struct FakePinned {
+  struct FakeEvent {
+    Stream stream = nullptr;
+    int64_t order = 0;  // when it was last recorded
+    bool recorded = false, done = true, destroyed = false;
+  };
+  int64_t recorded = 0;
+  std::map<void*, size_t> live;
+  std::vector<std::unique_ptr<FakeEvent>> events;
+  int64_t waits = 0;
+  bool failing = false;  // every call fails (the CUDA runtime is gone)
+  void complete(Stream s) {
+    for (auto& e : events)
+      if (e->recorded && e->stream == s) e->done = true;
+  }
+};
+
+class FakePinnedNative : public PinnedStaging::Native {
+ public:
+  explicit FakePinnedNative(std::shared_ptr<FakePinned> d) : d_(std::move(d)) {}
+  void* allocate(size_t bytes) override {
+    fail_if_gone();
+    void* p = std::malloc(bytes);
+    d_->live[p] = bytes;
+    return p;
+  }
+  void free(void* ptr) override {
+    fail_if_gone();
+    if (!d_->live.erase(ptr)) throw std::logic_error("fake pinned: free of a pointer it did not allocate");
+    std::free(ptr);
+  }
+  Event create_event() override {
+    fail_if_gone();
+    d_->events.push_back(std::make_unique<FakePinned::FakeEvent>());
+    return d_->events.back().get();
+  }
+  void record_event(Event e, Stream s) override {
+    auto* event = live_event(e);
+    event->stream = s;
+    event->order = ++d_->recorded;
+    event->recorded = true;
+    event->done = false;
+  }
+  bool event_done(Event e) override { return live_event(e)->done; }
+  void wait_event(Event e) override {
+    ++d_->waits;
+    const FakePinned::FakeEvent& until = *live_event(e);
+    for (auto& other : d_->events)
+      if (other->recorded && other->stream == until.stream && other->order <= until.order) other->done = true;
+  }
+  void destroy_event(Event e) override {
+    fail_if_gone();
+    live_event(e)->destroyed = true;
+  }
+
+ private:
+  void fail_if_gone() {
+    if (d_->failing) throw std::runtime_error("fake pinned: the runtime is gone");
+  }
+  FakePinned::FakeEvent* live_event(Event e) {
+    auto* event = static_cast<FakePinned::FakeEvent*>(e);
+    if (event->destroyed) throw std::logic_error("fake pinned: use of a destroyed event");
+    return event;
+  }
+  std::shared_ptr<FakePinned> d_;
+};
+
+}  // namespace
+
+TEST_CASE("pinned staging: a buffer is reused once the copy that read it completed, the smallest that fits first") {
+  auto d = std::make_shared<FakePinned>();
+  PinnedStaging staging(std::make_unique<FakePinnedNative>(d));
+  CHECK(PinnedStaging::buffer_size(1) == 4096);
+  CHECK(PinnedStaging::buffer_size(5000) == 8192);
+  PinnedStaging::Buffer big = staging.acquire(100'000), small = staging.acquire(100);
+  CHECK(big.bytes == 128 * KiB);
+  CHECK(small.bytes == 4 * KiB);
+  std::memset(big.ptr, 1, big.bytes);
+  staging.release(big, s1);
+  staging.release(small, s1);
+  // In flight: a new buffer.
+  PinnedStaging::Buffer third = staging.acquire(100);
+  CHECK(third.ptr != small.ptr);
+  d->complete(s1);
+  // Done: the smallest that fits, not the first given back.
+  PinnedStaging::Buffer again = staging.acquire(100);
+  CHECK(again.ptr == small.ptr);
+  CHECK(staging.stats().host_allocs == 3);
+  CHECK(staging.stats().waits == 0);
+  staging.release(again, s1);
+  staging.release(third, s1);
+}
+
+TEST_CASE("pinned staging: a host running ahead of the device waits for its oldest copy instead of pinning more") {
+  auto d = std::make_shared<FakePinned>();
+  PinnedStaging staging(std::make_unique<FakePinnedNative>(d), 64 * KiB);
+  // Sixteen 8 KiB copies queued and none completed: 64 KiB pinned at most.
+  std::vector<void*> seen;
+  for (int i = 0; i < 16; ++i) {
+    PinnedStaging::Buffer b = staging.acquire(8 * KiB);
+    seen.push_back(b.ptr);
+    staging.release(b, s1);
+    CHECK(staging.stats().held_bytes <= 64 * KiB);
+  }
+  CHECK(staging.stats().host_allocs == 8);
+  CHECK(staging.stats().waits == 8);
+  CHECK(d->waits == 8);
+  CHECK(seen[8] == seen[0]);  // the oldest copy's buffer, once it completed
+  // Larger requests later: the small buffers go back to the host to make room.
+  d->complete(s1);
+  PinnedStaging::Buffer large = staging.acquire(40 * KiB);
+  CHECK(large.bytes == 64 * KiB);
+  const auto stats = staging.stats();
+  CHECK(stats.held_bytes == 64 * KiB);
+  CHECK(stats.host_frees == 8);
+  CHECK(d->live.size() == 1);
+  staging.release(large, s1);
+}
+
+TEST_CASE("pinned staging: buffers handed out (to a graph) may pass the limit; the destructor never throws") {
+  auto d = std::make_shared<FakePinned>();
+  {
+    PinnedStaging staging(std::make_unique<FakePinnedNative>(d), 16 * KiB);
+    PinnedStaging::Buffer a = staging.acquire(16 * KiB), b = staging.acquire(16 * KiB);  // a graph keeps both
+    CHECK(staging.stats().held_bytes == 32 * KiB);
+    CHECK(staging.stats().waits == 0);
+    staging.release(a, s1);
+    staging.release(b, s1);
+    d->failing = true;  // destroyed at exit, after the runtime
+  }
+  CHECK(d->live.size() == 2);  // left to the process's end
+  d->failing = false;
+  {
+    PinnedStaging staging(std::make_unique<FakePinnedNative>(d));
+    staging.release(staging.acquire(10), s2);
+  }
+  CHECK(d->live.size() == 2);  // the second pool returned its own
+  for (auto& [ptr, bytes] : d->live) std::free(ptr);
 }

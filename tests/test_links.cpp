@@ -177,3 +177,62 @@ TEST_CASE("links: Identity returns its input, the same variable, and has no para
   REQUIRE((both.size() == 2 && both[1].is(x)));
   REQUIRE(id.namedparams().empty());
 }
+
+namespace {
+// An encoder and a decoder whose weights are one parameter (`dec->param("W") = enc->param("W")`),
+// and a child registered under two names.
+struct Tied : Chain {
+  std::shared_ptr<L::Linear> enc, dec, shared;
+  Tied() {
+    enc = add_link("enc", std::make_shared<L::Linear>(3, 3));
+    dec = add_link("dec", std::make_shared<L::Linear>(3, 3));
+    dec->param("W") = enc->param("W");
+    shared = add_link("s1", std::make_shared<L::Linear>(3, 2));
+    add_link("s2", shared);
+  }
+  Variable forward(const Variable& x) override { return (*shared)((*dec)(F::relu((*enc)(x)))); }
+};
+
+std::vector<std::string> names_of(const std::vector<std::pair<std::string, Variable>>& params) {
+  std::vector<std::string> out;
+  for (const auto& [name, p] : params) out.push_back(name);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("links: a tied parameter keeps every name in namedparams, once in unique_namedparams and params") {
+  Tied model;
+  CHECK(names_of(model.namedparams()) == std::vector<std::string>{"/dec/W", "/dec/b", "/enc/W", "/enc/b", "/s1/W",
+                                                                   "/s1/b", "/s2/W", "/s2/b"});
+  // Each parameter under its first name in namedparams order.
+  CHECK(names_of(model.unique_namedparams()) == std::vector<std::string>{"/dec/W", "/dec/b", "/enc/b", "/s1/W", "/s1/b"});
+  CHECK(model.params().size() == 5);
+  CHECK(model.unique_namedparams()[0].second.is(model.enc->W()));
+  CHECK(model.count_params() == 9 + 3 + 9 + 3 + 6 + 2 + 6 + 2);  // Chainer's count_params sums every name
+}
+
+TEST_CASE("links: a snapshot of a tied model keeps every name; tied names that disagree are refused, naming both") {
+  Tied a, b;
+  Serializer saved = Serializer::writer();
+  a.serialize(saved);
+  for (const char* key : {"enc/W", "dec/W", "s1/W", "s2/W", "s2/b"}) CHECK(saved.entries().count(key) == 1);
+  Serializer reader = Serializer::reader(saved.entries());
+  b.serialize(reader);
+  CHECK(b.dec->W().data().to_vector<float>() == a.enc->W().data().to_vector<float>());
+  CHECK(b.dec->W().is(b.enc->W()));
+  CHECK(b.shared->W().data().to_vector<float>() == a.shared->W().data().to_vector<float>());
+
+  TensorMap edited = saved.entries();
+  edited["dec/W"] = edited["dec/W"].clone();
+  edited["dec/W"].data<float>()[4] += 1.0f;
+  Serializer wrong = Serializer::reader(edited);
+  CHECK_THROWS_WITH(b.serialize(wrong), "deserialize: 'dec/W' and 'enc/W' name one tied parameter but hold different "
+                                        "values in the snapshot");
+  TensorMap edited_child = saved.entries();
+  edited_child["s2/b"] = Tensor::full({2}, 1.0, DType::Float32);
+  Serializer wrong_child = Serializer::reader(edited_child);
+  CHECK_THROWS_WITH(b.serialize(wrong_child), "deserialize: 's1/b' and 's2/b' name one tied parameter but hold "
+                                              "different values in the snapshot");
+  // Nothing was loaded from the refused snapshots.
+  CHECK(b.dec->W().data().to_vector<float>() == a.enc->W().data().to_vector<float>());
+}

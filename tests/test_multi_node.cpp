@@ -494,6 +494,48 @@ TEST_CASE("multi_node: a link added later, or initialized lazily, is broadcast b
   }
 }
 
+namespace {
+// One Linear applied twice, registered under two names ("a", "b") when TIED: weight tying.
+struct Twice : Chain {
+  std::shared_ptr<L::Linear> lin;
+  explicit Twice(bool tied) {
+    random::seed(11);  // the same start on every rank and for both models
+    lin = add_link("a", std::make_shared<L::Linear>(kIn, kIn));
+    if (tied) add_link("b", lin);
+  }
+  Variable forward(const Variable& x) override { return (*lin)(F::tanh((*lin)(x))); }
+};
+}  // namespace
+
+TEST_CASE("multi_node: a tied parameter is reduced and stepped once per update, as the untied model") {
+  auto comm = world();
+  for (const mn::Reduction reduction : {mn::Reduction::Bucketed, mn::Reduction::Communicator}) {
+    CAPTURE(reduction);
+    mn::MultiNodeOptimizerOptions options;
+    options.reduction = reduction;
+    auto tied = std::make_shared<Twice>(true), plain = std::make_shared<Twice>(false);
+    auto tied_opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::MomentumSGD>(0.1, 0.9), comm, options);
+    auto plain_opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::MomentumSGD>(0.1, 0.9), comm, options);
+    tied_opt->setup(tied);
+    plain_opt->setup(plain);
+    const Data data = make_data(4, 50 + uint64_t(comm->rank()));  // other gradients on every rank
+    const Variable x(data.x);
+    for (int step = 0; step < 4; ++step) {
+      tied_opt->update([&] { return F::sum((*tied)(x)); });
+      plain_opt->update([&] { return F::sum((*plain)(x)); });
+    }
+    CHECK(tied_opt->t() == 3);  // the first update broadcasts
+    CHECK(max_relative_difference(*tied->lin, *plain->lin) == 0.0);
+    auto& mno = dynamic_cast<mn::MultiNodeOptimizer&>(*tied_opt);
+    if (reduction == mn::Reduction::Bucketed && mno.reducer()) {
+      std::vector<std::string> planned;
+      for (const auto& bucket : mno.reducer()->bucket_names()) planned.insert(planned.end(), bucket.begin(), bucket.end());
+      std::sort(planned.begin(), planned.end());
+      CHECK(planned == std::vector<std::string>{"/a/W", "/a/b"});
+    }
+  }
+}
+
 TEST_CASE("multi_node: the multi-node optimizer behaves as the actual one (hooks, epochs, snapshots)") {
   auto comm = world();
   auto actual = std::make_shared<optimizers::Adam>();

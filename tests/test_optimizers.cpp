@@ -596,3 +596,94 @@ TEST_CASE("optimizers: update_ requires every state tensor of the rule, naming t
   CHECK(update_rule_states(UpdateRule::AMSGrad) == 3);
   CHECK(update_rule_states(UpdateRule::NesterovAG) == 1);
 }
+
+namespace {
+// Fills this thread's recent stack with VALUE: what a function that captured a returned frame's
+// locals by reference would then read.
+[[gnu::noinline]] double scribble(double value) {
+  volatile double frame[256];
+  for (auto& x : frame) x = value;
+  double sum = 0;
+  for (const auto& x : frame) sum += x;
+  return sum;
+}
+}  // namespace
+
+TEST_CASE("optimizers: the scalar functions of adam_update_ and momentum_sgd_update_ own their values") {
+  // A step captured into a CUDA graph keeps its scalars function and calls it before every
+  // replay, long after adam_update_ returned: it must not read the caller's (freed) values.
+  auto step = std::make_unique<ops::AdamStep>(ops::AdamStep{0.01, 0.9, 0.999, 1e-8, 0.5, 1e-4});
+  const UpdateScalarsFn adam = ops::adam_scalars(*step);
+  step.reset();
+  auto reuse = std::make_unique<ops::AdamStep>(ops::AdamStep{7, 7, 7, 7, 7, 7});  // likely the freed memory
+  const UpdateScalarsFn momentum = [] { return ops::momentum_sgd_scalars(0.25, 0.75); }();
+  scribble(-1.0);
+  const UpdateScalars a = adam(0), m = momentum(0);
+  CHECK(a.lr == 0.01);
+  CHECK(a.beta1 == 0.9);
+  CHECK(a.beta2 == 0.999);
+  CHECK(a.eps == 1e-8);
+  CHECK(a.eta == 0.5);
+  CHECK(a.weight_decay_rate == 1e-4);
+  CHECK(m.lr == 0.25);
+  CHECK(m.momentum == 0.75);
+  CHECK(reuse->lr == 7);
+}
+
+namespace {
+// One Linear applied twice: registered under two names ("a", "b") when TIED, once otherwise.
+struct Twice : Chain {
+  std::shared_ptr<links::Linear> lin;
+  Twice(links::Linear& start, bool tied) {
+    lin = std::make_shared<links::Linear>(start.in_size(), 3);
+    lin->param("W").data().copy_(start.W().data());
+    lin->param("b").data().copy_(start.param("b").data());
+    add_link("a", lin);
+    if (tied) add_link("b", lin);
+  }
+  Variable forward(const Variable& x) override { return (*lin)(F::tanh((*lin)(x))); }
+};
+}  // namespace
+
+TEST_CASE("optimizers: a parameter tied under two names is stepped once per update, as the untied model") {
+  random::seed(5);
+  links::Linear start(3, 3);
+  const Tensor x = random::normal({4, 3}, 0, 1, DType::Float32);
+  for (const std::string kind : {"momentum_sgd", "adam", "sgd"}) {
+    INFO(kind);
+    auto make = [&]() -> std::shared_ptr<Optimizer> {
+      if (kind == "momentum_sgd") return std::make_shared<optimizers::MomentumSGD>(0.1, 0.9);
+      if (kind == "adam") return std::make_shared<optimizers::Adam>(0.01);
+      return std::make_shared<optimizers::SGD>(0.1);
+    };
+    auto tied = std::make_shared<Twice>(start, true), plain = std::make_shared<Twice>(start, false);
+    REQUIRE(tied->namedparams().size() == 4);
+    REQUIRE(plain->namedparams().size() == 2);
+    auto tied_opt = make(), plain_opt = make();
+    tied_opt->setup(tied);
+    plain_opt->setup(plain);
+    tied_opt->add_hook(std::make_shared<optimizer_hooks::GradientClipping>(0.5));  // the norm counts each gradient once
+    plain_opt->add_hook(std::make_shared<optimizer_hooks::GradientClipping>(0.5));
+    for (int step = 0; step < 3; ++step) {
+      tied_opt->update([&] { return F::sum((*tied)(Variable(x))); });
+      plain_opt->update([&] { return F::sum((*plain)(Variable(x))); });
+      CHECK(tied->lin->W().data().to_vector<float>() == plain->lin->W().data().to_vector<float>());
+      CHECK(tied->lin->param("b").data().to_vector<float>() == plain->lin->param("b").data().to_vector<float>());
+    }
+    // The state lives under the parameter's first name only, and survives a snapshot.
+    if (kind != "sgd") {
+      CHECK_FALSE(tied_opt->state("/a/W").empty());
+      CHECK(tied_opt->state("/b/W").empty());
+    }
+    Serializer saved = Serializer::writer();
+    tied_opt->serialize(saved);
+    auto again = make();
+    auto copy = std::make_shared<Twice>(start, true);
+    again->setup(copy);
+    Serializer reader = Serializer::reader(saved.entries());
+    again->serialize(reader);
+    CHECK(again->t() == 3);
+    for (const auto& [key, t] : tied_opt->state("/a/W"))
+      CHECK(again->state("/a/W").at(key).to_vector<float>() == t.to_vector<float>());
+  }
+}

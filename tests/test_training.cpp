@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/caching_allocator.h"
 #include "core/config.h"
 #include "core/npz.h"
 #include "core/random.h"
@@ -929,4 +930,90 @@ TEST_CASE("serializers: save_npz and load_npz round-trip a link, an optimizer an
     REQUIRE(values(b.net->l2->W().data()) == values(a.net->l2->W().data()));
     REQUIRE(values(b.net->l1->W().data()) == values(a.net->l1->W().data()));
   }
+}
+
+// ---- The CUDA graph step's decisions, without a GPU (training/cuda_graph_step.h) ----
+
+namespace {
+// What std::cerr receives while an instance lives.
+class CaptureCerr {
+ public:
+  CaptureCerr() : old_(std::cerr.rdbuf(text_.rdbuf())) {}
+  ~CaptureCerr() { std::cerr.rdbuf(old_); }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::streambuf* old_;
+};
+}  // namespace
+
+TEST_CASE("training: a graph step that runs out of memory while captured leaves its signature to eager steps") {
+  using Route = training::CudaGraphStep::Route;
+  training::CudaGraphStep g;
+  const training::CudaGraphStep::Signature full{1, 100, 20}, last{1, 50, 20}, other{1, 10, 20};
+  CHECK(g.route(full) == Route::Eager);  // warm-up
+  CHECK(g.route(full) == Route::Capture);
+  CaptureCerr err;
+  g.capture_failed(full, CaptureOutOfMemory("out of memory on cuda:0: tried to allocate 5.0 MiB (...)"));
+  CHECK(g.enabled());
+  CHECK(g.eager_signatures() == 1);
+  for (int i = 0; i < 3; ++i) CHECK(g.route(full) == Route::Eager);
+  // Other shapes still get graphs; the message comes once.
+  CHECK(g.route(last) == Route::Eager);
+  CHECK(g.route(last) == Route::Capture);
+  g.capture_failed(last, CaptureOutOfMemory("out of memory on cuda:0: tried to allocate 2.0 MiB (...)"));
+  CHECK(g.eager_signatures() == 2);
+  const std::string said = err.text();
+  CHECK_THAT(said, Catch::Contains("ran out of device memory while being captured") &&
+                       Catch::Contains("tried to allocate 5.0 MiB"));
+  CHECK(said.find("chainermn-cpp") == said.rfind("chainermn-cpp"));
+  // A step that cannot be captured at all turns graphs off.
+  CHECK(g.route(other) == Route::Eager);
+  CHECK(g.route(other) == Route::Capture);
+  g.capture_failed(other, cuda::CaptureError("the step reads a device value on the host"));
+  CHECK_FALSE(g.enabled());
+  CHECK(g.route(other) == Route::Eager);
+  CHECK_THAT(err.text(), Catch::Contains("without CUDA graphs from now on: the step reads a device value on the host"));
+}
+
+TEST_CASE("training: what a captured step reports is kept apart, and the outer observation survives a throw") {
+  Reporter reporter;
+  Observation observation;
+  Reporter::Scope scope(reporter, observation);
+  report({{"epoch", 1.0}, {"main/loss", 9.0}});
+  const Observation reported = training::CudaGraphStep::reporting_apart([] { report({{"main/loss", 0.5}}); });
+  CHECK(reported == Observation{{"main/loss", 0.5}});
+  CHECK(observation == Observation{{"epoch", 1.0}, {"main/loss", 0.5}});  // the step's value wins
+  // A capture that throws anything (a user's error inside the step, not only a capture failure).
+  CHECK_THROWS_WITH(training::CudaGraphStep::reporting_apart([] {
+                      report({{"main/accuracy", 0.25}});
+                      throw Error("softmax_cross_entropy: label 7 is out of range");
+                    }),
+                    "softmax_cross_entropy: label 7 is out of range");
+  CHECK(observation == Observation{{"epoch", 1.0}, {"main/loss", 0.5}});
+  CHECK(current_observation() == &observation);
+}
+
+TEST_CASE("training: a graph step's signature follows the persistent values a replay writes") {
+  struct Model : Chain {
+    std::shared_ptr<L::Linear> l;
+    Model() {
+      l = add_link("l", std::make_shared<L::Linear>(4, 2));
+      add_persistent("avg_mean", Tensor::zeros({2}));
+    }
+  };
+  auto model = std::make_shared<Model>();
+  optimizers::Adam adam;
+  adam.setup(model);
+  const std::vector<Tensor> batch{Tensor::zeros({3, 4})};
+  using G = training::CudaGraphStep;
+  const G::Signature before = G::signature(adam, batch);
+  CHECK(G::signature(adam, batch) == before);
+  model->persistent("avg_mean").copy_(Tensor::full({2}, 0.5));  // updated in place: the graph's memory
+  CHECK(G::signature(adam, batch) == before);
+  const Tensor kept = model->persistent("avg_mean");  // holds the old memory, so the new one is elsewhere
+  model->persistent("avg_mean") = Tensor::ones({2});  // replaced (a snapshot loaded another way)
+  CHECK(G::signature(adam, batch) != before);
+  CHECK(G::signature(adam, {Tensor::zeros({2, 4})}) != G::signature(adam, batch));
 }

@@ -3,9 +3,16 @@
 #include <algorithm>
 #include <iostream>
 
+#include "core/caching_allocator.h"
 #include "core/config.h"
 
 namespace chainer::training {
+
+namespace {
+// Signatures remembered for warm-up or left to eager steps; batches of ever new shapes have
+// nothing to replay, so beyond this the record starts afresh.
+constexpr size_t kMaxRemembered = 64;
+}  // namespace
 
 void CudaGraphStep::eager(Device device, const std::vector<Tensor>& inputs, const Step& step) {
   std::vector<Variable> vars;
@@ -20,8 +27,10 @@ std::vector<Tensor> CudaGraphStep::grads_of(const Params& params) {
   return out;
 }
 
-// Everything a captured step depends on that could change between steps without the graph
-// knowing: the batch's layout, where parameters and optimizer state live, the hooks, the mode.
+CudaGraphStep::Signature CudaGraphStep::signature(const Optimizer& optimizer, const std::vector<Tensor>& inputs) {
+  return signature(optimizer, optimizer.target().unique_namedparams(), inputs);
+}
+
 CudaGraphStep::Key CudaGraphStep::signature(const Optimizer& optimizer, const Params& params,
                                             const std::vector<Tensor>& inputs) {
   Key key;
@@ -39,10 +48,56 @@ CudaGraphStep::Key CudaGraphStep::signature(const Optimizer& optimizer, const Pa
     key.push_back(int64_t(state.size()));
     for (const auto& [k, t] : state) address(t);
   }
+  // A replay writes the persistent values the capture saw: one replaced since (a loaded
+  // snapshot, a reassigned running mean) must not be written through its freed memory.
+  for (const auto& [name, t] : optimizer.target().namedpersistents()) {
+    address(t);
+    if (t.defined()) layout(t);
+  }
   for (const auto& hook : optimizer.hooks()) key.push_back(int64_t(uintptr_t(hook.get())));
   key.push_back(config::train());
   key.push_back(is_backprop_enabled());
   return key;
+}
+
+CudaGraphStep::Route CudaGraphStep::route(const Signature& key) {
+  if (!enabled_) return Route::Eager;
+  if (graphs_.contains(key)) return Route::Replay;
+  if (eager_only_.contains(key)) return Route::Eager;
+  if (seen_.size() > kMaxRemembered) seen_.clear();
+  return seen_[key]++ == 0 ? Route::Eager : Route::Capture;  // warm-up first: state, lazy parameters, handles
+}
+
+void CudaGraphStep::capture_failed(const Signature& key, const cuda::CaptureError& error) {
+  if (!dynamic_cast<const CaptureOutOfMemory*>(&error)) return disable(error.what());
+  // Eagerly the step may well fit: the allocator can then return its cache to the device.
+  if (eager_only_.size() >= kMaxRemembered) eager_only_.clear();
+  eager_only_.insert(key);
+  if (told_out_of_memory_) return;
+  told_out_of_memory_ = true;
+  std::cerr << "chainermn-cpp: a training step ran out of device memory while being captured into a CUDA graph; "
+               "steps of its shapes run without a graph from now on ("
+            << error.what() << ")\n";
+}
+
+Observation CudaGraphStep::reporting_apart(const std::function<void()>& body) {
+  Observation* observation = current_observation();
+  if (!observation) {
+    body();
+    return {};
+  }
+  Observation outer;
+  std::swap(outer, *observation);
+  // However BODY ends, the outer observation comes back: the step's values must not vanish
+  // with a capture that throws (a user's error inside the step, a CUDA error).
+  struct Restore {
+    Observation& current;
+    Observation& outer;
+    ~Restore() { std::swap(current, outer); }
+  } restore{*observation, outer};
+  body();
+  for (const auto& [name, value] : *observation) outer.insert_or_assign(name, value);
+  return *observation;
 }
 
 void CudaGraphStep::run(Optimizer& optimizer, Device device, const std::vector<Tensor>& inputs, const Step& step) {
@@ -51,25 +106,24 @@ void CudaGraphStep::run(Optimizer& optimizer, Device device, const std::vector<T
     disable("the optimizer synchronizes with other processes on the host (a multi-node optimizer)");
     return eager(device, inputs, step);
   }
-  Params params = optimizer.target().namedparams();
+  Params params = optimizer.target().unique_namedparams();
   const Key key = signature(optimizer, params, inputs);
-  if (auto it = graphs_.find(key); it != graphs_.end()) {
-    Captured& c = it->second;
-    for (size_t i = 0; i < inputs.size(); ++i) c.inputs[i].copy_(inputs[i]);  // host batches: one async copy
-    // The step's gradients are where this graph writes them (another graph's step, or a
-    // cleargrads, may have left others in the parameters).
-    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_grad(c.grads[i]);
-    optimizer.count_replayed_step();
-    c.graph->replay();
-    if (!c.reported.empty()) report(c.reported);
-    order_.erase(std::find(order_.begin(), order_.end(), key));
-    order_.push_back(key);
-    ++replays_;
-    return;
+  switch (route(key)) {
+    case Route::Eager: return eager(device, inputs, step);
+    case Route::Capture: return capture(key, optimizer, device, inputs, step);
+    case Route::Replay: break;
   }
-  if (seen_.size() > 64) seen_.clear();  // batches of ever new shapes: nothing to replay
-  if (seen_[key]++ == 0) return eager(device, inputs, step);  // warm-up: state, lazy parameters, handles
-  capture(key, optimizer, device, inputs, step);
+  Captured& c = graphs_.at(key);
+  for (size_t i = 0; i < inputs.size(); ++i) c.inputs[i].copy_(inputs[i]);  // host batches: one async copy
+  // The step's gradients are where this graph writes them (another graph's step, or a
+  // cleargrads, may have left others in the parameters).
+  for (size_t i = 0; i < params.size(); ++i) params[i].second.set_grad(c.grads[i]);
+  optimizer.count_replayed_step();
+  c.graph->replay();
+  if (!c.reported.empty()) report(c.reported);
+  order_.erase(std::find(order_.begin(), order_.end(), key));
+  order_.push_back(key);
+  ++replays_;
 }
 
 void CudaGraphStep::capture(const Key& key, Optimizer& optimizer, Device device,
@@ -80,25 +134,24 @@ void CudaGraphStep::capture(const Key& key, Optimizer& optimizer, Device device,
     c.inputs.push_back(Tensor::empty(x.shape(), x.dtype(), device).copy_(x));
     vars.emplace_back(c.inputs.back());
   }
-  // What the step reports goes into an observation of its own, kept for the replays.
-  Observation* observation = current_observation();
-  Observation outer;
-  if (observation) std::swap(outer, *observation);
+  // A step that does not complete here is not counted: the eager step after a failed capture
+  // counts it, and one that throws did not happen.
   const Optimizer::StepCounts counts = optimizer.step_counts();
   try {
-    c.graph = cuda::Graph::capture(device, [&] { step(vars); });
+    // What the step reports goes into an observation of its own, kept for the replays.
+    c.reported = reporting_apart([&] {
+      c.graph = cuda::Graph::capture(device, [&] { step(vars); });
+      c.graph->replay();  // capturing queued nothing: this runs the step
+    });
   } catch (const cuda::CaptureError& e) {
     optimizer.restore_step_counts(counts);
-    if (observation) *observation = std::move(outer);
-    disable(e.what());
+    capture_failed(key, e);
     return eager(device, inputs, step);
+  } catch (...) {
+    optimizer.restore_step_counts(counts);
+    throw;
   }
-  c.graph->replay();  // capturing queued nothing: this runs the step
-  c.grads = grads_of(optimizer.target().namedparams());
-  if (observation) {
-    c.reported = *observation;
-    observation->insert(outer.begin(), outer.end());  // the step's values win on a clash
-  }
+  c.grads = grads_of(optimizer.target().unique_namedparams());
   if (graphs_.size() >= kMaxGraphs) {
     graphs_.erase(order_.front());
     order_.erase(order_.begin());

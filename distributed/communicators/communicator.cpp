@@ -456,7 +456,7 @@ void Communicator::multi_node_mean_grad(chainer::Link& model, bool zero_fill) co
   comm();
   if (debug_) check_grads_consistent(model, zero_fill, "multi_node_mean_grad");
   GradList grads;
-  for (const auto& [n, p] : model.namedparams()) {
+  for (const auto& [n, p] : model.unique_namedparams()) {  // a tied parameter once
     const Tensor& data = p.data();
     if (!data.defined()) continue;
     Variable v = p;
