@@ -22,6 +22,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/gradient_check.h"
@@ -688,6 +689,60 @@ TEST_CASE("cuda ops: matmul and gemm in every transpose mode, with k = 0 and emp
             expect_close(cc, cg, tol_for(dtype, 2 * std::max<double>(1, double(s.k))));
           });
         }
+}
+
+// cuBLAS handles are per thread (core/cuda/blas_handles.h): products from several threads at
+// once on the one compute stream, and a thread whose first product (creating its handle and its
+// workspace) is inside a graph capture. Catch2's checks are not thread-safe: the threads keep
+// their results and the checks run here.
+TEST_CASE("cuda ops: matmul from four threads at once, and first called inside a graph capture",
+          "[cuda][ops][matmul]") {
+  constexpr int kThreads = 4, kRounds = 20;
+  Generator gen(41);
+  std::vector<Pair> as, bs;
+  for (int t = 0; t < kThreads; ++t) {
+    as.push_back(make_pair({64 + t, 300}, kF32, Layout::Contiguous, gen));
+    bs.push_back(make_pair({300, 33}, kF32, Layout::Contiguous, gen));
+  }
+  std::vector<std::vector<Tensor>> got(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        for (int r = 0; r < kRounds; ++r) got[size_t(t)].push_back(ops::matmul(as[size_t(t)].gpu, bs[size_t(t)].gpu));
+        cuda::synchronize();
+      } catch (const std::exception& e) {
+        errors[size_t(t)] = e.what();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(errors[size_t(t)] == "");
+    const Tensor want = ops::matmul(as[size_t(t)].cpu, bs[size_t(t)].cpu);
+    for (const Tensor& g : got[size_t(t)]) expect_close(want, g, tol_for(kF32, 300));
+  }
+
+  // The threads above loaded cuBLAS's kernels: inside this capture only the new thread's handle
+  // and workspace are made.
+  Tensor captured;
+  std::string error;
+  std::thread first([&] {
+    try {
+      const std::unique_ptr<cuda::Graph> graph =
+          cuda::Graph::capture(kGpu, [&] { captured = ops::matmul(as[0].gpu, bs[0].gpu); });
+      captured.fill_(0.0);  // the replay must write it again
+      graph->replay();
+      cuda::synchronize();
+      captured = captured.to(kCpu).to(kGpu);  // a copy that outlives the graph
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  first.join();
+  CHECK(error == "");
+  if (error.empty()) expect_close(ops::matmul(as[0].cpu, bs[0].cpu), captured, tol_for(kF32, 300));
 }
 
 TEST_CASE("cuda ops: concat and stack along each axis, empty and non-contiguous pieces", "[cuda][ops]") {
