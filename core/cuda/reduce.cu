@@ -29,7 +29,7 @@ __device__ int64_t offset_in(const Layout& l, int64_t i) {
 
 // ---- sum_axes ----
 
-// ---- Split sums ----
+// Split sums.
 // With few outputs, one block (or one warp) per output leaves most of the device idle: a sum of
 // 10M floats on one block takes 0.5-1 ms where the whole device needs ~15 us. Then each
 // output's reduced elements are cut into CHUNKS consecutive pieces of CHUNK elements (the last
@@ -51,7 +51,7 @@ int64_t chunks_for(int64_t blocks, int64_t count, int64_t min_chunk) {
 // The innermost input dims are reduced: W warps per output stride over its reduced elements
 // (consecutive lanes read consecutive elements), then sum by shuffles (and block_sum for W > 1).
 // blockIdx.y picks the piece of CHUNK elements; with one piece (gridDim.y == 1) OUT is the
-// result, else the partials (see Split sums).
+// result, else the partials (see "Split sums" above).
 template <class T, int W, class R>
 __global__ void sum_rows_kernel(const T* a, R* out, int64_t outputs, int64_t count, int64_t chunk, Layout kept,
                                 Layout red) {
