@@ -33,8 +33,12 @@ step() {  # step NAME TIMEOUT COMMAND...: logs the output and one summary line
 }
 
 step test_cuda_ops 600 "$here/bin/test_cuda_ops"
+# A full sum of 10M floats split over the whole device: expected well under 100 us on an H100
+# (~15-25 us: 40 MB at 3.35 TB/s, plus a second tiny pass); on one block it took 0.5-1 ms.
+step cuda_sum_timing 120 "$here/bin/test_cuda_ops" "[timing]"
+grep -E '^a sum of 10M floats' "$out/validate.log" | tail -n 1 >>"$out/summary.txt"
 step test_cuda_training 600 "$here/bin/test_cuda_training"
-for t in tensor autograd functions serialization links optimizers training caching_allocator cuda_runtime nccl_logic; do
+for t in tensor autograd functions serialization links optimizers training caching_allocator cuda_runtime nccl_logic blas_handles; do
   step "test_$t" 300 "$here/bin/test_$t"
 done
 # NCCL's real calls at one rank, expected exit 0: the non-blocking init completes, a sum polled

@@ -10,16 +10,19 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <iomanip>
+#include <iostream>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/gradient_check.h"
@@ -527,6 +530,29 @@ TEST_CASE("cuda ops: sum over every subset of axes, sum_to and broadcast_to", "[
           }
       }
 
+  // Few outputs over many elements, split over many blocks in two passes (core/cuda/reduce.cu,
+  // "Split sums"): a full sum of 10M + 19 elements (1024 pieces, the last one shorter), 4097
+  // elements (two pieces of odd length), three long rows, column sums of tall matrices (one and
+  // two blocks of 32 columns, cut into pieces of rows) and kept dims around a summed one.
+  const std::vector<std::pair<Shape, std::vector<std::vector<int64_t>>>> split = {
+      {{10000019}, {{}}},         {{4097}, {{0}}},       {{3, 333331}, {{1}, {}}},
+      {{100003, 3}, {{0}, {-2}}}, {{2049, 33}, {{0}}},   {{7, 1031, 5}, {{0, 1}, {1}}}};
+  for (DType dtype : {kF32, kF64, DType::Int32, DType::Int64})
+    for (const auto& m : split)
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
+        if (layout != Layout::Contiguous && m.first.size() == 1) continue;
+        Pair x = make_pair(m.first, dtype, layout, gen, -100, 100);
+        for (const std::vector<int64_t>& axes : m.second) {
+          INFO(describe("sum over axes " + shape_str(axes), {x.cpu}, layout));
+          run_case([&] {
+            const Tensor got = ops::sum(x.gpu, axes);
+            expect_close(ops::sum(x.cpu, axes), got, tol_for(dtype, std::max(1.0, double(x.cpu.numel()) / 100)));
+            // The partition is fixed by the shape: the same bits every time.
+            CHECK(ops::sum(x.gpu, axes).to_vector<double>() == got.to_vector<double>());
+          });
+        }
+      }
+
   for (DType dtype : {kF32, kF64, DType::Int32, DType::Int64})
     for (Layout layout : kLayouts) {
       Pair x = make_pair({5, 7, 11}, dtype, layout, gen, -20, 20);
@@ -549,6 +575,26 @@ TEST_CASE("cuda ops: sum over every subset of axes, sum_to and broadcast_to", "[
           expect_close(ops::broadcast_to(x.cpu, b.second), ops::broadcast_to(x.gpu, b.second), tol_for(dtype));
         });
       }
+}
+
+// Hidden (run by name: test_cuda_ops "[timing]", as scripts/gpu_validate.sh does): a full sum of
+// 10M floats must use the whole device. Reading 40 MB takes ~15 us at an H100's 3.35 TB/s; on
+// one block it took 0.5-1 ms. 200 sums are queued back to back and waited for once, so the
+// mean is the device's time per sum unless the host cannot queue them as fast.
+TEST_CASE("cuda ops: a sum of 10M floats takes well under 100 us", "[.][timing]") {
+  Generator gen(40);
+  const Tensor x = random_tensor({10000000}, kF32, gen).to(kGpu);
+  for (int i = 0; i < 10; ++i) ops::sum(x);  // warm-up: the allocator's blocks, the kernels' first launch
+  cuda::synchronize();
+  constexpr int kSums = 200;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kSums; ++i) ops::sum(x);
+  cuda::synchronize();
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / kSums;
+  std::cout << "a sum of 10M floats: " << std::fixed << std::setprecision(1) << us << " us (mean of " << kSums
+            << ")\n";
+  CHECK(us < 100);
 }
 
 TEST_CASE("cuda ops: max, argmax, min, argmin along every axis, ties to the first; amax, amin over several axes",
@@ -643,6 +689,60 @@ TEST_CASE("cuda ops: matmul and gemm in every transpose mode, with k = 0 and emp
             expect_close(cc, cg, tol_for(dtype, 2 * std::max<double>(1, double(s.k))));
           });
         }
+}
+
+// cuBLAS handles are per thread (core/cuda/blas_handles.h): products from several threads at
+// once on the one compute stream, and a thread whose first product (creating its handle and its
+// workspace) is inside a graph capture. Catch2's checks are not thread-safe: the threads keep
+// their results and the checks run here.
+TEST_CASE("cuda ops: matmul from four threads at once, and first called inside a graph capture",
+          "[cuda][ops][matmul]") {
+  constexpr int kThreads = 4, kRounds = 20;
+  Generator gen(41);
+  std::vector<Pair> as, bs;
+  for (int t = 0; t < kThreads; ++t) {
+    as.push_back(make_pair({64 + t, 300}, kF32, Layout::Contiguous, gen));
+    bs.push_back(make_pair({300, 33}, kF32, Layout::Contiguous, gen));
+  }
+  std::vector<std::vector<Tensor>> got(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        for (int r = 0; r < kRounds; ++r) got[size_t(t)].push_back(ops::matmul(as[size_t(t)].gpu, bs[size_t(t)].gpu));
+        cuda::synchronize();
+      } catch (const std::exception& e) {
+        errors[size_t(t)] = e.what();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(errors[size_t(t)] == "");
+    const Tensor want = ops::matmul(as[size_t(t)].cpu, bs[size_t(t)].cpu);
+    for (const Tensor& g : got[size_t(t)]) expect_close(want, g, tol_for(kF32, 300));
+  }
+
+  // The threads above loaded cuBLAS's kernels: inside this capture only the new thread's handle
+  // and workspace are made.
+  Tensor captured;
+  std::string error;
+  std::thread first([&] {
+    try {
+      const std::unique_ptr<cuda::Graph> graph =
+          cuda::Graph::capture(kGpu, [&] { captured = ops::matmul(as[0].gpu, bs[0].gpu); });
+      captured.fill_(0.0);  // the replay must write it again
+      graph->replay();
+      cuda::synchronize();
+      captured = captured.to(kCpu).to(kGpu);  // a copy that outlives the graph
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  first.join();
+  CHECK(error == "");
+  if (error.empty()) expect_close(ops::matmul(as[0].cpu, bs[0].cpu), captured, tol_for(kF32, 300));
 }
 
 TEST_CASE("cuda ops: concat and stack along each axis, empty and non-contiguous pieces", "[cuda][ops]") {
@@ -787,11 +887,14 @@ TEST_CASE("cuda ops: softmax_cross_entropy and its gradient for every reduction 
     int64_t n, c, ignore_label;
     double ignored;  // the fraction of rows labelled IGNORE_LABEL
   };
-  // (300, 10): more rows than the finishing kernel's threads; (100, 1000): long rows.
+  // (300, 10): more rows than the summing block's threads; (100, 1000): long rows; (20011, 7)
+  // and (300001, 3): the sum over the rows split over 10 blocks and over 128 (the most).
   const std::vector<Case> cases = {{"(7, 5)", 7, 5, -1, 0.3},
                                    {"(13, 11), ignore_label 3 (a class index)", 13, 11, 3, 0.3},
                                    {"(100, 1000)", 100, 1000, -1, 0.1},
                                    {"(300, 10)", 300, 10, -1, 0.2},
+                                   {"(20011, 7)", 20011, 7, -1, 0.2},
+                                   {"(300001, 3), ignore_label 2", 300001, 3, 2, 0.1},
                                    {"(1, 1)", 1, 1, -1, 0.0},
                                    {"(0, 5): no rows", 0, 5, -1, 0.0},
                                    {"(4, 6): every row ignored", 4, 6, -1, 1.0}};
@@ -925,10 +1028,12 @@ TEST_CASE("cuda ops: accuracy with ties, ignored labels and a 3-D input", "[cuda
     int64_t ignore_label;
     double ignored;
   };
-  // (1000, 10) and (300, 4, 2): more rows than the kernel's threads.
-  const std::vector<Case> cases = {{{7, 5}, -1, 0.3},    {{13, 11, 3}, -1, 0.2}, {{1000, 10}, 2, 0.1},
-                                   {{300, 4, 2}, -1, 0.0}, {{0, 5}, -1, 0.0},      {{1, 1}, -1, 0.0},
-                                   {{4, 6}, -1, 1.0}};
+  // (1000, 10) and (300, 4, 2): more rows than a block's threads; (20011, 3), (5001, 3, 2) and
+  // (300001, 2): the counts split over 10, 5 and 128 (the most) blocks.
+  const std::vector<Case> cases = {{{7, 5}, -1, 0.3},       {{13, 11, 3}, -1, 0.2}, {{1000, 10}, 2, 0.1},
+                                   {{300, 4, 2}, -1, 0.0},    {{0, 5}, -1, 0.0},      {{1, 1}, -1, 0.0},
+                                   {{4, 6}, -1, 1.0},         {{20011, 3}, -1, 0.1},  {{5001, 3, 2}, -1, 0.0},
+                                   {{300001, 2}, 1, 0.05}};
   Generator gen(12);
   for (const Case& c : cases)
     for (DType dtype : kFloatTypes)

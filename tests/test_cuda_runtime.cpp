@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/cuda/device_runtime.h"
+#include "core/pinned_staging.h"
 
 using namespace chainer;
 using namespace chainer::cuda;
@@ -142,6 +143,11 @@ class FakeCuda final : public DeviceApi {
     if (!enter()) return fail(kErrorCudartUnloading);
     ++host_allocs;
     *ptr = std::calloc(1, bytes);
+    return kDeviceSuccess;
+  }
+  int host_free(void* ptr) override {
+    if (!enter()) return fail(kErrorCudartUnloading);
+    std::free(ptr);
     return kDeviceSuccess;
   }
   int memset_async(void* ptr, int value, size_t bytes, Stream stream) override {
@@ -411,6 +417,21 @@ TEST_CASE("cuda runtime: an event that is not ready does not stay the thread's l
   t.runtime.copy_from_host(0, dst.get(), src.data(), src.size());
   t.runtime.copy_from_host(0, dst.get(), src.data(), src.size());  // the first buffer is still being read
   CHECK(t.fake.host_allocs == host_allocs + 2);
+  CHECK(t.fake.last_error == kDeviceSuccess);
+}
+
+TEST_CASE("cuda runtime: pinned staging stays bounded when the host runs ahead of the device") {
+  Setup t;
+  t.runtime.set_device(0);
+  constexpr size_t kBytes = size_t(32) << 20;  // staged (under kMaxStagedBytes), 16 copies: 512 MiB unbounded
+  std::shared_ptr<void> dst = t.runtime.allocate(0, kBytes);
+  const std::vector<char> src(kBytes, 1);
+  t.fake.events_ready = false;  // no copy ever seen complete: the host is always ahead
+  const int host_allocs = t.fake.host_allocs, waits = t.fake.event_synchronizes;
+  for (int i = 0; i < 16; ++i) t.runtime.copy_from_host(0, dst.get(), src.data(), src.size());
+  // At most PinnedStaging's 256 MiB pinned for staging; beyond, the host waited for its oldest copy.
+  CHECK(size_t(t.fake.host_allocs - host_allocs) * kBytes <= PinnedStaging::kDefaultLimit);
+  CHECK(t.fake.event_synchronizes > waits);
   CHECK(t.fake.last_error == kDeviceSuccess);
 }
 

@@ -1,12 +1,14 @@
-// Matrix products through cuBLAS, one handle per device bound to its compute stream. FP32
-// products compute in FP32 unless TF32 is allowed (core/cuda.h, set_allow_tf32).
+// Matrix products through cuBLAS, on the calling thread's handle for its current device (the
+// policy: core/cuda/blas_handles.h), bound to the device's compute stream with a workspace from
+// the caching allocator. FP32 products compute in FP32 unless TF32 is allowed (core/cuda.h,
+// set_allow_tf32).
 #include <cublas_v2.h>
 
-#include <mutex>
-
 #include "core/cuda.h"
+#include "core/cuda/blas_handles.h"
 #include "core/cuda/common.cuh"
 #include "core/cuda/kernels.h"
+#include "core/cuda/runtime.h"
 
 #define CHAINER_CUBLAS_CHECK(call)                                                                    \
   do {                                                                                                \
@@ -20,39 +22,62 @@
 namespace chainer::cuda {
 
 namespace {
-// A workspace of our own: without one cuBLAS allocates on first use with cudaMalloc, which a
-// captured CUDA graph cannot do. 32 MiB is what cuBLAS recommends for Hopper.
-constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-struct Handle {
-  cublasHandle_t handle = nullptr;
-  bool tf32 = false;
+cublasHandle_t as_cublas(BlasHandlePool::Handle handle) { return static_cast<cublasHandle_t>(handle); }
+
+cudaStreamCaptureMode to_cuda(BlasHandlePool::CaptureMode mode) {
+  switch (mode) {
+    case BlasHandlePool::CaptureMode::Global: return cudaStreamCaptureModeGlobal;
+    case BlasHandlePool::CaptureMode::ThreadLocal: return cudaStreamCaptureModeThreadLocal;
+    case BlasHandlePool::CaptureMode::Relaxed: return cudaStreamCaptureModeRelaxed;
+  }
+  return cudaStreamCaptureModeGlobal;
+}
+
+BlasHandlePool::CaptureMode from_cuda(cudaStreamCaptureMode mode) {
+  switch (mode) {
+    case cudaStreamCaptureModeThreadLocal: return BlasHandlePool::CaptureMode::ThreadLocal;
+    case cudaStreamCaptureModeRelaxed: return BlasHandlePool::CaptureMode::Relaxed;
+    default: return BlasHandlePool::CaptureMode::Global;
+  }
+}
+
+// The pool's calls, forwarded to cuBLAS, the CUDA runtime and the caching allocator.
+class Cublas final : public BlasHandlePool::Native {
+ public:
+  BlasHandlePool::Handle create() override {
+    cublasHandle_t handle = nullptr;
+    CHAINER_CUBLAS_CHECK(cublasCreate(&handle));
+    return handle;
+  }
+  void set_stream(BlasHandlePool::Handle handle, BlasHandlePool::Stream stream) override {
+    CHAINER_CUBLAS_CHECK(cublasSetStream(as_cublas(handle), static_cast<cudaStream_t>(stream)));
+  }
+  void set_workspace(BlasHandlePool::Handle handle, void* workspace, size_t bytes) override {
+    CHAINER_CUBLAS_CHECK(cublasSetWorkspace(as_cublas(handle), workspace, bytes));
+  }
+  void set_tf32(BlasHandlePool::Handle handle, bool tf32) override {
+    CHAINER_CUBLAS_CHECK(
+        cublasSetMathMode(as_cublas(handle), tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  }
+  BlasHandlePool::CaptureMode exchange_capture_mode(BlasHandlePool::CaptureMode mode) override {
+    cudaStreamCaptureMode m = to_cuda(mode);
+    CHAINER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&m));
+    return from_cuda(m);
+  }
+  std::shared_ptr<void> allocate_workspace(int device, BlasHandlePool::Stream stream, size_t bytes) override {
+    // The runtime's blocks are for the device's compute stream, the only one products run on.
+    CHAINER_ASSERT(stream == static_cast<BlasHandlePool::Stream>(compute_stream()),
+                   "a cuBLAS workspace asked for a stream other than the compute stream");
+    return chainer_cuda_runtime()->allocate(device, bytes);
+  }
 };
-Handle g_handles[64];
-std::mutex g_mutex;
 
 cublasHandle_t handle() {
-  const int device = current_device_index();
-  std::lock_guard<std::mutex> lock(g_mutex);
-  Handle& h = g_handles[device];
-  if (!h.handle) {
-    CHAINER_CUBLAS_CHECK(cublasCreate(&h.handle));
-    void* workspace = nullptr;
-    cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;  // creation may happen inside a capture
-    CHAINER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&relaxed));
-    const cudaError_t status = cudaMalloc(&workspace, kWorkspaceBytes);
-    CHAINER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&relaxed));
-    CHAINER_CUDA_CHECK(status);
-    CHAINER_CUBLAS_CHECK(cublasSetWorkspace(h.handle, workspace, kWorkspaceBytes));
-    CHAINER_CUBLAS_CHECK(cublasSetMathMode(h.handle, CUBLAS_DEFAULT_MATH));
-  }
-  if (h.tf32 != allow_tf32()) {
-    h.tf32 = allow_tf32();
-    CHAINER_CUBLAS_CHECK(cublasSetMathMode(h.handle, h.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  }
-  CHAINER_CUBLAS_CHECK(cublasSetStream(h.handle, compute_stream()));
-  return h.handle;
+  static BlasHandlePool* pool = new BlasHandlePool(std::make_unique<Cublas>());  // never destroyed (see its header)
+  return as_cublas(pool->get(current_device_index(), compute_stream(), allow_tf32()));
 }
+
 }  // namespace
 
 // Row-major C (m, n) is column-major C^T (n, m) = op(B)^T op(A)^T: cuBLAS multiplies B's view by

@@ -57,6 +57,7 @@ class DeviceApi {
   virtual int malloc(void** ptr, size_t bytes) = 0;
   virtual int free(void* ptr) = 0;
   virtual int host_alloc(void** ptr, size_t bytes) = 0;
+  virtual int host_free(void* ptr) = 0;  // PTR from host_alloc
   virtual int memset_async(void* ptr, int value, size_t bytes, Stream stream) = 0;
   virtual int memcpy_async(void* dst, const void* src, size_t bytes, Copy kind, Stream stream) = 0;
   virtual int memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device, size_t bytes,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/caching_allocator.h"
+#include "core/pinned_staging.h"
 
 // Every CUDA call: on failure throws naming the call and file:line. CUDA is `cuda_` in scope.
 #define CHAINER_DEVICE_CHECK(call)                                                   \
@@ -166,61 +167,42 @@ class DeviceRuntime::DeviceMemory final : public CachingAllocator::Native {
   int device_;
 };
 
-// Pinned host buffers for host-to-device copies: the copy then runs asynchronously (a copy from
-// pageable memory may wait for the stream). A buffer is reused once the copy that read it has
-// completed (an event recorded after it); buffers read by a captured graph stay with the graph.
-class DeviceRuntime::PinnedStaging {
+// The pinned staging pool's device calls (the pool's policy is core/pinned_staging.h's): pinned
+// memory and events of this runtime's CUDA, made with the pool's device current.
+class DeviceRuntime::StagingNative : public PinnedStaging::Native {
  public:
-  struct Buffer {
+  explicit StagingNative(DeviceRuntime& rt) : rt_(rt), cuda_(rt.cuda_) {}
+  void* allocate(size_t bytes) override {
     void* ptr = nullptr;
-    size_t bytes = 0;
-    DeviceApi::Event done = nullptr;  // recorded after the last copy out of it
-  };
-
-  explicit PinnedStaging(DeviceRuntime& rt) : rt_(rt), cuda_(rt.cuda_) {}
-
-  // The current device is this staging's.
-  Buffer acquire(size_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->bytes < bytes) continue;
-      if (it->done) {
-        const int status = cuda_.event_query(it->done);
-        if (status == kErrorNotReady) {
-          cuda_.get_last_error();
-          continue;
-        }
-        CHAINER_DEVICE_CHECK(status);
-      }
-      Buffer b = *it;
-      free_.erase(it);
-      return b;
+    RelaxedCaptureMode relaxed(rt_);  // pinning may be reached inside a capture
+    CHAINER_DEVICE_CHECK(cuda_.host_alloc(&ptr, bytes));
+    return ptr;
+  }
+  void free(void* ptr) override { CHAINER_DEVICE_CHECK(cuda_.host_free(ptr)); }
+  PinnedStaging::Event create_event() override {
+    DeviceApi::Event e = nullptr;
+    CHAINER_DEVICE_CHECK(cuda_.event_create(&e));
+    return e;
+  }
+  void record_event(PinnedStaging::Event event, PinnedStaging::Stream stream) override { CHAINER_DEVICE_CHECK(cuda_.event_record(event, stream)); }
+  bool event_done(PinnedStaging::Event event) override {
+    const int status = cuda_.event_query(event);
+    if (status == kErrorNotReady) {
+      cuda_.get_last_error();  // "not ready" must not stay the thread's last error
+      return false;
     }
-    Buffer b;
-    b.bytes = std::max<size_t>(4096, std::bit_ceil(bytes));
+    CHAINER_DEVICE_CHECK(status);
+    return true;
+  }
+  void wait_event(PinnedStaging::Event event) override {
     RelaxedCaptureMode relaxed(rt_);
-    CHAINER_DEVICE_CHECK(cuda_.host_alloc(&b.ptr, b.bytes));
-    CHAINER_DEVICE_CHECK(cuda_.event_create(&b.done));
-    return b;
+    CHAINER_DEVICE_CHECK(cuda_.event_synchronize(event));
   }
-  // B was last read by work queued on STREAM (of this staging's device, current) so far.
-  // QUIET (a free path): a buffer whose event cannot be recorded is dropped, not thrown about.
-  void release(Buffer b, DeviceApi::Stream stream, bool quiet = false) {
-    const int status = cuda_.event_record(b.done, stream);
-    if (status != kDeviceSuccess) {
-      if (!quiet) throw_device_error(cuda_, status, "cuda_.event_record(b.done, stream)", __FILE__, __LINE__);
-      rt_.ignore(status, "cuda_.event_record(b.done, stream)", __FILE__, __LINE__);
-      return;
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    free_.push_back(b);
-  }
+  void destroy_event(PinnedStaging::Event event) override { CHAINER_DEVICE_CHECK(cuda_.event_destroy(event)); }
 
  private:
   DeviceRuntime& rt_;
   DeviceApi& cuda_;
-  std::mutex mutex_;
-  std::deque<Buffer> free_;
 };
 
 // Per-step scalars on their way to the device: a ring of pinned host memory, cut into segments
@@ -306,7 +288,8 @@ struct DeviceRuntime::CaptureRecord {
 };
 
 struct DeviceRuntime::DeviceState {
-  DeviceState(DeviceRuntime& rt, int device) : device(device), staging(rt), scalars(rt) {}
+  DeviceState(DeviceRuntime& rt, int device)
+      : device(device), staging(std::make_unique<StagingNative>(rt)), scalars(rt) {}
   int device;
   DeviceApi::Stream stream = nullptr;
   std::unique_ptr<CachingAllocator> allocator;
@@ -578,7 +561,7 @@ void DeviceRuntime::destroy(CaptureRecord* r) noexcept {
     if (r->exec) CHAINER_DEVICE_CHECK_QUIETLY(*this, cuda_.graph_exec_destroy(r->exec));  // after a launch in flight
     r->arenas.clear();
     s.allocator->release_pool(r->pool);
-    for (PinnedStaging::Buffer& b : r->pinned) s.staging.release(b, s.stream, /*quiet=*/true);
+    for (PinnedStaging::Buffer& b : r->pinned) s.staging.release(b, s.stream);  // a throw: caught below
   } catch (const std::exception& e) {
     ignore(e, "a CUDA graph");
   }

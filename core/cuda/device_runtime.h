@@ -94,7 +94,7 @@ class DeviceRuntime final : public Runtime {
   class DeviceGuard;
   class RelaxedCaptureMode;
   class DeviceMemory;
-  class PinnedStaging;
+  class StagingNative;
   class ScalarRing;
   struct CaptureRecord;
   struct DeviceState;

@@ -1,8 +1,9 @@
 // Fused kernels behind nn/functions (core/cpu/nn.cpp and core/cpu/softmax.cpp are their twins,
 // with the same formulas): softmax and its gradient, the linear epilogue, softmax cross entropy,
-// dropout masks, accuracy and sigmoid cross entropy. Per-row sums use fixed shuffle trees and
-// single-block finishing kernels, never atomics, so results depend only on the inputs; nothing is
-// read on the host.
+// dropout masks, accuracy and sigmoid cross entropy. Per-row sums use fixed shuffle trees; the
+// sums over all rows (the reduced loss, the accuracy) run on one block, or on blocks that write
+// partials and a warp that adds them, the partition a function of the row count alone; never
+// atomics, so results depend only on the inputs. Nothing is read on the host.
 #include <cmath>
 #include <type_traits>
 
@@ -126,27 +127,52 @@ __global__ void cross_entropy_rows_kernel(const T* x, const int32_t* t, int64_t 
   }
 }
 
-// One block: the count of rows used, the scale, and the reduced loss (sum in double, rounded to
-// T, times T(scale), as the CPU). REDUCED is null for LossReduction::None.
+// The sums over all rows: one block per kRowsPerPartial rows, at most kMaxPartials blocks.
+constexpr int64_t kRowsPerPartial = 2048;
+constexpr int64_t kMaxPartials = 128;
+
+// From the loss summed over the rows (in double) and the count of rows used: the scale, and the
+// reduced loss (the sum rounded to T, times T(scale), as the CPU). REDUCED is null for
+// LossReduction::None.
 template <class T>
-__global__ void cross_entropy_finish_kernel(const T* loss, const int32_t* t, int64_t n, int64_t classes,
-                                            int64_t ignore_label, LossReduction reduction, T* reduced,
-                                            double* scale) {
+__device__ void finish_loss(double sum, int64_t used, int64_t n, LossReduction reduction, T* reduced, double* scale) {
+  const double s = reduction == LossReduction::MeanOverValid   ? 1.0 / double(used > 1 ? used : 1)
+                   : reduction == LossReduction::MeanOverBatch ? 1.0 / double(n > 1 ? n : 1)
+                                                               : 1.0;
+  *scale = s;
+  if (reduced) *reduced = T(sum) * T(s);
+}
+
+// Each block sums the loss and counts the rows used over its grid-stride share of the rows. One
+// block finishes at once; several write PARTIALS (the sums, then the counts as doubles, exact
+// below 2^53) for cross_entropy_finish_kernel.
+template <class T>
+__global__ void cross_entropy_sum_kernel(const T* loss, const int32_t* t, int64_t n, int64_t classes,
+                                         int64_t ignore_label, LossReduction reduction, T* reduced, double* scale,
+                                         double* partials) {
   double sum = 0;
   int64_t used = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+  CHAINER_GRID_STRIDE_LOOP(i, n) {
     sum += double(loss[i]);
     used += counted(t[i], ignore_label, classes);
   }
   sum = block_sum(sum);
   used = block_sum(used);
-  if (threadIdx.x == 0) {
-    const double s = reduction == LossReduction::MeanOverValid   ? 1.0 / double(used > 1 ? used : 1)
-                     : reduction == LossReduction::MeanOverBatch ? 1.0 / double(n > 1 ? n : 1)
-                                                                 : 1.0;
-    *scale = s;
-    if (reduced) *reduced = T(sum) * T(s);
+  if (threadIdx.x != 0) return;
+  if (gridDim.x == 1) {
+    finish_loss(sum, used, n, reduction, reduced, scale);
+  } else {
+    partials[blockIdx.x] = sum;
+    partials[gridDim.x + blockIdx.x] = double(used);
   }
+}
+
+// One warp: the blocks' sums and counts in a fixed tree, then the scale and the reduced loss.
+template <class T>
+__global__ void cross_entropy_finish_kernel(const double* partials, int64_t blocks, int64_t n,
+                                            LossReduction reduction, T* reduced, double* scale) {
+  const double sum = warp_sum_of(partials, blocks), used = warp_sum_of(partials + blocks, blocks);
+  if (threadIdx.x == 0) finish_loss(sum, int64_t(used), n, reduction, reduced, scale);
 }
 
 template <class T>
@@ -183,12 +209,14 @@ __global__ void dropout_kernel(const uint64_t* key, double ratio, T scale, T* ma
 
 // ---- accuracy ----
 
-// One block; a thread per row finds the first maximum as the CPU loop does (strict >).
+// A thread per row finds the first maximum as the CPU loop does (strict >); each block counts
+// the rows it saw and those classified correctly. One block finishes at once; several write
+// PARTIALS (the correct counts, then the totals) for accuracy_finish_kernel.
 template <class T>
 __global__ void accuracy_kernel(const T* y, const int32_t* t, int64_t rows, int64_t len, int64_t inner,
-                                int64_t ignore_label, T* out) {
+                                int64_t ignore_label, T* out, int64_t* partials) {
   int64_t correct = 0, total = 0;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+  CHAINER_GRID_STRIDE_LOOP(r, rows) {
     if (t[r] == ignore_label) continue;
     ++total;
     const T* p = y + row_base(r, len, inner);
@@ -199,6 +227,19 @@ __global__ void accuracy_kernel(const T* y, const int32_t* t, int64_t rows, int6
   }
   correct = block_sum(correct);
   total = block_sum(total);
+  if (threadIdx.x != 0) return;
+  if (gridDim.x == 1) {
+    *out = T(total == 0 ? 0.0 : double(correct) / double(total));
+  } else {
+    partials[blockIdx.x] = correct;
+    partials[gridDim.x + blockIdx.x] = total;
+  }
+}
+
+// One warp: the blocks' counts (integers, so any order gives the same), then the ratio.
+template <class T>
+__global__ void accuracy_finish_kernel(const int64_t* partials, int64_t blocks, T* out) {
+  const int64_t correct = warp_sum_of(partials, blocks), total = warp_sum_of(partials + blocks, blocks);
   if (threadIdx.x == 0) *out = T(total == 0 ? 0.0 : double(correct) / double(total));
 }
 
@@ -276,10 +317,20 @@ int64_t softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_l
       CHAINER_CUDA_CHECK_LAUNCH(cross_entropy_rows_kernel);
     }
     // Also with no rows: SCALE and REDUCED must be written.
-    cross_entropy_finish_kernel<T><<<1, kThreads, 0, compute_stream()>>>(
-        loss.data<T>(), tc.data<int32_t>(), n, c, ignore_label, reduction,
-        reduced.defined() ? reduced.data<T>() : nullptr, scale.data<double>());
-    CHAINER_CUDA_CHECK_LAUNCH(cross_entropy_finish_kernel);
+    const unsigned blocks = partial_blocks(n, kRowsPerPartial, kMaxPartials);
+    Tensor partials;
+    if (blocks > 1)
+      partials = Tensor::empty({2 * int64_t(blocks)}, DType::Float64, Device::cuda(current_device_index()));
+    double* pp = blocks > 1 ? partials.data<double>() : nullptr;
+    T* pr = reduced.defined() ? reduced.data<T>() : nullptr;
+    cross_entropy_sum_kernel<T><<<blocks, kThreads, 0, compute_stream()>>>(
+        loss.data<T>(), tc.data<int32_t>(), n, c, ignore_label, reduction, pr, scale.data<double>(), pp);
+    CHAINER_CUDA_CHECK_LAUNCH(cross_entropy_sum_kernel);
+    if (blocks > 1) {
+      cross_entropy_finish_kernel<T><<<1, 32, 0, compute_stream()>>>(pp, blocks, n, reduction, pr,
+                                                                     scale.data<double>());
+      CHAINER_CUDA_CHECK_LAUNCH(cross_entropy_finish_kernel);
+    }
   });
   return -1;  // a bad label is reported at the next host read
 }
@@ -317,9 +368,17 @@ void accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label, Tensor& ou
   const Tensor yc = y.contiguous(), tc = t.contiguous();
   CHAINER_DISPATCH_FLOATING(y.dtype(), "accuracy", [&] {
     using T = scalar_t;
-    accuracy_kernel<T><<<1, kThreads, 0, compute_stream()>>>(yc.data<T>(), tc.data<int32_t>(), v.rows(), v.len,
-                                                            v.inner, ignore_label, out.data<T>());
+    const unsigned blocks = partial_blocks(v.rows(), kRowsPerPartial, kMaxPartials);
+    Tensor partials;
+    if (blocks > 1) partials = Tensor::empty({2 * int64_t(blocks)}, DType::Int64, Device::cuda(current_device_index()));
+    int64_t* pp = blocks > 1 ? partials.data<int64_t>() : nullptr;
+    accuracy_kernel<T><<<blocks, kThreads, 0, compute_stream()>>>(yc.data<T>(), tc.data<int32_t>(), v.rows(), v.len,
+                                                                 v.inner, ignore_label, out.data<T>(), pp);
     CHAINER_CUDA_CHECK_LAUNCH(accuracy_kernel);
+    if (blocks > 1) {
+      accuracy_finish_kernel<T><<<1, 32, 0, compute_stream()>>>(pp, blocks, out.data<T>());
+      CHAINER_CUDA_CHECK_LAUNCH(accuracy_finish_kernel);
+    }
   });
 }
 

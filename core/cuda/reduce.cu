@@ -1,7 +1,9 @@
 // Reductions: sums over any set of axes, the maximum or minimum (and its index) along one axis,
 // and the sum of squares of a list of tensors. All are deterministic: each output is reduced by a
 // fixed set of threads in a fixed tree (shuffles, then shared memory in index order), never with
-// atomics, so a result depends only on the inputs and their shapes. Sums accumulate in double, as the CPU.
+// atomics, so a result depends only on the inputs and their shapes. Sums accumulate in double, as
+// the CPU. A sum with few outputs over many elements (a full sum, the column sums of a tall
+// matrix) is split over many blocks in two passes, the partition fixed by the shape alone.
 #include <algorithm>
 #include <type_traits>
 
@@ -27,22 +29,56 @@ __device__ int64_t offset_in(const Layout& l, int64_t i) {
 
 // ---- sum_axes ----
 
+// Split sums.
+// With few outputs, one block (or one warp) per output leaves most of the device idle: a sum of
+// 10M floats on one block takes 0.5-1 ms where the whole device needs ~15 us. Then each
+// output's reduced elements are cut into CHUNKS consecutive pieces of CHUNK elements (the last
+// one shorter); pass 1 sums piece p of output o on block (x, p) into partials[o * CHUNKS + p]
+// (double), pass 2 adds each output's partials in a fixed tree (sum_partials_kernel). CHUNKS
+// depends only on the shape, so the result is the same on every device and every run.
+constexpr int64_t kTargetBlocks = 1024;  // a wave of 256-thread blocks fills an H100 (132 SMs x 8)
+constexpr int64_t kRowChunk = 4096;      // the fewest elements a block's piece of a row holds
+constexpr int64_t kColumnChunk = 256;    // the fewest reduced rows a block's piece of 32 columns holds
+
+// Pieces per output for OUTPUTS outputs reduced over COUNT elements, when BLOCKS blocks cover
+// the outputs and a piece has at least MIN_CHUNK elements; 1 means no split.
+int64_t chunks_for(int64_t blocks, int64_t count, int64_t min_chunk) {
+  const int64_t by_size = (count + min_chunk - 1) / min_chunk;
+  const int64_t by_blocks = std::max<int64_t>(1, kTargetBlocks / std::max<int64_t>(blocks, 1));
+  return std::max<int64_t>(1, std::min(by_size, by_blocks));
+}
+
 // The innermost input dims are reduced: W warps per output stride over its reduced elements
 // (consecutive lanes read consecutive elements), then sum by shuffles (and block_sum for W > 1).
-template <class T, int W>
-__global__ void sum_rows_kernel(const T* a, T* out, int64_t outputs, int64_t count, Layout kept, Layout red) {
+// blockIdx.y picks the piece of CHUNK elements; with one piece (gridDim.y == 1) OUT is the
+// result, else the partials (see "Split sums" above).
+template <class T, int W, class R>
+__global__ void sum_rows_kernel(const T* a, R* out, int64_t outputs, int64_t count, int64_t chunk, Layout kept,
+                                Layout red) {
   constexpr int kPerBlock = kWarps / W;
   const int rank = int(threadIdx.x) % (32 * W);  // within this output's threads
+  const int64_t begin = int64_t(blockIdx.y) * chunk, end = min(count, begin + chunk);
   for (int64_t base = int64_t(blockIdx.x) * kPerBlock; base < outputs; base += int64_t(gridDim.x) * kPerBlock) {
     const int64_t o = base + int64_t(threadIdx.x) / (32 * W);
     double s = 0;
     if (o < outputs) {
       const T* p = a + offset_in(kept, o);
-      for (int64_t r = rank; r < count; r += 32 * W) s += double(p[offset_in(red, r)]);
+      for (int64_t r = begin + rank; r < end; r += 32 * W) s += double(p[offset_in(red, r)]);
     }
     if constexpr (W == 1) s = warp_sum(s);
     else s = block_sum(s);  // BASE is uniform over the block, so every thread gets here
-    if (rank == 0 && o < outputs) out[o] = T(s);
+    if (rank == 0 && o < outputs) out[o * gridDim.y + blockIdx.y] = R(s);
+  }
+}
+
+// Pass 2 of a split sum: a warp per output adds its CHUNKS partials (lanes in index order, then
+// the butterfly) and rounds once to T.
+template <class T>
+__global__ void sum_partials_kernel(const double* partials, int64_t outputs, int64_t chunks, T* out) {
+  for (int64_t o = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; o < outputs;
+       o += int64_t(gridDim.x) * blockDim.x / 32) {
+    const double s = warp_sum_of(partials + o * chunks, chunks);
+    if (threadIdx.x % 32 == 0) out[o] = T(s);
   }
 }
 
@@ -52,22 +88,25 @@ __global__ void sum_rows_kernel(const T* a, T* out, int64_t outputs, int64_t cou
 // gradient's (N, C) -> (C).
 constexpr int kSlices = kThreads / 32;
 
-template <class T>
-__global__ void sum_columns_kernel(const T* a, T* out, int64_t outputs, int64_t count, Layout kept, Layout red) {
+// As sum_rows_kernel, blockIdx.y picks the piece of CHUNK reduced elements.
+template <class T, class R>
+__global__ void sum_columns_kernel(const T* a, R* out, int64_t outputs, int64_t count, int64_t chunk, Layout kept,
+                                   Layout red) {
   __shared__ double slice_sums[kSlices][32];
+  const int64_t begin = int64_t(blockIdx.y) * chunk, end = min(count, begin + chunk);
   for (int64_t base = int64_t(blockIdx.x) * 32; base < outputs; base += int64_t(gridDim.x) * 32) {
     const int64_t o = base + threadIdx.x;
     double s = 0;
     if (o < outputs) {
       const T* p = a + offset_in(kept, o);
-      for (int64_t r = threadIdx.y; r < count; r += kSlices) s += double(p[offset_in(red, r)]);
+      for (int64_t r = begin + threadIdx.y; r < end; r += kSlices) s += double(p[offset_in(red, r)]);
     }
     slice_sums[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
     if (threadIdx.y == 0 && o < outputs) {
       double total = 0;
       for (int y = 0; y < kSlices; ++y) total += slice_sums[y][threadIdx.x];
-      out[o] = T(total);
+      out[o * gridDim.y + blockIdx.y] = R(total);
     }
     __syncthreads();  // slice_sums is rewritten by the next round
   }
@@ -188,23 +227,43 @@ void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
     }
     stride *= extent;
   }
+  // Kept innermost dims: 32 outputs a block. Long rows: a block each. Short rows: a warp each.
+  const int64_t out_blocks = blocks_for(outputs, !innermost_reduced ? 32 : count > 1024 ? 1 : kWarps);
+  const int64_t chunks = !innermost_reduced ? chunks_for(out_blocks, count, kColumnChunk)
+                         : count > 1024     ? chunks_for(out_blocks, count, kRowChunk)
+                                            : 1;
+  const int64_t chunk = (count + chunks - 1) / chunks;
+  Tensor partials;
+  if (chunks > 1) partials = Tensor::empty({outputs * chunks}, DType::Float64, Device::cuda(current_device_index()));
   CHAINER_DISPATCH_ALL(a.dtype(), "sum", [&] {
     using T = scalar_t;
     const T* pa = ac.data<T>();
     T* po = out.data<T>();
-    if (!innermost_reduced) {
-      sum_columns_kernel<T><<<blocks_for(outputs, 32), dim3(32, kSlices), 0, compute_stream()>>>(pa, po, outputs, count,
-                                                                                                    kept, red);
-      CHAINER_CUDA_CHECK_LAUNCH(sum_columns_kernel);
-    } else if (count > 1024) {  // long rows: a block each
-      sum_rows_kernel<T, kWarps><<<blocks_for(outputs, 1), kThreads, 0, compute_stream()>>>(pa, po, outputs, count,
-                                                                                            kept, red);
-      CHAINER_CUDA_CHECK_LAUNCH(sum_rows_kernel);
-    } else {
-      sum_rows_kernel<T, 1><<<blocks_for(outputs, kWarps), kThreads, 0, compute_stream()>>>(pa, po, outputs, count,
-                                                                                            kept, red);
-      CHAINER_CUDA_CHECK_LAUNCH(sum_rows_kernel);
+    // The one pass of an unsplit sum, writing the result, or pass 1 of a split one, the partials.
+    auto launch = [&](auto* dst) {
+      using R = std::remove_pointer_t<decltype(dst)>;
+      const dim3 grid(static_cast<unsigned>(out_blocks), static_cast<unsigned>(chunks));
+      if (!innermost_reduced) {
+        sum_columns_kernel<T, R><<<grid, dim3(32, kSlices), 0, compute_stream()>>>(pa, dst, outputs, count, chunk, kept,
+                                                                                  red);
+        CHAINER_CUDA_CHECK_LAUNCH(sum_columns_kernel);
+      } else if (count > 1024) {
+        sum_rows_kernel<T, kWarps, R><<<grid, kThreads, 0, compute_stream()>>>(pa, dst, outputs, count, chunk, kept,
+                                                                              red);
+        CHAINER_CUDA_CHECK_LAUNCH(sum_rows_kernel);
+      } else {
+        sum_rows_kernel<T, 1, R><<<grid, kThreads, 0, compute_stream()>>>(pa, dst, outputs, count, chunk, kept, red);
+        CHAINER_CUDA_CHECK_LAUNCH(sum_rows_kernel);
+      }
+    };
+    if (chunks == 1) {
+      launch(po);
+      return;
     }
+    double* pp = partials.data<double>();
+    launch(pp);
+    sum_partials_kernel<T><<<blocks_for(outputs, kWarps), kThreads, 0, compute_stream()>>>(pp, outputs, chunks, po);
+    CHAINER_CUDA_CHECK_LAUNCH(sum_partials_kernel);
   });
 }
 

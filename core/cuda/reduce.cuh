@@ -32,6 +32,24 @@ __device__ A warp_sum(A v) {
   return group_sum<32>(v);
 }
 
+// The sum of P[0, N) by one warp: lane l adds P[l], P[l + 32], ... in order, then the butterfly,
+// so every lane gets the same bits. Every lane of the warp must call it. The second pass of a
+// reduction split over blocks (core/cuda/reduce.cu, "Split sums").
+template <class A>
+__device__ A warp_sum_of(const A* p, int64_t n) {
+  A s = 0;
+  for (int64_t i = threadIdx.x % 32; i < n; i += 32) s += p[i];
+  return warp_sum(s);
+}
+
+// Blocks for a reduction of N items into one result, done in two passes when more than one: one
+// block per ITEMS_PER_BLOCK items, at most MAX_BLOCKS. A function of N alone, so the partition,
+// and with it the rounding, is the same on every device and every run.
+inline unsigned partial_blocks(int64_t n, int64_t items_per_block, int64_t max_blocks) {
+  const int64_t b = (n + items_per_block - 1) / items_per_block;
+  return unsigned(b < 1 ? 1 : b > max_blocks ? max_blocks : b);
+}
+
 // Sum over a block of kThreads: warps by shuffles, then thread 0 adds the warps' sums in order.
 // The result is valid in thread 0; every thread of the block must call it.
 template <class A>

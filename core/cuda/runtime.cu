@@ -57,6 +57,7 @@ class CudaApi final : public DeviceApi {
   int malloc(void** ptr, size_t bytes) override { return cudaMalloc(ptr, bytes); }
   int free(void* ptr) override { return cudaFree(ptr); }
   int host_alloc(void** ptr, size_t bytes) override { return cudaHostAlloc(ptr, bytes, cudaHostAllocDefault); }
+  int host_free(void* ptr) override { return cudaFreeHost(ptr); }
   int memset_async(void* ptr, int value, size_t bytes, Stream stream) override {
     return cudaMemsetAsync(ptr, value, bytes, as_stream(stream));
   }
