@@ -146,7 +146,9 @@ Tensor sigmoid_cross_entropy(const Tensor& x, const Tensor& t);
 Tensor sigmoid_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& gy);
 
 /// A dropout mask of SHAPE on DEVICE: 1/(1-ratio) with probability 1-ratio, else 0. One key is
-/// drawn from GEN; the elements are Philox values of it, the same on every device.
+/// drawn from GEN; the elements are Philox values of it, the same on every device. Captured into
+/// a CUDA graph, every replay draws its key from GEN again: GEN must outlive the graph (the
+/// default generator, which F::dropout uses, always does).
 Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device, Generator& gen);
 
 /// Fraction (a scalar of y's dtype) of `argmax(y, axis 1) == t` over labels other than
