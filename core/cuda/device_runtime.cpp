@@ -41,6 +41,18 @@ void throw_device_error(DeviceApi& cuda, int status, const char* call, const cha
 
 namespace {
 
+// Whether the work before EVENT has completed. "Not ready" is an answer, not an error: it is
+// cleared, so that the next launch's error check does not find it as the thread's last error.
+bool event_completed(DeviceApi& cuda_, DeviceApi::Event event) {
+  const int status = cuda_.event_query(event);
+  if (status == kErrorNotReady) {
+    cuda_.get_last_error();
+    return false;
+  }
+  CHAINER_DEVICE_CHECK(status);
+  return true;
+}
+
 std::string version_text(int v) { return str(v / 1000, ".", v % 1000 / 10); }
 
 std::string device_name(int device) { return str("cuda:", device); }
@@ -149,13 +161,7 @@ class DeviceRuntime::DeviceMemory final : public CachingAllocator::Native {
     return e;
   }
   bool event_done(CachingAllocator::Event event) override {
-    const int status = cuda_.event_query(event);
-    if (status == kErrorNotReady) {
-      cuda_.get_last_error();  // "not ready" must not stay the thread's last error
-      return false;
-    }
-    CHAINER_DEVICE_CHECK(status);
-    return true;
+    return event_completed(cuda_, event);
   }
   void destroy_event(CachingAllocator::Event event) override {
     CHAINER_DEVICE_CHECK_QUIETLY(rt_, cuda_.event_destroy(event));
@@ -186,13 +192,7 @@ class DeviceRuntime::StagingNative : public PinnedStaging::Native {
   }
   void record_event(PinnedStaging::Event event, PinnedStaging::Stream stream) override { CHAINER_DEVICE_CHECK(cuda_.event_record(event, stream)); }
   bool event_done(PinnedStaging::Event event) override {
-    const int status = cuda_.event_query(event);
-    if (status == kErrorNotReady) {
-      cuda_.get_last_error();  // "not ready" must not stay the thread's last error
-      return false;
-    }
-    CHAINER_DEVICE_CHECK(status);
-    return true;
+    return event_completed(cuda_, event);
   }
   void wait_event(PinnedStaging::Event event) override {
     RelaxedCaptureMode relaxed(rt_);
