@@ -47,16 +47,18 @@ Tensor& Link::persistent(const std::string& name) {
   return it->second;
 }
 
-void Link::collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const {
-  for (const auto& [name, p] : params_) out.emplace_back(prefix + "/" + name, p);
+template <class T>
+void Link::collect(std::map<std::string, T> Link::*member, const std::string& prefix,
+                   std::vector<std::pair<std::string, T>>& out) const {
+  for (const auto& [name, value] : this->*member) out.emplace_back(prefix + "/" + name, value);
   std::vector<std::pair<std::string, Link*>> children;
   collect_children(children);
-  for (const auto& [name, child] : children) child->collect(prefix + "/" + name, out);
+  for (const auto& [name, child] : children) child->collect(member, prefix + "/" + name, out);
 }
 
 std::vector<std::pair<std::string, Variable>> Link::namedparams() const {
   std::vector<std::pair<std::string, Variable>> out;
-  collect("", out);
+  collect(&Link::params_, "", out);
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }
@@ -74,16 +76,9 @@ std::vector<Variable> Link::params() const {
   return out;
 }
 
-void Link::collect_persistents(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
-  for (const auto& [name, t] : persistents_) out.emplace_back(prefix + "/" + name, t);
-  std::vector<std::pair<std::string, Link*>> children;
-  collect_children(children);
-  for (const auto& [name, child] : children) child->collect_persistents(prefix + "/" + name, out);
-}
-
 std::vector<std::pair<std::string, Tensor>> Link::namedpersistents() const {
   std::vector<std::pair<std::string, Tensor>> out;
-  collect_persistents("", out);
+  collect(&Link::persistents_, "", out);
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }

@@ -84,8 +84,11 @@ class Link {
   virtual void collect_children(std::vector<std::pair<std::string, Link*>>& /*out*/) const {}
 
  private:
-  void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;
-  void collect_persistents(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  // Appends every entry of MEMBER (params_ or persistents_) of this link and its descendants to
+  // OUT, named by their paths under PREFIX.
+  template <class T>
+  void collect(std::map<std::string, T> Link::*member, const std::string& prefix,
+               std::vector<std::pair<std::string, T>>& out) const;
   void check_tied(const Serializer& s) const;
   std::map<std::string, Variable> params_;
   std::map<std::string, Tensor> persistents_;
