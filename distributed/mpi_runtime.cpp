@@ -70,25 +70,19 @@ double timeout_from_environment() {
   return seconds;
 }
 
-// Ends this rank because SITE has been blocked for LIMIT seconds (see mpi_runtime.h): the message,
-// a moment for hydra's proxy to forward it (as in abort_job), then SIGKILL, which hydra treats as
-// a bad termination of the job (a plain exit code would leave mpiexec waiting for the proxies it
-// cannot reach).
+// Ends this rank because SITE has been blocked for LIMIT seconds (see mpi_runtime.h).
 [[noreturn]] void end_blocked_rank(const MpiCallSite& site, double limit, int rank, int size) {
   const std::string call(site.call, std::find(site.call, site.call + std::strlen(site.call), '('));
   // Two causes look alike from here, so both are named: a healthy peer busy alone for longer
   // than a small limit (rank 0 reading the data while the others wait in the scatter), and a
   // peer that will never come.
-  write_stderr(chainer::str("[rank ", rank, "/", size, "] chainermn: ", call, " (", site.file, ":", site.line,
-                            ") has not completed in ", limit, " s (CHAINERMN_TIMEOUT; default ", kDefaultMpiTimeout,
-                            "): a peer has not reached it. Either the peer is still busy on its own (reading or ",
-                            "scattering a dataset, evaluating, writing a snapshot): raise CHAINERMN_TIMEOUT above ",
-                            "the longest such stretch (seconds; 0 turns this off); or the peer process or its host ",
-                            "is unreachable (a cut link, a frozen host or process). Ending the job\n"));
-  g_aborting = true;
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  ::kill(::getpid(), SIGKILL);
-  std::_Exit(1);  // not reached
+  detail::end_rank_from_watchdog(
+      chainer::str(call, " (", site.file, ":", site.line, ") has not completed in ", limit,
+                   " s (CHAINERMN_TIMEOUT; default ", kDefaultMpiTimeout, "): a peer has not reached it. Either the ",
+                   "peer is still busy on its own (reading or scattering a dataset, evaluating, writing a snapshot): ",
+                   "raise CHAINERMN_TIMEOUT above the longest such stretch (seconds; 0 turns this off); or the peer ",
+                   "process or its host is unreachable (a cut link, a frozen host or process)"),
+      rank, size);
 }
 
 // Samples the call in progress (mpi_check.h) every tick: a call seen in progress, with no other
@@ -195,6 +189,19 @@ void abort_job(const std::string& message, int code) {
 }
 
 namespace detail {
+
+// The message, a moment for hydra's proxy to forward it (as in abort_job), then SIGKILL, which
+// hydra treats as a bad termination of the job (a plain exit code would leave mpiexec waiting
+// for the proxies it cannot reach).
+void end_rank_from_watchdog(const std::string& message, int rank, int size) {
+  write_stderr(chainer::str("[rank ", rank, "/", size, "] chainermn: ", message, ". Ending the job\n"));
+  g_aborting = true;
+  if (size > 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ::kill(::getpid(), SIGKILL);
+  }
+  std::_Exit(1);
+}
 
 int run_main_impl(int& argc, char**& argv, const std::function<int(int&, char**&)>& fn) {
   try {

@@ -84,6 +84,10 @@ int world_size();
 [[noreturn]] void abort_job(const std::string& message, int code = 1);
 
 namespace detail {
+// Ends rank RANK of SIZE from a watchdog thread, which may not call MPI (MPI_THREAD_FUNNELED):
+// prints "[rank R/N] chainermn: MESSAGE. Ending the job" to stderr and kills the process
+// (SIGKILL, so that mpiexec ends every rank; a plain exit in a job of one process).
+[[noreturn]] void end_rank_from_watchdog(const std::string& message, int rank, int size);
 int run_main_impl(int& argc, char**& argv, const std::function<int(int&, char**&)>& fn);
 }
 

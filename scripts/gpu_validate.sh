@@ -43,7 +43,8 @@ for t in tensor autograd functions serialization links optimizers training cachi
 done
 # NCCL's real calls at one rank, expected exit 0: the non-blocking init completes, a sum polled
 # while running leaves the next kernel launch clean, cuda::synchronize() waits for NCCL's stream,
-# reduce_scatter/allgather (ncclReduceScatter/ncclAllGather) keep the values, under a 5 s limit.
+# reduce_scatter/allgather (ncclReduceScatter/ncclAllGather) keep the values, under a 5 s limit;
+# a blocking allreduce returns before the device runs it; the watchdog spares a healthy job.
 step gpu_nccl 300 mpiexec -n 1 "$here/bin/test_gpu_nccl"
 # The communicators on GPU gradients: one rank (the NCCL paths), two sharing the GPU (MPI paths).
 for np in 1 2; do

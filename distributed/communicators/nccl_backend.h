@@ -6,12 +6,12 @@
 //
 // A backend belongs to one device and one MPI communicator (borrowed). Its NCCL communicator is
 // made at its first collective, which every member reaches together; collectives run on a stream
-// of the backend's own, after what the device's compute stream has queued, and the host waits
-// for each (polling NCCL's errors, within CHAINERMN_TIMEOUT) before the compute stream goes on,
-// so that a dead peer ends the job instead of hanging a later host read. start_allreduce leaves
-// that wait to PendingSum::wait(), so backward keeps the compute stream busy while a bucket is
-// summed. The logic and its reasons: nccl_collectives.h. NCCL refuses two ranks on one GPU
-// ("Duplicate GPU detected"): its error says so.
+// of the backend's own, after what the device's compute stream has queued, and the compute stream
+// is ordered after them: the host never waits for one. A watchdog thread polls them and NCCL's
+// errors, and ends the job when a peer fails or a collective outlives CHAINERMN_TIMEOUT.
+// start_allreduce leaves the ordering to PendingSum::wait(), so backward keeps the compute stream
+// busy while a bucket is summed. The logic and its reasons: nccl_collectives.h. NCCL refuses two
+// ranks on one GPU ("Duplicate GPU detected"): its error says so.
 #pragma once
 #include <mpi.h>
 

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <mutex>
 #include <thread>
 
 #include "core/cuda.h"
@@ -46,23 +49,43 @@ std::string where(const CallSite& site) { return str(site.file, ":", site.line);
 
 }  // namespace
 
-// What the communicator and its pending sums share; its destructor is the teardown.
+// A collective queued on the communicator's stream and not yet seen complete.
+struct InFlight {
+  std::shared_ptr<void> done;  // its event, recorded after it (from NcclState's pool)
+  CallSite site;
+  Clock::time_point queued;
+};
+
+// What the communicator, its pending sums and its watchdog share; its destructor is the teardown.
+// Every member from `comm` on, and every call through `api`, is under `m` (but the destructor's,
+// once the watchdog has stopped).
 struct NcclState {
-  NcclState(std::unique_ptr<NcclApi> a, int d, NcclCollectives::ShareId s)
-      : api(std::move(a)), device(d), share_id(std::move(s)) {}
+  NcclState(std::unique_ptr<NcclApi> a, int d, NcclCollectives::ShareId s, NcclCollectives::EndJob e)
+      : api(std::move(a)), device(d), share_id(std::move(s)), end_job(std::move(e)) {}
   ~NcclState();
 
   std::unique_ptr<NcclApi> api;
-  int device;
-  NcclCollectives::ShareId share_id;
+  const int device;
+  const NcclCollectives::ShareId share_id;
+  const NcclCollectives::EndJob end_job;
+
+  std::mutex m;
   NcclApi::Comm comm = nullptr;
   NcclApi::Stream stream = nullptr;
-  NcclApi::Event ready = nullptr;
-  int waiter = 0;                                 // its cuda::detail::add_stream_waiter id; 0: none
+  NcclApi::Event ready = nullptr;                 // the compute stream's work before a collective
   std::string failure;                            // why it was aborted; empty while it works
   CallSite last{"the NCCL communicator's stream", __FILE__, __LINE__};  // the last NCCL call queued
+  std::deque<InFlight> in_flight;                 // oldest first, as they run on the stream
 
-  // The communicator, made at the first call (see nccl_collectives.h).
+  int waiter = 0;  // its cuda::detail::add_stream_waiter id; 0: none
+  std::thread watchdog;
+  bool stopping = false;  // under m
+  std::condition_variable wake;
+
+  std::mutex pool_m;  // the completion events not in use: a collective's returns here when released
+  std::vector<NcclApi::Event> idle_events;
+
+  // The communicator and its watchdog, made at the first call (see nccl_collectives.h). Without m.
   void start(int rank, int size);
   NcclApi::Comm live_comm() const {
     if (!failure.empty())
@@ -83,15 +106,16 @@ struct NcclState {
     return site;
   }
 
-  // Polls the communicator's asynchronous state until the non-blocking call at SITE is done.
+  // Polls the communicator's asynchronous state until the non-blocking call at SITE is done
+  // (NCCL asks that of a non-blocking communicator before its next call), holding m.
   void settle(const CallSite& site) {
     const Deadline deadline;
-    for (int polls = 0;; ++polls) {
-      if (!check_async(site)) return;
+    for (int polls = 0; check_async(site); ++polls) {
       deadline.check(*this, site);
       pause(polls);
     }
   }
+
   // Throws (after aborting) when NCCL reports an error; returns whether a non-blocking call is
   // still in progress.
   bool check_async(const CallSite& site) {
@@ -116,16 +140,24 @@ struct NcclState {
     check_async(site);
     return false;
   }
-  // Waits on the host until QUERY says the work queued by SITE has completed, within the time limit.
-  template <class Query>
-  void wait(Query&& query, const CallSite& site) {
+  // Waits on the host, without m, until DONE() (called under m) says so, within the time limit.
+  template <class Done>
+  void wait_until(Done&& done, const CallSite& site) {
     const Deadline deadline;
-    for (int polls = 0; !poll(query, site); ++polls) {
-      deadline.check(*this, site);
+    for (int polls = 0;; ++polls) {
+      {
+        std::lock_guard<std::mutex> g(m);
+        if (done()) return;
+        deadline.check(*this, site);
+      }
       pause(polls);
     }
   }
-  // What the time limit of mpi_runtime.h allows one wait.
+  // Waits until the stream has run everything queued on it.
+  void wait_stream() {
+    wait_until([&] { return poll([&] { return api->cudaStreamQuery(stream); }, last); }, last);
+  }
+  // What the time limit of mpi_runtime.h allows one wait, from START.
   struct Deadline {
     double limit = mpi_timeout();
     Clock::time_point start = Clock::now();
@@ -155,16 +187,94 @@ struct NcclState {
     if (comm) api->ncclCommAbort(comm);  // local, never waits; its result changes nothing now
     comm = nullptr;
   }
+
+  // An event for a collective's completion, back in the pool once released.
+  std::shared_ptr<void> completion_event() {
+    NcclApi::Event e = nullptr;
+    {
+      std::lock_guard<std::mutex> g(pool_m);
+      if (!idle_events.empty()) {
+        e = idle_events.back();
+        idle_events.pop_back();
+      }
+    }
+    if (!e) CHAINERMN_CUDA_CALL(*this, cudaEventCreateWithFlags, &e);
+    return std::shared_ptr<void>(e, [this](void* done) {
+      std::lock_guard<std::mutex> g(pool_m);
+      idle_events.push_back(done);
+    });
+  }
+  // Forgets the collectives that have completed, oldest first.
+  void retire() {
+    while (!in_flight.empty()) {
+      const InFlight& w = in_flight.front();
+      if (!poll([&] { return api->cudaEventQuery(w.done.get()); }, w.site)) return;
+      in_flight.pop_front();
+    }
+  }
+  // QUEUE(stream) queues the work on the communicator's stream after what the compute stream has
+  // queued, and returns the NCCL call's site; then it is watched. Returns its completion event.
+  struct Queued {
+    NcclApi::Stream compute;
+    std::shared_ptr<void> done;
+  };
+  template <class Queue>
+  Queued enqueue(Queue&& queue) {
+    live_comm();
+    retire();  // keeps the list as long as what runs
+    const NcclApi::Stream compute = api->compute_stream();
+    CHAINERMN_CUDA_CALL(*this, cudaEventRecord, ready, compute);
+    CHAINERMN_CUDA_CALL(*this, cudaStreamWaitEvent, stream, ready);
+    last = queue(stream);
+    std::shared_ptr<void> done = completion_event();
+    CHAINERMN_CUDA_CALL(*this, cudaEventRecord, done.get(), stream);
+    in_flight.push_back(InFlight{done, last, Clock::now()});
+    return Queued{compute, std::move(done)};
+  }
+
+  // One look of the watchdog: retires what completed; while work runs, asks NCCL for errors and
+  // times the oldest. Returns why it aborted the communicator, or nothing.
+  std::string watch() {
+    if (!comm) return {};  // aborted by the thread that uses it, which throws
+    try {
+      retire();
+      if (in_flight.empty()) return {};  // idle: nothing can hang (nor is a finished peer an error)
+      check_async(in_flight.front().site);
+      Deadline{mpi_timeout(), in_flight.front().queued}.check(*this, in_flight.front().site);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return {};
+  }
+  void watch_loop() {
+    std::unique_lock<std::mutex> lock(m);
+    // A thread's first CUDA call would otherwise make a context on device 0 in every process.
+    if (api->cudaSetDevice(device) != NcclApi::kCudaSuccess) api->cudaGetLastError();
+    while (!stopping) {
+      const double limit = mpi_timeout();
+      const std::chrono::duration<double> tick(limit > 0 ? std::clamp(limit / 20, 0.001, 0.1) : 0.1);
+      if (wake.wait_for(lock, tick, [&] { return stopping; })) return;
+      const std::string why = watch();
+      if (!why.empty()) {
+        lock.unlock();
+        end_job(why);
+        return;
+      }
+    }
+  }
+
   // Waits for the stream without throwing: false when the communicator had to be aborted.
-  template <class Query>
-  bool wait_quietly(Query&& query, const CallSite& site) noexcept {
-    if (!comm) return false;
-    if (std::uncaught_exceptions() > 0) {  // the job is ending with an error: nothing to wait for
-      abort();
-      return false;
+  bool wait_quietly() noexcept {
+    {
+      std::lock_guard<std::mutex> g(m);
+      if (!comm) return false;
+      if (std::uncaught_exceptions() > 0) {  // the job is ending with an error: nothing to wait for
+        abort();
+        return false;
+      }
     }
     try {
-      wait(query, site);
+      wait_stream();
       return true;
     } catch (...) {
       return false;  // aborted by fail()
@@ -173,35 +283,59 @@ struct NcclState {
 };
 
 void NcclState::start(int rank, int size) {
-  if (live_comm()) return;
-  NcclApi::UniqueId id{};
-  if (rank == 0) CHAINERMN_NCCL_CALL(*this, ncclGetUniqueId, &id);
-  share_id(id);
-  CHAINERMN_CUDA_CALL(*this, cudaSetDevice, device);
-  if (!stream) {
-    CHAINERMN_CUDA_CALL(*this, cudaStreamCreateWithFlags, &stream);
-    CHAINERMN_CUDA_CALL(*this, cudaEventCreateWithFlags, &ready);
-    waiter = chainer::cuda::detail::add_stream_waiter([this](int d) {
-      if (d == device && comm) wait([&] { return api->cudaStreamQuery(stream); }, last);
-    });
+  {
+    std::lock_guard<std::mutex> g(m);
+    if (live_comm()) return;
   }
-  // Non-blocking, so that a member that never comes does not hang this one in NCCL's bootstrap.
-  NcclApi::Comm made = nullptr;
-  const int r = api->ncclCommInitRankConfig(&made, size, id, rank);
-  comm = made;
-  last = nccl(r, CallSite{"ncclCommInitRankConfig(&made, size, id, rank)", __FILE__, __LINE__});
+  NcclApi::UniqueId id{};
+  if (rank == 0) {
+    std::lock_guard<std::mutex> g(m);
+    CHAINERMN_NCCL_CALL(*this, ncclGetUniqueId, &id);
+  }
+  share_id(id);
+  {
+    std::lock_guard<std::mutex> g(m);
+    CHAINERMN_CUDA_CALL(*this, cudaSetDevice, device);
+    if (!stream) {
+      CHAINERMN_CUDA_CALL(*this, cudaStreamCreateWithFlags, &stream);
+      CHAINERMN_CUDA_CALL(*this, cudaEventCreateWithFlags, &ready);
+    }
+    // Non-blocking, so that a member that never comes does not hang this one in NCCL's bootstrap.
+    NcclApi::Comm made = nullptr;
+    const int r = api->ncclCommInitRankConfig(&made, size, id, rank);
+    comm = made;
+    last = nccl(r, CallSite{"ncclCommInitRankConfig(&made, size, id, rank)", __FILE__, __LINE__});
+  }
+  if (!waiter)  // not under m: cuda::synchronize() calls it under the waiters' lock, and it takes m
+    waiter = chainer::cuda::detail::add_stream_waiter([this](int d) {
+      {
+        std::lock_guard<std::mutex> g(m);
+        if (d != device || !comm) return;
+      }
+      wait_stream();
+    });
+  if (!watchdog.joinable()) watchdog = std::thread([this] { watch_loop(); });
 }
 
 NcclState::~NcclState() {
+  {
+    std::lock_guard<std::mutex> g(m);
+    stopping = true;
+  }
+  wake.notify_all();
+  if (watchdog.joinable()) watchdog.join();
   if (waiter) chainer::cuda::detail::remove_stream_waiter(waiter);
   // Destroyed only when nothing is left running and NCCL reports nothing; otherwise aborted.
-  if (wait_quietly([&] { return api->cudaStreamQuery(stream); }, last)) {
+  if (wait_quietly()) {
+    std::lock_guard<std::mutex> g(m);
     try {
       check_async(last);
     } catch (...) {
     }
   }
+  in_flight.clear();
   if (comm) api->ncclCommDestroy(comm);
+  for (NcclApi::Event e : idle_events) api->cudaEventDestroy(e);
   if (ready) api->cudaEventDestroy(ready);
   if (stream) api->cudaStreamDestroy(stream);
   api->cudaGetLastError();  // a failure here is nobody's to report
@@ -209,66 +343,81 @@ NcclState::~NcclState() {
 
 namespace {
 
-// A sum queued on the communicator's stream; wait() is the host wait, then the compute stream
-// is ordered after it.
+// A sum queued on the communicator's stream; wait() orders the compute stream after it.
 class QueuedSum final : public PendingSum {
  public:
-  QueuedSum(std::shared_ptr<NcclState> s, NcclApi::Event done, NcclApi::Stream compute, CallSite site,
-            std::shared_ptr<const void> keep)
-      : s_(std::move(s)), done_(done), compute_(compute), site_(site), keep_(std::move(keep)) {}
+  QueuedSum(std::shared_ptr<NcclState> s, NcclState::Queued q, CallSite site, std::shared_ptr<const void> keep)
+      : s_(std::move(s)), q_(std::move(q)), site_(site), keep_(std::move(keep)) {}
   ~QueuedSum() override {
-    if (!waited_) s_->wait_quietly([&] { return s_->api->cudaEventQuery(done_); }, site_);
-    s_->api->cudaEventDestroy(done_);
+    if (waited_) return;
+    // Dropped unwaited (an exception in backward): the buffer goes back to the allocator only
+    // in compute-stream order after the sum, as after wait().
+    std::lock_guard<std::mutex> g(s_->m);
+    if (s_->comm && s_->api->cudaStreamWaitEvent(q_.compute, q_.done.get()) != NcclApi::kCudaSuccess)
+      s_->api->cudaGetLastError();
   }
   bool test() override {
-    if (!complete_) complete_ = s_->poll([&] { return s_->api->cudaEventQuery(done_); }, site_);
+    if (complete_) return true;
+    std::lock_guard<std::mutex> g(s_->m);
+    complete_ = s_->poll([&] { return s_->api->cudaEventQuery(q_.done.get()); }, site_);
     return complete_;
   }
   void wait() override {
     if (waited_) return;
+    std::lock_guard<std::mutex> g(s_->m);
     s_->live_comm();
-    if (!complete_) s_->wait([&] { return s_->api->cudaEventQuery(done_); }, site_);
-    CHAINERMN_CUDA_CALL(*s_, cudaStreamWaitEvent, compute_, done_);
-    complete_ = waited_ = true;
+    CHAINERMN_CUDA_CALL(*s_, cudaStreamWaitEvent, q_.compute, q_.done.get());
+    waited_ = true;
     keep_.reset();
   }
 
  private:
   std::shared_ptr<NcclState> s_;
-  NcclApi::Event done_;
-  NcclApi::Stream compute_;
+  NcclState::Queued q_;
   CallSite site_;
-  std::shared_ptr<const void> keep_;  // the buffer lives until the sum has completed
+  std::shared_ptr<const void> keep_;  // the buffer lives until the compute stream is ordered after the sum
   bool complete_ = false, waited_ = false;
 };
 
 }  // namespace
 
-NcclCollectives::NcclCollectives(std::unique_ptr<NcclApi> api, int device, int rank, int size, ShareId share_id)
-    : rank_(rank), size_(size), state_(std::make_shared<NcclState>(std::move(api), device, std::move(share_id))) {}
+NcclCollectives::NcclCollectives(std::unique_ptr<NcclApi> api, int device, int rank, int size, ShareId share_id,
+                                 EndJob end_job)
+    : rank_(rank), size_(size) {
+  if (!end_job) {
+    const int world_rank = chainermn::world_rank(), world_size = chainermn::world_size();
+    end_job = [world_rank, world_size](const std::string& message) {
+      chainermn::detail::end_rank_from_watchdog(message, world_rank, world_size);
+    };
+  }
+  state_ = std::make_shared<NcclState>(std::move(api), device, std::move(share_id), std::move(end_job));
+}
 
 NcclCollectives::~NcclCollectives() = default;
 
-bool NcclCollectives::aborted() const { return !state_->failure.empty(); }
+bool NcclCollectives::aborted() const {
+  std::lock_guard<std::mutex> g(state_->m);
+  return !state_->failure.empty();
+}
 
 void NcclCollectives::wait_idle() {
   NcclState& s = *state_;
-  if (s.live_comm()) s.wait([&] { return s.api->cudaStreamQuery(s.stream); }, s.last);
+  {
+    std::lock_guard<std::mutex> g(s.m);
+    if (!s.live_comm()) return;
+  }
+  s.wait_stream();
 }
 
-// QUEUE(stream) queues the collective after the compute stream's work and returns the NCCL
-// call's site; the host waits for it, then the compute stream is ordered after it.
+// QUEUE(stream) queues the collective (see NcclState::enqueue); the compute stream is ordered
+// after it.
 template <class Queue>
 void NcclCollectives::run(Queue&& queue) {
   NcclState& s = *state_;
   s.start(rank_, size_);
-  const NcclApi::Stream compute = s.api->compute_stream();
-  CHAINERMN_CUDA_CALL(s, cudaEventRecord, s.ready, compute);
-  CHAINERMN_CUDA_CALL(s, cudaStreamWaitEvent, s.stream, s.ready);
-  s.last = queue(s.stream);
-  CHAINERMN_CUDA_CALL(s, cudaEventRecord, s.ready, s.stream);
-  s.wait([&] { return s.api->cudaEventQuery(s.ready); }, s.last);
-  CHAINERMN_CUDA_CALL(s, cudaStreamWaitEvent, compute, s.ready);
+  std::lock_guard<std::mutex> g(s.m);
+  const NcclState::Queued q = s.enqueue(queue);
+  CHAINERMN_CUDA_CALL(s, cudaStreamWaitEvent, q.compute, q.done.get());
 }
 
 void NcclCollectives::reduce(DeviceSpan buf, int root) {
@@ -304,8 +453,9 @@ void check_shares(const std::vector<int64_t>& shares, const DeviceSpan& buf, int
 
 // In place over equal shares: member r's share is at r * padded (NCCL's in-place rule). Uneven
 // shares go through a scratch buffer of size() padded shares; the padding is summed and
-// gathered with the rest and never read. The scratch is freed after the host wait, so the
-// caching allocator never hands it out while NCCL still uses it.
+// gathered with the rest and never read. The scratch is allocated before the communicator's lock
+// is taken (an allocation may wait for the device, and so for this communicator) and freed once
+// queued: the allocator hands it out again in compute-stream order, after the collective.
 void NcclCollectives::reduce_scatter(DeviceSpan buf, const std::vector<int64_t>& shares) {
   check_shares(shares, buf, size_, "reduce_scatter");
   NcclState& s = *state_;
@@ -367,19 +517,11 @@ void NcclCollectives::allgather(DeviceSpan buf, const std::vector<int64_t>& shar
 std::unique_ptr<PendingSum> NcclCollectives::start_allreduce(DeviceSpan buf, std::shared_ptr<const void> keep) {
   NcclState& s = *state_;
   s.start(rank_, size_);
-  const NcclApi::Stream compute = s.api->compute_stream();
-  CHAINERMN_CUDA_CALL(s, cudaEventRecord, s.ready, compute);
-  CHAINERMN_CUDA_CALL(s, cudaStreamWaitEvent, s.stream, s.ready);
-  s.last = CHAINERMN_NCCL_CALL(s, ncclAllReduce, buf.data, buf.data, size_t(buf.count), buf.type, s.comm, s.stream);
-  NcclApi::Event done = nullptr;
-  CHAINERMN_CUDA_CALL(s, cudaEventCreateWithFlags, &done);
-  try {
-    CHAINERMN_CUDA_CALL(s, cudaEventRecord, done, s.stream);
-  } catch (...) {
-    s.api->cudaEventDestroy(done);
-    throw;
-  }
-  return std::make_unique<QueuedSum>(state_, done, compute, s.last, std::move(keep));
+  std::lock_guard<std::mutex> g(s.m);
+  NcclState::Queued q = s.enqueue([&](NcclApi::Stream st) {
+    return CHAINERMN_NCCL_CALL(s, ncclAllReduce, buf.data, buf.data, size_t(buf.count), buf.type, s.comm, st);
+  });
+  return std::make_unique<QueuedSum>(state_, std::move(q), s.last, std::move(keep));
 }
 
 }  // namespace chainermn::nccl

@@ -7,20 +7,26 @@
 //   ncclCommInitRankConfig non-blocking, then polls ncclCommGetAsyncError until it is ready. So
 //   a member that never comes cannot hang the others in NCCL's bootstrap.
 // - Collectives run on a stream of the communicator's own, after what the device's compute
-//   stream has queued (an event). The host then waits for each collective to complete, polling
-//   the event and NCCL's asynchronous error, before the compute stream is ordered after it. That
-//   host wait is the one place where NCCL work is waited for: the compute stream never waits for
-//   a collective that has not completed, so no later wait outside this file (a host read's
-//   cudaStreamSynchronize in libchainer_cuda.so) can hang on a dead peer. The host waits for a
-//   collective as an MPI rank waits in a blocking MPI collective; start_allreduce keeps the
-//   overlap: backward goes on while the sum runs, and PendingSum::wait() is the host wait.
-// - Every host wait (and the initialization) is bounded as the MPI watchdog bounds an MPI call
-//   (distributed/mpi_runtime.h: mpi_timeout(), CHAINERMN_TIMEOUT, 0 for no limit), and ends at
-//   once when NCCL reports an error (a peer died, a network error). Either way the communicator
-//   is aborted (ncclCommAbort, which also stops its kernels on the device) and chainer::Error is
-//   thrown naming the NCCL call, where it was queued and NCCL's message; run_main turns it into
-//   the end of the whole job. A communicator that failed is only ever aborted, never destroyed
-//   (ncclCommDestroy would wait for work that cannot complete); later calls throw.
+//   stream has queued (an event), and the compute stream is ordered after them (another event):
+//   the host never waits for a collective, so a data-parallel step queues its sums and goes on,
+//   as PyTorch's ProcessGroupNCCL does. Buffers given to a collective (and its scratch) may be
+//   freed at once: the caching allocator hands memory out again in compute-stream order, which
+//   now comes after the collective.
+// - A watchdog thread per communicator (PyTorch's NCCL watchdog) keeps the job from hanging on
+//   a dead peer: every tick it retires the collectives that have completed (their events), asks
+//   ncclCommGetAsyncError, and times the oldest one still running against the limit of
+//   mpi_runtime.h (mpi_timeout(), CHAINERMN_TIMEOUT, 0 for no limit), from when it was queued.
+//   On an error or past the limit it aborts the communicator (ncclCommAbort, which also stops
+//   its kernels on the device) and ends the job with a message naming the NCCL call, where it
+//   was queued and NCCL's message (EndJob; by default the rank prints it and is killed, as the
+//   MPI watchdog ends a rank). So every host wait on a stream that NCCL work feeds (a read's
+//   cudaStreamSynchronize in libchainer_cuda.so, a staged copy for MPI) is covered without being
+//   changed, and it costs a step nothing.
+// - The waits that remain on the host are bounded the same way and throw chainer::Error (which
+//   run_main turns into the end of the job) after aborting: the initialization (below),
+//   wait_idle (cuda::synchronize()), and a pending sum's test(), which also asks NCCL for errors.
+// - A communicator that failed is only ever aborted, never destroyed (ncclCommDestroy would wait
+//   for work that cannot complete); later calls throw.
 // - A query that finds work not yet complete leaves "not ready" as the thread's last CUDA error;
 //   every such query is followed by cudaGetLastError, as core/cuda/runtime.cu does after its own,
 //   since the CUDA plugin checks that error after each kernel launch and both share libcudart.
@@ -29,7 +35,8 @@
 //   ncclAllGather instead of one grouped ncclReduce or ncclBroadcast per member.
 // - cuda::synchronize() waits for the communicator's stream too (core/cuda.h,
 //   detail::add_stream_waiter).
-// One thread uses a communicator (the MPI thread); the waiter may be called from another.
+// One thread uses a communicator (the MPI thread); the synchronize waiter and the watchdog run on
+// others, so every call on the communicator is made under one lock.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -70,11 +77,18 @@ class NcclCollectives {
  public:
   // Gives every member member 0's unique id (MPI_Bcast over the members' MPI communicator).
   using ShareId = std::function<void(NcclApi::UniqueId& id)>;
+  // Ends the job with MESSAGE after the watchdog aborted the communicator; called on the
+  // watchdog's thread, which then stops. The default prints "[rank R/N] chainermn: MESSAGE" and
+  // kills the process (chainermn::detail::end_rank_from_watchdog).
+  using EndJob = std::function<void(const std::string& message)>;
 
-  // Member RANK of SIZE, on DEVICE. Makes nothing yet: the communicator comes at the first collective.
-  NcclCollectives(std::unique_ptr<NcclApi> api, int device, int rank, int size, ShareId share_id);
-  // Destroys the communicator once its stream is idle; aborts it instead when it failed, when
-  // NCCL reports an error or when its work does not complete within the time limit. Never throws.
+  // Member RANK of SIZE, on DEVICE. Makes nothing yet: the communicator (and its watchdog) comes
+  // at the first collective.
+  NcclCollectives(std::unique_ptr<NcclApi> api, int device, int rank, int size, ShareId share_id,
+                  EndJob end_job = nullptr);
+  // Stops the watchdog, then destroys the communicator once its stream is idle; aborts it instead
+  // when it failed, when NCCL reports an error or when its work does not complete within the time
+  // limit. Never throws.
   ~NcclCollectives();
   NcclCollectives(const NcclCollectives&) = delete;
   NcclCollectives& operator=(const NcclCollectives&) = delete;
@@ -82,14 +96,16 @@ class NcclCollectives {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  // As CollectiveBackend's, in place on BUF; each returns once the collective has completed.
+  // As CollectiveBackend's, in place on BUF; each returns once the collective is queued, with the
+  // compute stream ordered after it.
   void reduce(DeviceSpan buf, int root);
   void allreduce(DeviceSpan buf);
   void bcast(DeviceSpan buf, int root);
   void reduce_scatter(DeviceSpan buf, const std::vector<int64_t>& shares);
   void allgather(DeviceSpan buf, const std::vector<int64_t>& shares);
-  // allreduce, queued: the PendingSum's test() polls, its wait() is the host wait, then the compute
-  // stream is ordered after the sum. KEEP (BUF's storage) is held until then.
+  // allreduce, queued without ordering the compute stream after it yet: the PendingSum's test()
+  // polls, its wait() orders the compute stream after the sum (on the device, the host goes on).
+  // KEEP (BUF's storage) is held until then.
   std::unique_ptr<PendingSum> start_allreduce(DeviceSpan buf, std::shared_ptr<const void> keep);
 
   // Waits for everything queued on the communicator's stream (what cuda::synchronize() calls).
