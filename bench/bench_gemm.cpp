@@ -1,6 +1,7 @@
 // Matrix-product rate (GFLOP/s) of our GEMM backends on the square 1000^3 product and on the
 // shapes of the tutorial MLP (batch 100, 784-1000-1000-10), and the epoch floor it implies.
 //   build/bench/bench_gemm [--threads N] [--seconds S] [--cpu-time]
+//   CHAINER_GEMM_KC=192 build/bench/bench_gemm   # another slice depth than this CPU's caches choose
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
       {"bwd gx2=gy W2      (100,1000)x(1000,1000)", 100, 1000, 1000, false, false, 1},
       {"bwd gx3=gy W3      (100,10)x(10,1000)", 100, 1000, 10, false, false, 1},
   };
-  std::printf("gemm backend %s, %d threads\n", cpu::gemm_backend(), threads);
+  std::printf("gemm backend %s (%s), %d threads\n", cpu::gemm_backend(), cpu::gemm_blocking().c_str(), threads);
   double iteration_seconds = 0, iteration_flop = 0, square_rate = 0;
   for (const Case& c : cases) {
     Tensor a = random::normal(c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k});

@@ -4,6 +4,7 @@
 // served as the baseline and runs at about a third of the rate on this machine's shapes (see
 // docs/performance.md), so it stays only for float64 (gradient checks) and CPUs without AVX-512.
 #include <immintrin.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -24,8 +25,36 @@ namespace {
 #if defined(__AVX512F__)
 constexpr int64_t MR = 14;   // rows of a micro-tile: 14 x 2 accumulators + 2 B vectors + 1 broadcast = 31 of 32 zmm
 constexpr int64_t NR = 32;   // columns of a micro-tile: two zmm vectors
-constexpr int64_t KC = 256;  // depth of a packed slice: a B micro-panel (KC x NR) is 32 KiB
-constexpr int64_t CW = 128;  // columns of C per work chunk: its packed B (KC x CW, 128 KiB) stays in L2
+
+// The depth of a packed slice (KC) and the columns of C per work chunk (CW), chosen at run time
+// from this CPU's caches, as OpenBLAS and oneDNN choose per microarchitecture: the A micro-panel
+// (MR x KC) that the micro-kernel keeps in L1 takes at most a third of the L1 data cache, the
+// rest left to the B micro-panels streaming past; a chunk's packed B (KC x CW) takes an eighth
+// of L2. The Zen 5 machines here (48 KiB L1D, 1 MiB L2) get 256 and 128, the blocking measured
+// best there; a Zen 4 (32 KiB L1D) gets 192 and 160. Deeper slices also change where partial
+// sums are rounded, so products may differ in the last bits between such machines (never run
+// to run). CHAINER_GEMM_KC overrides KC (a multiple of 16 up to 512) for measuring.
+struct Blocking {
+  int64_t kc, cw;
+};
+int64_t cache_bytes(int name, int64_t fallback) {
+  const long v = sysconf(name);
+  return v > 0 ? int64_t(v) : fallback;
+}
+Blocking blocking_for(int64_t l1d, int64_t l2, const char* kc_override) {
+  int64_t kc = std::clamp<int64_t>(l1d / 3 / (MR * int64_t(sizeof(float))) / 16 * 16, 64, 256);
+  if (kc_override && *kc_override) {
+    const long v = std::strtol(kc_override, nullptr, 10);
+    if (v >= 16 && v <= 512 && v % 16 == 0) kc = v;
+  }
+  const int64_t cw = std::clamp<int64_t>(l2 / 8 / (kc * int64_t(sizeof(float))) / NR * NR, NR, 512);
+  return {kc, cw};
+}
+const Blocking& blocking() {
+  static const Blocking b = blocking_for(cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10),
+                                         cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20), std::getenv("CHAINER_GEMM_KC"));
+  return b;
+}
 
 // A(i, p) of op(A) where op is transpose when TRANS.
 struct Operand {
@@ -246,6 +275,7 @@ float* thread_buffer(std::unique_ptr<float, decltype(&std::free)>& buf, size_t& 
 // not depend on timing or on the number of threads.
 void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Operand& B, float alpha, float beta, float* C,
                   int64_t ldc) {
+  const int64_t KC = blocking().kc, CW = blocking().cw;
   const int64_t mpanels = (m + MR - 1) / MR, slices = (k + KC - 1) / KC, chunks = (n + CW - 1) / CW;
   // Slices of equal depth (a multiple of 16 for the transposing packer): 784 = 4 x 196 runs as
   // 208, 208, 208, 160 instead of 256, 256, 256, 16, whose last slice was all overhead.
@@ -295,6 +325,12 @@ void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Opera
 }
 #endif
 }  // namespace
+
+#if defined(__AVX512F__)
+std::string gemm_blocking() { return "KC " + std::to_string(blocking().kc) + ", CW " + std::to_string(blocking().cw); }
+#else
+std::string gemm_blocking() { return "Eigen's"; }
+#endif
 
 const char* gemm_backend() {
 #if defined(__AVX512F__)

@@ -3,6 +3,7 @@
 // elementwise.cpp, reduce.cpp, gemm.cpp (+ gemm_eigen.cpp), softmax.cpp, nn.cpp, update.cpp,
 // indexing.cpp.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "core/kernels.h"
@@ -15,5 +16,7 @@ namespace chainer::cpu {
 void eigen_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
 // Which float32 path gemm takes: "packed-avx512" or "eigen".
 const char* gemm_backend();
+// The packed GEMM's blocking on this CPU, "KC 256, CW 128" (chosen from its caches: gemm.cpp).
+std::string gemm_blocking();
 
 }  // namespace chainer::cpu
