@@ -3,6 +3,7 @@
 #pragma once
 #include "datasets/concat_examples.h"
 #include "datasets/dataset.h"
+#include "datasets/idx.h"
 #include "datasets/iterator.h"
 #include "datasets/mnist.h"
 #include "datasets/multiprocess_iterator.h"
