@@ -1,8 +1,9 @@
 /// @file
-/// The datasets module in one include: datasets, MNIST, batching and iterators.
+/// The datasets module in one include: datasets, MNIST and its download, batching and iterators.
 #pragma once
 #include "datasets/concat_examples.h"
 #include "datasets/dataset.h"
+#include "datasets/download.h"
 #include "datasets/idx.h"
 #include "datasets/iterator.h"
 #include "datasets/mnist.h"

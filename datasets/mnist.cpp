@@ -24,8 +24,26 @@ const char* mnist_files_help() {
          "https://ossci-datasets.s3.amazonaws.com/mnist/)";
 }
 
+const dataset::DatasetSource& mnist_source() {
+  // The sums of the original files (the same bytes on both mirrors).
+  static const dataset::DatasetSource source{
+      "MNIST",
+      "pfnet/chainer/mnist",
+      {"http://yann.lecun.com/exdb/mnist/", "https://ossci-datasets.s3.amazonaws.com/mnist/"},
+      {{detail::kMnistFileNames[0], "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"},
+       {detail::kMnistFileNames[1], "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"},
+       {detail::kMnistFileNames[2], "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"},
+       {detail::kMnistFileNames[3], "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"}}};
+  return source;
+}
+
 TupleDatasetPair get_mnist(const std::filesystem::path& dir, bool withlabel, int ndim, double scale) {
   return detail::load_mnist_format(dir, mnist_format(), withlabel, ndim, scale);
+}
+
+TupleDatasetPair get_mnist(bool withlabel, int ndim, double scale) {
+  detail::check_ndim(mnist_format(), ndim);  // before any download
+  return detail::load_mnist_format(dataset::download_dataset(mnist_source()), mnist_format(), withlabel, ndim, scale);
 }
 
 }  // namespace chainer::datasets
