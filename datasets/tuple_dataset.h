@@ -29,7 +29,7 @@ class TupleDataset : public Dataset {
   size_t size_ = 0;
 };
 
-/// A {train, test} pair of in-memory datasets, as get_mnist returns.
+/// A {train, test} pair of in-memory datasets, as get_mnist and get_fashion_mnist return.
 using TupleDatasetPair = std::pair<std::shared_ptr<const TupleDataset>, std::shared_ptr<const TupleDataset>>;
 
 /// DATASET with every example gathered into one array per field on DEVICE, once: batches are then

@@ -11,6 +11,7 @@
 #include "core/random.h"
 #include "core/serializer.h"
 #include "datasets/concat_examples.h"
+#include "datasets/fashion_mnist.h"
 #include "datasets/mnist.h"
 #include "datasets/multiprocess_iterator.h"
 #include "datasets/serial_iterator.h"
@@ -304,6 +305,72 @@ TEST_CASE("MNIST: broken files give errors that name the problem") {
     write_gz(dir / "train-labels-idx1-ubyte.gz", idx_labels(3, 12));
     REQUIRE_THROWS_WITH(get_mnist(dir), Contains("label 12 at index 2"));
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fashion-MNIST
+
+TEST_CASE("Fashion-MNIST: Debian's package, found without a directory") {
+  const fs::path dir = fashion_mnist_package_directory();
+  if (dir.empty())
+    FAIL("Debian's package dataset-fashion-mnist is not installed (apt-get install dataset-fashion-mnist; "
+         "scripts/setup.sh does): the suite reads its files");
+  CHECK(fs::is_regular_file(dir / "t10k-labels-idx1-ubyte.gz"));
+
+  auto [train, test] = get_fashion_mnist();
+  REQUIRE(train->size() == 60000);
+  REQUIRE(test->size() == 10000);
+  CHECK(train->fields()[0].shape() == Shape{60000, 784});
+  CHECK(test->fields()[0].shape() == Shape{10000, 784});
+  CHECK(train->fields()[0].dtype() == DType::Float32);
+  CHECK(train->fields()[1].shape() == Shape{60000});
+  CHECK(train->fields()[1].dtype() == DType::Int32);
+  CHECK(label_counts(*train) == std::vector<int64_t>(10, 6000));
+  CHECK(label_counts(*test) == std::vector<int64_t>(10, 1000));
+  for (const auto& d : {train, test}) {
+    const Tensor& images = d->fields()[0];
+    const float* p = images.data<float>();
+    auto [lo, hi] = std::minmax_element(p, p + images.numel());
+    CHECK(*lo == 0.0f);
+    CHECK(*hi == 1.0f);
+  }
+  CHECK(train->get_example(0)[1].item<int32_t>() == 9);  // the first training image is an ankle boot
+  CHECK(test->get_example(0)[1].item<int32_t>() == 9);
+
+  // ndim 3 without labels, scale 2: the same pixels, doubled (exactly: a power of two).
+  auto [train3, test3] = get_fashion_mnist(/*withlabel=*/false, /*ndim=*/3, /*scale=*/2.0);
+  REQUIRE(train3->fields().size() == 1);
+  CHECK(train3->fields()[0].shape() == Shape{60000, 1, 28, 28});
+  CHECK(test3->fields()[0].shape() == Shape{10000, 1, 28, 28});
+  std::vector<float> doubled = test->fields()[0].to_vector<float>();
+  for (float& v : doubled) v *= 2.0f;
+  CHECK(test3->fields()[0].to_vector<float>() == doubled);
+
+  // ndim 2, from the directory given explicitly.
+  auto [train2, test2] = get_fashion_mnist(dir, true, 2);
+  CHECK(train2->fields()[0].shape() == Shape{60000, 28, 28});
+  CHECK(train2->get_example(59999)[0].reshape({784}).to_vector<float>() ==
+        train->get_example(59999)[0].to_vector<float>());
+  CHECK(test2->fields()[1].to_vector<int32_t>() == test->fields()[1].to_vector<int32_t>());
+}
+
+TEST_CASE("Fashion-MNIST: arguments, errors and label names") {
+  REQUIRE_THROWS_WITH(get_fashion_mnist(true, 4), Contains("get_fashion_mnist: ndim must be 1 (N, 784)"));
+  // A string literal is a directory, not a bool.
+  REQUIRE_THROWS_WITH(get_fashion_mnist("/nonexistent/fashion"),
+                      Contains("Fashion-MNIST directory '/nonexistent/fashion' does not exist") &&
+                          Contains("fashion-mnist.s3-website") && Contains("give get_fashion_mnist the directory"));
+  REQUIRE_THROWS_WITH(get_mnist("/nonexistent/mnist"), Contains("MNIST directory '/nonexistent/mnist' does not exist"));
+  TempDir tmp;
+  write_small_mnist(tmp.path);
+  fs::remove(tmp.path / "train-labels-idx1-ubyte.gz");
+  REQUIRE_THROWS_WITH(get_fashion_mnist(tmp.path), Contains("Fashion-MNIST file train-labels-idx1-ubyte was not found"));
+  auto [train, test] = get_fashion_mnist(tmp.path, false);  // no labels needed
+  CHECK(train->size() == 3);
+
+  CHECK(get_fashion_mnist_labels({0, 9, 5}) == std::vector<std::string>{"T-shirt/top", "Ankle boot", "Sandal"});
+  REQUIRE_THROWS_WITH(get_fashion_mnist_labels({1, 10}),
+                      Contains("get_fashion_mnist_labels: labels[1] is 10, but labels are classes 0-9"));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "datasets/download.h"
+#include "datasets/fashion_mnist.h"
 #include "datasets/mnist.h"
 #include "dataset_files.h"
 
@@ -346,12 +347,17 @@ TEST_CASE("download_dataset: tries the mirrors in order, downloads each missing 
   set_dataset_root("");
 }
 
-TEST_CASE("mnist_source: Chainer's directory, the mirrors in order, the original files' sums") {
+TEST_CASE("mnist_source and fashion_mnist_source: Chainer's directories, the official sums") {
   const DatasetSource& mnist = datasets::mnist_source();
   CHECK(mnist.directory == "pfnet/chainer/mnist");
   CHECK(mnist.mirrors == std::vector<std::string>{"http://yann.lecun.com/exdb/mnist/",
                                                   "https://ossci-datasets.s3.amazonaws.com/mnist/"});
+  const DatasetSource& fashion = datasets::fashion_mnist_source();
+  CHECK(fashion.directory == "pfnet/chainer/fashion-mnist");
+  CHECK(fashion.mirrors == std::vector<std::string>{"http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"});
   REQUIRE(mnist.files.size() == 4);
+  REQUIRE(fashion.files.size() == 4);
+  CHECK(fashion.files[0].name == "train-images-idx3-ubyte.gz");
 
   // The MNIST sums are those of the original files the suite reads.
   const char* dir = std::getenv("MNIST_DIR");
