@@ -52,9 +52,10 @@
 /// @namespace chainer::cuda
 /// The CUDA backend's availability and devices; loaded on first use from a plugin.
 /// @namespace chainer::dataset
-/// Batching examples into arrays, as `chainer.dataset` (concat_examples).
+/// Batching examples into arrays, and where data sets are cached and downloaded from, as
+/// `chainer.dataset` (concat_examples, get_dataset_root, download_file).
 /// @namespace chainer::datasets
-/// Datasets, as `chainer.datasets`: MNIST, tuples, sub-datasets, splits.
+/// Datasets, as `chainer.datasets`: MNIST, Fashion-MNIST, tuples, sub-datasets, splits.
 /// @namespace chainer::functions
 /// Differentiable functions on variables, as `chainer.functions` (conventionally `F`).
 /// @namespace chainer::initializers

@@ -1,8 +1,12 @@
 /// @file
-/// The datasets module in one include: datasets, MNIST, batching and iterators.
+/// The datasets module in one include: datasets, MNIST and Fashion-MNIST, their download,
+/// batching and iterators.
 #pragma once
 #include "datasets/concat_examples.h"
 #include "datasets/dataset.h"
+#include "datasets/download.h"
+#include "datasets/fashion_mnist.h"
+#include "datasets/idx.h"
 #include "datasets/iterator.h"
 #include "datasets/mnist.h"
 #include "datasets/multiprocess_iterator.h"

@@ -4,6 +4,8 @@
 /// get_batch copies rows straight into one batch tensor per field, on the fields' device.
 /// fields() exposes the arrays so a distributed layer can serialize or scatter the data.
 #pragma once
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "datasets/dataset.h"
@@ -26,6 +28,9 @@ class TupleDataset : public Dataset {
   std::vector<Tensor> fields_;
   size_t size_ = 0;
 };
+
+/// A {train, test} pair of in-memory datasets, as get_mnist and get_fashion_mnist return.
+using TupleDatasetPair = std::pair<std::shared_ptr<const TupleDataset>, std::shared_ptr<const TupleDataset>>;
 
 /// DATASET with every example gathered into one array per field on DEVICE, once: batches are then
 /// gathered there (a GPU run copies MNIST to the device at the start, not a batch every step).

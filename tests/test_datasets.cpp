@@ -11,15 +11,18 @@
 #include "core/random.h"
 #include "core/serializer.h"
 #include "datasets/concat_examples.h"
+#include "datasets/fashion_mnist.h"
 #include "datasets/mnist.h"
 #include "datasets/multiprocess_iterator.h"
 #include "datasets/serial_iterator.h"
 #include "datasets/sub_dataset.h"
 #include "datasets/tuple_dataset.h"
+#include "dataset_files.h"
 
 using namespace chainer;
 using namespace chainer::datasets;
 using namespace chainer::iterators;
+using namespace chainer::testing;
 using Catch::Contains;
 namespace fs = std::filesystem;
 
@@ -69,110 +72,6 @@ std::vector<int64_t> iota(int64_t n) {
 std::vector<int64_t> sorted(std::vector<int64_t> v) {
   std::sort(v.begin(), v.end());
   return v;
-}
-
-// A fresh directory under the system temp dir, removed with everything in it at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("chainer_test_datasets_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
-using Bytes = std::string;
-
-void put_u32(Bytes& b, uint32_t v) {  // big-endian, as IDX headers
-  for (int shift = 24; shift >= 0; shift -= 8) b.push_back(char((v >> shift) & 0xff));
-}
-
-void put_le32(Bytes& b, uint32_t v) {  // little-endian, as gzip trailers
-  for (int shift = 0; shift < 32; shift += 8) b.push_back(char((v >> shift) & 0xff));
-}
-
-uint32_t crc32(const Bytes& data) {
-  uint32_t c = 0xffffffff;
-  for (unsigned char byte : data) {
-    c ^= byte;
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
-  }
-  return ~c;
-}
-
-// DATA as a gzip file of stored (uncompressed) deflate blocks (RFC 1951/1952); written by hand
-// so this test needs no zlib of its own. The library reads it through zlib like any .gz file.
-Bytes gzip(const Bytes& data) {
-  Bytes b{'\x1f', '\x8b', 8, 0, 0, 0, 0, 0, 0, 3};  // magic, deflate, no flags, no mtime, Unix
-  size_t pos = 0;
-  do {
-    const size_t len = std::min<size_t>(data.size() - pos, 65535);
-    b.push_back(pos + len == data.size() ? 1 : 0);  // BFINAL, BTYPE 00 (stored)
-    for (uint32_t v : {uint32_t(len), uint32_t(~len)}) {
-      b.push_back(char(v & 0xff));
-      b.push_back(char((v >> 8) & 0xff));
-    }
-    b.append(data, pos, len);
-    pos += len;
-  } while (pos < data.size());
-  put_le32(b, crc32(data));
-  put_le32(b, uint32_t(data.size()));
-  return b;
-}
-
-// An IDX image file of N images of ROWS x COLS pseudo-random pixels (pixel 0 of image 0 is 0,
-// pixel 1 is 255, pixel 2 is 51).
-Bytes idx_images(uint32_t n, uint32_t rows = 28, uint32_t cols = 28, uint32_t magic = 2051) {
-  Bytes b;
-  put_u32(b, magic);
-  put_u32(b, n);
-  put_u32(b, rows);
-  put_u32(b, cols);
-  Generator gen(1);
-  for (uint64_t i = 0; i < uint64_t(n) * rows * cols; ++i) b.push_back(char(gen.below(256)));
-  if (n > 0) {
-    b[16] = char(0);
-    b[17] = char(255);
-    b[18] = char(51);
-  }
-  return b;
-}
-
-Bytes idx_labels(uint32_t n, uint8_t bad_label = 0) {
-  Bytes b;
-  put_u32(b, 2049);
-  put_u32(b, n);
-  for (uint32_t i = 0; i < n; ++i) b.push_back(char(i % 10));
-  if (bad_label && n > 0) b.back() = char(bad_label);
-  return b;
-}
-
-void write_file(const fs::path& path, const Bytes& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
-void write_gz(const fs::path& path, const Bytes& bytes) { write_file(path, gzip(bytes)); }
-
-Bytes read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), {});
-}
-
-// A complete small MNIST directory: 3 training and 2 test examples, gzip-compressed.
-void write_small_mnist(const fs::path& dir) {
-  write_gz(dir / "train-images-idx3-ubyte.gz", idx_images(3));
-  write_gz(dir / "train-labels-idx1-ubyte.gz", idx_labels(3));
-  write_gz(dir / "t10k-images-idx3-ubyte.gz", idx_images(2));
-  write_gz(dir / "t10k-labels-idx1-ubyte.gz", idx_labels(2));
 }
 
 // The real MNIST directory. The suite requires it (a missing directory fails the test rather
@@ -391,7 +290,7 @@ TEST_CASE("MNIST: broken files give errors that name the problem") {
     Bytes bad = read_file(images).substr(0, 10);  // a valid gzip header, then no valid deflate data
     bad += Bytes(200, char(0xff));
     write_file(images, bad);
-    REQUIRE_THROWS_WITH(get_mnist(dir), Contains("cannot decompress MNIST file") &&
+    REQUIRE_THROWS_WITH(get_mnist(dir), Contains("cannot decompress IDX file") &&
                                             Contains("train-images-idx3-ubyte.gz") && Contains("invalid"));
   }
   SECTION("image and label counts differ") {
@@ -406,6 +305,72 @@ TEST_CASE("MNIST: broken files give errors that name the problem") {
     write_gz(dir / "train-labels-idx1-ubyte.gz", idx_labels(3, 12));
     REQUIRE_THROWS_WITH(get_mnist(dir), Contains("label 12 at index 2"));
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fashion-MNIST
+
+TEST_CASE("Fashion-MNIST: Debian's package, found without a directory") {
+  const fs::path dir = fashion_mnist_package_directory();
+  if (dir.empty())
+    FAIL("Debian's package dataset-fashion-mnist is not installed (apt-get install dataset-fashion-mnist; "
+         "scripts/setup.sh does): the suite reads its files");
+  CHECK(fs::is_regular_file(dir / "t10k-labels-idx1-ubyte.gz"));
+
+  auto [train, test] = get_fashion_mnist();
+  REQUIRE(train->size() == 60000);
+  REQUIRE(test->size() == 10000);
+  CHECK(train->fields()[0].shape() == Shape{60000, 784});
+  CHECK(test->fields()[0].shape() == Shape{10000, 784});
+  CHECK(train->fields()[0].dtype() == DType::Float32);
+  CHECK(train->fields()[1].shape() == Shape{60000});
+  CHECK(train->fields()[1].dtype() == DType::Int32);
+  CHECK(label_counts(*train) == std::vector<int64_t>(10, 6000));
+  CHECK(label_counts(*test) == std::vector<int64_t>(10, 1000));
+  for (const auto& d : {train, test}) {
+    const Tensor& images = d->fields()[0];
+    const float* p = images.data<float>();
+    auto [lo, hi] = std::minmax_element(p, p + images.numel());
+    CHECK(*lo == 0.0f);
+    CHECK(*hi == 1.0f);
+  }
+  CHECK(train->get_example(0)[1].item<int32_t>() == 9);  // the first training image is an ankle boot
+  CHECK(test->get_example(0)[1].item<int32_t>() == 9);
+
+  // ndim 3 without labels, scale 2: the same pixels, doubled (exactly: a power of two).
+  auto [train3, test3] = get_fashion_mnist(/*withlabel=*/false, /*ndim=*/3, /*scale=*/2.0);
+  REQUIRE(train3->fields().size() == 1);
+  CHECK(train3->fields()[0].shape() == Shape{60000, 1, 28, 28});
+  CHECK(test3->fields()[0].shape() == Shape{10000, 1, 28, 28});
+  std::vector<float> doubled = test->fields()[0].to_vector<float>();
+  for (float& v : doubled) v *= 2.0f;
+  CHECK(test3->fields()[0].to_vector<float>() == doubled);
+
+  // ndim 2, from the directory given explicitly.
+  auto [train2, test2] = get_fashion_mnist(dir, true, 2);
+  CHECK(train2->fields()[0].shape() == Shape{60000, 28, 28});
+  CHECK(train2->get_example(59999)[0].reshape({784}).to_vector<float>() ==
+        train->get_example(59999)[0].to_vector<float>());
+  CHECK(test2->fields()[1].to_vector<int32_t>() == test->fields()[1].to_vector<int32_t>());
+}
+
+TEST_CASE("Fashion-MNIST: arguments, errors and label names") {
+  REQUIRE_THROWS_WITH(get_fashion_mnist(true, 4), Contains("get_fashion_mnist: ndim must be 1 (N, 784)"));
+  // A string literal is a directory, not a bool.
+  REQUIRE_THROWS_WITH(get_fashion_mnist("/nonexistent/fashion"),
+                      Contains("Fashion-MNIST directory '/nonexistent/fashion' does not exist") &&
+                          Contains("fashion-mnist.s3-website") && Contains("give get_fashion_mnist the directory"));
+  REQUIRE_THROWS_WITH(get_mnist("/nonexistent/mnist"), Contains("MNIST directory '/nonexistent/mnist' does not exist"));
+  TempDir tmp;
+  write_small_mnist(tmp.path);
+  fs::remove(tmp.path / "train-labels-idx1-ubyte.gz");
+  REQUIRE_THROWS_WITH(get_fashion_mnist(tmp.path), Contains("Fashion-MNIST file train-labels-idx1-ubyte was not found"));
+  auto [train, test] = get_fashion_mnist(tmp.path, false);  // no labels needed
+  CHECK(train->size() == 3);
+
+  CHECK(get_fashion_mnist_labels({0, 9, 5}) == std::vector<std::string>{"T-shirt/top", "Ankle boot", "Sandal"});
+  REQUIRE_THROWS_WITH(get_fashion_mnist_labels({1, 10}),
+                      Contains("get_fashion_mnist_labels: labels[1] is 10, but labels are classes 0-9"));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,329 @@
+#include "datasets/download.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "core/error.h"
+
+namespace chainer::dataset {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quoted(const fs::path& path) { return str("'", path.string(), "'"); }
+
+std::mutex root_mutex;
+std::optional<fs::path> root_override;  // set_dataset_root's path
+
+fs::path home_directory() {
+  if (const char* home = std::getenv("HOME"); home && *home) return home;
+  passwd entry{}, *found = nullptr;
+  char buf[4096];
+  if (getpwuid_r(getuid(), &entry, buf, sizeof buf, &found) == 0 && found && found->pw_dir) return found->pw_dir;
+  throw Error("get_dataset_root: $HOME is not set and the user has no home directory in the password database; "
+              "set CHAINER_DATASET_ROOT to the directory that holds (or may hold) the data sets");
+}
+
+bool is_sha256(const std::string& text) {
+  if (text.size() != 64) return false;
+  for (char c : text)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+std::string lower(std::string text) {
+  for (char& c : text) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// SHA-256 over bytes fed in pieces, through OpenSSL's EVP interface.
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1)
+      throw Error("OpenSSL (libcrypto) cannot start a SHA-256 digest; is the library installed whole?");
+  }
+  ~Sha256() { EVP_MD_CTX_free(ctx_); }
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+
+  bool update(const void* data, size_t size) { return EVP_DigestUpdate(ctx_, data, size) == 1; }
+
+  std::string hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned size = 0;
+    if (EVP_DigestFinal_ex(ctx_, digest, &size) != 1) throw Error("OpenSSL (libcrypto) cannot finish a SHA-256 digest");
+    static const char* digits = "0123456789abcdef";
+    std::string out;
+    for (unsigned i = 0; i < size; ++i) {
+      out.push_back(digits[digest[i] >> 4]);
+      out.push_back(digits[digest[i] & 15]);
+    }
+    return out;
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+// A new file beside FINAL_PATH under a unique hidden name, removed unless commit() renames it
+// to FINAL_PATH: a reader never sees a partial file under the final name.
+class TempFile {
+ public:
+  explicit TempFile(const fs::path& final_path) {
+    std::string name = (final_path.parent_path() / ("." + final_path.filename().string() + ".download-XXXXXX")).string();
+    fd_ = mkstemp(name.data());
+    if (fd_ < 0)
+      throw Error(str("cannot create a temporary file in ", quoted(final_path.parent_path()), ": ",
+                      std::strerror(errno)));
+    path_ = name;
+  }
+  ~TempFile() {
+    if (fd_ >= 0) close(fd_);
+    if (!path_.empty()) unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  const fs::path& path() const { return path_; }
+
+  // Writes all of DATA; false (errno set) when the disk refuses.
+  bool write(const char* data, size_t size) {
+    while (size > 0) {
+      const ssize_t n = ::write(fd_, data, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      data += n;
+      size -= size_t(n);
+    }
+    return true;
+  }
+
+  // Makes the data durable and moves it to FINAL_PATH (replacing what is there) in one step.
+  void commit(const fs::path& final_path) {
+    // mkstemp makes the file 0600; a cached data set is as readable as any other download.
+    if (fchmod(fd_, 0644) != 0 || fsync(fd_) != 0 || close(fd_) != 0) {
+      fd_ = -1;
+      throw Error(str("cannot write ", quoted(path_), ": ", std::strerror(errno)));
+    }
+    fd_ = -1;
+    if (std::rename(path_.c_str(), final_path.c_str()) != 0)
+      throw Error(str("cannot rename ", quoted(path_), " to ", quoted(final_path), ": ", std::strerror(errno)));
+    path_.clear();
+  }
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+};
+
+// What one transfer has written so far.
+struct Transfer {
+  TempFile* file;
+  Sha256* sum;
+  uint64_t bytes = 0;
+  int write_errno = 0;  // set when the disk refused the data
+};
+
+// curl's write callback: returning fewer bytes than given ends the transfer (CURLE_WRITE_ERROR).
+size_t on_data(char* data, size_t size, size_t count, void* user) {
+  Transfer& t = *static_cast<Transfer*>(user);
+  const size_t n = size * count;
+  if (!t.file->write(data, n)) {
+    t.write_errno = errno ? errno : EIO;
+    return 0;
+  }
+  if (!t.sum->update(data, n)) {
+    t.write_errno = EIO;
+    return 0;
+  }
+  t.bytes += n;
+  return n;
+}
+
+void init_curl() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const CURLcode code = curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (code != CURLE_OK) throw Error(str("libcurl cannot start: ", curl_easy_strerror(code)));
+  });
+}
+
+// Downloads URL to PATH checked against SHA256; returns what went wrong, or nothing on success.
+std::optional<std::string> try_download(const std::string& url, const fs::path& path, const std::string& sha256) {
+  init_curl();
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
+  if (!curl) return "libcurl cannot create a transfer (out of memory?)";
+  TempFile file(path);
+  Sha256 sum;
+  Transfer transfer{&file, &sum};
+  char curl_message[CURL_ERROR_SIZE] = "";
+  CURL* h = curl.get();
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);  // an HTTP status of 400 or more is an error, not a body
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);     // no SIGALRM for timeouts: safe in threaded programs
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);  // under 1 byte/s for 60 s: the transfer stalled
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "chainermn-cpp");
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_message);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
+  std::cerr << "Downloading from " << url << "..." << std::endl;  // as Chainer: the first call is slow
+  const CURLcode code = curl_easy_perform(h);
+
+  const std::string curl_error = str("curl error ", int(code), ": ", *curl_message ? curl_message : curl_easy_strerror(code));
+  switch (code) {
+    case CURLE_OK:
+      break;
+    case CURLE_HTTP_RETURNED_ERROR: {
+      long status = 0;
+      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+      return str("the server answered HTTP status ", status, status == 404 ? " (Not Found)" : "");
+    }
+    case CURLE_PARTIAL_FILE: {
+      curl_off_t length = -1;
+      curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+      return str("the transfer was cut short: ", transfer.bytes, " bytes arrived",
+                 length >= 0 ? str(" of ", length) : std::string(), " (", curl_error, ")");
+    }
+    case CURLE_WRITE_ERROR:
+      if (transfer.write_errno)
+        return str("cannot write ", quoted(file.path()), ": ", std::strerror(transfer.write_errno));
+      return curl_error;
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT: {
+      long os_errno = 0;  // the system's reason ("Connection refused"), which curl's message may leave out
+      curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+      return str("no connection (", curl_error, os_errno ? str("; ", std::strerror(int(os_errno))) : std::string(),
+                 "): this machine may be offline, or need a proxy (curl reads http_proxy and https_proxy)");
+    }
+    default:
+      return curl_error;
+  }
+  const std::string got = sum.hex();
+  if (got != lower(sha256))
+    return str("checksum mismatch: expected SHA-256 ", lower(sha256), ", got ", got, " over the ", transfer.bytes,
+               " bytes that arrived (a corrupted transfer, or the server holds another file)");
+  file.commit(path);
+  return std::nullopt;
+}
+
+void create_directories(const fs::path& dir, const char* function) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw Error(str(function, ": cannot create the directory ", quoted(dir), ": ",
+                    ec ? ec.message() : "a file of that name is in the way",
+                    "; set CHAINER_DATASET_ROOT to a directory you can write to"));
+}
+
+}  // namespace
+
+fs::path get_dataset_root() {
+  {
+    std::lock_guard<std::mutex> lock(root_mutex);
+    if (root_override) return *root_override;
+  }
+  if (const char* root = std::getenv("CHAINER_DATASET_ROOT"); root && *root) return root;
+  return home_directory() / ".chainer" / "dataset";
+}
+
+void set_dataset_root(const fs::path& path) {
+  std::lock_guard<std::mutex> lock(root_mutex);
+  if (path.empty())
+    root_override.reset();
+  else
+    root_override = path;
+}
+
+fs::path get_dataset_directory(const std::string& dataset_name, bool create_directory) {
+  const fs::path dir = get_dataset_root() / dataset_name;
+  if (create_directory) create_directories(dir, "get_dataset_directory");
+  return dir;
+}
+
+std::string sha256_file(const fs::path& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(str("sha256_file: cannot open ", quoted(path), ": ", std::strerror(errno)));
+  Sha256 sum;
+  std::unique_ptr<char[]> buf(new char[1 << 20]);
+  for (;;) {
+    const ssize_t n = read(fd, buf.get(), 1 << 20);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int saved = errno;
+      close(fd);
+      throw Error(str("sha256_file: cannot read ", quoted(path), ": ", std::strerror(saved)));
+    }
+    if (n == 0) break;
+    sum.update(buf.get(), size_t(n));
+  }
+  close(fd);
+  return sum.hex();
+}
+
+void download_file(const std::string& url, const fs::path& path, const std::string& sha256) {
+  if (!is_sha256(sha256))
+    throw Error(str("download_file: sha256 must be 64 hex digits, got '", sha256, "' (", sha256.size(),
+                    " characters)"));
+  if (path.filename().empty()) throw Error(str("download_file: path ", quoted(path), " names no file"));
+  if (!path.parent_path().empty()) create_directories(path.parent_path(), "download_file");
+  if (std::optional<std::string> failure = try_download(url, path, sha256))
+    throw Error(str("download_file: cannot download '", url, "': ", *failure, ". Nothing was written to ",
+                    quoted(path), "; try again later, or get the file by other means and put it there"));
+}
+
+fs::path download_dataset(const DatasetSource& source) {
+  if (source.mirrors.empty()) throw Error(str("download_dataset: ", source.name, " has no mirrors to download from"));
+  for (const RemoteFile& file : source.files)
+    if (!is_sha256(file.sha256))
+      throw Error(str("download_dataset: the SHA-256 of ", source.name, "'s ", file.name,
+                      " must be 64 hex digits, got '", file.sha256, "'"));
+  const fs::path dir = get_dataset_directory(source.directory);
+  for (const RemoteFile& file : source.files) {
+    const fs::path path = dir / file.name;
+    std::error_code ec;
+    if (fs::is_regular_file(path, ec)) continue;
+    std::string failures;
+    bool done = false;
+    for (const std::string& mirror : source.mirrors) {
+      const std::optional<std::string> failure = try_download(mirror + file.name, path, file.sha256);
+      if (!failure) {
+        done = true;
+        break;
+      }
+      failures += str("\n  ", mirror, file.name, ": ", *failure);
+    }
+    if (!done) {
+      std::string names;
+      for (const RemoteFile& f : source.files) names += (names.empty() ? "" : ", ") + f.name;
+      throw Error(str(source.name, ": cannot download ", file.name, " from any of its ", source.mirrors.size(),
+                      source.mirrors.size() == 1 ? " mirror:" : " mirrors:", failures, "\nPut the files (", names,
+                      ") into ", quoted(dir), " by hand, or set CHAINER_DATASET_ROOT to a directory whose ",
+                      source.directory, " holds them"));
+    }
+  }
+  return dir;
+}
+
+}  // namespace chainer::dataset

@@ -1,0 +1,60 @@
+/// @file
+/// Where data sets are cached, and their download, as Chainer's chainer.dataset.download: a
+/// data set lives in get_dataset_root() / its name ("pfnet/chainer/mnist"); the root is
+/// set_dataset_root's path, else $CHAINER_DATASET_ROOT, else ~/.chainer/dataset. Files come
+/// through libcurl (http and https, proxies from the usual environment variables) and each is
+/// checked against its SHA-256 (OpenSSL's libcrypto) before it appears under its name: it is
+/// written to a temporary file in the same directory and renamed, so a file under its final
+/// name is always complete, also when several processes download it at once. A failure
+/// (offline, HTTP error status, cut-short transfer, checksum mismatch) raises chainer::Error
+/// naming the URL, what went wrong, and where to put the file by hand.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace chainer::dataset {
+
+/// The directory under which data sets are downloaded and cached: the path given to
+/// set_dataset_root, else $CHAINER_DATASET_ROOT, else ~/.chainer/dataset (as Chainer).
+std::filesystem::path get_dataset_root();
+
+/// Makes PATH the dataset root from now on, over $CHAINER_DATASET_ROOT (as Chainer); an empty
+/// PATH goes back to $CHAINER_DATASET_ROOT or the default.
+void set_dataset_root(const std::filesystem::path& path);
+
+/// get_dataset_root() / DATASET_NAME (slashes separate directories), created first when
+/// CREATE_DIRECTORY is set (as Chainer).
+std::filesystem::path get_dataset_directory(const std::string& dataset_name, bool create_directory = true);
+
+/// The SHA-256 of the bytes of the file at PATH, as 64 lowercase hex digits.
+std::string sha256_file(const std::filesystem::path& path);
+
+/// Downloads URL to PATH (its directory is created when missing) and checks the bytes against
+/// SHA256 (64 hex digits). Nothing appears at PATH unless the whole file arrived with that sum;
+/// an existing file at PATH is replaced. Follows redirects; gives up on a connection that
+/// cannot be made in 30 seconds or a transfer that stalls for 60.
+void download_file(const std::string& url, const std::filesystem::path& path, const std::string& sha256);
+
+/// One file of a data set: its name (in the data set's directory and at the end of its URLs)
+/// and the SHA-256 of its bytes.
+struct RemoteFile {
+  std::string name;    ///< "train-images-idx3-ubyte.gz".
+  std::string sha256;  ///< 64 hex digits.
+};
+
+/// Where a data set is cached and where it is downloaded from.
+struct DatasetSource {
+  std::string name;                  ///< As messages name it: "Fashion-MNIST".
+  std::string directory;             ///< Its directory under the dataset root: "pfnet/chainer/fashion-mnist".
+  std::vector<std::string> mirrors;  ///< Base URLs, each ending in '/', tried in order for each file.
+  std::vector<RemoteFile> files;     ///< What the directory must hold; a file's URL is mirror + name.
+};
+
+/// SOURCE's directory under the dataset root, after downloading each of its files that is not
+/// there yet, trying the mirrors in order. A file already there is used as it is (as Chainer
+/// does). When no mirror serves a file, the error lists each mirror's failure and says where to
+/// put the files by hand.
+std::filesystem::path download_dataset(const DatasetSource& source);
+
+}  // namespace chainer::dataset

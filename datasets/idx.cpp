@@ -1,0 +1,126 @@
+#include "datasets/idx.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace chainer::datasets {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint32_t kImageMagic = 2051;  // 0x00000803: unsigned bytes, 3 dimensions
+constexpr uint32_t kLabelMagic = 2049;  // 0x00000801: unsigned bytes, 1 dimension
+
+std::string quoted(const fs::path& path) { return str("'", path.string(), "'"); }
+
+std::string hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+uint32_t big_endian(const unsigned char* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
+}
+
+// A file read through zlib: gzip data is inflated, anything else is read as it is.
+class GzReader {
+ public:
+  explicit GzReader(const fs::path& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
+    if (!file_) throw Error(str("cannot open IDX file ", quoted(path_), ": ", std::strerror(errno)));
+    gzbuffer(file_, 1 << 18);
+  }
+  ~GzReader() { gzclose(file_); }
+  GzReader(const GzReader&) = delete;
+  GzReader& operator=(const GzReader&) = delete;
+
+  // Reads up to SIZE bytes; fewer only at the end of the data.
+  size_t read(void* dst, size_t size) {
+    size_t done = 0;
+    while (done < size) {
+      const unsigned chunk = unsigned(std::min<size_t>(size - done, size_t(1) << 30));
+      const int n = gzread(file_, static_cast<char*>(dst) + done, chunk);
+      if (n < 0) {
+        int code = Z_OK;
+        std::string msg = gzerror(file_, &code);
+        const std::string prefix = path_.string() + ": ";  // zlib puts the path in front
+        if (msg.starts_with(prefix)) msg.erase(0, prefix.size());
+        throw Error(str("cannot decompress IDX file ", quoted(path_), ": ", msg, " (zlib error ", code,
+                        "); the file is corrupt, download it again"));
+      }
+      if (n == 0) break;
+      done += size_t(n);
+    }
+    return done;
+  }
+
+  // The truncation error: EXPECTED bytes of (decompressed) data were needed, ACTUAL were there.
+  [[noreturn]] void truncated(uint64_t expected, uint64_t actual) const {
+    int code = Z_OK;
+    gzerror(file_, &code);
+    throw Error(str("IDX file ", quoted(path_), " is truncated: expected ", expected, " bytes, got ", actual,
+                    code == Z_BUF_ERROR ? " (the gzip stream ends early)" : "", "; download it again"));
+  }
+
+  // Reads the IDX header: the magic number (checked against MAGIC) and DIMS extents.
+  std::vector<uint32_t> header(uint32_t magic, size_t dims, const char* kind) {
+    unsigned char buf[16];
+    const size_t bytes = 4 * (1 + dims);
+    const size_t got = read(buf, bytes);
+    if (got >= 4 && big_endian(buf) != magic)
+      throw Error(str("file ", quoted(path_), " is not an IDX ", kind, " file: its magic number is ",
+                      big_endian(buf), " (", hex(big_endian(buf)), "), expected ", magic, " (", hex(magic), ")"));
+    if (got < bytes) truncated(bytes, got);
+    std::vector<uint32_t> extents;
+    for (size_t d = 0; d < dims; ++d) extents.push_back(big_endian(buf + 4 * (d + 1)));
+    return extents;
+  }
+
+  // Reads the body of SHAPE uint8 values that follows a header of HEADER_BYTES.
+  Tensor body(const Shape& shape, size_t header_bytes) {
+    Tensor out = Tensor::empty(shape, DType::UInt8);
+    const size_t got = out.nbytes() ? read(out.raw_data(), out.nbytes()) : 0;
+    if (got < out.nbytes()) truncated(header_bytes + out.nbytes(), header_bytes + got);
+    char probe;
+    read(&probe, 1);  // lets zlib reach the end of the stream and check its CRC (extra bytes are ignored)
+    // All the data, but the stream ended before its trailer (CRC-32 and length, 8 bytes): zlib
+    // notes that as a soft error and returns 0, so a cut file would pass unchecked.
+    int code = Z_OK;
+    gzerror(file_, &code);
+    if (code == Z_BUF_ERROR)
+      throw Error(str("IDX file ", quoted(path_), " is truncated: the gzip stream ends before its checksum (",
+                      "its last 8 bytes), so its data cannot be verified; download it again"));
+    return out;
+  }
+
+ private:
+  fs::path path_;
+  gzFile file_;
+};
+
+}  // namespace
+
+Tensor load_idx_images(const fs::path& path) {
+  GzReader file(path);
+  const std::vector<uint32_t> dims = file.header(kImageMagic, 3, "image");
+  const uint64_t n = dims[0], rows = dims[1], cols = dims[2];
+  if (rows * cols > (uint64_t(1) << 24) || n * rows * cols > (uint64_t(1) << 40))
+    throw Error(str("IDX file ", quoted(path), " has an implausible header: ", n, " images of ", rows, "x", cols,
+                    " pixels"));
+  return file.body({int64_t(n), int64_t(rows), int64_t(cols)}, 16);
+}
+
+Tensor load_idx_labels(const fs::path& path) {
+  GzReader file(path);
+  const std::vector<uint32_t> dims = file.header(kLabelMagic, 1, "label");
+  return file.body({int64_t(dims[0])}, 8);
+}
+
+}  // namespace chainer::datasets

@@ -1,0 +1,366 @@
+// Downloading data sets (datasets/download.h) against an HTTP server in this process on
+// 127.0.0.1, whose answers each test chooses: whole files, files cut short, wrong bytes, 404, and
+// a port where nothing listens. No test touches the network outside this machine.
+#include <arpa/inet.h>
+#include <catch2/catch.hpp>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "datasets/download.h"
+#include "datasets/fashion_mnist.h"
+#include "datasets/mnist.h"
+#include "dataset_files.h"
+
+using namespace chainer;
+using namespace chainer::dataset;
+using namespace chainer::testing;
+using Catch::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+// What the server answers for one path.
+struct Route {
+  int status = 200;
+  std::string body;
+  bool content_length = true;              // send a Content-Length header (of the whole body)
+  size_t send = std::string::npos;         // bytes of the body sent before the connection is closed
+};
+
+// An HTTP server on 127.0.0.1 at a port the kernel picks, answering each GET from a table of
+// routes (404 for anything else) on one thread, one connection at a time, closing after each.
+class LocalServer {
+ public:
+  LocalServer() {
+    // A proxy from the environment would receive these requests instead of the server.
+    ::setenv("no_proxy", "*", 1);
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(fd_, 16) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~LocalServer() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  LocalServer(const LocalServer&) = delete;
+  LocalServer& operator=(const LocalServer&) = delete;
+
+  void route(const std::string& path, Route r) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    routes_[path] = std::move(r);
+  }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
+  std::string url(const std::string& name) const { return base_url() + name; }
+  int requests(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return counts_[path];
+  }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) continue;
+      answer(client);
+      ::close(client);
+    }
+  }
+
+  void answer(int client) {
+    timeval timeout{5, 0};
+    ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    std::string request;
+    char buf[4096];
+    while (request.find("\r\n\r\n") == std::string::npos) {
+      const ssize_t n = ::recv(client, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      request.append(buf, size_t(n));
+    }
+    const size_t start = request.find(' ') + 1;
+    const std::string path = request.substr(start, request.find(' ', start) - start);
+    Route r;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++counts_[path];
+      auto it = routes_.find(path);
+      r = it != routes_.end() ? it->second : Route{404, "no such file", true, std::string::npos};
+    }
+    std::string head = "HTTP/1.1 " + std::to_string(r.status) + (r.status == 200 ? " OK" : " Not Found") + "\r\n";
+    if (r.content_length) head += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
+    head += "Connection: close\r\n\r\n";
+    const std::string out = head + r.body.substr(0, std::min(r.send, r.body.size()));
+    for (size_t done = 0; done < out.size();) {
+      const ssize_t n = ::send(client, out.data() + done, out.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      done += size_t(n);
+    }
+  }
+
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex mutex_;
+  std::map<std::string, Route> routes_;
+  std::map<std::string, int> counts_;
+};
+
+// A port on 127.0.0.1 where nothing listens: bound (so no one else takes it) but not listening,
+// so a connection is refused.
+class DeadPort {
+ public:
+  DeadPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~DeadPort() { ::close(fd_); }
+  DeadPort(const DeadPort&) = delete;
+  DeadPort& operator=(const DeadPort&) = delete;
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// 100 kB of pseudo-random bytes: several of curl's write calls.
+std::string payload(uint64_t seed) {
+  Generator gen(seed);
+  std::string bytes;
+  for (int i = 0; i < 100000; ++i) bytes.push_back(char(gen.below(256)));
+  return bytes;
+}
+
+std::string sha256_of(const std::string& bytes, const fs::path& scratch) {
+  write_file(scratch, bytes);
+  const std::string sum = sha256_file(scratch);
+  fs::remove(scratch);
+  return sum;
+}
+
+// The names in DIR (temporary files included: a failed download must leave none).
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("sha256_file: the SHA-256 of a file's bytes in hex") {
+  TempDir tmp;
+  write_file(tmp.path / "abc", "abc");
+  CHECK(sha256_file(tmp.path / "abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  write_file(tmp.path / "empty", "");
+  CHECK(sha256_file(tmp.path / "empty") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  REQUIRE_THROWS_WITH(sha256_file(tmp.path / "nowhere"), Contains("cannot open") && Contains("nowhere'"));
+}
+
+TEST_CASE("get_dataset_root: set_dataset_root, else $CHAINER_DATASET_ROOT, else ~/.chainer/dataset") {
+  TempDir tmp;
+  set_dataset_root("");
+  ::setenv("CHAINER_DATASET_ROOT", (tmp.path / "env").c_str(), 1);
+  CHECK(get_dataset_root() == tmp.path / "env");
+  ::unsetenv("CHAINER_DATASET_ROOT");
+  if (const char* home = std::getenv("HOME")) CHECK(get_dataset_root() == fs::path(home) / ".chainer" / "dataset");
+  set_dataset_root(tmp.path / "set");
+  ::setenv("CHAINER_DATASET_ROOT", (tmp.path / "env").c_str(), 1);
+  CHECK(get_dataset_root() == tmp.path / "set");
+
+  CHECK(get_dataset_directory("pfnet/chainer/x", false) == tmp.path / "set" / "pfnet" / "chainer" / "x");
+  CHECK_FALSE(fs::exists(tmp.path / "set"));
+  CHECK(get_dataset_directory("pfnet/chainer/x") == tmp.path / "set" / "pfnet" / "chainer" / "x");
+  CHECK(fs::is_directory(tmp.path / "set" / "pfnet" / "chainer" / "x"));
+
+  write_file(tmp.path / "file", "in the way");
+  set_dataset_root(tmp.path / "file");
+  REQUIRE_THROWS_WITH(get_dataset_directory("mnist"), Contains("get_dataset_directory: cannot create the directory") &&
+                                                          Contains("CHAINER_DATASET_ROOT"));
+  set_dataset_root("");
+  ::unsetenv("CHAINER_DATASET_ROOT");
+}
+
+TEST_CASE("download_file: a good download appears whole under its name, checked") {
+  TempDir tmp;
+  LocalServer server;
+  const std::string bytes = payload(1);
+  const std::string sum = sha256_of(bytes, tmp.path / "scratch");
+  server.route("/data.gz", {200, bytes});
+  const fs::path path = tmp.path / "made" / "data.gz";  // its directory is created
+  download_file(server.url("data.gz"), path, sum);
+  CHECK(read_file(path) == bytes);
+  CHECK(sha256_file(path) == sum);
+  CHECK(listing(path.parent_path()) == std::vector<std::string>{"data.gz"});  // no temporary file left
+  CHECK((fs::status(path).permissions() & fs::perms::others_read) != fs::perms::none);
+
+  // The sum in capitals is the same sum; an existing file is replaced.
+  std::string upper = sum;
+  for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+  write_file(path, "old");
+  download_file(server.url("data.gz"), path, upper);
+  CHECK(read_file(path) == bytes);
+  CHECK(server.requests("/data.gz") == 2);
+
+  REQUIRE_THROWS_WITH(download_file(server.url("data.gz"), path, "abc"),
+                      Contains("download_file: sha256 must be 64 hex digits, got 'abc' (3 characters)"));
+}
+
+TEST_CASE("download_file: a failed download leaves nothing under the name, and says why") {
+  TempDir tmp;
+  LocalServer server;
+  const std::string bytes = payload(2);
+  const std::string sum = sha256_of(bytes, tmp.path / "scratch");
+  const fs::path path = tmp.path / "data.gz";
+
+  SECTION("cut short: the server closes the connection before Content-Length bytes") {
+    server.route("/data.gz", {200, bytes, true, 30000});
+    REQUIRE_THROWS_WITH(download_file(server.url("data.gz"), path, sum),
+                        Contains(server.url("data.gz")) && Contains("the transfer was cut short: 30000 bytes arrived of 100000") &&
+                            Contains("curl error 18") && Contains("Nothing was written to '" + path.string() + "'"));
+  }
+  SECTION("cut short without a Content-Length: the checksum catches it") {
+    server.route("/data.gz", {200, bytes, false, 30000});
+    REQUIRE_THROWS_WITH(download_file(server.url("data.gz"), path, sum),
+                        Contains("checksum mismatch") && Contains("over the 30000 bytes that arrived"));
+  }
+  SECTION("corrupted: other bytes than the checksum says") {
+    std::string corrupt = bytes;
+    corrupt[5000] ^= 1;
+    server.route("/data.gz", {200, corrupt});
+    const std::string got = sha256_of(corrupt, tmp.path / "scratch");
+    REQUIRE_THROWS_WITH(download_file(server.url("data.gz"), path, sum),
+                        Contains("cannot download '" + server.url("data.gz") + "': checksum mismatch: expected SHA-256 " +
+                                 sum + ", got " + got + " over the 100000 bytes that arrived") &&
+                            Contains("Nothing was written to '" + path.string() + "'") && Contains("put it there"));
+  }
+  SECTION("HTTP 404") {
+    REQUIRE_THROWS_WITH(download_file(server.url("missing.gz"), path, sum),
+                        Contains(server.url("missing.gz")) && Contains("the server answered HTTP status 404 (Not Found)"));
+  }
+  SECTION("unreachable: connection refused") {
+    DeadPort dead;
+    REQUIRE_THROWS_WITH(download_file(dead.base_url() + "data.gz", path, sum),
+                        Contains(dead.base_url() + "data.gz") && Contains("no connection (curl error 7: ") &&
+                            Contains("; Connection refused)") && Contains("this machine may be offline") &&
+                            Contains("put it there"));
+  }
+  CHECK_FALSE(fs::exists(path));
+  CHECK(listing(tmp.path).empty());  // no temporary file left either
+
+  // A file already under the name is left as it was by a failed download.
+  write_file(path, "old");
+  server.route("/bad.gz", {200, "bad"});
+  REQUIRE_THROWS(download_file(server.url("bad.gz"), path, sum));
+  CHECK(read_file(path) == "old");
+}
+
+TEST_CASE("download_dataset: tries the mirrors in order, downloads each missing file once") {
+  TempDir tmp;
+  LocalServer server;
+  DeadPort dead;
+  set_dataset_root(tmp.path / "root");
+  // A small MNIST, served by the local server under the real file names.
+  fs::create_directories(tmp.path / "served");
+  write_small_mnist(tmp.path / "served");
+  DatasetSource source = datasets::mnist_source();
+  source.mirrors = {dead.base_url(), server.base_url()};
+  for (RemoteFile& file : source.files) {
+    server.route("/" + file.name, {200, read_file(tmp.path / "served" / file.name)});
+    file.sha256 = sha256_file(tmp.path / "served" / file.name);
+  }
+
+  const fs::path dir = download_dataset(source);
+  CHECK(dir == tmp.path / "root" / "pfnet" / "chainer" / "mnist");
+  for (const RemoteFile& file : source.files) {
+    CHECK(sha256_file(dir / file.name) == file.sha256);
+    CHECK(server.requests("/" + file.name) == 1);
+  }
+  CHECK(listing(dir).size() == 4);
+
+  // The second time every file is there: nothing is downloaded.
+  CHECK(download_dataset(source) == dir);
+  for (const RemoteFile& file : source.files) CHECK(server.requests("/" + file.name) == 1);
+
+  // get_mnist without a directory reads the same place (its files are all there, so it
+  // downloads nothing from the real mirrors).
+  auto [train, test] = datasets::get_mnist(/*withlabel=*/false, /*ndim=*/3);
+  CHECK(train->size() == 3);
+  CHECK(test->size() == 2);
+  REQUIRE(train->fields().size() == 1);
+  CHECK(train->fields()[0].shape() == Shape{3, 1, 28, 28});
+  REQUIRE_THROWS_WITH(datasets::get_mnist(true, 0), Contains("get_mnist: ndim must be 1"));
+
+  // A missing file is downloaded again; a file that no mirror serves is an error that lists
+  // each mirror's failure and says where the files go.
+  fs::remove(dir / "t10k-labels-idx1-ubyte.gz");
+  server.route("/t10k-labels-idx1-ubyte.gz", {404, ""});
+  try {
+    download_dataset(source);
+    FAIL("no error");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK_THAT(what, Contains("MNIST: cannot download t10k-labels-idx1-ubyte.gz from any of its 2 mirrors:\n  " +
+                              dead.base_url() + "t10k-labels-idx1-ubyte.gz: no connection"));
+    CHECK_THAT(what, Contains("\n  " + server.url("t10k-labels-idx1-ubyte.gz") + ": the server answered HTTP status 404"));
+    CHECK_THAT(what, Contains("Put the files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+                              "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz) into '" + dir.string() +
+                              "' by hand, or set CHAINER_DATASET_ROOT"));
+  }
+  CHECK(listing(dir).size() == 3);
+
+  source.files[0].sha256 = "not a sum";
+  REQUIRE_THROWS_WITH(download_dataset(source), Contains("SHA-256 of MNIST's train-images-idx3-ubyte.gz must be 64 hex"));
+  source.mirrors.clear();
+  REQUIRE_THROWS_WITH(download_dataset(source), Contains("MNIST has no mirrors"));
+  set_dataset_root("");
+}
+
+TEST_CASE("mnist_source and fashion_mnist_source: Chainer's directories, the official sums") {
+  const DatasetSource& mnist = datasets::mnist_source();
+  CHECK(mnist.directory == "pfnet/chainer/mnist");
+  CHECK(mnist.mirrors == std::vector<std::string>{"http://yann.lecun.com/exdb/mnist/",
+                                                  "https://ossci-datasets.s3.amazonaws.com/mnist/"});
+  const DatasetSource& fashion = datasets::fashion_mnist_source();
+  CHECK(fashion.directory == "pfnet/chainer/fashion-mnist");
+  CHECK(fashion.mirrors == std::vector<std::string>{"http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"});
+  REQUIRE(mnist.files.size() == 4);
+  REQUIRE(fashion.files.size() == 4);
+  CHECK(fashion.files[0].name == "train-images-idx3-ubyte.gz");
+
+  // The MNIST sums are those of the original files the suite reads.
+  const char* dir = std::getenv("MNIST_DIR");
+  if (!dir || !fs::is_directory(dir)) FAIL("MNIST_DIR " << (dir ? dir : "(unset)") << " is not a directory");
+  for (const RemoteFile& file : mnist.files) CHECK(sha256_file(fs::path(dir) / file.name) == file.sha256);
+}
