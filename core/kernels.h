@@ -41,6 +41,19 @@ enum class LossReduction {
   MeanOverBatch  ///< their sum divided by the batch size (at least 1)
 };
 
+/// The geometry of one 2-D convolution's lowering (the `im2col` and `col2im` kernels): the window
+/// (kh, kw) with its stride, padding and dilation per axis, and the output grid (out_h, out_w),
+/// given explicitly so that cover_all and deconvolution's outsize need nothing more. Output
+/// position (oy, ox) with window offset (i, j) reads image pixel (oy*sy - ph + i*dy,
+/// ox*sx - pw + j*dx), 0 outside the image.
+struct Conv2dGeometry {
+  int64_t kh = 1, kw = 1;  ///< the window's extent
+  int64_t sy = 1, sx = 1;  ///< the stride
+  int64_t ph = 0, pw = 0;  ///< the padding before the first row and column
+  int64_t dy = 1, dx = 1;  ///< the dilation
+  int64_t out_h = 0, out_w = 0;  ///< the output grid
+};
+
 /// The tensors of one parameter in a fused optimizer step (all contiguous, one shape and dtype;
 /// state tensors unused by the rule are undefined). The states, in the order of each rule's
 /// Chainer state names (see update_rule_states()).
@@ -118,6 +131,14 @@ struct Kernels {
   // ---- matrix products: C = alpha op(A) op(B) + beta C (A, B contiguous 2-D) ----
   /// C = alpha op(A) op(B) + beta C (A, B contiguous 2-D; op transposes when its flag is set).
   void (*gemm)(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
+  /// Products of a batch, summed in groups: C[g] = alpha * sum of op(A[i]) op(B[i]) over the
+  /// products i of group g + beta * C[g]. A and B are 3-D with a batch axis of 1 (one matrix
+  /// for every product) or of the batch size; C (groups, m, n) has `groups` dividing the batch,
+  /// group g holding products [g * batch / groups, (g + 1) * batch / groups) (groups == batch:
+  /// one product each). Every matrix A[i], B[i], C[g] is a contiguous 2-D block; the batch axes
+  /// may have any stride (C may be a view). On the CPU the sums run in a fixed order.
+  void (*batched_gemm)(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta,
+                       Tensor& c);
 
   // ---- the fused steps of nn/functions ----
   /// OUT = softmax (or log-softmax when LOG) of X along AXIS.
@@ -147,6 +168,14 @@ struct Kernels {
   void (*sigmoid_cross_entropy)(const Tensor& x, const Tensor& t, Tensor& loss);
   /// GX[i] = GY[i or 0] * (sigmoid(X[i]) - T[i]); 0 where T[i] is -1 (GY: one element or X's shape).
   void (*sigmoid_cross_entropy_grad)(const Tensor& x, const Tensor& t, const Tensor& gy, Tensor& gx);
+
+  /// COL (B, C * kh * kw, out_h * out_w) = the windows of X (B, C, H, W, contiguous):
+  /// col[b, (c, i, j), (oy, ox)] = x[b, c, oy*sy - ph + i*dy, ox*sx - pw + j*dx], 0 outside X.
+  void (*im2col)(const Tensor& x, const Conv2dGeometry& g, Tensor& col);
+  /// X (B, C, H, W, overwritten) = every element of COL (contiguous, as im2col makes it) added
+  /// back at the pixel im2col took it from (the adjoint of im2col); elements from outside the
+  /// image are dropped.
+  void (*col2im)(const Tensor& col, const Conv2dGeometry& g, Tensor& x);
 
   // ---- optimizer updates (core/update_ops.h), every parameter in one call ----
   /// One step of RULE on every parameter of PARAMS (see ops::update_).
