@@ -778,11 +778,28 @@ Tensor convolution_2d_grad_data(const Tensor& gy, const Tensor& W, int64_t heigh
     throw Error(str(op, ": gy has ", gy.size(1), " channels but W has ", c_out, " output channels (W has shape ",
                     shape_str(W.shape()), ")"));
   check_output_extents(op, "gy has extents", gy.size(2), gy.size(3), height, width, kh, kw, params);
+  const int64_t c_out_g = c_out / groups, c_g = c / groups, depth = c_g * kh * kw;
+  // With stride 1 the gradient is itself a convolution: of gy, padded by d (k - 1) - p, with the
+  // filters transposed and turned by 180 degrees. That product has the forward's shape (C / groups
+  // x C_out / groups * kh * kw against the windows), where the general path below makes a column
+  // matrix kh * kw times the image's size from a product of depth C_out / groups alone (32 for
+  // the Fashion-MNIST network) and scatters it back: 1.3x faster there (docs/performance.md).
+  const int64_t flip_ph = params.dy * (kh - 1) - params.ph, flip_pw = params.dx * (kw - 1) - params.pw;
+  if (params.sy == 1 && params.sx == 1 && flip_ph >= 0 && flip_pw >= 0 && !is_pointwise(kh, kw, params) &&
+      n > 0 && c > 0) {
+    const Tensor t = W.reshape({groups, c_out_g, c_g, kh, kw}).transpose({0, 2, 1, 3, 4});
+    // (groups, C / groups, C_out / groups, kh, kw) with both window axes walked backward.
+    std::vector<int64_t> strides = t.strides();
+    strides[3] = -strides[3], strides[4] = -strides[4];
+    const Tensor flipped = t.as_strided(t.shape(), strides, t.offset() + (kh - 1) * t.strides()[3] + (kw - 1) * t.strides()[4]);
+    const Conv2dParams flip{.sy = 1, .sx = 1, .ph = flip_ph, .pw = flip_pw, .dy = params.dy, .dx = params.dx,
+                            .groups = groups};
+    return convolve(gy, flipped.contiguous().reshape({c, c_out_g, kh, kw}), Tensor(), flip, height, width);
+  }
   Tensor gx = Tensor::empty({n, c, height, width}, gy.dtype(), device);
   if (gx.numel() == 0) return gx;
   const Kernels& k = kernels_for(device);
   const int64_t out_h = gy.size(2), out_w = gy.size(3), cols = out_h * out_w;
-  const int64_t c_out_g = c_out / groups, depth = c / groups * kh * kw;
   const Tensor gy3 = gy.contiguous().reshape({n, c_out, cols}), Wm = W.contiguous().reshape({groups, c_out_g, depth});
   // col[i, group g] = W[g]^T gy[i, group g] for the images of GYB.
   auto products = [&](const Tensor& gyb, Tensor col) {

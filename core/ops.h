@@ -169,7 +169,7 @@ struct Conv2dParams {
 };
 /// The most bytes of lowered windows one convolution call holds at once (the chunk of images
 /// whose columns are built together; at least one image).
-inline constexpr int64_t kConvLoweredBytes = int64_t(8) << 20;
+inline constexpr int64_t kConvLoweredBytes = int64_t(4) << 20;
 /// Chainer's conv.get_conv_outsize: the output extent of a convolution over SIZE with kernel K,
 /// stride S, padding P and dilation D; COVER_ALL adds the positions a partial window reaches.
 int64_t conv_outsize(int64_t size, int64_t k, int64_t s, int64_t p, bool cover_all = false, int64_t d = 1);
