@@ -176,6 +176,14 @@ struct Kernels {
   /// back at the pixel im2col took it from (the adjoint of im2col); elements from outside the
   /// image are dropped.
   void (*col2im)(const Tensor& col, const Conv2dGeometry& g, Tensor& x);
+  /// The depthwise convolution (groups = C): Y (N, C * m, out_h, out_w) = X (N, C, H, W) with
+  /// filters W (C * m, 1, kh, kw), output channel o reading input channel o / m, plus B (C * m,)
+  /// per output channel when defined. X, W contiguous.
+  void (*depthwise_conv)(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y);
+  /// Its data gradient: GX (N, C, H, W) from GY (N, C * m, out_h, out_w, contiguous) and W.
+  void (*depthwise_conv_grad_data)(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx);
+  /// Its filter gradient: GW (C * m, 1, kh, kw) from X and GY (contiguous), summed in a fixed order.
+  void (*depthwise_conv_grad_filter)(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
 
   // ---- optimizer updates (core/update_ops.h), every parameter in one call ----
   /// One step of RULE on every parameter of PARAMS (see ops::update_).

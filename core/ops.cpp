@@ -654,6 +654,11 @@ Conv2dGeometry conv_geometry(const Conv2dParams& p, int64_t kh, int64_t kw, int6
           .out_h = out_h, .out_w = out_w};
 }
 
+// One input channel per group (groups = C > 1): the products would have one row, so the
+// depthwise kernels compute the convolution directly (8x faster forward on the depthwise layer
+// of bench_conv, docs/performance.md).
+bool is_depthwise(int64_t c, const Conv2dParams& p) { return p.groups > 1 && c == p.groups; }
+
 // A 1x1 window with stride 1 and no padding: the image is its own lowered matrix.
 bool is_pointwise(int64_t kh, int64_t kw, const Conv2dParams& p) {
   return kh == 1 && kw == 1 && p.sy == 1 && p.sx == 1 && p.ph == 0 && p.pw == 0;
@@ -722,6 +727,11 @@ Tensor convolve(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dP
   Tensor y = Tensor::empty({n, c_out, out_h, out_w}, x.dtype(), device);
   if (y.numel() == 0) return y;
   const Kernels& k = kernels_for(device);
+  const Conv2dGeometry geo = conv_geometry(params, kh, kw, out_h, out_w);
+  if (is_depthwise(c, params)) {
+    k.depthwise_conv(x.contiguous(), W.contiguous(), b, geo, y);
+    return y;
+  }
   const int64_t cols = out_h * out_w, c_out_g = c_out / groups, depth = c / groups * kh * kw;
   Tensor y3 = y.reshape({n, c_out, cols});
   double beta = 0.0;
@@ -741,7 +751,6 @@ Tensor convolve(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dP
     products(xc.reshape({n, c, cols}), y3);
     return y;
   }
-  const Conv2dGeometry geo = conv_geometry(params, kh, kw, out_h, out_w);
   LoweredChunks(n, c * kh * kw, cols, x.dtype(), device).for_each([&](int64_t first, int64_t count, Tensor col) {
     k.im2col(xc.narrow(0, first, count), geo, col);
     products(col, y3.narrow(0, first, count));
@@ -779,14 +788,23 @@ Tensor convolution_2d_grad_data(const Tensor& gy, const Tensor& W, int64_t heigh
                     shape_str(W.shape()), ")"));
   check_output_extents(op, "gy has extents", gy.size(2), gy.size(3), height, width, kh, kw, params);
   const int64_t c_out_g = c_out / groups, c_g = c / groups, depth = c_g * kh * kw;
+  if (is_depthwise(c, params)) {
+    Tensor gx = Tensor::empty({n, c, height, width}, gy.dtype(), device);
+    if (gx.numel() > 0)
+      kernels_for(device).depthwise_conv_grad_data(
+          gy.contiguous(), W.contiguous(), conv_geometry(params, kh, kw, gy.size(2), gy.size(3)), gx);
+    return gx;
+  }
   // With stride 1 the gradient is itself a convolution: of gy, padded by d (k - 1) - p, with the
   // filters transposed and turned by 180 degrees. That product has the forward's shape (C / groups
   // x C_out / groups * kh * kw against the windows), where the general path below makes a column
   // matrix kh * kw times the image's size from a product of depth C_out / groups alone (32 for
   // the Fashion-MNIST network) and scatters it back: 1.3x faster there (docs/performance.md).
+  // Its products have C / groups rows: with fewer than 16 (a first layer's one channel) they
+  // waste most of the micro-kernel's 14-row tiles, and the general path is 8x faster.
   const int64_t flip_ph = params.dy * (kh - 1) - params.ph, flip_pw = params.dx * (kw - 1) - params.pw;
   if (params.sy == 1 && params.sx == 1 && flip_ph >= 0 && flip_pw >= 0 && !is_pointwise(kh, kw, params) &&
-      n > 0 && c > 0) {
+      c_g >= 16 && n > 0) {
     const Tensor t = W.reshape({groups, c_out_g, c_g, kh, kw}).transpose({0, 2, 1, 3, 4});
     // (groups, C / groups, C_out / groups, kh, kw) with both window axes walked backward.
     std::vector<int64_t> strides = t.strides();
@@ -843,6 +861,11 @@ Tensor convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, int64_t kh,
   if (n == 0 || shape_numel(w_shape) == 0) return Tensor::zeros(w_shape, x.dtype(), device);
   const Kernels& k = kernels_for(device);
   const int64_t out_h = gy.size(2), out_w = gy.size(3), cols = out_h * out_w;
+  if (is_depthwise(c, params)) {
+    Tensor gW = Tensor::empty(w_shape, x.dtype(), device);
+    k.depthwise_conv_grad_filter(x.contiguous(), gy.contiguous(), conv_geometry(params, kh, kw, out_h, out_w), gW);
+    return gW;
+  }
   const Tensor xc = x.contiguous(), gy3 = gy.contiguous().reshape({n, c_out, cols});
   const bool pointwise = is_pointwise(kh, kw, params);
   LoweredChunks chunks(pointwise ? 0 : n, c * kh * kw, cols, x.dtype(), device);

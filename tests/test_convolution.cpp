@@ -3,7 +3,10 @@
 // written here in float64 over a table of geometries (stride, padding, dilation, groups,
 // cover_all, odd and non-square sizes, batch 1, 1x1 windows, several chunks of images),
 // finite-difference gradients of x, W and b, deconvolution as the transpose of convolution,
-// the links' parameters, and the error messages.
+// the links' parameters, and the error messages. Each path of core/ops.h has cases: the lowered
+// products, the 1x1 products without lowering, the direct depthwise kernels (groups = C), and
+// for the data gradient the flipped convolution (stride 1, 16 or more channels per group) and
+// col2im.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -49,7 +52,11 @@ std::vector<ConvCase> conv_cases() {
       {"dilate (2, 1), pad 2", 1, 2, 6, 5, 2, 3, 2, 1, 2, {2, 1}},
       {"groups 2", 2, 4, 5, 4, 6, 3, 3, 1, 1, 1, 2},
       {"depthwise: groups 3, multiplier 2", 2, 3, 5, 5, 6, 3, 3, 2, 1, 1, 3},
+      {"depthwise, stride (2, 1), pad (1, 2), dilate (1, 2), cover_all", 2, 2, 7, 6, 4, 3, 2, {2, 1}, {1, 2}, {1, 2}, 2,
+       true},
       {"1x1, stride 1, no padding (no lowering)", 3, 4, 3, 5, 2, 1, 1},
+      {"16 channels, dilate 2, pad (2, 1) (the data gradient as a flipped convolution)", 2, 16, 6, 5, 3, 3, 2, 1,
+       {2, 1}, 2},
       {"1x1, stride 2", 2, 3, 5, 5, 2, 1, 1, 2},
       {"kernel as large as the padded input", 2, 2, 3, 2, 2, 5, 4, 1, 1},
       {"pad larger than the kernel", 1, 2, 3, 3, 2, 2, 2, 2, 3},
