@@ -47,11 +47,16 @@ enum class LossReduction {
 /// position (oy, ox) with window offset (i, j) reads image pixel (oy*sy - ph + i*dy,
 /// ox*sx - pw + j*dx), 0 outside the image.
 struct Conv2dGeometry {
-  int64_t kh = 1, kw = 1;  ///< the window's extent
-  int64_t sy = 1, sx = 1;  ///< the stride
-  int64_t ph = 0, pw = 0;  ///< the padding before the first row and column
-  int64_t dy = 1, dx = 1;  ///< the dilation
-  int64_t out_h = 0, out_w = 0;  ///< the output grid
+  int64_t kh = 1;     ///< the window's rows
+  int64_t kw = 1;     ///< the window's columns
+  int64_t sy = 1;     ///< the stride along the rows
+  int64_t sx = 1;     ///< the stride along the columns
+  int64_t ph = 0;     ///< the padding before the first row
+  int64_t pw = 0;     ///< the padding before the first column
+  int64_t dy = 1;     ///< the dilation along the rows
+  int64_t dx = 1;     ///< the dilation along the columns
+  int64_t out_h = 0;  ///< the output grid's rows
+  int64_t out_w = 0;  ///< the output grid's columns
 };
 
 /// The tensors of one parameter in a fused optimizer step (all contiguous, one shape and dtype;

@@ -155,15 +155,21 @@ Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device
 //
 // Each image's windows are laid out as the columns of a matrix (im2col, in chunks of images of
 // at most kConvLoweredBytes, allocated per call) and multiplied by the filters through the
-// batched_gemm kernel, one product per image and group; the data gradient puts the columns back
-// (col2im). A 1x1 convolution with stride 1 and no padding multiplies the images themselves.
+// batched_gemm kernel, one product per image and group; the filter gradient sums those products
+// over the images in a fixed number of partial sums. The data gradient puts the columns back
+// (col2im), or, with stride 1 and 16 or more channels per group, is the convolution of gy with
+// the flipped filters. A 1x1 convolution with stride 1 and no padding multiplies the images
+// themselves; a depthwise one (groups = C) has direct kernels. Every path works on every device.
 
 /// The arguments of a 2-D convolution besides its arrays, as chainer.functions.convolution_2d
 /// takes them (pairs as (y, x)).
 struct Conv2dParams {
-  int64_t sy = 1, sx = 1;  ///< the stride
-  int64_t ph = 0, pw = 0;  ///< the zero padding on each side
-  int64_t dy = 1, dx = 1;  ///< the dilation: window taps DY rows and DX columns apart
+  int64_t sy = 1;          ///< the stride along the rows
+  int64_t sx = 1;          ///< the stride along the columns
+  int64_t ph = 0;          ///< the zero padding above and below
+  int64_t pw = 0;          ///< the zero padding left and right
+  int64_t dy = 1;          ///< the dilation along the rows: window taps DY rows apart
+  int64_t dx = 1;          ///< the dilation along the columns
   int64_t groups = 1;      ///< channel groups, each convolved apart (GROUPS divides both channel counts)
   bool cover_all = false;  ///< extends the output so that every pixel is covered (convolution_2d only)
 };

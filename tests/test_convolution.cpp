@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -366,4 +367,24 @@ TEST_CASE("Deconvolution2D and DepthwiseConvolution2D: Chainer's shapes of W and
   CHECK(lazy_depthwise(x).shape() == Shape{2, 12, 3, 3});
   CHECK(lazy_depthwise.W().shape() == Shape{3, 4, 3, 3});
   CHECK(lazy_depthwise.b()->shape() == Shape{12});
+}
+
+TEST_CASE("Convolution2D and Deconvolution2D: a lazily sized link takes in_channels from a loaded W, and refuses a "
+          "wrong one", "[convolution][links]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "chainer_test_convolution.npz").string();
+  L::Convolution2D conv(3, 8, {3, 2}, 1, 0, false, {}, {}, 1, 1);
+  save_npz(path, conv);
+  L::Convolution2D lazy(8, {3, 2});
+  load_npz(path, lazy);
+  CHECK(lazy.in_channels() == 3);
+  CHECK(values(lazy.W()) == values(conv.W()));
+  L::Convolution2D wrong(8, 3);
+  REQUIRE_THROWS_WITH(load_npz(path, wrong), Catch::Contains("Convolution2D: the loaded W") &&
+                                                 Catch::Contains("(8, 3, 3, 2)") && Catch::Contains("(8, any, 3, 3)"));
+  L::Deconvolution2D deconv(3, 8, 2);
+  save_npz(path, deconv);
+  L::Deconvolution2D lazy_deconv(8, 2);
+  load_npz(path, lazy_deconv);
+  CHECK(lazy_deconv.in_channels() == 3);
+  std::filesystem::remove(path);
 }
