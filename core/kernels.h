@@ -41,6 +41,24 @@ enum class LossReduction {
   MeanOverBatch  ///< their sum divided by the batch size (at least 1)
 };
 
+/// The geometry of one 2-D convolution's lowering (the `im2col` and `col2im` kernels): the window
+/// (kh, kw) with its stride, padding and dilation per axis, and the output grid (out_h, out_w),
+/// given explicitly so that cover_all and deconvolution's outsize need nothing more. Output
+/// position (oy, ox) with window offset (i, j) reads image pixel (oy*sy - ph + i*dy,
+/// ox*sx - pw + j*dx), 0 outside the image.
+struct Conv2dGeometry {
+  int64_t kh = 1;     ///< the window's rows
+  int64_t kw = 1;     ///< the window's columns
+  int64_t sy = 1;     ///< the stride along the rows
+  int64_t sx = 1;     ///< the stride along the columns
+  int64_t ph = 0;     ///< the padding before the first row
+  int64_t pw = 0;     ///< the padding before the first column
+  int64_t dy = 1;     ///< the dilation along the rows
+  int64_t dx = 1;     ///< the dilation along the columns
+  int64_t out_h = 0;  ///< the output grid's rows
+  int64_t out_w = 0;  ///< the output grid's columns
+};
+
 /// The tensors of one parameter in a fused optimizer step (all contiguous, one shape and dtype;
 /// state tensors unused by the rule are undefined). The states, in the order of each rule's
 /// Chainer state names (see update_rule_states()).
@@ -118,6 +136,14 @@ struct Kernels {
   // ---- matrix products: C = alpha op(A) op(B) + beta C (A, B contiguous 2-D) ----
   /// C = alpha op(A) op(B) + beta C (A, B contiguous 2-D; op transposes when its flag is set).
   void (*gemm)(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
+  /// Products of a batch, summed in groups: C[g] = alpha * sum of op(A[i]) op(B[i]) over the
+  /// products i of group g + beta * C[g]. A and B are 3-D with a batch axis of 1 (one matrix
+  /// for every product) or of the batch size; C (groups, m, n) has `groups` dividing the batch,
+  /// group g holding products [g * batch / groups, (g + 1) * batch / groups) (groups == batch:
+  /// one product each). Every matrix A[i], B[i], C[g] is a contiguous 2-D block; the batch axes
+  /// may have any stride (C may be a view). On the CPU the sums run in a fixed order.
+  void (*batched_gemm)(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta,
+                       Tensor& c);
 
   // ---- the fused steps of nn/functions ----
   /// OUT = softmax (or log-softmax when LOG) of X along AXIS.
@@ -147,6 +173,22 @@ struct Kernels {
   void (*sigmoid_cross_entropy)(const Tensor& x, const Tensor& t, Tensor& loss);
   /// GX[i] = GY[i or 0] * (sigmoid(X[i]) - T[i]); 0 where T[i] is -1 (GY: one element or X's shape).
   void (*sigmoid_cross_entropy_grad)(const Tensor& x, const Tensor& t, const Tensor& gy, Tensor& gx);
+
+  /// COL (B, C * kh * kw, out_h * out_w) = the windows of X (B, C, H, W, contiguous):
+  /// col[b, (c, i, j), (oy, ox)] = x[b, c, oy*sy - ph + i*dy, ox*sx - pw + j*dx], 0 outside X.
+  void (*im2col)(const Tensor& x, const Conv2dGeometry& g, Tensor& col);
+  /// X (B, C, H, W, overwritten) = every element of COL (contiguous, as im2col makes it) added
+  /// back at the pixel im2col took it from (the adjoint of im2col); elements from outside the
+  /// image are dropped.
+  void (*col2im)(const Tensor& col, const Conv2dGeometry& g, Tensor& x);
+  /// The depthwise convolution (groups = C): Y (N, C * m, out_h, out_w) = X (N, C, H, W) with
+  /// filters W (C * m, 1, kh, kw), output channel o reading input channel o / m, plus B (C * m,)
+  /// per output channel when defined. X, W contiguous.
+  void (*depthwise_conv)(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y);
+  /// Its data gradient: GX (N, C, H, W) from GY (N, C * m, out_h, out_w, contiguous) and W.
+  void (*depthwise_conv_grad_data)(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx);
+  /// Its filter gradient: GW (C * m, 1, kh, kw) from X and GY (contiguous), summed in a fixed order.
+  void (*depthwise_conv_grad_filter)(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
 
   // ---- optimizer updates (core/update_ops.h), every parameter in one call ----
   /// One step of RULE on every parameter of PARAMS (see ops::update_).

@@ -588,6 +588,316 @@ Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device
   return mask;
 }
 
+// Python's floor division: the numerator of an output size may be negative.
+namespace {
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+}  // namespace
+
+int64_t conv_outsize(int64_t size, int64_t k, int64_t s, int64_t p, bool cover_all, int64_t d) {
+  const int64_t dk = k + (k - 1) * (d - 1);
+  return floor_div(size + 2 * p - dk + (cover_all ? s - 1 : 0), s) + 1;
+}
+
+int64_t deconv_outsize(int64_t size, int64_t k, int64_t s, int64_t p, bool cover_all, int64_t d) {
+  const int64_t dk = (k - 1) * d + 1;
+  return s * (size - 1) + dk - 2 * p - (cover_all ? s - 1 : 0);
+}
+
+namespace {
+std::string pair_str(int64_t a, int64_t b) { return str("(", a, ", ", b, ")"); }
+
+void check_conv_params(const char* op, const Conv2dParams& p) {
+  if (p.sy < 1 || p.sx < 1) throw Error(str(op, ": stride ", pair_str(p.sy, p.sx), " must be positive"));
+  if (p.ph < 0 || p.pw < 0) throw Error(str(op, ": pad ", pair_str(p.ph, p.pw), " must not be negative"));
+  if (p.dy < 1 || p.dx < 1) throw Error(str(op, ": dilate ", pair_str(p.dy, p.dx), " must be positive"));
+  if (p.groups < 1) throw Error(str(op, ": groups ", p.groups, " must be positive"));
+}
+
+void require_4d(const char* op, const char* name, const Shape& shape, const char* axes) {
+  if (shape.size() != 4) throw Error(str(op, ": ", name, " must be 4-D ", axes, ", got shape ", shape_str(shape)));
+}
+
+// The filters W (C_out, C / groups, kh, kw) against C image channels: GROUPS divides both
+// channel counts, and W's second axis is C / groups. X_NAME names the image in messages.
+void check_filters(const char* op, const Tensor& W, const char* x_name, int64_t c, const Conv2dParams& p) {
+  require_4d(op, "W", W.shape(), "(out_channels, in_channels / groups, kh, kw)");
+  if (c % p.groups != 0)
+    throw Error(str(op, ": groups ", p.groups, " does not divide the ", c, " channels of ", x_name));
+  if (W.size(0) % p.groups != 0)
+    throw Error(str(op, ": groups ", p.groups, " does not divide the ", W.size(0), " output channels of W (shape ",
+                    shape_str(W.shape()), ")"));
+  if (W.size(1) * p.groups != c)
+    throw Error(str(op, ": ", x_name, " has ", c, " channels but W expects ", W.size(1) * p.groups, " (W has shape ",
+                    shape_str(W.shape()), ", groups ", p.groups, ")"));
+  if (W.size(2) < 1 || W.size(3) < 1) throw Error(str(op, ": W has an empty kernel (shape ", shape_str(W.shape()), ")"));
+}
+
+// Output extents (OH, OW) of WHAT against an image of HEIGHT x WIDTH: ones a convolution with
+// these parameters makes, with cover_all or without.
+void check_output_extents(const char* op, const char* what, int64_t oh, int64_t ow, int64_t height, int64_t width,
+                          int64_t kh, int64_t kw, const Conv2dParams& p) {
+  const int64_t lo_h = conv_outsize(height, kh, p.sy, p.ph, false, p.dy);
+  const int64_t hi_h = conv_outsize(height, kh, p.sy, p.ph, true, p.dy);
+  const int64_t lo_w = conv_outsize(width, kw, p.sx, p.pw, false, p.dx);
+  const int64_t hi_w = conv_outsize(width, kw, p.sx, p.pw, true, p.dx);
+  if (oh < 1 || ow < 1 || oh < lo_h || oh > hi_h || ow < lo_w || ow > hi_w) {
+    const std::string made = lo_h == hi_h && lo_w == hi_w ? pair_str(lo_h, lo_w)
+                                                          : str(pair_str(lo_h, lo_w), " to ", pair_str(hi_h, hi_w));
+    throw Error(str(op, ": ", what, " ", pair_str(oh, ow), " but a convolution of ", pair_str(height, width),
+                    " with kernel ", pair_str(kh, kw), ", stride ", pair_str(p.sy, p.sx), ", pad ", pair_str(p.ph, p.pw),
+                    " and dilate ", pair_str(p.dy, p.dx), " makes ", made));
+  }
+}
+
+Conv2dGeometry conv_geometry(const Conv2dParams& p, int64_t kh, int64_t kw, int64_t out_h, int64_t out_w) {
+  return {.kh = kh, .kw = kw, .sy = p.sy, .sx = p.sx, .ph = p.ph, .pw = p.pw, .dy = p.dy, .dx = p.dx,
+          .out_h = out_h, .out_w = out_w};
+}
+
+// One input channel per group (groups = C > 1): the products would have one row, so the
+// depthwise kernels compute the convolution directly (8x faster forward on the depthwise layer
+// of bench_conv, docs/performance.md).
+bool is_depthwise(int64_t c, const Conv2dParams& p) { return p.groups > 1 && c == p.groups; }
+
+// A 1x1 window with stride 1 and no padding: the image is its own lowered matrix.
+bool is_pointwise(int64_t kh, int64_t kw, const Conv2dParams& p) {
+  return kh == 1 && kw == 1 && p.sy == 1 && p.sx == 1 && p.ph == 0 && p.pw == 0;
+}
+
+// The N images in chunks whose lowered windows (ROWS x COLS elements of ITEMSIZE bytes each)
+// take at most kConvLoweredBytes together: fn(first, count, col) with COL (count, ROWS, COLS),
+// one buffer for every chunk. The chunks differ in size by one at most, the smallest being
+// min_chunk() images.
+class LoweredChunks {
+ public:
+  LoweredChunks(int64_t n, int64_t rows, int64_t cols, DType dtype, Device device)
+      : n_(n), rows_(rows), cols_(cols) {
+    const int64_t per_image = std::max<int64_t>(1, rows * cols * int64_t(dtype_size(dtype)));
+    const int64_t fits = std::max<int64_t>(1, kConvLoweredBytes / per_image);
+    count_ = std::max<int64_t>(1, (n + fits - 1) / fits);
+    buffer_ = Tensor::empty({(n + count_ - 1) / count_, rows, cols}, dtype, device);
+  }
+  int64_t min_chunk() const { return n_ / count_; }
+  template <class Fn>
+  void for_each(Fn&& fn) {
+    for (int64_t i = 0; i < count_; ++i) {
+      const int64_t first = n_ * i / count_, count = n_ * (i + 1) / count_ - first;
+      fn(first, count, buffer_.narrow(0, 0, count));
+    }
+  }
+
+ private:
+  int64_t n_, rows_, cols_, count_;
+  Tensor buffer_;
+};
+}  // namespace
+
+namespace {
+// Checks X, W and PARAMS (out_h and out_w are -1 to be computed from params.cover_all, else the
+// extents asked for) and returns y.
+Tensor convolve(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dParams& params, int64_t out_h,
+                int64_t out_w) {
+  const char* op = "convolution_2d";
+  const Device device = require_same_device(op, {&x, &W});
+  require_floating(op, x);
+  require_same_dtype(op, x, W);
+  check_conv_params(op, params);
+  require_4d(op, "x", x.shape(), "(batch, channels, height, width)");
+  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  check_filters(op, W, "x", c, params);
+  const int64_t c_out = W.size(0), kh = W.size(2), kw = W.size(3), groups = params.groups;
+  if (out_h < 0) {
+    out_h = conv_outsize(h, kh, params.sy, params.ph, params.cover_all, params.dy);
+    out_w = conv_outsize(w, kw, params.sx, params.pw, params.cover_all, params.dx);
+    if (out_h < 1 || out_w < 1)
+      throw Error(str(op, ": the kernel ", pair_str(kh, kw), " with dilate ", pair_str(params.dy, params.dx),
+                      " is larger than the padded input ", pair_str(h + 2 * params.ph, w + 2 * params.pw),
+                      " (x has shape ", shape_str(x.shape()), ", pad ", pair_str(params.ph, params.pw),
+                      "): the output would be ", pair_str(out_h, out_w)));
+  } else {
+    check_output_extents(op, "the output extents", out_h, out_w, h, w, kh, kw, params);
+  }
+  if (b.defined()) {
+    require_same_device(op, {&x, &b});
+    require_same_dtype(op, x, b);
+    if (b.shape() != Shape{c_out})
+      throw Error(str(op, ": b has shape ", shape_str(b.shape()), " but W has ", c_out, " output channels (expected ",
+                      shape_str({c_out}), ")"));
+  }
+  Tensor y = Tensor::empty({n, c_out, out_h, out_w}, x.dtype(), device);
+  if (y.numel() == 0) return y;
+  const Kernels& k = kernels_for(device);
+  const Conv2dGeometry geo = conv_geometry(params, kh, kw, out_h, out_w);
+  if (is_depthwise(c, params)) {
+    k.depthwise_conv(x.contiguous(), W.contiguous(), b, geo, y);
+    return y;
+  }
+  const int64_t cols = out_h * out_w, c_out_g = c_out / groups, depth = c / groups * kh * kw;
+  Tensor y3 = y.reshape({n, c_out, cols});
+  double beta = 0.0;
+  if (b.defined()) {  // the products add onto the bias
+    k.broadcast_copy(b.contiguous().reshape({1, c_out, 1}), y3);
+    beta = 1.0;
+  }
+  const Tensor xc = x.contiguous(), Wm = W.contiguous().reshape({groups, c_out_g, depth});
+  // y[i, group g] = W[g] col[i, group g] for the images of YB and their windows COL.
+  auto products = [&](const Tensor& col, Tensor yb) {
+    for (int64_t g = 0; g < groups; ++g) {
+      Tensor out = yb.narrow(1, g * c_out_g, c_out_g);
+      k.batched_gemm(Wm.narrow(0, g, 1), false, col.narrow(1, g * depth, depth), false, 1.0, beta, out);
+    }
+  };
+  if (is_pointwise(kh, kw, params)) {
+    products(xc.reshape({n, c, cols}), y3);
+    return y;
+  }
+  LoweredChunks(n, c * kh * kw, cols, x.dtype(), device).for_each([&](int64_t first, int64_t count, Tensor col) {
+    k.im2col(xc.narrow(0, first, count), geo, col);
+    products(col, y3.narrow(0, first, count));
+  });
+  return y;
+}
+}  // namespace
+
+Tensor convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dParams& params) {
+  return convolve(x, W, b, params, -1, -1);
+}
+
+Tensor convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dParams& params, int64_t out_h,
+                      int64_t out_w) {
+  if (out_h < 1 || out_w < 1)
+    throw Error(str("convolution_2d: the output extents ", pair_str(out_h, out_w), " must be positive"));
+  return convolve(x, W, b, params, out_h, out_w);
+}
+
+Tensor convolution_2d_grad_data(const Tensor& gy, const Tensor& W, int64_t height, int64_t width,
+                                const Conv2dParams& params) {
+  const char* op = "convolution_2d_grad_data";
+  const Device device = require_same_device(op, {&gy, &W});
+  require_floating(op, gy);
+  require_same_dtype(op, gy, W);
+  check_conv_params(op, params);
+  require_4d(op, "gy", gy.shape(), "(batch, channels, height, width)");
+  require_4d(op, "W", W.shape(), "(out_channels, in_channels / groups, kh, kw)");
+  if (height < 1 || width < 1) throw Error(str(op, ": the image size ", pair_str(height, width), " must be positive"));
+  const int64_t groups = params.groups, c = W.size(1) * groups;
+  check_filters(op, W, "the image", c, params);
+  const int64_t n = gy.size(0), c_out = W.size(0), kh = W.size(2), kw = W.size(3);
+  if (gy.size(1) != c_out)
+    throw Error(str(op, ": gy has ", gy.size(1), " channels but W has ", c_out, " output channels (W has shape ",
+                    shape_str(W.shape()), ")"));
+  check_output_extents(op, "gy has extents", gy.size(2), gy.size(3), height, width, kh, kw, params);
+  const int64_t c_out_g = c_out / groups, c_g = c / groups, depth = c_g * kh * kw;
+  if (is_depthwise(c, params)) {
+    Tensor gx = Tensor::empty({n, c, height, width}, gy.dtype(), device);
+    if (gx.numel() > 0)
+      kernels_for(device).depthwise_conv_grad_data(
+          gy.contiguous(), W.contiguous(), conv_geometry(params, kh, kw, gy.size(2), gy.size(3)), gx);
+    return gx;
+  }
+  // With stride 1 the gradient is itself a convolution: of gy, padded by d (k - 1) - p, with the
+  // filters transposed and turned by 180 degrees. That product has the forward's shape (C / groups
+  // x C_out / groups * kh * kw against the windows), where the general path below makes a column
+  // matrix kh * kw times the image's size from a product of depth C_out / groups alone (32 for
+  // the Fashion-MNIST network) and scatters it back: 1.3x faster there (docs/performance.md).
+  // Its products have C / groups rows: with fewer than 16 (a first layer's one channel) they
+  // waste most of the micro-kernel's 14-row tiles, and the general path is 8x faster.
+  const int64_t flip_ph = params.dy * (kh - 1) - params.ph, flip_pw = params.dx * (kw - 1) - params.pw;
+  if (params.sy == 1 && params.sx == 1 && flip_ph >= 0 && flip_pw >= 0 && !is_pointwise(kh, kw, params) &&
+      c_g >= 16 && n > 0) {
+    const Tensor t = W.reshape({groups, c_out_g, c_g, kh, kw}).transpose({0, 2, 1, 3, 4});
+    // (groups, C / groups, C_out / groups, kh, kw) with both window axes walked backward.
+    std::vector<int64_t> strides = t.strides();
+    strides[3] = -strides[3], strides[4] = -strides[4];
+    const Tensor flipped = t.as_strided(t.shape(), strides, t.offset() + (kh - 1) * t.strides()[3] + (kw - 1) * t.strides()[4]);
+    const Conv2dParams flip{.sy = 1, .sx = 1, .ph = flip_ph, .pw = flip_pw, .dy = params.dy, .dx = params.dx,
+                            .groups = groups};
+    return convolve(gy, flipped.contiguous().reshape({c, c_out_g, kh, kw}), Tensor(), flip, height, width);
+  }
+  Tensor gx = Tensor::empty({n, c, height, width}, gy.dtype(), device);
+  if (gx.numel() == 0) return gx;
+  const Kernels& k = kernels_for(device);
+  const int64_t out_h = gy.size(2), out_w = gy.size(3), cols = out_h * out_w;
+  const Tensor gy3 = gy.contiguous().reshape({n, c_out, cols}), Wm = W.contiguous().reshape({groups, c_out_g, depth});
+  // col[i, group g] = W[g]^T gy[i, group g] for the images of GYB.
+  auto products = [&](const Tensor& gyb, Tensor col) {
+    for (int64_t g = 0; g < groups; ++g) {
+      Tensor out = col.narrow(1, g * depth, depth);
+      k.batched_gemm(Wm.narrow(0, g, 1), true, gyb.narrow(1, g * c_out_g, c_out_g), false, 1.0, 0.0, out);
+    }
+  };
+  if (is_pointwise(kh, kw, params)) {
+    products(gy3, gx.reshape({n, c, cols}));
+    return gx;
+  }
+  const Conv2dGeometry geo = conv_geometry(params, kh, kw, out_h, out_w);
+  LoweredChunks(n, c * kh * kw, cols, gy.dtype(), device).for_each([&](int64_t first, int64_t count, Tensor col) {
+    products(gy3.narrow(0, first, count), col);
+    Tensor gxb = gx.narrow(0, first, count);
+    k.col2im(col, geo, gxb);
+  });
+  return gx;
+}
+
+Tensor convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, int64_t kh, int64_t kw,
+                                  const Conv2dParams& params) {
+  const char* op = "convolution_2d_grad_filter";
+  const Device device = require_same_device(op, {&x, &gy});
+  require_floating(op, x);
+  require_same_dtype(op, x, gy);
+  check_conv_params(op, params);
+  require_4d(op, "x", x.shape(), "(batch, channels, height, width)");
+  require_4d(op, "gy", gy.shape(), "(batch, channels, height, width)");
+  if (kh < 1 || kw < 1) throw Error(str(op, ": the kernel size ", pair_str(kh, kw), " must be positive"));
+  const int64_t n = x.size(0), c = x.size(1), c_out = gy.size(1), groups = params.groups;
+  if (gy.size(0) != n)
+    throw Error(str(op, ": gy has shape ", shape_str(gy.shape()), " but x has shape ", shape_str(x.shape()),
+                    " (batch sizes differ)"));
+  if (c % groups != 0 || c_out % groups != 0)
+    throw Error(str(op, ": groups ", groups, " does not divide the channels of x (", c, ") and gy (", c_out, ")"));
+  check_output_extents(op, "gy has extents", gy.size(2), gy.size(3), x.size(2), x.size(3), kh, kw, params);
+  const int64_t c_out_g = c_out / groups, depth = c / groups * kh * kw;
+  const Shape w_shape{c_out, c / groups, kh, kw};
+  if (n == 0 || shape_numel(w_shape) == 0) return Tensor::zeros(w_shape, x.dtype(), device);
+  const Kernels& k = kernels_for(device);
+  const int64_t out_h = gy.size(2), out_w = gy.size(3), cols = out_h * out_w;
+  if (is_depthwise(c, params)) {
+    Tensor gW = Tensor::empty(w_shape, x.dtype(), device);
+    k.depthwise_conv_grad_filter(x.contiguous(), gy.contiguous(), conv_geometry(params, kh, kw, out_h, out_w), gW);
+    return gW;
+  }
+  const Tensor xc = x.contiguous(), gy3 = gy.contiguous().reshape({n, c_out, cols});
+  const bool pointwise = is_pointwise(kh, kw, params);
+  LoweredChunks chunks(pointwise ? 0 : n, c * kh * kw, cols, x.dtype(), device);
+  // The images' products are summed in PARTS partial sums (a fixed split of each chunk, so that
+  // a CPU team shares them out), then the parts are added up: acc (groups, parts, C_out/groups, depth).
+  const int64_t part_bytes = std::max<int64_t>(1, c_out * depth * int64_t(x.itemsize()));
+  const int64_t most_parts = std::max<int64_t>(1, kConvLoweredBytes / part_bytes);
+  const int64_t parts = std::clamp<int64_t>(std::min<int64_t>(pointwise ? n : chunks.min_chunk(), 16), 1, most_parts);
+  Tensor acc = Tensor::empty({groups, parts, c_out_g, depth}, x.dtype(), device);
+  double beta = 0.0;
+  auto products = [&](const Tensor& col, const Tensor& gyb) {
+    for (int64_t g = 0; g < groups; ++g) {
+      Tensor out = acc[g];
+      k.batched_gemm(gyb.narrow(1, g * c_out_g, c_out_g), false, col.narrow(1, g * depth, depth), true, 1.0, beta, out);
+    }
+    beta = 1.0;
+  };
+  if (pointwise) {
+    products(xc.reshape({n, c, cols}), gy3);
+  } else {
+    const Conv2dGeometry geo = conv_geometry(params, kh, kw, out_h, out_w);
+    chunks.for_each([&](int64_t first, int64_t count, Tensor col) {
+      k.im2col(xc.narrow(0, first, count), geo, col);
+      products(col, gy3.narrow(0, first, count));
+    });
+  }
+  if (parts == 1) return acc.reshape(w_shape);
+  Tensor gW = Tensor::empty({groups, 1, c_out_g, depth}, x.dtype(), device);
+  k.sum_axes(acc, {false, true, false, false}, gW);
+  return gW.reshape(w_shape);
+}
+
 Tensor accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label) {
   const Device device = require_same_device("accuracy", {&y, &t});
   require_floating("accuracy", y);

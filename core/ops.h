@@ -151,6 +151,55 @@ Tensor sigmoid_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
 /// default generator, which F::dropout uses, always does).
 Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device, Generator& gen);
 
+// ---- Convolutions over NCHW images, lowered to matrix products ----
+//
+// Each image's windows are laid out as the columns of a matrix (im2col, in chunks of images of
+// at most kConvLoweredBytes, allocated per call) and multiplied by the filters through the
+// batched_gemm kernel, one product per image and group; the filter gradient sums those products
+// over the images in a fixed number of partial sums. The data gradient puts the columns back
+// (col2im), or, with stride 1 and 16 or more channels per group, is the convolution of gy with
+// the flipped filters. A 1x1 convolution with stride 1 and no padding multiplies the images
+// themselves; a depthwise one (groups = C) has direct kernels. Every path works on every device.
+
+/// The arguments of a 2-D convolution besides its arrays, as chainer.functions.convolution_2d
+/// takes them (pairs as (y, x)).
+struct Conv2dParams {
+  int64_t sy = 1;          ///< the stride along the rows
+  int64_t sx = 1;          ///< the stride along the columns
+  int64_t ph = 0;          ///< the zero padding above and below
+  int64_t pw = 0;          ///< the zero padding left and right
+  int64_t dy = 1;          ///< the dilation along the rows: window taps DY rows apart
+  int64_t dx = 1;          ///< the dilation along the columns
+  int64_t groups = 1;      ///< channel groups, each convolved apart (GROUPS divides both channel counts)
+  bool cover_all = false;  ///< extends the output so that every pixel is covered (convolution_2d only)
+};
+/// The most bytes of lowered windows one convolution call holds at once (the chunk of images
+/// whose columns are built together; at least one image).
+inline constexpr int64_t kConvLoweredBytes = int64_t(4) << 20;
+/// Chainer's conv.get_conv_outsize: the output extent of a convolution over SIZE with kernel K,
+/// stride S, padding P and dilation D; COVER_ALL adds the positions a partial window reaches.
+int64_t conv_outsize(int64_t size, int64_t k, int64_t s, int64_t p, bool cover_all = false, int64_t d = 1);
+/// Chainer's conv.get_deconv_outsize: the output extent of a deconvolution (the inverse of conv_outsize).
+int64_t deconv_outsize(int64_t size, int64_t k, int64_t s, int64_t p, bool cover_all = false, int64_t d = 1);
+/// The convolution of X (N, C, H, W) with filters W (C_out, C / groups, kh, kw), plus B (C_out,)
+/// per output channel when defined: y (N, C_out, out_h, out_w) with the extents of conv_outsize.
+Tensor convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dParams& params);
+/// convolution_2d with the output extents (OUT_H, OUT_W) given, each one the convolution makes
+/// with cover_all or without (params.cover_all is not read): the gradient of deconvolution_2d,
+/// whose outsize may need cover_all on one axis only.
+Tensor convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dParams& params, int64_t out_h,
+                      int64_t out_w);
+/// The gradient of convolution_2d with respect to x, from GY (N, C_out, out_h, out_w): gx
+/// (N, C, HEIGHT, WIDTH). GY's extents must be ones some convolution of that size with PARAMS makes (with
+/// or without cover_all). Also the forward of deconvolution_2d.
+Tensor convolution_2d_grad_data(const Tensor& gy, const Tensor& W, int64_t height, int64_t width,
+                                const Conv2dParams& params);
+/// The gradient of convolution_2d with respect to its filters, from X (N, C, H, W) and GY
+/// (N, C_out, out_h, out_w): gW (C_out, C / groups, KH, KW). GY's extents as for
+/// convolution_2d_grad_data.
+Tensor convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, int64_t kh, int64_t kw,
+                                  const Conv2dParams& params);
+
 /// Fraction (a scalar of y's dtype) of `argmax(y, axis 1) == t` over labels other than
 /// IGNORE_LABEL; 0 when every label is ignored. T has y's shape without axis 1.
 Tensor accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label = -1);

@@ -33,4 +33,18 @@ Tensor normal(const Shape& shape, double scale, DType dtype, Generator* gen) {
 
 Tensor constant(const Shape& shape, double value, DType dtype) { return Tensor::full(shape, value, dtype); }
 
+Initializer::Initializer(Tensor array) {
+  if (!array.defined()) throw Error("Initializer: the array is undefined");
+  fn_ = [a = std::move(array)](const Shape&) { return a; };
+}
+
+Tensor Initializer::operator()(const Shape& shape, const std::string& who) const {
+  if (!fn_) throw Error(str(who, ": no initializer given"));
+  Tensor t = fn_(shape);
+  if (!t.defined() || t.shape() != shape)
+    throw Error(str(who, ": the initializer gave shape ", t.defined() ? shape_str(t.shape()) : std::string("undefined"),
+                    " (expected ", shape_str(shape), ")"));
+  return t.to(Device::cpu()).astype(DType::Float32);
+}
+
 }  // namespace chainer::initializers

@@ -691,6 +691,44 @@ TEST_CASE("cuda ops: matmul and gemm in every transpose mode, with k = 0 and emp
         }
 }
 
+TEST_CASE("cuda ops: convolution_2d and its data and filter gradients over geometries, groups and chunks",
+          "[cuda][ops][convolution]") {
+  struct Conv {
+    std::string name;
+    Shape x, W;
+    ops::Conv2dParams p;
+  };
+  // The last one takes several chunks of lowered windows (kConvLoweredBytes) and several partial
+  // sums of the filter gradient.
+  const std::vector<Conv> convs = {
+      {"3x3 pad 1", {2, 3, 7, 6}, {4, 3, 3, 3}, {.ph = 1, .pw = 1}},
+      {"stride 2, pad (1, 0), dilate (1, 2)", {3, 2, 9, 8}, {5, 2, 3, 2}, {.sy = 2, .sx = 2, .ph = 1, .dx = 2}},
+      {"groups 3 (depthwise)", {2, 3, 5, 5}, {6, 1, 3, 3}, {.ph = 1, .pw = 1, .groups = 3}},
+      {"1x1", {2, 8, 4, 5}, {3, 8, 1, 1}, {}},
+      {"cover_all, stride 3", {1, 2, 7, 8}, {2, 2, 2, 3}, {.sy = 3, .sx = 3, .cover_all = true}},
+      {"48 images in chunks", {48, 8, 64, 64}, {4, 8, 3, 3}, {.ph = 1, .pw = 1}},
+  };
+  Generator gen(8);
+  for (DType dtype : kFloatTypes)
+    for (const Conv& c : convs) {
+      INFO("convolution_2d " << c.name << " x " << shape_str(c.x) << " W " << shape_str(c.W) << " " << dtype_name(dtype));
+      const Tensor x = random_tensor(c.x, dtype, gen, -1, 1), W = random_tensor(c.W, dtype, gen, -1, 1);
+      const Tensor b = random_tensor({c.W[0]}, dtype, gen, -1, 1);
+      run_case([&] {
+        const Tensor y = ops::convolution_2d(x, W, b, c.p);
+        const Tensor gy = random_tensor(y.shape(), dtype, gen, -1, 1);
+        const double depth = double(c.W[1] * c.W[2] * c.W[3]);
+        expect_close(y, ops::convolution_2d(x.to(kGpu), W.to(kGpu), b.to(kGpu), c.p), tol_for(dtype, depth));
+        expect_close(ops::convolution_2d_grad_data(gy, W, c.x[2], c.x[3], c.p),
+                     ops::convolution_2d_grad_data(gy.to(kGpu), W.to(kGpu), c.x[2], c.x[3], c.p),
+                     tol_for(dtype, double(c.W[0] * c.W[2] * c.W[3])));
+        expect_close(ops::convolution_2d_grad_filter(x, gy, c.W[2], c.W[3], c.p),
+                     ops::convolution_2d_grad_filter(x.to(kGpu), gy.to(kGpu), c.W[2], c.W[3], c.p),
+                     tol_for(dtype, double(y.numel() / y.size(1))));
+      });
+    }
+}
+
 // cuBLAS handles are per thread (core/cuda/blas_handles.h): products from several threads at
 // once on the one compute stream, and a thread whose first product (creating its handle and its
 // workspace) is inside a graph capture. Catch2's checks are not thread-safe: the threads keep
@@ -1716,6 +1754,24 @@ std::vector<FnCase> function_cases() {
       {"huber_loss per element, delta 0.3",
        [](const Vars& v) { return F::huber_loss(v[0], v[1], 0.3, "no"); },
        {ops::add(input({3, 4}, 227), spaced({3, 4}, 228, 0.05)), input({3, 4}, 227)}},
+      {"convolution_2d 3x3 pad 1 (the flipped data gradient)",
+       [](const Vars& v) { return F::convolution_2d(v[0], v[1], v[2], 1, 1); },
+       {input({2, 2, 5, 4}, 229), input({3, 2, 3, 3}, 230), input({3}, 231)}},
+      {"convolution_2d stride (2, 1), pad (0, 2), dilate (1, 2), cover_all",
+       [](const Vars& v) { return F::convolution_2d(v[0], v[1], v[2], {2, 1}, {0, 2}, true, {1, 2}); },
+       {input({2, 2, 6, 5}, 232), input({3, 2, 2, 3}, 233), input({3}, 234)}},
+      {"convolution_2d groups 2, x as data", [](const Vars& v) { return F::convolution_2d(v[0], v[1], Variable(), 1, 1, false, 1, 2); },
+       {input({2, 4, 4, 3}, 235), input({4, 2, 3, 3}, 236)}, {true, false}},
+      {"convolution_2d 1x1 (no lowering)", [](const Vars& v) { return F::convolution_2d(v[0], v[1], v[2]); },
+       {input({3, 5, 2, 3}, 237), input({4, 5, 1, 1}, 238), input({4}, 239)}},
+      {"depthwise_convolution_2d multiplier 2, stride 2",
+       [](const Vars& v) { return F::depthwise_convolution_2d(v[0], v[1], v[2], 2, 1); },
+       {input({2, 3, 5, 5}, 240), input({2, 3, 3, 3}, 241), input({6}, 242)}},
+      {"deconvolution_2d stride 2, pad 1", [](const Vars& v) { return F::deconvolution_2d(v[0], v[1], v[2], 2, 1); },
+       {input({2, 3, 3, 4}, 243), input({3, 2, 3, 3}, 244), input({2}, 245)}},
+      {"deconvolution_2d groups 2, outsize (8, 7)",
+       [](const Vars& v) { return F::deconvolution_2d(v[0], v[1], Variable(), 2, {1, 0}, F::Pair(8, 7), 1, 2); },
+       {input({1, 4, 4, 3}, 246), input({4, 1, 3, 2}, 247)}},
   };
   for (int mode = 0; mode < 4; ++mode) {
     const bool ta = mode & 1, tb = mode & 2;

@@ -1,0 +1,103 @@
+// Convolution rates (ms and GFLOP/s) of ops::convolution_2d and its two gradients on the layer
+// shapes of the Fashion-MNIST CNN and of ResNet-50 (float32, NCHW), plus one depthwise layer,
+// and the convolution time of one Fashion-MNIST training epoch they imply.
+//   build/bench/bench_conv [--threads N] [--seconds S] [--cpu-time] [--only NAME]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <string>
+
+#include "core/cpu/kernels.h"  // gemm_backend()
+#include "core/ops.h"
+#include "core/parallel.h"
+#include "core/random.h"
+
+using namespace chainer;
+
+namespace {
+// Wall seconds; with --cpu-time, process CPU seconds divided by the thread count, which stays
+// meaningful on a machine shared with other work.
+bool g_cpu_time = false;
+double now(int threads) {
+  if (g_cpu_time) return double(std::clock()) / CLOCKS_PER_SEC / threads;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+// The best of 5 timing windows of at least MIN_SECONDS / 5 each, after one warm-up call: on a
+// shared machine the best window is the one least disturbed by other work.
+double seconds_per_call(const std::function<void()>& fn, double min_seconds, int threads) {
+  fn();
+  double best = 1e30;
+  for (int window = 0; window < 5; ++window) {
+    int reps = 0;
+    const double start = now(threads);
+    double elapsed = 0;
+    do {
+      fn();
+      ++reps;
+      elapsed = now(threads) - start;
+    } while (elapsed < min_seconds / 5);
+    best = std::min(best, elapsed / reps);
+  }
+  return best;
+}
+
+struct Layer {
+  const char* name;
+  int64_t n, c, c_out, hw, k, stride, pad, groups;
+  double per_epoch;  // calls per Fashion-MNIST training epoch (600 iterations of batch 100)
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  double min_seconds = 0.5;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) min_seconds = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--cpu-time")) g_cpu_time = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: bench_conv [--threads N] [--seconds S] [--cpu-time] [--only NAME]\n");
+      return 2;
+    }
+  }
+  set_num_threads(threads);
+  const Layer layers[] = {
+      {"fashion-1", 100, 1, 32, 28, 3, 1, 1, 1, 600},   {"fashion-2", 100, 32, 32, 28, 3, 1, 1, 1, 600},
+      {"fashion-3", 100, 32, 64, 14, 3, 1, 1, 1, 600},  {"fashion-4", 100, 64, 64, 14, 3, 1, 1, 1, 600},
+      {"resnet-3x3", 8, 64, 64, 56, 3, 1, 1, 1, 0},     {"resnet-1x1a", 8, 256, 64, 56, 1, 1, 0, 1, 0},
+      {"resnet-1x1b", 8, 64, 256, 56, 1, 1, 0, 1, 0},   {"resnet-3x3s2", 8, 128, 128, 56, 3, 2, 1, 1, 0},
+      {"depthwise-3x3", 8, 64, 64, 56, 3, 1, 1, 64, 0},
+  };
+  std::printf("gemm backend %s, %d threads, float32; ms per call and GFLOP/s (2 * N * C_out * out_h * out_w * "
+              "C / groups * k * k per pass)\n",
+              cpu::gemm_backend(), threads);
+  std::printf("  %-14s %22s %22s %22s\n", "layer", "forward", "backward data", "backward filter");
+  double epoch_seconds = 0;
+  for (const Layer& l : layers) {
+    if (!only.empty() && only != l.name) continue;
+    const ops::Conv2dParams p{.sy = l.stride, .sx = l.stride, .ph = l.pad, .pw = l.pad, .groups = l.groups};
+    const Tensor x = random::normal({l.n, l.c, l.hw, l.hw});
+    const Tensor W = random::normal({l.c_out, l.c / l.groups, l.k, l.k});
+    const Tensor y = ops::convolution_2d(x, W, Tensor(), p);
+    const Tensor gy = random::normal(y.shape());
+    const double flop = 2.0 * double(y.numel()) * double(l.c / l.groups * l.k * l.k);
+    const double fwd = seconds_per_call([&] { ops::convolution_2d(x, W, Tensor(), p); }, min_seconds, threads);
+    const double bwd_data =
+        seconds_per_call([&] { ops::convolution_2d_grad_data(gy, W, l.hw, l.hw, p); }, min_seconds, threads);
+    const double bwd_filter =
+        seconds_per_call([&] { ops::convolution_2d_grad_filter(x, gy, l.k, l.k, p); }, min_seconds, threads);
+    auto cell = [&](double s) { return std::to_string(s * 1e3).substr(0, 7) + " ms " + std::to_string(int(flop / s / 1e9)) + " GF/s"; };
+    std::printf("  %-14s %22s %22s %22s\n", l.name, cell(fwd).c_str(), cell(bwd_data).c_str(), cell(bwd_filter).c_str());
+    // The first layer's input is data: no data gradient.
+    epoch_seconds += l.per_epoch * (fwd + bwd_filter + (l.c == 1 ? 0 : bwd_data));
+  }
+  if (only.empty())
+    std::printf("convolution time of one Fashion-MNIST CNN training epoch (600 iterations of batch 100): %.2f s\n",
+                epoch_seconds);
+}

@@ -1,0 +1,225 @@
+// The lowering of 2-D convolutions (im2col and its adjoint col2im), the CPU's half of
+// ops::convolution_2d: the products themselves go through batched_gemm. One task per image
+// channel, each writing only its own rows of COL (or its own plane of X), so no two threads
+// touch one element and the sums of col2im run in a fixed order. Depthwise convolutions, whose
+// products would have one row, are computed directly: each window tap adds a weighted shifted
+// copy of the input plane to the output plane (held in L1).
+#include <algorithm>
+#include <cstring>
+
+#include "core/cpu/kernels.h"
+#include "core/parallel.h"
+
+namespace chainer::cpu {
+
+namespace {
+// The output columns [lo, hi) whose input column `ox * s - p + off` lies in [0, w).
+inline void valid_range(int64_t out, int64_t w, int64_t s, int64_t p, int64_t off, int64_t& lo, int64_t& hi) {
+  // ox * s >= p - off and ox * s <= w - 1 + p - off.
+  const int64_t first = p - off, last = w - 1 + p - off;
+  lo = first <= 0 ? 0 : (first + s - 1) / s;
+  hi = last < 0 ? 0 : std::min(out, last / s + 1);
+  if (hi < lo) hi = lo;
+}
+
+// fn(p) for every channel plane p of PLANES, in tasks of about 64K elements of COL each (a few
+// per thread at most), split evenly.
+template <class Fn>
+void for_planes(int64_t planes, const Conv2dGeometry& g, Fn&& fn) {
+  const int64_t per_plane = std::max<int64_t>(1, g.kh * g.kw * g.out_h * g.out_w);
+  const int64_t tasks = std::clamp<int64_t>(planes * per_plane >> 16, 1, std::min<int64_t>(planes, 4 * num_threads()));
+  parallel_tasks(tasks, num_threads(), [&](int64_t t) {
+    for (int64_t p = planes * t / tasks; p < planes * (t + 1) / tasks; ++p) fn(p);
+  });
+}
+
+template <class T>
+void im2col_plane(const T* x, int64_t h, int64_t w, const Conv2dGeometry& g, T* col) {
+  const int64_t ow = g.out_w, cols = g.out_h * ow;
+  for (int64_t i = 0; i < g.kh; ++i)
+    for (int64_t j = 0; j < g.kw; ++j) {
+      T* row = col + (i * g.kw + j) * cols;
+      int64_t lo, hi;
+      valid_range(ow, w, g.sx, g.pw, j * g.dx, lo, hi);
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        T* out = row + oy * ow;
+        const int64_t iy = oy * g.sy - g.ph + i * g.dy;
+        if (iy < 0 || iy >= h || lo == hi) {
+          std::fill(out, out + ow, T(0));
+          continue;
+        }
+        const int64_t base = iy * w - g.pw + j * g.dx;  // x[base + ox * sx]: pixel (iy, ox * sx - pw + j * dx)
+        std::fill(out, out + lo, T(0));
+        if (g.sx == 1) std::memcpy(out + lo, x + base + lo, size_t(hi - lo) * sizeof(T));
+        else
+          for (int64_t ox = lo; ox < hi; ++ox) out[ox] = x[base + ox * g.sx];
+        std::fill(out + hi, out + ow, T(0));
+      }
+    }
+}
+
+template <class T>
+void col2im_plane(const T* col, int64_t h, int64_t w, const Conv2dGeometry& g, T* x) {
+  const int64_t ow = g.out_w, cols = g.out_h * ow;
+  std::fill(x, x + h * w, T(0));
+  for (int64_t i = 0; i < g.kh; ++i)
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const T* row = col + (i * g.kw + j) * cols;
+      int64_t lo, hi;
+      valid_range(ow, w, g.sx, g.pw, j * g.dx, lo, hi);
+      if (lo == hi) continue;
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        const int64_t iy = oy * g.sy - g.ph + i * g.dy;
+        if (iy < 0 || iy >= h) continue;
+        const T* in = row + oy * ow;
+        const int64_t base = iy * w - g.pw + j * g.dx;
+        for (int64_t ox = lo; ox < hi; ++ox) x[base + ox * g.sx] += in[ox];
+      }
+    }
+}
+}  // namespace
+
+void im2col(const Tensor& x, const Conv2dGeometry& g, Tensor& col) {
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "im2col", [&] {
+    using T = scalar_t;
+    const int64_t planes = x.size(0) * x.size(1), h = x.size(2), w = x.size(3);
+    const T* px = x.data<T>();
+    T* pc = col.data<T>();
+    const int64_t per_plane = g.kh * g.kw * g.out_h * g.out_w;
+    for_planes(planes, g, [&](int64_t p) { im2col_plane(px + p * h * w, h, w, g, pc + p * per_plane); });
+  });
+}
+
+void col2im(const Tensor& col, const Conv2dGeometry& g, Tensor& x) {
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "col2im", [&] {
+    using T = scalar_t;
+    const int64_t planes = x.size(0) * x.size(1), h = x.size(2), w = x.size(3);
+    const Tensor cc = col.contiguous();
+    const T* pc = cc.data<T>();
+    T* px = x.data<T>();
+    const int64_t per_plane = g.kh * g.kw * g.out_h * g.out_w;
+    for_planes(planes, g, [&](int64_t p) { col2im_plane(pc + p * per_plane, h, w, g, px + p * h * w); });
+  });
+}
+
+namespace {
+// fn(p) for every P in [0, COUNT), in about 4 tasks per thread.
+template <class Fn>
+void for_each_index(int64_t count, Fn&& fn) {
+  const int64_t tasks = std::min<int64_t>(count, 4 * num_threads());
+  parallel_tasks(tasks, num_threads(), [&](int64_t t) {
+    for (int64_t p = count * t / tasks; p < count * (t + 1) / tasks; ++p) fn(p);
+  });
+}
+}  // namespace
+
+void depthwise_conv(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "depthwise_conv", [&] {
+    using T = scalar_t;
+    const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), c_out = y.size(1), m = c_out / c;
+    const int64_t taps = g.kh * g.kw, plane = g.out_h * g.out_w;
+    const T* px = x.data<T>();
+    const T* pw = W.data<T>();
+    const Tensor bc = b.defined() ? b.contiguous() : Tensor();
+    const T* pb = bc.defined() ? bc.data<T>() : nullptr;
+    T* py = y.data<T>();
+    for_each_index(n * c_out, [&](int64_t p) {
+      const int64_t o = p % c_out;
+      const T* in = px + (p / c_out * c + o / m) * h * w;
+      T* out = py + p * plane;
+      std::fill(out, out + plane, pb ? pb[o] : T(0));
+      for (int64_t i = 0; i < g.kh; ++i)
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const T wt = pw[o * taps + i * g.kw + j];
+          int64_t lo, hi;
+          valid_range(g.out_w, w, g.sx, g.pw, j * g.dx, lo, hi);
+          for (int64_t oy = 0; oy < g.out_h; ++oy) {
+            const int64_t iy = oy * g.sy - g.ph + i * g.dy;
+            if (iy < 0 || iy >= h) continue;
+            const int64_t base = iy * w - g.pw + j * g.dx;
+            T* row = out + oy * g.out_w;
+            if (g.sx == 1)
+              for (int64_t ox = lo; ox < hi; ++ox) row[ox] += wt * in[base + ox];
+            else
+              for (int64_t ox = lo; ox < hi; ++ox) row[ox] += wt * in[base + ox * g.sx];
+          }
+        }
+    });
+  });
+}
+
+void depthwise_conv_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
+  CHAINER_DISPATCH_FLOATING(gx.dtype(), "depthwise_conv_grad_data", [&] {
+    using T = scalar_t;
+    const int64_t n = gx.size(0), c = gx.size(1), h = gx.size(2), w = gx.size(3), c_out = gy.size(1), m = c_out / c;
+    const int64_t taps = g.kh * g.kw, plane = g.out_h * g.out_w;
+    const T* pg = gy.data<T>();
+    const T* pw = W.data<T>();
+    T* px = gx.data<T>();
+    for_each_index(n * c, [&](int64_t p) {
+      const int64_t ch = p % c;
+      T* out = px + p * h * w;
+      std::fill(out, out + h * w, T(0));
+      for (int64_t k = 0; k < m; ++k) {
+        const int64_t o = ch * m + k;
+        const T* in = pg + (p / c * c_out + o) * plane;
+        for (int64_t i = 0; i < g.kh; ++i)
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const T wt = pw[o * taps + i * g.kw + j];
+            int64_t lo, hi;
+            valid_range(g.out_w, w, g.sx, g.pw, j * g.dx, lo, hi);
+            for (int64_t oy = 0; oy < g.out_h; ++oy) {
+              const int64_t iy = oy * g.sy - g.ph + i * g.dy;
+              if (iy < 0 || iy >= h) continue;
+              const int64_t base = iy * w - g.pw + j * g.dx;
+              const T* row = in + oy * g.out_w;
+              for (int64_t ox = lo; ox < hi; ++ox) out[base + ox * g.sx] += wt * row[ox];
+            }
+          }
+      }
+    });
+  });
+}
+
+void depthwise_conv_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "depthwise_conv_grad_filter", [&] {
+    using T = scalar_t;
+    const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), c_out = gy.size(1), m = c_out / c;
+    const int64_t taps = g.kh * g.kw, plane = g.out_h * g.out_w;
+    const T* px = x.data<T>();
+    const T* pg = gy.data<T>();
+    T* pw = gW.data<T>();
+    // One task per output channel: its kh * kw sums over the batch, in order.
+    for_each_index(c_out, [&](int64_t o) {
+      for (int64_t i = 0; i < g.kh; ++i)
+        for (int64_t j = 0; j < g.kw; ++j) {
+          int64_t lo, hi;
+          valid_range(g.out_w, w, g.sx, g.pw, j * g.dx, lo, hi);
+          // 16 running sums, one per lane, so that the products vectorize; added up at the end.
+          constexpr int kLanes = 16;
+          T lanes[kLanes] = {}, rest = 0;
+          for (int64_t b = 0; b < n; ++b) {
+            const T* in = px + (b * c + o / m) * h * w;
+            const T* grad = pg + (b * c_out + o) * plane;
+            for (int64_t oy = 0; oy < g.out_h; ++oy) {
+              const int64_t iy = oy * g.sy - g.ph + i * g.dy;
+              if (iy < 0 || iy >= h || lo == hi) continue;
+              const T* row = grad + oy * g.out_w + lo;
+              const T* src = in + iy * w - g.pw + j * g.dx + lo * g.sx;  // src[k * sx]: output lo + k's pixel
+              const int64_t len = hi - lo;
+              int64_t k = 0;
+              if (g.sx == 1)
+                for (; k + kLanes <= len; k += kLanes)
+                  for (int l = 0; l < kLanes; ++l) lanes[l] += row[k + l] * src[k + l];
+              for (; k < len; ++k) rest += row[k] * src[k * g.sx];
+            }
+          }
+          T sum = rest;
+          for (int l = 0; l < kLanes; ++l) sum += lanes[l];
+          pw[o * taps + i * g.kw + j] = sum;
+        }
+    });
+  });
+}
+
+}  // namespace chainer::cpu
