@@ -2,7 +2,8 @@
 // same signatures and contract as the CPU's (core/kernels.h). Each queues work on the current
 // device's compute stream and returns. Files: elementwise.cu (memory and elementwise),
 // reduce.cu (reductions), blas.cu (cuBLAS), nn.cu (the fused steps of nn/functions),
-// update.cu (optimizer updates), indexing.cu (gather and scatter-add along an axis).
+// update.cu (optimizer updates), indexing.cu (gather and scatter-add along an axis),
+// pooling.cu (2-D pooling), normalization.cu (batch and local response normalization).
 #pragma once
 #include <vector>
 
