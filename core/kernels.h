@@ -61,12 +61,12 @@ struct ChannelView {
 /// undefined, dropping its term (S with U; T and M with V). S, T, M and D: contiguous (C,) of
 /// OUT's dtype, D always defined.
 struct ChannelAffine {
-  Tensor u;  ///< the first array (batch normalization's output gradient), or undefined
-  Tensor s;  ///< its per-channel factor
-  Tensor v;  ///< the centred array (batch normalization's input), or undefined
-  Tensor t;  ///< its per-channel factor
-  Tensor m;  ///< its per-channel centre
-  Tensor d;  ///< the per-channel offset
+  Tensor u = {};  ///< the first array (batch normalization's output gradient), or undefined
+  Tensor s = {};  ///< its per-channel factor
+  Tensor v = {};  ///< the centred array (batch normalization's input), or undefined
+  Tensor t = {};  ///< its per-channel factor
+  Tensor m = {};  ///< its per-channel centre
+  Tensor d = {};  ///< the per-channel offset
 };
 
 /// How softmax_cross_entropy reduces its per-example losses.

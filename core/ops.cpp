@@ -637,13 +637,17 @@ int64_t pooling_out_size(int64_t size, int64_t k, int64_t s, int64_t p, bool cov
   return (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
 }
 
+void check_window_2d(const char* op, const Window2D& w) {
+  if (w.kh < 1 || w.kw < 1) throw Error(str(op, ": ksize (", w.kh, ", ", w.kw, ") must be at least 1"));
+  if (w.sy < 1 || w.sx < 1) throw Error(str(op, ": stride (", w.sy, ", ", w.sx, ") must be at least 1"));
+  if (w.ph < 0 || w.pw < 0) throw Error(str(op, ": pad (", w.ph, ", ", w.pw, ") must not be negative"));
+}
+
 Shape pooling_2d_output_shape(const char* op, const Shape& x_shape, const Window2D& w, bool cover_all) {
   if (x_shape.size() != 4)
     throw Error(str(op, ": x has shape ", shape_str(x_shape), "; expected 4 dimensions (N, C, H, W)"));
   if (shape_numel(x_shape) == 0) throw Error(str(op, ": x of shape ", shape_str(x_shape), " is empty"));
-  if (w.kh < 1 || w.kw < 1) throw Error(str(op, ": ksize (", w.kh, ", ", w.kw, ") must be at least 1"));
-  if (w.sy < 1 || w.sx < 1) throw Error(str(op, ": stride (", w.sy, ", ", w.sx, ") must be at least 1"));
-  if (w.ph < 0 || w.pw < 0) throw Error(str(op, ": pad (", w.ph, ", ", w.pw, ") must not be negative"));
+  check_window_2d(op, w);
   const int64_t oh = pooling_out_size(x_shape[2], w.kh, w.sy, w.ph, cover_all);
   const int64_t ow = pooling_out_size(x_shape[3], w.kw, w.sx, w.pw, cover_all);
   if (oh < 1 || ow < 1)

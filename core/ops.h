@@ -172,6 +172,9 @@ Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device
 /// `(size + 2p - k + s - 1) / s + 1`, the last window then running past the end if need be so
 /// that every element is in some window. May be 0 or less (the callers refuse that).
 int64_t pooling_out_size(int64_t size, int64_t k, int64_t s, int64_t p, bool cover_all);
+/// Throws chainer::Error naming OP for a WINDOW whose size or stride is below 1 or whose padding
+/// is negative.
+void check_window_2d(const char* op, const Window2D& window);
 /// The output shape (N, C, out_h, out_w) of a 2-D pooling of an array of X_SHAPE (N, C, H, W)
 /// with WINDOW. Throws chainer::Error naming OP for an input that is not 4-D or is empty, a window
 /// or stride below 1, negative padding, or an output extent below 1.
