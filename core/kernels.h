@@ -44,9 +44,12 @@ enum class ParametricOp {
 /// A 2-D pooling window over the last two axes of NCHW arrays: its size, its stride and the
 /// zero-based padding added on both sides of each axis (Chainer's ksize, stride, pad).
 struct Window2D {
-  int64_t kh = 1, kw = 1;  ///< the window's height and width
-  int64_t sy = 1, sx = 1;  ///< the stride along the height and the width
-  int64_t ph = 0, pw = 0;  ///< the padding along the height and the width
+  int64_t kh = 1;  ///< the window's height
+  int64_t kw = 1;  ///< the window's width
+  int64_t sy = 1;  ///< the stride along the height
+  int64_t sx = 1;  ///< the stride along the width
+  int64_t ph = 0;  ///< the padding along the height
+  int64_t pw = 0;  ///< the padding along the width
 };
 
 /// A contiguous array seen as (outer, channels, inner): what the per-channel kernels of the

@@ -14,8 +14,8 @@ struct Pair {
   int64_t x;  ///< along the width (Chainer's second element)
   /// The same value on both axes (Chainer's plain int).
   Pair(int64_t both) : y(both), x(both) {}  // NOLINT: implicit, as Python's `stride=2`
-  /// Y along the height, X along the width.
-  Pair(int64_t y, int64_t x) : y(y), x(x) {}
+  /// ALONG_Y along the height, ALONG_X along the width.
+  Pair(int64_t along_y, int64_t along_x) : y(along_y), x(along_x) {}
   /// Whether both axes are equal.
   bool operator==(const Pair&) const = default;
 };
