@@ -167,7 +167,8 @@ Tensor parametric_grad(ParametricOp kind, const char* op, const Tensor& x, const
   require_floating(op, x);
   require_same_dtype(op, x, gy);
   if (x.shape() != gy.shape())
-    throw Error(str(op, ": gradient shape ", shape_str(gy.shape()), " differs from input shape ", shape_str(x.shape())));
+    throw Error(
+        str(op, ": gradient shape ", shape_str(gy.shape()), " differs from input shape ", shape_str(x.shape())));
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
   if (out.numel() > 0) kernels_for(device).parametric_activation_grad(kind, x, gy, p, out);
   return out;

@@ -322,8 +322,9 @@ TEST_CASE("leaky_relu, elu and softplus: hand-computed values with Chainer's def
   CHECK_THAT(values(F::elu(Variable(x), 2.0)), near({2 * std::expm1(-2.0), 2 * std::expm1(-0.5), 0, 1.5}));
   CHECK_THAT(values(F::softplus(Variable(x))),
              near({std::log1p(std::exp(-2.0)), std::log1p(std::exp(-0.5)), std::log(2.0), std::log1p(std::exp(1.5))}));
-  CHECK_THAT(values(F::softplus(Variable(x), 2.0)), near({std::log1p(std::exp(-4.0)) / 2, std::log1p(std::exp(-1.0)) / 2,
-                                                         std::log(2.0) / 2, std::log1p(std::exp(3.0)) / 2}));
+  CHECK_THAT(values(F::softplus(Variable(x), 2.0)),
+             near({std::log1p(std::exp(-4.0)) / 2, std::log1p(std::exp(-1.0)) / 2, std::log(2.0) / 2,
+                   std::log1p(std::exp(3.0)) / 2}));
   // No overflow: softplus(1000) is 1000, softplus(-1000) is 0, in float32 too.
   const Tensor big = Tensor::from_vector<float>({1000, -1000});
   CHECK_THAT(values(F::softplus(Variable(big))), near({1000, 0}));

@@ -64,6 +64,8 @@ Variable leaky_relu(const Variable& x, double slope) {
   return apply(x, "LeakyReLU", ops::leaky_relu, slope, ops::leaky_relu_grad);
 }
 Variable elu(const Variable& x, double alpha) { return apply(x, "ELU", ops::elu, alpha, ops::elu_grad); }
-Variable softplus(const Variable& x, double beta) { return apply(x, "Softplus", ops::softplus, beta, ops::softplus_grad); }
+Variable softplus(const Variable& x, double beta) {
+  return apply(x, "Softplus", ops::softplus, beta, ops::softplus_grad);
+}
 
 }  // namespace chainer::functions

@@ -30,7 +30,8 @@ namespace chainer::functions {
 /// and dtype on each; the result may be on any device). With C the number of channels (the
 /// elements of gamma), forward calls it once, on a float64 (2C + 1,) tensor [sum of x per
 /// channel, sum of `x^2` per channel, number of values per channel]; backward calls it once,
-/// when x needs a gradient, on a float64 (2C,) tensor [sum of gy, sum of `gy * x_hat`]. Every process must therefore run the same forward and backward calls.
+/// when x needs a gradient, on a float64 (2C,) tensor [sum of gy, sum of `gy * x_hat`]. Every
+/// process must therefore run the same forward and backward calls.
 /// The count travels with the sums, so processes may hold batches of different sizes (even none).
 using SumOverProcesses = std::function<Tensor(const Tensor&)>;
 
