@@ -33,6 +33,44 @@ enum class UnaryOp {
 enum class CompareOp { Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual };
 /// Activations whose gradient the `activation_grad` kernel computes from their output.
 enum class GradOp { Relu, Sigmoid, Tanh };
+/// Elementwise activations with one parameter P (the argument of their Chainer function), whose
+/// gradient the `parametric_activation_grad` kernel computes from their input.
+enum class ParametricOp {
+  LeakyRelu,  ///< `x >= 0 ? x : p x` (P: Chainer's slope); gradient `x >= 0 ? gy : p gy`
+  Elu,        ///< `x >= 0 ? x : p expm1(x)` (P: alpha); gradient `x > 0 ? gy : p exp(x) gy`
+  Softplus    ///< `(max(p x, 0) + log1p(exp(-|p x|))) / p` (P: beta); gradient `gy sigmoid(p x)`
+};
+
+/// A 2-D pooling window over the last two axes of NCHW arrays: its size, its stride and the
+/// zero-based padding added on both sides of each axis (Chainer's ksize, stride, pad).
+struct Window2D {
+  int64_t kh = 1;  ///< the window's height
+  int64_t kw = 1;  ///< the window's width
+  int64_t sy = 1;  ///< the stride along the height
+  int64_t sx = 1;  ///< the stride along the width
+  int64_t ph = 0;  ///< the padding along the height
+  int64_t pw = 0;  ///< the padding along the width
+};
+
+/// A contiguous array seen as (outer, channels, inner): what the per-channel kernels of the
+/// normalizations reduce over (outer and inner) and keep (channels).
+struct ChannelView {
+  int64_t outer = 1;     ///< the extent of the axes before the channels
+  int64_t channels = 1;  ///< the extent of the channel axes
+  int64_t inner = 1;     ///< the extent of the axes after the channels
+};
+/// The operands of the `channel_affine` kernel: `out = s[c] u + t[c] (v - m[c]) + d[c]` for the
+/// channel c of each element. U and V are contiguous arrays of OUT's shape; either may be
+/// undefined, dropping its term (S with U; T and M with V). S, T, M and D: contiguous (C,) of
+/// OUT's dtype, D always defined.
+struct ChannelAffine {
+  Tensor u = {};  ///< the first array (batch normalization's output gradient), or undefined
+  Tensor s = {};  ///< its per-channel factor
+  Tensor v = {};  ///< the centred array (batch normalization's input), or undefined
+  Tensor t = {};  ///< its per-channel factor
+  Tensor m = {};  ///< its per-channel centre
+  Tensor d = {};  ///< the per-channel offset
+};
 
 /// How softmax_cross_entropy reduces its per-example losses.
 enum class LossReduction {
@@ -122,6 +160,10 @@ struct Kernels {
   void (*where)(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out);
   /// OUT = min(max(A, LO), HI) (LO or HI infinite when absent); NaN stays NaN.
   void (*clip)(const Tensor& a, double lo, double hi, Tensor& out);
+  /// OUT = activation OP with parameter P of X.
+  void (*parametric_activation)(ParametricOp op, const Tensor& x, double p, Tensor& out);
+  /// GX = the gradient of activation OP with parameter P at its input X, from the output gradient GY.
+  void (*parametric_activation_grad)(ParametricOp op, const Tensor& x, const Tensor& gy, double p, Tensor& gx);
 
   // ---- reductions ----
   /// OUT = A summed over the axes flagged in REDUCE; OUT keeps dims.
@@ -189,6 +231,33 @@ struct Kernels {
   void (*depthwise_conv_grad_data)(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx);
   /// Its filter gradient: GW (C * m, 1, kh, kw) from X and GY (contiguous), summed in a fixed order.
   void (*depthwise_conv_grad_filter)(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
+  // ---- pooling and normalization (nn/functions/pooling.h, batch_normalization.h,
+  // local_response_normalization.h): NCHW arrays, X contiguous; outputs sized by the op ----
+  /// OUT (N, C, out_h, out_w) = the maximum of each window of X (N, C, H, W), padding never
+  /// winning (a window wholly in the padding gives -inf); INDEXES (int32, OUT's shape) = the
+  /// offset y * W + x in its plane of the first maximum (a NaN wins), -1 for a window of padding.
+  void (*max_pooling_2d)(const Tensor& x, const Window2D& window, Tensor& out, Tensor& indexes);
+  /// GX (N, C, H, W) = the sum of GY over the windows whose maximum (INDEXES) each element was.
+  void (*max_pooling_2d_grad)(const Tensor& gy, const Tensor& indexes, const Window2D& window, Tensor& gx);
+  /// OUT (N, C, out_h, out_w) = SCALE times the sum of each window of X (N, C, H, W), the
+  /// padding zero: average pooling (SCALE 1 / (kh kw)) and the gradient of unpooling (SCALE 1).
+  void (*window_sum_2d)(const Tensor& x, const Window2D& window, double scale, Tensor& out);
+  /// OUT (N, C, H, W) = SCALE times the sum of Y (N, C, out_h, out_w) over the windows that hold
+  /// each element: window_sum_2d's transpose, so average pooling's gradient and unpooling.
+  void (*window_spread_2d)(const Tensor& y, const Window2D& window, double scale, Tensor& out);
+  /// Local response normalization across axis 1 of X (N, C, ...): UNIT_SCALE = k + alpha times
+  /// the sum of x^2 over the channels [c - n/2, c + n/2], OUT = X * UNIT_SCALE^-beta.
+  void (*local_response_normalization)(const Tensor& x, int64_t n, double k, double alpha, double beta, Tensor& out,
+                                       Tensor& unit_scale);
+  /// GX = the gradient of local_response_normalization from its X, output Y, UNIT_SCALE and GY.
+  void (*local_response_normalization_grad)(const Tensor& x, const Tensor& y, const Tensor& unit_scale,
+                                            const Tensor& gy, int64_t n, double alpha, double beta, Tensor& gx);
+  /// SUMS (float64 (2C,)) = [sum of A, sum of A (B - CENTER[c])] over each channel c of VIEW,
+  /// summed in float64 in an order fixed by the shapes. B undefined: A itself; CENTER (C,) of A's
+  /// dtype, undefined: 0. A and B contiguous, of one shape and dtype.
+  void (*channel_sums)(const Tensor& a, const Tensor& b, const Tensor& center, const ChannelView& view, Tensor& sums);
+  /// OUT = the per-channel affine combination of ARGS over VIEW (see ChannelAffine).
+  void (*channel_affine)(const ChannelAffine& args, const ChannelView& view, Tensor& out);
 
   // ---- optimizer updates (core/update_ops.h), every parameter in one call ----
   /// One step of RULE on every parameter of PARAMS (see ops::update_).

@@ -3,6 +3,7 @@
 #include "core/ops.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/kernels.h"
 
@@ -152,6 +153,49 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   kernels_for(device).where(cond, a, b, out);
   return out;
 }
+namespace {
+Tensor parametric(ParametricOp kind, const char* op, const Tensor& x, double p) {
+  const Device device = require_same_device(op, {&x});
+  require_floating(op, x);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
+  if (out.numel() > 0) kernels_for(device).parametric_activation(kind, x, p, out);
+  return out;
+}
+
+Tensor parametric_grad(ParametricOp kind, const char* op, const Tensor& x, const Tensor& gy, double p) {
+  const Device device = require_same_device(op, {&x, &gy});
+  require_floating(op, x);
+  require_same_dtype(op, x, gy);
+  if (x.shape() != gy.shape())
+    throw Error(
+        str(op, ": gradient shape ", shape_str(gy.shape()), " differs from input shape ", shape_str(x.shape())));
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
+  if (out.numel() > 0) kernels_for(device).parametric_activation_grad(kind, x, gy, p, out);
+  return out;
+}
+
+void require_nonzero_beta(const char* op, double beta) {
+  if (beta == 0) throw Error(str(op, ": beta must not be 0 (the output is log(1 + exp(beta x)) / beta)"));
+}
+}  // namespace
+
+Tensor leaky_relu(const Tensor& x, double slope) { return parametric(ParametricOp::LeakyRelu, "leaky_relu", x, slope); }
+Tensor elu(const Tensor& x, double alpha) { return parametric(ParametricOp::Elu, "elu", x, alpha); }
+Tensor softplus(const Tensor& x, double beta) {
+  require_nonzero_beta("softplus", beta);
+  return parametric(ParametricOp::Softplus, "softplus", x, beta);
+}
+Tensor leaky_relu_grad(const Tensor& x, const Tensor& gy, double slope) {
+  return parametric_grad(ParametricOp::LeakyRelu, "leaky_relu_grad", x, gy, slope);
+}
+Tensor elu_grad(const Tensor& x, const Tensor& gy, double alpha) {
+  return parametric_grad(ParametricOp::Elu, "elu_grad", x, gy, alpha);
+}
+Tensor softplus_grad(const Tensor& x, const Tensor& gy, double beta) {
+  require_nonzero_beta("softplus_grad", beta);
+  return parametric_grad(ParametricOp::Softplus, "softplus_grad", x, gy, beta);
+}
+
 Tensor relu_grad(const Tensor& y, const Tensor& gy) { return activation_grad(GradOp::Relu, "relu_grad", y, gy); }
 Tensor sigmoid_grad(const Tensor& y, const Tensor& gy) {
   return activation_grad(GradOp::Sigmoid, "sigmoid_grad", y, gy);
@@ -896,6 +940,159 @@ Tensor convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, int64_t kh,
   Tensor gW = Tensor::empty({groups, 1, c_out_g, depth}, x.dtype(), device);
   k.sum_axes(acc, {false, true, false, false}, gW);
   return gW.reshape(w_shape);
+}
+
+
+void check_window_2d(const char* op, const Window2D& w) {
+  if (w.kh < 1 || w.kw < 1) throw Error(str(op, ": ksize (", w.kh, ", ", w.kw, ") must be at least 1"));
+  if (w.sy < 1 || w.sx < 1) throw Error(str(op, ": stride (", w.sy, ", ", w.sx, ") must be at least 1"));
+  if (w.ph < 0 || w.pw < 0) throw Error(str(op, ": pad (", w.ph, ", ", w.pw, ") must not be negative"));
+}
+
+Shape pooling_2d_output_shape(const char* op, const Shape& x_shape, const Window2D& w, bool cover_all) {
+  if (x_shape.size() != 4)
+    throw Error(str(op, ": x has shape ", shape_str(x_shape), "; expected 4 dimensions (N, C, H, W)"));
+  if (shape_numel(x_shape) == 0) throw Error(str(op, ": x of shape ", shape_str(x_shape), " is empty"));
+  check_window_2d(op, w);
+  const int64_t oh = conv_outsize(x_shape[2], w.kh, w.sy, w.ph, cover_all);
+  const int64_t ow = conv_outsize(x_shape[3], w.kw, w.sx, w.pw, cover_all);
+  if (oh < 1 || ow < 1)
+    throw Error(str(op, ": the output would be ", oh, "x", ow, " for x of shape ", shape_str(x_shape), " with ksize (",
+                    w.kh, ", ", w.kw, "), stride (", w.sy, ", ", w.sx, "), pad (", w.ph, ", ", w.pw,
+                    ") and cover_all ", cover_all ? "true" : "false", "; the height and width must be positive"));
+  return {x_shape[0], x_shape[1], oh, ow};
+}
+
+MaxPooling2DResult max_pooling_2d(const Tensor& x, const Window2D& window, bool cover_all) {
+  const char* op = "max_pooling_2d";
+  const Device device = require_same_device(op, {&x});
+  require_floating(op, x);
+  const Shape out_shape = pooling_2d_output_shape(op, x.shape(), window, cover_all);
+  if (x.size(2) * x.size(3) > std::numeric_limits<int32_t>::max())
+    throw Error(str(op, ": planes of ", x.size(2), "x", x.size(3), " are too large (the indexes are int32)"));
+  MaxPooling2DResult r{Tensor::empty(out_shape, x.dtype(), device), Tensor::empty(out_shape, DType::Int32, device)};
+  kernels_for(device).max_pooling_2d(x, window, r.y, r.indexes);
+  return r;
+}
+
+Tensor max_pooling_2d_grad(const Tensor& gy, const Tensor& indexes, const Window2D& window, const Shape& x_shape) {
+  const char* op = "max_pooling_2d_grad";
+  const Device device = require_same_device(op, {&gy, &indexes});
+  require_floating(op, gy);
+  if (indexes.dtype() != DType::Int32 || indexes.shape() != gy.shape() || !indexes.is_contiguous())
+    throw Error(str(op, ": indexes must be contiguous int32 of the gradient's shape ", shape_str(gy.shape()), ", got ",
+                    dtype_name(indexes.dtype()), " ", shape_str(indexes.shape())));
+  if (x_shape.size() != 4 || gy.ndim() != 4 || gy.size(0) != x_shape[0] || gy.size(1) != x_shape[1])
+    throw Error(str(op, ": gradient of shape ", shape_str(gy.shape()), " does not pool an input of shape ",
+                    shape_str(x_shape)));
+  Tensor gx = Tensor::empty(x_shape, gy.dtype(), device);
+  if (gx.numel() > 0) kernels_for(device).max_pooling_2d_grad(gy, indexes, window, gx);
+  return gx;
+}
+
+Tensor window_sum_2d(const Tensor& x, const Window2D& window, bool cover_all, double scale) {
+  const char* op = "window_sum_2d";
+  const Device device = require_same_device(op, {&x});
+  require_floating(op, x);
+  Tensor out = Tensor::empty(pooling_2d_output_shape(op, x.shape(), window, cover_all), x.dtype(), device);
+  kernels_for(device).window_sum_2d(x, window, scale, out);
+  return out;
+}
+
+Tensor window_spread_2d(const Tensor& y, const Window2D& window, int64_t h, int64_t w, bool cover_all, double scale) {
+  const char* op = "window_spread_2d";
+  const Device device = require_same_device(op, {&y});
+  require_floating(op, y);
+  if (y.ndim() != 4) throw Error(str(op, ": y has shape ", shape_str(y.shape()), "; expected (N, C, out_h, out_w)"));
+  const Shape out_shape{y.size(0), y.size(1), h, w};
+  const Shape pooled = pooling_2d_output_shape(op, out_shape, window, cover_all);
+  if (pooled != y.shape())
+    throw Error(str(op, ": y has shape ", shape_str(y.shape()), " but pooling ", shape_str(out_shape), " gives ",
+                    shape_str(pooled)));
+  Tensor out = Tensor::empty(out_shape, y.dtype(), device);
+  kernels_for(device).window_spread_2d(y, window, scale, out);
+  return out;
+}
+
+namespace {
+void check_local_response_normalization(const char* op, const Tensor& x, int64_t n) {
+  require_floating(op, x);
+  if (x.ndim() < 2)
+    throw Error(str(op, ": x has shape ", shape_str(x.shape()), "; expected (N, C, ...), the channels on axis 1"));
+  if (n < 1) throw Error(str(op, ": n is ", n, "; the channel window must hold at least 1 channel"));
+}
+}  // namespace
+
+LocalResponseNormalizationResult local_response_normalization(const Tensor& x, int64_t n, double k, double alpha,
+                                                              double beta) {
+  const char* op = "local_response_normalization";
+  const Device device = require_same_device(op, {&x});
+  check_local_response_normalization(op, x, n);
+  LocalResponseNormalizationResult r{Tensor::empty(x.shape(), x.dtype(), device),
+                                     Tensor::empty(x.shape(), x.dtype(), device)};
+  if (x.numel() > 0) kernels_for(device).local_response_normalization(x, n, k, alpha, beta, r.y, r.unit_scale);
+  return r;
+}
+
+Tensor local_response_normalization_grad(const Tensor& x, const Tensor& y, const Tensor& unit_scale, const Tensor& gy,
+                                         int64_t n, double alpha, double beta) {
+  const char* op = "local_response_normalization_grad";
+  const Device device = require_same_device(op, {&x, &y, &unit_scale, &gy});
+  check_local_response_normalization(op, x, n);
+  for (const Tensor* t : {&y, &unit_scale, &gy}) {
+    require_same_dtype(op, x, *t);
+    if (t->shape() != x.shape())
+      throw Error(str(op, ": an array has shape ", shape_str(t->shape()), " but x has shape ", shape_str(x.shape())));
+  }
+  Tensor gx = Tensor::empty(x.shape(), x.dtype(), device);
+  if (x.numel() > 0) kernels_for(device).local_response_normalization_grad(x, y, unit_scale, gy, n, alpha, beta, gx);
+  return gx;
+}
+
+namespace {
+// T as the kernels take it: contiguous, NUMEL elements, LIKE's device and dtype (or undefined).
+Tensor channel_operand(const char* op, const char* name, const Tensor& t, const Tensor& like, int64_t numel) {
+  if (!t.defined()) return t;
+  require_same_device(op, {&like, &t});
+  require_same_dtype(op, like, t);
+  if (t.numel() != numel)
+    throw Error(str(op, ": ", name, " has shape ", shape_str(t.shape()), " (", t.numel(), " elements; expected ",
+                    numel, ")"));
+  return t.contiguous();
+}
+}  // namespace
+
+Tensor channel_sums(const Tensor& a, const Tensor& b, const Tensor& center, const ChannelView& view) {
+  const char* op = "channel_sums";
+  const Device device = require_same_device(op, {&a});
+  require_floating(op, a);
+  const int64_t n = view.outer * view.channels * view.inner;
+  const Tensor ac = channel_operand(op, "a", a, a, n);
+  const Tensor bc = channel_operand(op, "b", b, a, n);
+  const Tensor cc = channel_operand(op, "center", center, a, view.channels);
+  Tensor sums = Tensor::zeros({2 * view.channels}, DType::Float64, device);
+  if (n > 0) kernels_for(device).channel_sums(ac, bc, cc, view, sums);
+  return sums;
+}
+
+Tensor channel_affine(const ChannelAffine& args, const ChannelView& view) {
+  const char* op = "channel_affine";
+  const Tensor& like = args.u.defined() ? args.u : args.v;
+  if (!like.defined()) throw Error(str(op, ": u and v are both undefined"));
+  const Device device = require_same_device(op, {&like});
+  require_floating(op, like);
+  const int64_t n = view.outer * view.channels * view.inner, c = view.channels;
+  ChannelAffine k{channel_operand(op, "u", args.u, like, n), channel_operand(op, "s", args.s, like, c),
+                  channel_operand(op, "v", args.v, like, n), channel_operand(op, "t", args.t, like, c),
+                  channel_operand(op, "m", args.m, like, c), channel_operand(op, "d", args.d, like, c)};
+  if (k.u.defined() != k.s.defined() || k.v.defined() != k.t.defined() || k.v.defined() != k.m.defined() ||
+      !k.d.defined())
+    throw Error(str(op, ": each array needs its coefficients (u: s; v: t and m) and d is required"));
+  if (k.u.defined() && k.v.defined() && k.u.shape() != k.v.shape())
+    throw Error(str(op, ": u and v have shapes ", shape_str(k.u.shape()), " and ", shape_str(k.v.shape())));
+  Tensor out = Tensor::empty(like.shape(), like.dtype(), device);
+  if (n > 0) kernels_for(device).channel_affine(k, view, out);
+  return out;
 }
 
 Tensor accuracy(const Tensor& y, const Tensor& t, int64_t ignore_label) {

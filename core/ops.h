@@ -53,6 +53,19 @@ Tensor greater_equal(const Tensor& a, const Tensor& b);  ///< `a >= b`, as a uin
 /// `cond ? a : b` elementwise (numpy.where): COND is uint8 (nonzero is true, as the masks
 /// above), A and B share a dtype; all three broadcast together.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+/// `x >= 0 ? x : slope x`, elementwise (chainer.functions.leaky_relu).
+Tensor leaky_relu(const Tensor& x, double slope);
+/// `x >= 0 ? x : alpha (exp(x) - 1)`, elementwise (chainer.functions.elu).
+Tensor elu(const Tensor& x, double alpha);
+/// `log(1 + exp(beta x)) / beta`, elementwise and without overflow (chainer.functions.softplus);
+/// BETA must not be 0.
+Tensor softplus(const Tensor& x, double beta);
+/// leaky_relu's gradient from its input X: `x >= 0 ? gy : slope gy`.
+Tensor leaky_relu_grad(const Tensor& x, const Tensor& gy, double slope);
+/// elu's gradient from its input X: `x > 0 ? gy : alpha exp(x) gy`.
+Tensor elu_grad(const Tensor& x, const Tensor& gy, double alpha);
+/// softplus's gradient from its input X: `gy sigmoid(beta x)`.
+Tensor softplus_grad(const Tensor& x, const Tensor& gy, double beta);
 // Backward helpers taking the forward output Y: gy*(y>0), gy*y*(1-y), gy*(1-y*y).
 Tensor relu_grad(const Tensor& y, const Tensor& gy);     ///< `gy * (y > 0)`, from relu's output Y
 Tensor sigmoid_grad(const Tensor& y, const Tensor& gy);  ///< `gy * y * (1 - y)`, from sigmoid's output Y
@@ -199,6 +212,56 @@ Tensor convolution_2d_grad_data(const Tensor& gy, const Tensor& W, int64_t heigh
 /// convolution_2d_grad_data.
 Tensor convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, int64_t kh, int64_t kw,
                                   const Conv2dParams& params);
+// ---- Pooling and normalization (nn/functions/pooling.h, batch_normalization.h,
+// local_response_normalization.h) ----
+
+// A window's output extent is conv_outsize's (Chainer's get_conv_outsize), as in Chainer.
+/// Throws chainer::Error naming OP for a WINDOW whose size or stride is below 1 or whose padding
+/// is negative.
+void check_window_2d(const char* op, const Window2D& window);
+/// The output shape (N, C, out_h, out_w) of a 2-D pooling of an array of X_SHAPE (N, C, H, W)
+/// with WINDOW. Throws chainer::Error naming OP for an input that is not 4-D or is empty, a window
+/// or stride below 1, negative padding, or an output extent below 1.
+Shape pooling_2d_output_shape(const char* op, const Shape& x_shape, const Window2D& window, bool cover_all);
+
+/// What max_pooling_2d returns: the maxima and where each was.
+struct MaxPooling2DResult {
+  Tensor y;        ///< (N, C, out_h, out_w): the maximum of each window (padding never wins)
+  Tensor indexes;  ///< int32, y's shape: the offset `iy * W + ix` of each maximum in its plane
+};
+/// Max pooling of X (N, C, H, W, float) over WINDOW (see pooling_2d_output_shape for the checks).
+/// A window wholly in the padding gives -inf and passes no gradient; a NaN in a window wins it.
+MaxPooling2DResult max_pooling_2d(const Tensor& x, const Window2D& window, bool cover_all);
+/// max_pooling_2d's gradient: GY summed into an array of X_SHAPE at the INDEXES it returned.
+Tensor max_pooling_2d_grad(const Tensor& gy, const Tensor& indexes, const Window2D& window, const Shape& x_shape);
+/// SCALE times the sum of each window of X (N, C, H, W, float), the padding zero: average pooling
+/// (SCALE 1 / (kh kw)) and unpooling's gradient (SCALE 1).
+Tensor window_sum_2d(const Tensor& x, const Window2D& window, bool cover_all, double scale);
+/// window_sum_2d's transpose: an array (N, C, H, W) whose every element is SCALE times the sum of
+/// Y over the windows that hold it; Y's extents must be the pooling output extents of H and W.
+/// Average pooling's gradient, and unpooling.
+Tensor window_spread_2d(const Tensor& y, const Window2D& window, int64_t h, int64_t w, bool cover_all, double scale);
+
+/// What local_response_normalization returns: the output and what its gradient needs.
+struct LocalResponseNormalizationResult {
+  Tensor y;           ///< x * unit_scale^-beta
+  Tensor unit_scale;  ///< k + alpha times the sum of x^2 over the channels [c - n/2, c + n/2]
+};
+/// Local response normalization of X (N, C, ...) across axis 1 with Chainer's N, K, ALPHA, BETA.
+LocalResponseNormalizationResult local_response_normalization(const Tensor& x, int64_t n, double k, double alpha,
+                                                              double beta);
+/// Its gradient, from its input X, output Y, UNIT_SCALE and the output gradient GY.
+Tensor local_response_normalization_grad(const Tensor& x, const Tensor& y, const Tensor& unit_scale, const Tensor& gy,
+                                         int64_t n, double alpha, double beta);
+
+/// Per-channel float64 sums of A seen as VIEW (outer, channels, inner): (2C,) holding
+/// [sum of A, sum of A (B - CENTER[c])], where an undefined B means A itself and an undefined
+/// CENTER ((C,) of A's dtype) means 0. With A alone, [sum x, sum x^2]: the batch statistics;
+/// with A = gy, B = x and CENTER the mean: batch normalization's gradient sums.
+Tensor channel_sums(const Tensor& a, const Tensor& b, const Tensor& center, const ChannelView& view);
+/// `s[c] u + t[c] (v - m[c]) + d[c]` over VIEW in one pass (see ChannelAffine): batch
+/// normalization's output and its input gradient.
+Tensor channel_affine(const ChannelAffine& args, const ChannelView& view);
 
 /// Fraction (a scalar of y's dtype) of `argmax(y, axis 1) == t` over labels other than
 /// IGNORE_LABEL; 0 when every label is ignored. T has y's shape without axis 1.

@@ -1773,6 +1773,56 @@ std::vector<FnCase> function_cases() {
        [](const Vars& v) { return F::deconvolution_2d(v[0], v[1], Variable(), 2, {1, 0}, F::Pair(8, 7), 1, 2); },
        {input({1, 4, 4, 3}, 246), input({4, 1, 3, 2}, 247)}},
   };
+  // The CNN functions beside the convolutions: pooling over odd sizes, overlapping and
+  // non-square windows, padding and cover_all; local response normalization; the parametric
+  // activations; batch normalization over other axes (a transposed copy for axis 1 of 3-D x).
+  const auto bn_axis = [](F::Axes axis) -> Fn {
+    return [=](const Vars& v) {
+      F::BatchNormalizationOptions options;
+      options.axis = axis;
+      return F::batch_normalization(v[0], v[1], v[2], options);
+    };
+  };
+  const std::vector<FnCase> cnn_cases = {
+      {"max_pooling_2d k2 of (2, 3, 6, 6)", [](const Vars& v) { return F::max_pooling_2d(v[0], 2); },
+       {spaced({2, 3, 6, 6}, 300)}},
+      {"max_pooling_2d k3 stride 2 pad 1, cover_all, odd 7x5",
+       [](const Vars& v) { return F::max_pooling_2d(v[0], 3, 2, 1); }, {spaced({1, 2, 7, 5}, 301)}},
+      {"max_pooling_2d k (3, 2) stride (2, 1) pad (1, 0), no cover_all",
+       [](const Vars& v) { return F::max_pooling_2d(v[0], {3, 2}, F::Pair{2, 1}, {1, 0}, false); },
+       {spaced({2, 2, 6, 5}, 302)}},
+      {"average_pooling_2d k3 stride 2 pad 1 of (2, 2, 7, 6)",
+       [](const Vars& v) { return F::average_pooling_2d(v[0], 3, 2, 1); }, {input({2, 2, 7, 6}, 303)}},
+      {"average_pooling_2d k (2, 3) stride 1", [](const Vars& v) { return F::average_pooling_2d(v[0], {2, 3}, 1); },
+       {input({1, 3, 4, 5}, 304)}},
+      {"unpooling_2d k2, cover_all (odd output)", [](const Vars& v) { return F::unpooling_2d(v[0], 2); },
+       {input({2, 2, 3, 4}, 305)}},
+      {"unpooling_2d k3 stride 1 pad 1 (overlapping), outsize (4, 5)",
+       [](const Vars& v) { return F::unpooling_2d(v[0], 3, 1, 1, F::Pair{4, 5}); }, {input({1, 2, 4, 5}, 306)}},
+      {"local_response_normalization n 5 of (2, 7, 3, 2)",
+       [](const Vars& v) { return F::local_response_normalization(v[0], 5, 2, 0.1, 0.75); },
+       {input({2, 7, 3, 2}, 307, -2, 2)}},
+      {"local_response_normalization n 4 of (3, 5)",
+       [](const Vars& v) { return F::local_response_normalization(v[0], 4, 1, 0.5, 0.6); },
+       {input({3, 5}, 308, -2, 2)}},
+      {"leaky_relu", [](const Vars& v) { return F::leaky_relu(v[0]); }, {away_from_zero({5, 7}, 309)}},
+      {"elu alpha 1.5", [](const Vars& v) { return F::elu(v[0], 1.5); }, {away_from_zero({5, 7}, 310)}},
+      {"softplus beta 2", [](const Vars& v) { return F::softplus(v[0], 2.0); }, {input({5, 7}, 311, -3, 3)}},
+      {"flatten", [](const Vars& v) { return F::flatten(v[0]); }, {input({2, 3, 2}, 312)}},
+      {"global average pooling: mean over axes (2, 3)", [](const Vars& v) { return F::mean(v[0], {2, 3}); },
+       {input({2, 3, 4, 5}, 313)}},
+      {"batch_normalization of (8, 2, 2, 3), gamma (2, 2, 3): axis 0", bn_axis({}),
+       {input({8, 2, 2, 3}, 314, -2, 2), input({2, 2, 3}, 315, 0.5, 2), input({2, 2, 3}, 316)}},
+      {"batch_normalization of (3, 8, 2) over axis 1 (channels apart)", bn_axis(1),
+       {input({3, 8, 2}, 317, -2, 2), input({3, 2}, 318, 0.5, 2), input({3, 2}, 319)}},
+      {"batch_normalization of (4, 3, 5), channels last: axis (0, 1)", bn_axis(F::Axes{0, 1}),
+       {input({4, 3, 5}, 320, -2, 2), input({5}, 321, 0.5, 2), input({5}, 322)}},
+      {"fixed_batch_normalization of (3, 4, 2) over axis 1",
+       [](const Vars& v) { return F::fixed_batch_normalization(v[0], v[1], v[2], v[3], v[4], 2e-5, 1); },
+       {input({3, 4, 2}, 323), input({3, 2}, 324), input({3, 2}, 325), input({3, 2}, 326),
+        input({3, 2}, 327, 0.5, 2)}},
+  };
+  cases.insert(cases.end(), cnn_cases.begin(), cnn_cases.end());
   for (int mode = 0; mode < 4; ++mode) {
     const bool ta = mode & 1, tb = mode & 2;
     cases.push_back({str("matmul", ta ? " a^T" : "", tb ? " b^T" : ""),

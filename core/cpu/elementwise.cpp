@@ -225,6 +225,37 @@ void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) 
   });
 }
 
+void parametric_activation(ParametricOp op, const Tensor& x, double p, Tensor& out) {
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "parametric_activation", [&] {
+    using T = scalar_t;
+    const T c = T(p);
+    switch (op) {
+      case ParametricOp::LeakyRelu: return map_kernel<T>(x, out, [=](T v) { return v >= T(0) ? v : c * v; });
+      case ParametricOp::Elu: return map_kernel<T>(x, out, [=](T v) { return v >= T(0) ? v : c * std::expm1(v); });
+      case ParametricOp::Softplus:
+        return map_kernel<T>(x, out, [=, inv = T(1 / p)](T v) {
+          const T cv = c * v;  // max(cx, 0) + log1p(exp(-|cx|)): exp never overflows
+          return (std::max(cv, T(0)) + std::log1p(std::exp(-std::abs(cv)))) * inv;
+        });
+    }
+  });
+}
+
+void parametric_activation_grad(ParametricOp op, const Tensor& x, const Tensor& gy, double p, Tensor& gx) {
+  CHAINER_DISPATCH_FLOATING(gx.dtype(), "parametric_activation_grad", [&] {
+    using T = scalar_t;
+    const T c = T(p);
+    switch (op) {
+      case ParametricOp::LeakyRelu:
+        return binary_kernel<T>(x, gy, gx, [=](T v, T g) { return v >= T(0) ? g : c * g; });
+      case ParametricOp::Elu:
+        return binary_kernel<T>(x, gy, gx, [=](T v, T g) { return v > T(0) ? g : c * std::exp(v) * g; });
+      case ParametricOp::Softplus:
+        return binary_kernel<T>(x, gy, gx, [=](T v, T g) { return g * (T(0.5) * std::tanh(T(0.5) * c * v) + T(0.5)); });
+    }
+  });
+}
+
 void axpy(Tensor& y, double alpha, const Tensor& x) {
   CHAINER_DISPATCH_FLOATING(y.dtype(), "axpy", [&] {
     using T = scalar_t;

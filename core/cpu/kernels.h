@@ -1,7 +1,7 @@
 // CPU kernels behind core/ops.h, collected in the CPU kernel table (core/kernels.h states the
 // contract: arguments already checked, outputs preallocated and contiguous). Files:
 // elementwise.cpp, reduce.cpp, gemm.cpp (+ gemm_eigen.cpp), softmax.cpp, nn.cpp, update.cpp,
-// indexing.cpp, conv.cpp.
+// indexing.cpp, conv.cpp, pooling.cpp, normalization.cpp.
 #pragma once
 #include <string>
 #include <vector>

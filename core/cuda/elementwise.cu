@@ -247,6 +247,29 @@ struct Clip {
   __device__ T operator()(T x) const { return x < lo ? lo : x > hi ? hi : x; }
 };
 
+// Activation OP with parameter P of its input, and (Grad) its gradient from the input and gy.
+template <ParametricOp Op, class T>
+struct Parametric {
+  T p, inv;  // P and 1 / P (rounded from double, as on the CPU)
+  __device__ T operator()(T x) const {
+    if constexpr (Op == ParametricOp::LeakyRelu) return x >= T(0) ? x : p * x;
+    else if constexpr (Op == ParametricOp::Elu) return x >= T(0) ? x : p * expm1(x);
+    else {
+      const T px = p * x;  // max(px, 0) + log1p(exp(-|px|)): exp never overflows
+      return (fmax(px, T(0)) + log1p(exp(-fabs(px)))) * inv;
+    }
+  }
+};
+template <ParametricOp Op, class T>
+struct ParametricGrad {
+  T p;
+  __device__ T operator()(T x, T g) const {
+    if constexpr (Op == ParametricOp::LeakyRelu) return x >= T(0) ? g : p * g;
+    else if constexpr (Op == ParametricOp::Elu) return x > T(0) ? g : p * exp(x) * g;
+    else return g * (T(0.5) * tanh(T(0.5) * p * x) + T(0.5));
+  }
+};
+
 template <class T>
 struct Affine {
   T mul, add;
@@ -372,6 +395,28 @@ void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) 
       case GradOp::Relu: return map2<T>(GradFn<GradOp::Relu>{}, y, gy, out);
       case GradOp::Sigmoid: return map2<T>(GradFn<GradOp::Sigmoid>{}, y, gy, out);
       case GradOp::Tanh: return map2<T>(GradFn<GradOp::Tanh>{}, y, gy, out);
+    }
+  });
+}
+
+void parametric_activation(ParametricOp op, const Tensor& x, double p, Tensor& out) {
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "parametric_activation", [&] {
+    using T = scalar_t;
+    switch (op) {
+      case ParametricOp::LeakyRelu: return map1<T>(Parametric<ParametricOp::LeakyRelu, T>{T(p), T(1 / p)}, x, out);
+      case ParametricOp::Elu: return map1<T>(Parametric<ParametricOp::Elu, T>{T(p), T(1 / p)}, x, out);
+      case ParametricOp::Softplus: return map1<T>(Parametric<ParametricOp::Softplus, T>{T(p), T(1 / p)}, x, out);
+    }
+  });
+}
+
+void parametric_activation_grad(ParametricOp op, const Tensor& x, const Tensor& gy, double p, Tensor& gx) {
+  CHAINER_DISPATCH_FLOATING(gx.dtype(), "parametric_activation_grad", [&] {
+    using T = scalar_t;
+    switch (op) {
+      case ParametricOp::LeakyRelu: return map2<T>(ParametricGrad<ParametricOp::LeakyRelu, T>{T(p)}, x, gy, gx);
+      case ParametricOp::Elu: return map2<T>(ParametricGrad<ParametricOp::Elu, T>{T(p)}, x, gy, gx);
+      case ParametricOp::Softplus: return map2<T>(ParametricGrad<ParametricOp::Softplus, T>{T(p)}, x, gy, gx);
     }
   });
 }

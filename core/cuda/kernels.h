@@ -3,7 +3,8 @@
 // device's compute stream and returns. Files: elementwise.cu (memory and elementwise),
 // reduce.cu (reductions), blas.cu (cuBLAS), nn.cu (the fused steps of nn/functions),
 // update.cu (optimizer updates), indexing.cu (gather and scatter-add along an axis), conv.cu (the
-// lowering of convolutions).
+// lowering of convolutions), pooling.cu (2-D pooling), normalization.cu (batch and local response
+// normalization).
 #pragma once
 #include <vector>
 

@@ -12,6 +12,6 @@ chainer::functions::SumOverProcesses allreduce_of(const std::shared_ptr<Communic
 
 MultiNodeBatchNormalization::MultiNodeBatchNormalization(int64_t size, std::shared_ptr<Communicator> comm,
                                                          chainer::links::BatchNormalizationLinkOptions options)
-    : BatchNormalization(size, options, allreduce_of(comm)), comm_(std::move(comm)) {}
+    : BatchNormalization(chainer::Shape{size}, options, allreduce_of(comm)), comm_(std::move(comm)) {}
 
 }  // namespace chainermn::links

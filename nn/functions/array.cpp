@@ -113,6 +113,11 @@ Variable reshape(const Variable& x, const Shape& shape) {
   return record(std::make_shared<ReshapeNode>(x.shape()), {x}, {y})[0];
 }
 
+Variable flatten(const Variable& x) {
+  if (!x.defined()) throw Error("flatten: the input is undefined");
+  return reshape(x, {x.data().numel()});
+}
+
 Variable transpose(const Variable& x, const std::vector<int64_t>& axes) {
   if (!x.defined()) throw Error("transpose: the input is undefined");
   Tensor y = x.data().transpose(axes).contiguous();  // checks the axes

@@ -1,7 +1,7 @@
 /// @file
-/// Array manipulation, as chainer.functions.reshape / transpose / concat / stack / broadcast_to /
-/// expand_dims / squeeze / split_axis (indexing is get_item.h). Outputs are contiguous; reshape,
-/// expand_dims and squeeze of a contiguous input share its memory, as numpy's.
+/// Array manipulation, as chainer.functions.reshape / flatten / transpose / concat / stack /
+/// broadcast_to / expand_dims / squeeze / split_axis (indexing is get_item.h). Outputs are contiguous; reshape,
+/// flatten, expand_dims and squeeze of a contiguous input share its memory, as numpy's.
 ///
 /// Braced lists of integers are lists of axes or split points: `F::squeeze(x, {})` removes no
 /// axis and `F::split_axis(x, {3}, 0)` splits at index 3, as Python's `()` and `[3]`.
@@ -16,6 +16,9 @@ namespace chainer::functions {
 
 /// X with SHAPE, of the same number of elements; one extent may be -1.
 Variable reshape(const Variable& x, const Shape& shape);
+/// X as a 1-D array of all its elements, as Chainer's flatten (the batch axis too: to keep it,
+/// as before a Linear layer, use `reshape(x, {n, -1})`).
+Variable flatten(const Variable& x);
 /// X with its axes permuted by AXES; the default reverses the axes.
 Variable transpose(const Variable& x, const std::vector<int64_t>& axes = {});
 /// XS joined along the existing AXIS; Chainer's default axis is 1.

@@ -1,6 +1,7 @@
 /// @file
 /// BatchNormalization link, as chainer.links.BatchNormalization: normalizes x (N, C) or
-/// (N, C, ...) per channel (axis 1) and scales by gamma, shifts by beta. In training
+/// (N, C, ...) per channel (axis 1; per element of a tuple size, or over Chainer's axis option:
+/// see functions::batch_normalization) and scales by gamma, shifts by beta. In training
 /// (chainer::config::train()) it uses the batch's statistics (functions::batch_normalization)
 /// and updates the running averages avg_mean and avg_var; otherwise it uses the averages
 /// (functions::fixed_batch_normalization). Parameters gamma (initial_gamma) and beta
@@ -23,6 +24,9 @@ struct BatchNormalizationLinkOptions {
   bool use_beta = true;          ///< False: beta is 0 and not a parameter.
   double initial_gamma = 1.0;    ///< The initial value of every element of gamma.
   double initial_beta = 0.0;     ///< The initial value of every element of beta.
+  /// The axes to normalize over (Chainer's axis); None: axis 0 and the axes after the channels.
+  /// The parameters' shape (the size) must be x's extents on the other axes.
+  functions::Axes axis = {};
 };
 
 /// Batch normalization with learned scale and shift and running statistics (Chainer's `L.BatchNormalization`).
@@ -30,6 +34,9 @@ class BatchNormalization : public Link {
  public:
   /// A link for SIZE channels, with the keyword arguments in OPTIONS.
   explicit BatchNormalization(int64_t size, BatchNormalizationLinkOptions options = {});
+  /// A link whose parameters and averages have shape SIZE (Chainer's tuple size: (C, H, W)
+  /// normalizes each element of the (N, C, H, W) input over the batch).
+  explicit BatchNormalization(const Shape& size, BatchNormalizationLinkOptions options = {});
 
   /// Normalizes X without fine-tuning: forward(x, false).
   Variable forward(const Variable& x) override { return forward(x, false); }
@@ -42,13 +49,15 @@ class BatchNormalization : public Link {
   /// The parameters and avg_mean, avg_var, then N.
   void serialize(Serializer& s) override;
 
-  /// The number of channels.
-  int64_t size() const { return size_; }
+  /// The number of channels: the elements of gamma.
+  int64_t size() const { return shape_numel(shape_); }
+  /// The shape of the parameters and averages (Chainer's size).
+  const Shape& shape() const { return shape_; }
   /// The options it was constructed with.
   const BatchNormalizationLinkOptions& options() const { return options_; }
-  /// The scale parameter, (size,); null when use_gamma is false.
+  /// The scale parameter, of shape(); null when use_gamma is false.
   Variable* gamma() { return options_.use_gamma ? &param("gamma") : nullptr; }
-  /// The shift parameter, (size,); null when use_beta is false.
+  /// The shift parameter, of shape(); null when use_beta is false.
   Variable* beta() { return options_.use_beta ? &param("beta") : nullptr; }
   /// The running average of the batch means (persistent "avg_mean").
   Tensor& avg_mean() { return persistent("avg_mean"); }
@@ -60,11 +69,11 @@ class BatchNormalization : public Link {
  protected:
   /// For links whose batch is spread over processes: the batch statistics and the input
   /// gradient's sums go through SUM_OVER_PROCESSES (see functions::SumOverProcesses).
-  BatchNormalization(int64_t size, BatchNormalizationLinkOptions options,
+  BatchNormalization(const Shape& size, BatchNormalizationLinkOptions options,
                      functions::SumOverProcesses sum_over_processes);
 
  private:
-  int64_t size_;
+  Shape shape_;
   BatchNormalizationLinkOptions options_;
   functions::SumOverProcesses sum_over_processes_;
   int64_t N_ = 0;

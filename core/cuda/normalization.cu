@@ -1,0 +1,141 @@
+// The per-channel kernels of batch normalization and local response normalization, the twins of
+// core/cpu/normalization.cpp. The channel sums run one block per channel with the fixed
+// reductions of reduce.cuh, so they depend only on the inputs and the shape; the affine pass and
+// local response normalization are one thread per element (per column of channels for the latter).
+#include <cmath>
+#include <cstdint>
+
+#include "core/cuda/common.cuh"
+#include "core/cuda/kernels.h"
+#include "core/cuda/reduce.cuh"
+
+namespace chainer::cuda {
+
+namespace {
+
+// Block c sums channel c: [sum a, sum a (b - center[c])], or [sum a, sum a^2] without B.
+template <class T>
+__global__ void channel_sums_kernel(const T* a, const T* b, const T* center, int64_t outer, int64_t channels,
+                                    int64_t inner, double* sums) {
+  const int64_t c = blockIdx.x, n = outer * inner;
+  const double m = center ? double(center[c]) : 0.0;
+  double s1 = 0, s2 = 0;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+    const int64_t at = ((k / inner) * channels + c) * inner + k % inner;
+    const double av = double(a[at]);
+    s1 += av;
+    s2 += b ? av * (double(b[at]) - m) : av * av;
+  }
+  s1 = block_sum(s1);
+  s2 = block_sum(s2);
+  if (threadIdx.x == 0) sums[c] = s1, sums[channels + c] = s2;
+}
+
+template <class T>
+__global__ void channel_affine_kernel(const T* u, const T* s, const T* v, const T* t, const T* m, const T* d,
+                                      int64_t channels, int64_t inner, int64_t total, T* out) {
+  CHAINER_GRID_STRIDE_LOOP(i, total) {
+    const int64_t c = (i / inner) % channels;
+    T r = d[c];
+    if (u) r += s[c] * u[i];
+    if (v) r += t[c] * (v[i] - m[c]);
+    out[i] = r;
+  }
+}
+
+// One thread per (n, s) column of X seen as (N, C, S), walking its channels.
+template <class T>
+__global__ void lrn_kernel(const T* x, int64_t C, int64_t S, int64_t half, T k, T alpha, T beta, int64_t columns,
+                           T* y, T* unit_scale) {
+  CHAINER_GRID_STRIDE_LOOP(col, columns) {
+    const int64_t base = (col / S) * C * S + col % S;
+    for (int64_t c = 0; c < C; ++c) {
+      T sum = 0;
+      for (int64_t j = c - half < 0 ? 0 : c - half; j <= (c + half < C ? c + half : C - 1); ++j) {
+        const T xj = x[base + j * S];
+        sum += xj * xj;
+      }
+      const T us = k + alpha * sum;
+      unit_scale[base + c * S] = us;
+      y[base + c * S] = x[base + c * S] * pow(us, -beta);
+    }
+  }
+}
+
+template <class T>
+__global__ void lrn_grad_kernel(const T* x, const T* y, const T* unit_scale, const T* gy, int64_t C, int64_t S,
+                                int64_t half, T beta, T coeff, int64_t columns, T* gx) {
+  CHAINER_GRID_STRIDE_LOOP(col, columns) {
+    const int64_t base = (col / S) * C * S + col % S;
+    for (int64_t c = 0; c < C; ++c) {
+      T sum = 0;
+      for (int64_t j = c - half < 0 ? 0 : c - half; j <= (c + half < C ? c + half : C - 1); ++j) {
+        const int64_t at = base + j * S;
+        sum += y[at] * gy[at] / unit_scale[at];
+      }
+      const int64_t at = base + c * S;
+      gx[at] = gy[at] * pow(unit_scale[at], -beta) - coeff * x[at] * sum;
+    }
+  }
+}
+
+template <class T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+}  // namespace
+
+void channel_sums(const Tensor& a, const Tensor& b, const Tensor& center, const ChannelView& view, Tensor& sums) {
+  if (view.channels == 0) return;
+  CHAINER_DISPATCH_FLOATING(a.dtype(), "channel_sums", [&] {
+    using T = scalar_t;
+    channel_sums_kernel<T><<<unsigned(view.channels), kThreads, 0, compute_stream()>>>(
+        a.data<T>(), data_or_null<T>(b), data_or_null<T>(center), view.outer, view.channels, view.inner,
+        sums.data<double>());
+    CHAINER_CUDA_CHECK_LAUNCH(channel_sums_kernel);
+  });
+}
+
+void channel_affine(const ChannelAffine& args, const ChannelView& view, Tensor& out) {
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "channel_affine", [&] {
+    using T = scalar_t;
+    channel_affine_kernel<T><<<blocks_for(total), kThreads, 0, compute_stream()>>>(
+        data_or_null<T>(args.u), data_or_null<T>(args.s), data_or_null<T>(args.v), data_or_null<T>(args.t),
+        data_or_null<T>(args.m), args.d.data<T>(), view.channels, view.inner, total, out.data<T>());
+    CHAINER_CUDA_CHECK_LAUNCH(channel_affine_kernel);
+  });
+}
+
+void local_response_normalization(const Tensor& x, int64_t n, double k, double alpha, double beta, Tensor& out,
+                                  Tensor& unit_scale) {
+  const int64_t N = x.size(0), C = x.size(1);
+  if (x.numel() == 0) return;
+  const int64_t S = x.numel() / (N * C), columns = N * S;
+  const Tensor xc = x.contiguous();
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "local_response_normalization", [&] {
+    using T = scalar_t;
+    lrn_kernel<T><<<blocks_for(columns), kThreads, 0, compute_stream()>>>(
+        xc.data<T>(), C, S, n / 2, T(k), T(alpha), T(beta), columns, out.data<T>(), unit_scale.data<T>());
+    CHAINER_CUDA_CHECK_LAUNCH(lrn_kernel);
+  });
+}
+
+void local_response_normalization_grad(const Tensor& x, const Tensor& y, const Tensor& unit_scale, const Tensor& gy,
+                                       int64_t n, double alpha, double beta, Tensor& gx) {
+  const int64_t N = x.size(0), C = x.size(1);
+  if (x.numel() == 0) return;
+  const int64_t S = x.numel() / (N * C), columns = N * S;
+  const Tensor xc = x.contiguous(), yc = y.contiguous(), uc = unit_scale.contiguous(), gc = gy.contiguous();
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "local_response_normalization_grad", [&] {
+    using T = scalar_t;
+    lrn_grad_kernel<T><<<blocks_for(columns), kThreads, 0, compute_stream()>>>(
+        xc.data<T>(), yc.data<T>(), uc.data<T>(), gc.data<T>(), C, S, n / 2, T(beta), T(2 * alpha * beta), columns,
+        gx.data<T>());
+    CHAINER_CUDA_CHECK_LAUNCH(lrn_grad_kernel);
+  });
+}
+
+}  // namespace chainer::cuda

@@ -1,0 +1,36 @@
+#include "nn/functions/local_response_normalization.h"
+
+#include "autograd/function_node.h"
+#include "core/ops.h"
+
+namespace chainer::functions {
+
+namespace {
+class LocalResponseNormalizationNode : public FunctionNode {
+ public:
+  LocalResponseNormalizationNode(Tensor x, Tensor y, Tensor unit_scale, int64_t n, double alpha, double beta)
+      : x_(std::move(x)), y_(std::move(y)), unit_scale_(std::move(unit_scale)), n_(n), alpha_(alpha), beta_(beta) {}
+  std::string name() const override { return "LocalResponseNormalization"; }
+  std::vector<Tensor> backward(const std::vector<Tensor>& gy) override {
+    return {ops::local_response_normalization_grad(x_, y_, unit_scale_, gy[0], n_, alpha_, beta_)};
+  }
+
+ protected:
+  void release_saved() override { x_ = y_ = unit_scale_ = Tensor(); }
+
+ private:
+  Tensor x_, y_, unit_scale_;
+  int64_t n_;
+  double alpha_, beta_;
+};
+}  // namespace
+
+Variable local_response_normalization(const Variable& x, int64_t n, double k, double alpha, double beta) {
+  if (!x.defined()) throw Error("local_response_normalization: x must be defined");
+  ops::LocalResponseNormalizationResult r = ops::local_response_normalization(x.data(), n, k, alpha, beta);
+  if (!needs_recording({x})) return Variable(std::move(r.y));
+  auto node = std::make_shared<LocalResponseNormalizationNode>(x.data(), r.y, std::move(r.unit_scale), n, alpha, beta);
+  return record(node, {x}, {r.y})[0];
+}
+
+}  // namespace chainer::functions
