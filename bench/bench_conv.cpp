@@ -3,14 +3,12 @@
 // and the convolution time of one Fashion-MNIST training epoch they imply.
 //   build/bench/bench_conv [--threads N] [--seconds S] [--cpu-time] [--only NAME]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
-#include <functional>
 #include <string>
 
+#include "call_timing.h"
 #include "core/cpu/kernels.h"  // gemm_backend()
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -19,31 +17,7 @@
 using namespace chainer;
 
 namespace {
-// Wall seconds; with --cpu-time, process CPU seconds divided by the thread count, which stays
-// meaningful on a machine shared with other work.
-bool g_cpu_time = false;
-double now(int threads) {
-  if (g_cpu_time) return double(std::clock()) / CLOCKS_PER_SEC / threads;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-// The best of 5 timing windows of at least MIN_SECONDS / 5 each, after one warm-up call: on a
-// shared machine the best window is the one least disturbed by other work.
-double seconds_per_call(const std::function<void()>& fn, double min_seconds, int threads) {
-  fn();
-  double best = 1e30;
-  for (int window = 0; window < 5; ++window) {
-    int reps = 0;
-    const double start = now(threads);
-    double elapsed = 0;
-    do {
-      fn();
-      ++reps;
-      elapsed = now(threads) - start;
-    } while (elapsed < min_seconds / 5);
-    best = std::min(best, elapsed / reps);
-  }
-  return best;
-}
+bool g_cpu_time = false;  // --cpu-time (call_timing.h)
 
 struct Layer {
   const char* name;
@@ -67,6 +41,7 @@ int main(int argc, char** argv) {
     }
   }
   set_num_threads(threads);
+  auto time_call = [&](auto&& fn) { return bench::seconds_per_call(fn, min_seconds, threads, g_cpu_time); };
   const Layer layers[] = {
       {"fashion-1", 100, 1, 32, 28, 3, 1, 1, 1, 600},   {"fashion-2", 100, 32, 32, 28, 3, 1, 1, 1, 600},
       {"fashion-3", 100, 32, 64, 14, 3, 1, 1, 1, 600},  {"fashion-4", 100, 64, 64, 14, 3, 1, 1, 1, 600},
@@ -87,11 +62,9 @@ int main(int argc, char** argv) {
     const Tensor y = ops::convolution_2d(x, W, Tensor(), p);
     const Tensor gy = random::normal(y.shape());
     const double flop = 2.0 * double(y.numel()) * double(l.c / l.groups * l.k * l.k);
-    const double fwd = seconds_per_call([&] { ops::convolution_2d(x, W, Tensor(), p); }, min_seconds, threads);
-    const double bwd_data =
-        seconds_per_call([&] { ops::convolution_2d_grad_data(gy, W, l.hw, l.hw, p); }, min_seconds, threads);
-    const double bwd_filter =
-        seconds_per_call([&] { ops::convolution_2d_grad_filter(x, gy, l.k, l.k, p); }, min_seconds, threads);
+    const double fwd = time_call([&] { ops::convolution_2d(x, W, Tensor(), p); });
+    const double bwd_data = time_call([&] { ops::convolution_2d_grad_data(gy, W, l.hw, l.hw, p); });
+    const double bwd_filter = time_call([&] { ops::convolution_2d_grad_filter(x, gy, l.k, l.k, p); });
     auto cell = [&](double s) { return std::to_string(s * 1e3).substr(0, 7) + " ms " + std::to_string(int(flop / s / 1e9)) + " GF/s"; };
     std::printf("  %-14s %22s %22s %22s\n", l.name, cell(fwd).c_str(), cell(bwd_data).c_str(), cell(bwd_filter).c_str());
     // The first layer's input is data: no data gradient.

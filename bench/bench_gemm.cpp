@@ -3,14 +3,13 @@
 //   build/bench/bench_gemm [--threads N] [--seconds S] [--cpu-time]
 //   CHAINER_GEMM_KC=192 build/bench/bench_gemm   # another slice depth than this CPU's caches choose
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "core/cpu/kernels.h"  // gemm_backend()
+#include "call_timing.h"
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "core/random.h"
@@ -18,31 +17,7 @@
 using namespace chainer;
 
 namespace {
-// Wall seconds per call; with --cpu-time, process CPU seconds per call divided by the thread
-// count, which stays meaningful on a machine shared with other work.
-bool g_cpu_time = false;
-double now(int threads) {
-  if (g_cpu_time) return double(std::clock()) / CLOCKS_PER_SEC / threads;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-// The best of 5 timing windows of at least MIN_SECONDS / 5 each: on a shared machine the best
-// window is the one least disturbed by other work.
-double seconds_per_call(Tensor& a, bool ta, Tensor& b, bool tb, Tensor& c, double min_seconds, int threads) {
-  ops::gemm(a, ta, b, tb, 1.0, 0.0, c);
-  double best = 1e30;
-  for (int window = 0; window < 5; ++window) {
-    int reps = 0;
-    const double start = now(threads);
-    double elapsed = 0;
-    do {
-      ops::gemm(a, ta, b, tb, 1.0, 0.0, c);
-      ++reps;
-      elapsed = now(threads) - start;
-    } while (elapsed < min_seconds / 5);
-    best = std::min(best, elapsed / reps);
-  }
-  return best;
-}
+bool g_cpu_time = false;  // --cpu-time (call_timing.h)
 
 struct Case {
   const char* name;
@@ -65,6 +40,7 @@ int main(int argc, char** argv) {
     }
   }
   set_num_threads(threads);
+  auto time_call = [&](auto&& fn) { return bench::seconds_per_call(fn, min_seconds, threads, g_cpu_time); };
   const Case cases[] = {
       {"square 1000x1000x1000", 1000, 1000, 1000, false, false, 0},
       {"fwd l1  y=x W1^T   (100,784)x(784,1000)", 100, 1000, 784, false, true, 1},
@@ -82,7 +58,7 @@ int main(int argc, char** argv) {
     Tensor a = random::normal(c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k});
     Tensor b = random::normal(c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n});
     Tensor out = Tensor::empty({c.m, c.n});
-    const double s = seconds_per_call(a, c.ta, b, c.tb, out, min_seconds, threads);
+    const double s = time_call([&] { ops::gemm(a, c.ta, b, c.tb, 1.0, 0.0, out); });
     const double flop = 2.0 * double(c.m) * double(c.n) * double(c.k);
     std::printf("  %-44s %8.1f GFLOP/s  %8.3f ms\n", c.name, flop / s / 1e9, s * 1e3);
     if (c.per_iteration == 0) square_rate = flop / s;
