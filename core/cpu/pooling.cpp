@@ -126,32 +126,41 @@ void max_pooling_2d_grad(const Tensor& gy, const Tensor& indexes, const Window2D
   });
 }
 
+// DST (planes, dh, dw) = K times the sum of SRC (planes, sh, sw) over the rectangle
+// ROWS_OF(r) x COLS_OF(c) of each destination element (r, c): the window sums and their
+// transpose, which gathers from the windows that hold each element (no scatter, so no zeroing
+// and no order between planes' writes).
+template <class T, class RowsOf, class ColsOf>
+void sum_over_spans(const T* src, int64_t sh, int64_t sw, T* dst, int64_t dh, int64_t dw, int64_t nplanes, T k,
+                    RowsOf&& rows_of, ColsOf&& cols_of) {
+  std::vector<Span> cols(static_cast<size_t>(dw));
+  for (int64_t c = 0; c < dw; ++c) cols[size_t(c)] = cols_of(c);
+  parallel_for(nplanes, plane_grain(std::max(sh * sw, dh * dw)), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T* plane = src + p * sh * sw;
+      T* out = dst + p * dh * dw;
+      for (int64_t r = 0; r < dh; ++r) {
+        const Span rows = rows_of(r);
+        for (int64_t c = 0; c < dw; ++c) {
+          const Span cs = cols[size_t(c)];
+          T sum = 0;
+          for (int64_t iy = rows.lo; iy < rows.hi; ++iy)
+            for (int64_t ix = cs.lo; ix < cs.hi; ++ix) sum += plane[iy * sw + ix];
+          out[r * dw + c] = sum * k;
+        }
+      }
+    }
+  });
+}
+
 void window_sum_2d(const Tensor& x, const Window2D& w, double scale, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(x.dtype(), "window_sum_2d", [&] {
     using T = scalar_t;
     const Tensor xc = x.contiguous();
-    const int64_t H = x.size(2), W = x.size(3), oh = out.size(2), ow = out.size(3);
-    const T* px = xc.data<T>();
-    T* py = out.data<T>();
-    const T k = T(scale);
-    std::vector<Span> cols(static_cast<size_t>(ow));
-    for (int64_t ox = 0; ox < ow; ++ox) cols[size_t(ox)] = window_span(ox, w.kw, w.sx, w.pw, W);
-    parallel_for(planes(x), plane_grain(H * W), [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        const T* plane = px + p * H * W;
-        T* y = py + p * oh * ow;
-        for (int64_t oy = 0; oy < oh; ++oy) {
-          const Span rows = window_span(oy, w.kh, w.sy, w.ph, H);
-          for (int64_t ox = 0; ox < ow; ++ox) {
-            const Span c = cols[size_t(ox)];
-            T sum = 0;
-            for (int64_t iy = rows.lo; iy < rows.hi; ++iy)
-              for (int64_t ix = c.lo; ix < c.hi; ++ix) sum += plane[iy * W + ix];
-            y[oy * ow + ox] = sum * k;
-          }
-        }
-      }
-    });
+    const int64_t H = x.size(2), W = x.size(3);
+    sum_over_spans(xc.data<T>(), H, W, out.data<T>(), out.size(2), out.size(3), planes(x), T(scale),
+                   [&](int64_t oy) { return window_span(oy, w.kh, w.sy, w.ph, H); },
+                   [&](int64_t ox) { return window_span(ox, w.kw, w.sx, w.pw, W); });
   });
 }
 
@@ -159,30 +168,10 @@ void window_spread_2d(const Tensor& y, const Window2D& w, double scale, Tensor& 
   CHAINER_DISPATCH_FLOATING(y.dtype(), "window_spread_2d", [&] {
     using T = scalar_t;
     const Tensor yc = y.contiguous();
-    const int64_t H = out.size(2), W = out.size(3), oh = y.size(2), ow = y.size(3);
-    const T* py = yc.data<T>();
-    T* po = out.data<T>();
-    const T k = T(scale);
-    std::vector<Span> cols(static_cast<size_t>(W));
-    for (int64_t ix = 0; ix < W; ++ix) cols[size_t(ix)] = covering_span(ix, w.kw, w.sx, w.pw, ow);
-    // Each element gathers from the windows that hold it (no scatter, so no zeroing and no
-    // order between planes' writes).
-    parallel_for(planes(out), plane_grain(H * W), [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        const T* g = py + p * oh * ow;
-        T* plane = po + p * H * W;
-        for (int64_t iy = 0; iy < H; ++iy) {
-          const Span rows = covering_span(iy, w.kh, w.sy, w.ph, oh);
-          for (int64_t ix = 0; ix < W; ++ix) {
-            const Span c = cols[size_t(ix)];
-            T sum = 0;
-            for (int64_t oy = rows.lo; oy < rows.hi; ++oy)
-              for (int64_t ox = c.lo; ox < c.hi; ++ox) sum += g[oy * ow + ox];
-            plane[iy * W + ix] = sum * k;
-          }
-        }
-      }
-    });
+    const int64_t oh = y.size(2), ow = y.size(3);
+    sum_over_spans(yc.data<T>(), oh, ow, out.data<T>(), out.size(2), out.size(3), planes(out), T(scale),
+                   [&](int64_t iy) { return covering_span(iy, w.kh, w.sy, w.ph, oh); },
+                   [&](int64_t ix) { return covering_span(ix, w.kw, w.sx, w.pw, ow); });
   });
 }
 
