@@ -22,6 +22,23 @@ inline void valid_range(int64_t out, int64_t w, int64_t s, int64_t p, int64_t of
   if (hi < lo) hi = lo;
 }
 
+// FN(tap, oy, base, lo, hi) for every tap (i, j) of a depthwise window, tap = i * kw + j, and
+// every output row OY whose tap row lies in the H x W image: the outputs [lo, hi) of that row
+// meet the input pixels base + ox * sx.
+template <class Fn>
+void for_each_tap_row(const Conv2dGeometry& g, int64_t h, int64_t w, Fn&& fn) {
+  for (int64_t i = 0; i < g.kh; ++i)
+    for (int64_t j = 0; j < g.kw; ++j) {
+      int64_t lo, hi;
+      valid_range(g.out_w, w, g.sx, g.pw, j * g.dx, lo, hi);
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        const int64_t iy = oy * g.sy - g.ph + i * g.dy;
+        if (iy < 0 || iy >= h) continue;
+        fn(i * g.kw + j, oy, iy * w - g.pw + j * g.dx, lo, hi);
+      }
+    }
+}
+
 // fn(p) for every channel plane p of PLANES, in tasks of about 64K elements of COL each (a few
 // per thread at most), split evenly.
 template <class Fn>
@@ -128,22 +145,14 @@ void depthwise_conv(const Tensor& x, const Tensor& W, const Tensor& b, const Con
       const T* in = px + (p / c_out * c + o / m) * h * w;
       T* out = py + p * plane;
       std::fill(out, out + plane, pb ? pb[o] : T(0));
-      for (int64_t i = 0; i < g.kh; ++i)
-        for (int64_t j = 0; j < g.kw; ++j) {
-          const T wt = pw[o * taps + i * g.kw + j];
-          int64_t lo, hi;
-          valid_range(g.out_w, w, g.sx, g.pw, j * g.dx, lo, hi);
-          for (int64_t oy = 0; oy < g.out_h; ++oy) {
-            const int64_t iy = oy * g.sy - g.ph + i * g.dy;
-            if (iy < 0 || iy >= h) continue;
-            const int64_t base = iy * w - g.pw + j * g.dx;
-            T* row = out + oy * g.out_w;
-            if (g.sx == 1)
-              for (int64_t ox = lo; ox < hi; ++ox) row[ox] += wt * in[base + ox];
-            else
-              for (int64_t ox = lo; ox < hi; ++ox) row[ox] += wt * in[base + ox * g.sx];
-          }
-        }
+      for_each_tap_row(g, h, w, [&](int64_t tap, int64_t oy, int64_t base, int64_t lo, int64_t hi) {
+        const T wt = pw[o * taps + tap];
+        T* row = out + oy * g.out_w;
+        if (g.sx == 1)
+          for (int64_t ox = lo; ox < hi; ++ox) row[ox] += wt * in[base + ox];
+        else
+          for (int64_t ox = lo; ox < hi; ++ox) row[ox] += wt * in[base + ox * g.sx];
+      });
     });
   });
 }
@@ -163,19 +172,11 @@ void depthwise_conv_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeo
       for (int64_t k = 0; k < m; ++k) {
         const int64_t o = ch * m + k;
         const T* in = pg + (p / c * c_out + o) * plane;
-        for (int64_t i = 0; i < g.kh; ++i)
-          for (int64_t j = 0; j < g.kw; ++j) {
-            const T wt = pw[o * taps + i * g.kw + j];
-            int64_t lo, hi;
-            valid_range(g.out_w, w, g.sx, g.pw, j * g.dx, lo, hi);
-            for (int64_t oy = 0; oy < g.out_h; ++oy) {
-              const int64_t iy = oy * g.sy - g.ph + i * g.dy;
-              if (iy < 0 || iy >= h) continue;
-              const int64_t base = iy * w - g.pw + j * g.dx;
-              const T* row = in + oy * g.out_w;
-              for (int64_t ox = lo; ox < hi; ++ox) out[base + ox * g.sx] += wt * row[ox];
-            }
-          }
+        for_each_tap_row(g, h, w, [&](int64_t tap, int64_t oy, int64_t base, int64_t lo, int64_t hi) {
+          const T wt = pw[o * taps + tap];
+          const T* row = in + oy * g.out_w;
+          for (int64_t ox = lo; ox < hi; ++ox) out[base + ox * g.sx] += wt * row[ox];
+        });
       }
     });
   });
