@@ -657,6 +657,16 @@ void check_conv_params(const char* op, const Conv2dParams& p) {
   if (p.groups < 1) throw Error(str(op, ": groups ", p.groups, " must be positive"));
 }
 
+// The checks every convolution entry point makes of its two arrays A and B (floating, one
+// dtype, one device) and of PARAMS; returns the device.
+Device check_conv_arrays(const char* op, const Tensor& a, const Tensor& b, const Conv2dParams& params) {
+  const Device device = require_same_device(op, {&a, &b});
+  require_floating(op, a);
+  require_same_dtype(op, a, b);
+  check_conv_params(op, params);
+  return device;
+}
+
 void require_4d(const char* op, const char* name, const Shape& shape, const char* axes) {
   if (shape.size() != 4) throw Error(str(op, ": ", name, " must be 4-D ", axes, ", got shape ", shape_str(shape)));
 }
@@ -742,10 +752,7 @@ namespace {
 Tensor convolve(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dParams& params, int64_t out_h,
                 int64_t out_w) {
   const char* op = "convolution_2d";
-  const Device device = require_same_device(op, {&x, &W});
-  require_floating(op, x);
-  require_same_dtype(op, x, W);
-  check_conv_params(op, params);
+  const Device device = check_conv_arrays(op, x, W, params);
   require_4d(op, "x", x.shape(), "(batch, channels, height, width)");
   const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
   check_filters(op, W, "x", c, params);
@@ -817,10 +824,7 @@ Tensor convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const C
 Tensor convolution_2d_grad_data(const Tensor& gy, const Tensor& W, int64_t height, int64_t width,
                                 const Conv2dParams& params) {
   const char* op = "convolution_2d_grad_data";
-  const Device device = require_same_device(op, {&gy, &W});
-  require_floating(op, gy);
-  require_same_dtype(op, gy, W);
-  check_conv_params(op, params);
+  const Device device = check_conv_arrays(op, gy, W, params);
   require_4d(op, "gy", gy.shape(), "(batch, channels, height, width)");
   require_4d(op, "W", W.shape(), "(out_channels, in_channels / groups, kh, kw)");
   if (height < 1 || width < 1) throw Error(str(op, ": the image size ", pair_str(height, width), " must be positive"));
@@ -886,10 +890,7 @@ Tensor convolution_2d_grad_data(const Tensor& gy, const Tensor& W, int64_t heigh
 Tensor convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, int64_t kh, int64_t kw,
                                   const Conv2dParams& params) {
   const char* op = "convolution_2d_grad_filter";
-  const Device device = require_same_device(op, {&x, &gy});
-  require_floating(op, x);
-  require_same_dtype(op, x, gy);
-  check_conv_params(op, params);
+  const Device device = check_conv_arrays(op, x, gy, params);
   require_4d(op, "x", x.shape(), "(batch, channels, height, width)");
   require_4d(op, "gy", gy.shape(), "(batch, channels, height, width)");
   if (kh < 1 || kw < 1) throw Error(str(op, ": the kernel size ", pair_str(kh, kw), " must be positive"));
