@@ -301,6 +301,21 @@ TEST_CASE("ops: float32 matrix products do not depend on the number of threads")
   set_num_threads(saved);
 }
 
+TEST_CASE("ops: the GEMM's blocking follows the CPU's caches; CHAINER_GEMM_KC overrides its depth") {
+  const auto zen5 = cpu::gemm_blocking_for(48 << 10, 1 << 20, nullptr);
+  CHECK(zen5.kc == 256);  // the blocking measured best on the Zen 5
+  CHECK(zen5.cw == 128);
+  const auto zen4 = cpu::gemm_blocking_for(32 << 10, 1 << 20, "");
+  CHECK(zen4.kc == 192);  // the A micro-panel in a third of a 32 KiB L1d
+  CHECK(zen4.cw == 160);
+  CHECK(cpu::gemm_blocking_for(48 << 10, 1 << 20, "64").kc == 64);
+  CHECK(cpu::gemm_blocking_for(48 << 10, 1 << 20, "64").cw == 512);
+  for (const char* bad : {"100", "0", "528", "abc", "64x"})
+    CHECK_THROWS_WITH(cpu::gemm_blocking_for(48 << 10, 1 << 20, bad),
+                      Catch::Contains("CHAINER_GEMM_KC must be a multiple of 16 from 16 to 512") &&
+                          Catch::Contains(std::string("'") + bad + "'"));
+}
+
 TEST_CASE("ops: float32 products equal float64 ones at this CPU's blocking") {
   // The slice depth comes from the CPU's caches (CHAINER_GEMM_KC in the environment overrides it:
   // meson runs this case again with the depth a Zen 4 gets and a shallow one). Depths that cross

@@ -17,42 +17,44 @@
 #include <vector>
 
 #include "core/cpu/kernels.h"
+#include "core/error.h"
 #include "core/parallel.h"
 
 namespace chainer::cpu {
 
 namespace {
-#if defined(__AVX512F__)
-constexpr int64_t MR = 14;   // rows of a micro-tile: 14 x 2 accumulators + 2 B vectors + 1 broadcast = 31 of 32 zmm
-constexpr int64_t NR = 32;   // columns of a micro-tile: two zmm vectors
+constexpr int64_t MR = 14;  // rows of a micro-tile: 14 x 2 accumulators + 2 B vectors + 1 broadcast = 31 of 32 zmm
+constexpr int64_t NR = 32;  // columns of a micro-tile: two zmm vectors
+}  // namespace
 
-// The depth of a packed slice (KC) and the columns of C per work chunk (CW), chosen at run time
-// from this CPU's caches, as OpenBLAS and oneDNN choose per microarchitecture: the A micro-panel
-// (MR x KC) that the micro-kernel keeps in L1 takes at most a third of the L1 data cache, the
-// rest left to the B micro-panels streaming past; a chunk's packed B (KC x CW) takes an eighth
-// of L2. The Zen 5 machines here (48 KiB L1D, 1 MiB L2) get 256 and 128, the blocking measured
-// best there; a Zen 4 (32 KiB L1D) gets 192 and 160. Deeper slices also change where partial
-// sums are rounded, so products may differ in the last bits between such machines (never run
-// to run). CHAINER_GEMM_KC overrides KC (a multiple of 16 up to 512) for measuring.
-struct Blocking {
-  int64_t kc, cw;
-};
+// The A micro-panel (MR x KC) that the micro-kernel keeps in L1 takes at most a third of the L1
+// data cache, the rest left to the B micro-panels streaming past; a chunk's packed B (KC x CW)
+// takes an eighth of L2. Deeper slices also change where partial sums are rounded, so products
+// may differ in the last bits between such machines (never run to run).
+GemmBlocking gemm_blocking_for(int64_t l1d_bytes, int64_t l2_bytes, const char* kc_override) {
+  int64_t kc = std::clamp<int64_t>(l1d_bytes / 3 / (MR * int64_t(sizeof(float))) / 16 * 16, 64, 256);
+  if (kc_override && *kc_override) {
+    char* end = nullptr;
+    const long v = std::strtol(kc_override, &end, 10);
+    if (end == kc_override || *end != '\0' || v < 16 || v > 512 || v % 16 != 0)
+      throw Error(str("gemm: CHAINER_GEMM_KC must be a multiple of 16 from 16 to 512, not '", kc_override, "'"));
+    kc = v;
+  }
+  const int64_t cw = std::clamp<int64_t>(l2_bytes / 8 / (kc * int64_t(sizeof(float))) / NR * NR, NR, 512);
+  return {kc, cw};
+}
+
+namespace {
+#if defined(__AVX512F__)
 int64_t cache_bytes(int name, int64_t fallback) {
   const long v = sysconf(name);
   return v > 0 ? int64_t(v) : fallback;
 }
-Blocking blocking_for(int64_t l1d, int64_t l2, const char* kc_override) {
-  int64_t kc = std::clamp<int64_t>(l1d / 3 / (MR * int64_t(sizeof(float))) / 16 * 16, 64, 256);
-  if (kc_override && *kc_override) {
-    const long v = std::strtol(kc_override, nullptr, 10);
-    if (v >= 16 && v <= 512 && v % 16 == 0) kc = v;
-  }
-  const int64_t cw = std::clamp<int64_t>(l2 / 8 / (kc * int64_t(sizeof(float))) / NR * NR, NR, 512);
-  return {kc, cw};
-}
-const Blocking& blocking() {
-  static const Blocking b = blocking_for(cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10),
-                                         cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20), std::getenv("CHAINER_GEMM_KC"));
+// This CPU's blocking, chosen once (cpu/kernels.h).
+const GemmBlocking& blocking() {
+  static const GemmBlocking b =
+      gemm_blocking_for(cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10), cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20),
+                        std::getenv("CHAINER_GEMM_KC"));
   return b;
 }
 
