@@ -79,11 +79,11 @@ enum class LossReduction {
   MeanOverBatch  ///< their sum divided by the batch size (at least 1)
 };
 
-/// The geometry of one 2-D convolution's lowering (the `im2col` and `col2im` kernels): the window
-/// (kh, kw) with its stride, padding and dilation per axis, and the output grid (out_h, out_w),
-/// given explicitly so that cover_all and deconvolution's outsize need nothing more. Output
-/// position (oy, ox) with window offset (i, j) reads image pixel (oy*sy - ph + i*dy,
-/// ox*sx - pw + j*dx), 0 outside the image.
+/// The geometry of one 2-D convolution: the window (kh, kw) with its stride, padding and
+/// dilation per axis, the output grid (out_h, out_w), given explicitly so that cover_all and
+/// deconvolution's outsize need nothing more, and the channel groups. Output position (oy, ox)
+/// with window offset (i, j) reads image pixel (oy*sy - ph + i*dy, ox*sx - pw + j*dx), 0
+/// outside the image.
 struct Conv2dGeometry {
   int64_t kh = 1;     ///< the window's rows
   int64_t kw = 1;     ///< the window's columns
@@ -95,6 +95,7 @@ struct Conv2dGeometry {
   int64_t dx = 1;     ///< the dilation along the columns
   int64_t out_h = 0;  ///< the output grid's rows
   int64_t out_w = 0;  ///< the output grid's columns
+  int64_t groups = 1; ///< channel groups, each convolved apart
 };
 
 /// The tensors of one parameter in a fused optimizer step (all contiguous, one shape and dtype;
@@ -178,15 +179,6 @@ struct Kernels {
   // ---- matrix products: C = alpha op(A) op(B) + beta C (A, B contiguous 2-D) ----
   /// C = alpha op(A) op(B) + beta C (A, B contiguous 2-D; op transposes when its flag is set).
   void (*gemm)(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
-  /// Products of a batch, summed in groups: C[g] = alpha * sum of op(A[i]) op(B[i]) over the
-  /// products i of group g + beta * C[g]. A and B are 3-D with a batch axis of 1 (one matrix
-  /// for every product) or of the batch size; C (groups, m, n) has `groups` dividing the batch,
-  /// group g holding products [g * batch / groups, (g + 1) * batch / groups) (groups == batch:
-  /// one product each). Every matrix A[i], B[i], C[g] is a contiguous 2-D block; the batch axes
-  /// may have any stride (C may be a view). On the CPU the sums run in a fixed order.
-  void (*batched_gemm)(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta,
-                       Tensor& c);
-
   // ---- the fused steps of nn/functions ----
   /// OUT = softmax (or log-softmax when LOG) of X along AXIS.
   void (*softmax)(const Tensor& x, int64_t axis, bool log, Tensor& out);
@@ -216,21 +208,14 @@ struct Kernels {
   /// GX[i] = GY[i or 0] * (sigmoid(X[i]) - T[i]); 0 where T[i] is -1 (GY: one element or X's shape).
   void (*sigmoid_cross_entropy_grad)(const Tensor& x, const Tensor& t, const Tensor& gy, Tensor& gx);
 
-  /// COL (B, C * kh * kw, out_h * out_w) = the windows of X (B, C, H, W, contiguous):
-  /// col[b, (c, i, j), (oy, ox)] = x[b, c, oy*sy - ph + i*dy, ox*sx - pw + j*dx], 0 outside X.
-  void (*im2col)(const Tensor& x, const Conv2dGeometry& g, Tensor& col);
-  /// X (B, C, H, W, overwritten) = every element of COL (contiguous, as im2col makes it) added
-  /// back at the pixel im2col took it from (the adjoint of im2col); elements from outside the
-  /// image are dropped.
-  void (*col2im)(const Tensor& col, const Conv2dGeometry& g, Tensor& x);
-  /// The depthwise convolution (groups = C): Y (N, C * m, out_h, out_w) = X (N, C, H, W) with
-  /// filters W (C * m, 1, kh, kw), output channel o reading input channel o / m, plus B (C * m,)
-  /// per output channel when defined. X, W contiguous.
-  void (*depthwise_conv)(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y);
-  /// Its data gradient: GX (N, C, H, W) from GY (N, C * m, out_h, out_w, contiguous) and W.
-  void (*depthwise_conv_grad_data)(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx);
-  /// Its filter gradient: GW (C * m, 1, kh, kw) from X and GY (contiguous), summed in a fixed order.
-  void (*depthwise_conv_grad_filter)(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
+  // ---- convolutions (core/ops.h): NCHW arrays, all contiguous; groups divides both channel counts ----
+  /// Y (N, C_out, out_h, out_w) = X (N, C, H, W) convolved with filters W (C_out, C / groups, kh,
+  /// kw), plus B (C_out,) per output channel when defined.
+  void (*convolution_2d)(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y);
+  /// GX (N, C, H, W) = its gradient with respect to X, from GY (N, C_out, out_h, out_w) and W.
+  void (*convolution_2d_grad_data)(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx);
+  /// GW (C_out, C / groups, kh, kw) = its gradient with respect to W, from X and GY.
+  void (*convolution_2d_grad_filter)(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
   // ---- pooling and normalization (nn/functions/pooling.h, batch_normalization.h,
   // local_response_normalization.h): NCHW arrays, X contiguous; outputs sized by the op ----
   /// OUT (N, C, out_h, out_w) = the maximum of each window of X (N, C, H, W), padding never

@@ -705,45 +705,8 @@ void check_output_extents(const char* op, const char* what, int64_t oh, int64_t 
 
 Conv2dGeometry conv_geometry(const Conv2dParams& p, int64_t kh, int64_t kw, int64_t out_h, int64_t out_w) {
   return {.kh = kh, .kw = kw, .sy = p.sy, .sx = p.sx, .ph = p.ph, .pw = p.pw, .dy = p.dy, .dx = p.dx,
-          .out_h = out_h, .out_w = out_w};
+          .out_h = out_h, .out_w = out_w, .groups = p.groups};
 }
-
-// One input channel per group (groups = C > 1): the products would have one row, so the
-// depthwise kernels compute the convolution directly (8x faster forward on the depthwise layer
-// of bench_conv, docs/performance.md).
-bool is_depthwise(int64_t c, const Conv2dParams& p) { return p.groups > 1 && c == p.groups; }
-
-// A 1x1 window with stride 1 and no padding: the image is its own lowered matrix.
-bool is_pointwise(int64_t kh, int64_t kw, const Conv2dParams& p) {
-  return kh == 1 && kw == 1 && p.sy == 1 && p.sx == 1 && p.ph == 0 && p.pw == 0;
-}
-
-// The N images in chunks whose lowered windows (ROWS x COLS elements of ITEMSIZE bytes each)
-// take at most kConvLoweredBytes together: fn(first, count, col) with COL (count, ROWS, COLS),
-// one buffer for every chunk. The chunks differ in size by one at most, the smallest being
-// min_chunk() images.
-class LoweredChunks {
- public:
-  LoweredChunks(int64_t n, int64_t rows, int64_t cols, DType dtype, Device device)
-      : n_(n), rows_(rows), cols_(cols) {
-    const int64_t per_image = std::max<int64_t>(1, rows * cols * int64_t(dtype_size(dtype)));
-    const int64_t fits = std::max<int64_t>(1, kConvLoweredBytes / per_image);
-    count_ = std::max<int64_t>(1, (n + fits - 1) / fits);
-    buffer_ = Tensor::empty({(n + count_ - 1) / count_, rows, cols}, dtype, device);
-  }
-  int64_t min_chunk() const { return n_ / count_; }
-  template <class Fn>
-  void for_each(Fn&& fn) {
-    for (int64_t i = 0; i < count_; ++i) {
-      const int64_t first = n_ * i / count_, count = n_ * (i + 1) / count_ - first;
-      fn(first, count, buffer_.narrow(0, 0, count));
-    }
-  }
-
- private:
-  int64_t n_, rows_, cols_, count_;
-  Tensor buffer_;
-};
 }  // namespace
 
 namespace {
@@ -756,7 +719,7 @@ Tensor convolve(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dP
   require_4d(op, "x", x.shape(), "(batch, channels, height, width)");
   const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
   check_filters(op, W, "x", c, params);
-  const int64_t c_out = W.size(0), kh = W.size(2), kw = W.size(3), groups = params.groups;
+  const int64_t c_out = W.size(0), kh = W.size(2), kw = W.size(3);
   if (out_h < 0) {
     out_h = conv_outsize(h, kh, params.sy, params.ph, params.cover_all, params.dy);
     out_w = conv_outsize(w, kw, params.sx, params.pw, params.cover_all, params.dx);
@@ -777,35 +740,8 @@ Tensor convolve(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dP
   }
   Tensor y = Tensor::empty({n, c_out, out_h, out_w}, x.dtype(), device);
   if (y.numel() == 0) return y;
-  const Kernels& k = kernels_for(device);
-  const Conv2dGeometry geo = conv_geometry(params, kh, kw, out_h, out_w);
-  if (is_depthwise(c, params)) {
-    k.depthwise_conv(x.contiguous(), W.contiguous(), b, geo, y);
-    return y;
-  }
-  const int64_t cols = out_h * out_w, c_out_g = c_out / groups, depth = c / groups * kh * kw;
-  Tensor y3 = y.reshape({n, c_out, cols});
-  double beta = 0.0;
-  if (b.defined()) {  // the products add onto the bias
-    k.broadcast_copy(b.contiguous().reshape({1, c_out, 1}), y3);
-    beta = 1.0;
-  }
-  const Tensor xc = x.contiguous(), Wm = W.contiguous().reshape({groups, c_out_g, depth});
-  // y[i, group g] = W[g] col[i, group g] for the images of YB and their windows COL.
-  auto products = [&](const Tensor& col, Tensor yb) {
-    for (int64_t g = 0; g < groups; ++g) {
-      Tensor out = yb.narrow(1, g * c_out_g, c_out_g);
-      k.batched_gemm(Wm.narrow(0, g, 1), false, col.narrow(1, g * depth, depth), false, 1.0, beta, out);
-    }
-  };
-  if (is_pointwise(kh, kw, params)) {
-    products(xc.reshape({n, c, cols}), y3);
-    return y;
-  }
-  LoweredChunks(n, c * kh * kw, cols, x.dtype(), device).for_each([&](int64_t first, int64_t count, Tensor col) {
-    k.im2col(xc.narrow(0, first, count), geo, col);
-    products(col, y3.narrow(0, first, count));
-  });
+  kernels_for(device).convolution_2d(x.contiguous(), W.contiguous(), b.defined() ? b.contiguous() : b,
+                                     conv_geometry(params, kh, kw, out_h, out_w), y);
   return y;
 }
 }  // namespace
@@ -828,62 +764,17 @@ Tensor convolution_2d_grad_data(const Tensor& gy, const Tensor& W, int64_t heigh
   require_4d(op, "gy", gy.shape(), "(batch, channels, height, width)");
   require_4d(op, "W", W.shape(), "(out_channels, in_channels / groups, kh, kw)");
   if (height < 1 || width < 1) throw Error(str(op, ": the image size ", pair_str(height, width), " must be positive"));
-  const int64_t groups = params.groups, c = W.size(1) * groups;
+  const int64_t c = W.size(1) * params.groups;
   check_filters(op, W, "the image", c, params);
   const int64_t n = gy.size(0), c_out = W.size(0), kh = W.size(2), kw = W.size(3);
   if (gy.size(1) != c_out)
     throw Error(str(op, ": gy has ", gy.size(1), " channels but W has ", c_out, " output channels (W has shape ",
                     shape_str(W.shape()), ")"));
   check_output_extents(op, "gy has extents", gy.size(2), gy.size(3), height, width, kh, kw, params);
-  const int64_t c_out_g = c_out / groups, c_g = c / groups, depth = c_g * kh * kw;
-  if (is_depthwise(c, params)) {
-    Tensor gx = Tensor::empty({n, c, height, width}, gy.dtype(), device);
-    if (gx.numel() > 0)
-      kernels_for(device).depthwise_conv_grad_data(
-          gy.contiguous(), W.contiguous(), conv_geometry(params, kh, kw, gy.size(2), gy.size(3)), gx);
-    return gx;
-  }
-  // With stride 1 the gradient is itself a convolution: of gy, padded by d (k - 1) - p, with the
-  // filters transposed and turned by 180 degrees. That product has the forward's shape (C / groups
-  // x C_out / groups * kh * kw against the windows), where the general path below makes a column
-  // matrix kh * kw times the image's size from a product of depth C_out / groups alone (32 for
-  // the Fashion-MNIST network) and scatters it back: 1.3x faster there (docs/performance.md).
-  // Its products have C / groups rows: with fewer than 16 (a first layer's one channel) they
-  // waste most of the micro-kernel's 14-row tiles, and the general path is 8x faster.
-  const int64_t flip_ph = params.dy * (kh - 1) - params.ph, flip_pw = params.dx * (kw - 1) - params.pw;
-  if (params.sy == 1 && params.sx == 1 && flip_ph >= 0 && flip_pw >= 0 && !is_pointwise(kh, kw, params) &&
-      c_g >= 16 && n > 0) {
-    const Tensor t = W.reshape({groups, c_out_g, c_g, kh, kw}).transpose({0, 2, 1, 3, 4});
-    // (groups, C / groups, C_out / groups, kh, kw) with both window axes walked backward.
-    std::vector<int64_t> strides = t.strides();
-    strides[3] = -strides[3], strides[4] = -strides[4];
-    const Tensor flipped = t.as_strided(t.shape(), strides, t.offset() + (kh - 1) * t.strides()[3] + (kw - 1) * t.strides()[4]);
-    const Conv2dParams flip{.sy = 1, .sx = 1, .ph = flip_ph, .pw = flip_pw, .dy = params.dy, .dx = params.dx,
-                            .groups = groups};
-    return convolve(gy, flipped.contiguous().reshape({c, c_out_g, kh, kw}), Tensor(), flip, height, width);
-  }
   Tensor gx = Tensor::empty({n, c, height, width}, gy.dtype(), device);
   if (gx.numel() == 0) return gx;
-  const Kernels& k = kernels_for(device);
-  const int64_t out_h = gy.size(2), out_w = gy.size(3), cols = out_h * out_w;
-  const Tensor gy3 = gy.contiguous().reshape({n, c_out, cols}), Wm = W.contiguous().reshape({groups, c_out_g, depth});
-  // col[i, group g] = W[g]^T gy[i, group g] for the images of GYB.
-  auto products = [&](const Tensor& gyb, Tensor col) {
-    for (int64_t g = 0; g < groups; ++g) {
-      Tensor out = col.narrow(1, g * depth, depth);
-      k.batched_gemm(Wm.narrow(0, g, 1), true, gyb.narrow(1, g * c_out_g, c_out_g), false, 1.0, 0.0, out);
-    }
-  };
-  if (is_pointwise(kh, kw, params)) {
-    products(gy3, gx.reshape({n, c, cols}));
-    return gx;
-  }
-  const Conv2dGeometry geo = conv_geometry(params, kh, kw, out_h, out_w);
-  LoweredChunks(n, c * kh * kw, cols, gy.dtype(), device).for_each([&](int64_t first, int64_t count, Tensor col) {
-    products(gy3.narrow(0, first, count), col);
-    Tensor gxb = gx.narrow(0, first, count);
-    k.col2im(col, geo, gxb);
-  });
+  kernels_for(device).convolution_2d_grad_data(gy.contiguous(), W.contiguous(),
+                                               conv_geometry(params, kh, kw, gy.size(2), gy.size(3)), gx);
   return gx;
 }
 
@@ -901,48 +792,13 @@ Tensor convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, int64_t kh,
   if (c % groups != 0 || c_out % groups != 0)
     throw Error(str(op, ": groups ", groups, " does not divide the channels of x (", c, ") and gy (", c_out, ")"));
   check_output_extents(op, "gy has extents", gy.size(2), gy.size(3), x.size(2), x.size(3), kh, kw, params);
-  const int64_t c_out_g = c_out / groups, depth = c / groups * kh * kw;
   const Shape w_shape{c_out, c / groups, kh, kw};
   if (n == 0 || shape_numel(w_shape) == 0) return Tensor::zeros(w_shape, x.dtype(), device);
-  const Kernels& k = kernels_for(device);
-  const int64_t out_h = gy.size(2), out_w = gy.size(3), cols = out_h * out_w;
-  if (is_depthwise(c, params)) {
-    Tensor gW = Tensor::empty(w_shape, x.dtype(), device);
-    k.depthwise_conv_grad_filter(x.contiguous(), gy.contiguous(), conv_geometry(params, kh, kw, out_h, out_w), gW);
-    return gW;
-  }
-  const Tensor xc = x.contiguous(), gy3 = gy.contiguous().reshape({n, c_out, cols});
-  const bool pointwise = is_pointwise(kh, kw, params);
-  LoweredChunks chunks(pointwise ? 0 : n, c * kh * kw, cols, x.dtype(), device);
-  // The images' products are summed in PARTS partial sums (a fixed split of each chunk, so that
-  // a CPU team shares them out), then the parts are added up: acc (groups, parts, C_out/groups, depth).
-  const int64_t part_bytes = std::max<int64_t>(1, c_out * depth * int64_t(x.itemsize()));
-  const int64_t most_parts = std::max<int64_t>(1, kConvLoweredBytes / part_bytes);
-  const int64_t parts = std::clamp<int64_t>(std::min<int64_t>(pointwise ? n : chunks.min_chunk(), 16), 1, most_parts);
-  Tensor acc = Tensor::empty({groups, parts, c_out_g, depth}, x.dtype(), device);
-  double beta = 0.0;
-  auto products = [&](const Tensor& col, const Tensor& gyb) {
-    for (int64_t g = 0; g < groups; ++g) {
-      Tensor out = acc[g];
-      k.batched_gemm(gyb.narrow(1, g * c_out_g, c_out_g), false, col.narrow(1, g * depth, depth), true, 1.0, beta, out);
-    }
-    beta = 1.0;
-  };
-  if (pointwise) {
-    products(xc.reshape({n, c, cols}), gy3);
-  } else {
-    const Conv2dGeometry geo = conv_geometry(params, kh, kw, out_h, out_w);
-    chunks.for_each([&](int64_t first, int64_t count, Tensor col) {
-      k.im2col(xc.narrow(0, first, count), geo, col);
-      products(col, gy3.narrow(0, first, count));
-    });
-  }
-  if (parts == 1) return acc.reshape(w_shape);
-  Tensor gW = Tensor::empty({groups, 1, c_out_g, depth}, x.dtype(), device);
-  k.sum_axes(acc, {false, true, false, false}, gW);
-  return gW.reshape(w_shape);
+  Tensor gW = Tensor::empty(w_shape, x.dtype(), device);
+  kernels_for(device).convolution_2d_grad_filter(x.contiguous(), gy.contiguous(),
+                                                 conv_geometry(params, kh, kw, gy.size(2), gy.size(3)), gW);
+  return gW;
 }
-
 
 void check_window_2d(const char* op, const Window2D& w) {
   if (w.kh < 1 || w.kw < 1) throw Error(str(op, ": ksize (", w.kh, ", ", w.kw, ") must be at least 1"));

@@ -164,15 +164,10 @@ Tensor sigmoid_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
 /// default generator, which F::dropout uses, always does).
 Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device, Generator& gen);
 
-// ---- Convolutions over NCHW images, lowered to matrix products ----
+// ---- Convolutions over NCHW images ----
 //
-// Each image's windows are laid out as the columns of a matrix (im2col, in chunks of images of
-// at most kConvLoweredBytes, allocated per call) and multiplied by the filters through the
-// batched_gemm kernel, one product per image and group; the filter gradient sums those products
-// over the images in a fixed number of partial sums. The data gradient puts the columns back
-// (col2im), or, with stride 1 and 16 or more channels per group, is the convolution of gy with
-// the flipped filters. A 1x1 convolution with stride 1 and no padding multiplies the images
-// themselves; a depthwise one (groups = C) has direct kernels. Every path works on every device.
+// These check their arguments and hand the work to the device: the CPU lowers the convolutions
+// to matrix products (core/conv_lowering.h, core/cpu/conv.cpp), CUDA calls cuDNN.
 
 /// The arguments of a 2-D convolution besides its arrays, as chainer.functions.convolution_2d
 /// takes them (pairs as (y, x)).
@@ -186,9 +181,6 @@ struct Conv2dParams {
   int64_t groups = 1;      ///< channel groups, each convolved apart (GROUPS divides both channel counts)
   bool cover_all = false;  ///< extends the output so that every pixel is covered (convolution_2d only)
 };
-/// The most bytes of lowered windows one convolution call holds at once (the chunk of images
-/// whose columns are built together; at least one image).
-inline constexpr int64_t kConvLoweredBytes = int64_t(4) << 20;
 /// Chainer's conv.get_conv_outsize: the output extent of a convolution over SIZE with kernel K,
 /// stride S, padding P and dilation D; COVER_ALL adds the positions a partial window reaches.
 int64_t conv_outsize(int64_t size, int64_t k, int64_t s, int64_t p, bool cover_all = false, int64_t d = 1);

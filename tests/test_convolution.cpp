@@ -17,6 +17,7 @@
 
 #include "autograd/function_node.h"
 #include "autograd/gradient_check.h"
+#include "core/conv_lowering.h"
 #include "core/ops.h"
 #include "core/random.h"
 #include "nn/functions.h"
@@ -150,7 +151,7 @@ TEST_CASE("convolution_2d: several chunks of images give what one chunk gives", 
   // 48 images whose windows take 48 * 72 * 4096 * 4 bytes: several chunks of kConvLoweredBytes,
   // of unequal sizes, and several partial sums of the filter gradient.
   const ConvCase k{"many images", 48, 8, 64, 64, 4, 3, 3, 1, 1};
-  REQUIRE(48 * 72 * 4096 * 4 > 2 * ops::kConvLoweredBytes);
+  REQUIRE(48 * 72 * 4096 * 4 > 2 * kConvLoweredBytes);
   const Tensor x = uniform({k.n, k.c, k.h, k.w}, 7, -1, 1, DType::Float32);
   const Tensor W = uniform({k.c_out, k.c, k.kh, k.kw}, 8, -1, 1, DType::Float32);
   const ops::Conv2dParams p = params_of(k);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/conv_lowering.h"
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
 
@@ -221,6 +222,32 @@ void depthwise_conv_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dG
         }
     });
   });
+}
+
+}  // namespace chainer::cpu
+
+namespace chainer::cpu {
+
+namespace {
+const ConvLoweringKernels kLowering{.convolution_2d = convolution_2d,
+                                   .im2col = im2col,
+                                   .col2im = col2im,
+                                   .batched_gemm = batched_gemm,
+                                   .depthwise_conv = depthwise_conv,
+                                   .depthwise_conv_grad_data = depthwise_conv_grad_data,
+                                   .depthwise_conv_grad_filter = depthwise_conv_grad_filter};
+}  // namespace
+
+void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
+  lowered_convolution_2d(kLowering, x, W, b, g, y);
+}
+
+void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
+  lowered_convolution_2d_grad_data(kLowering, gy, W, g, gx);
+}
+
+void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
+  lowered_convolution_2d_grad_filter(kLowering, x, gy, g, gW);
 }
 
 }  // namespace chainer::cpu

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/cuda/common.cuh"
+#include "core/conv_lowering.h"
 #include "core/cuda/kernels.h"
 
 namespace chainer::cuda {
@@ -190,6 +191,32 @@ void depthwise_conv_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dG
   if (gW.numel() == 0) return;
   if (x.dtype() == DType::Float32) launch_depthwise_grad_filter<float>(x, gy, g, gW);
   else launch_depthwise_grad_filter<double>(x, gy, g, gW);
+}
+
+}  // namespace chainer::cuda
+
+namespace chainer::cuda {
+
+namespace {
+const ConvLoweringKernels kLowering{.convolution_2d = convolution_2d,
+                                   .im2col = im2col,
+                                   .col2im = col2im,
+                                   .batched_gemm = batched_gemm,
+                                   .depthwise_conv = depthwise_conv,
+                                   .depthwise_conv_grad_data = depthwise_conv_grad_data,
+                                   .depthwise_conv_grad_filter = depthwise_conv_grad_filter};
+}  // namespace
+
+void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
+  lowered_convolution_2d(kLowering, x, W, b, g, y);
+}
+
+void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
+  lowered_convolution_2d_grad_data(kLowering, gy, W, g, gx);
+}
+
+void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
+  lowered_convolution_2d_grad_filter(kLowering, x, gy, g, gW);
 }
 
 }  // namespace chainer::cuda
