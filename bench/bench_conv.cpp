@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "report_errors.h"
 #include "call_timing.h"
 #include "core/cpu/kernels.h"  // gemm_backend()
 #include "core/ops.h"
@@ -26,7 +27,8 @@ struct Layer {
 };
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   int threads = 2;
   double min_seconds = 0.5;
   std::string only;
@@ -73,4 +75,8 @@ int main(int argc, char** argv) {
   if (only.empty())
     std::printf("convolution time of one Fashion-MNIST CNN training epoch (600 iterations of batch 100): %.2f s\n",
                 epoch_seconds);
+  return 0;
 }
+}  // namespace
+
+int main(int argc, char** argv) { return bench::report_errors([&] { return run(argc, argv); }); }

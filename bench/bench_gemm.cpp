@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "report_errors.h"
 #include "core/cpu/kernels.h"  // gemm_backend()
 #include "call_timing.h"
 #include "core/ops.h"
@@ -27,7 +28,8 @@ struct Case {
 };
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   int threads = 2;
   double min_seconds = 0.5;
   for (int i = 1; i < argc; ++i) {
@@ -71,4 +73,8 @@ int main(int argc, char** argv) {
               600 * iteration_seconds, iteration_flop / iteration_seconds / 1e9);
   std::printf("{\"backend\": \"%s\", \"threads\": %d, \"square_gflops\": %.1f, \"epoch_gemm_s\": %.3f}\n", cpu::gemm_backend(),
               threads, square_rate / 1e9, 600 * iteration_seconds);
+  return 0;
 }
+}  // namespace
+
+int main(int argc, char** argv) { return bench::report_errors([&] { return run(argc, argv); }); }

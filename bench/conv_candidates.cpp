@@ -9,6 +9,8 @@
 //                 (no activation reorders); the weights are still reordered in from OIHW (gW out to
 //                 OIHW) per call, as an optimizer over plain OIHW weights needs.
 //   dnnl-prim     the primitive alone, everything in its layouts.
+//   chainer       what the framework runs: ops::convolution_2d (no bias) and its two gradients,
+//                 NCHW in and out (core/cpu/conv.cpp: the implicit GEMM, or the lowering).
 //   gemm-img      the GEMM floor of an im2col lowering on our GEMM (chainer::ops through the kernel
 //                 table), one product per image: y[n] = W (Cout x K) @ col (K x P), gcol = W^T @ gy[n],
 //                 gW += gy[n] @ col^T, K = Cin*k*k, P = OH*OW. im2col / col2im are NOT timed; nor is
@@ -37,6 +39,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include "report_errors.h"
 #include "core/cpu/kernels.h"  // gemm_backend()
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -66,7 +69,7 @@ const ConvShape kShapes[] = {
     {"resnet-1x1b", 8, 64, 256, 56, 1, 1, 0},  {"resnet-3x3s2", 8, 128, 128, 56, 3, 2, 1},
 };
 const char* const kPasses[] = {"forward", "backward-data", "backward-weights"};
-const char* const kCandidates[] = {"dnnl-nchw", "dnnl-blocked", "dnnl-prim", "gemm-img", "gemm-batch"};
+const char* const kCandidates[] = {"chainer", "dnnl-nchw", "dnnl-blocked", "dnnl-prim", "gemm-img", "gemm-batch"};
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -286,7 +289,24 @@ double check_forward(Dnnl& d, DnnlLayer& l) {
   return worst;
 }
 
-// ---- our GEMM ----
+// ---- ours ----
+
+struct ChainerLayer {
+  ConvShape s;
+  ops::Conv2dParams p;
+  Tensor x, W, gy;
+  explicit ChainerLayer(const ConvShape& shape) : s(shape) {
+    p.sy = p.sx = s.stride;
+    p.ph = p.pw = s.pad;
+    x = random::normal({s.n, s.c_in, s.hw, s.hw});
+    W = random::normal({s.c_out, s.c_in, s.k, s.k});
+    gy = ops::convolution_2d(x, W, Tensor(), p);
+  }
+  void forward() { ops::convolution_2d(x, W, Tensor(), p); }
+  void backward_data() { ops::convolution_2d_grad_data(gy, W, s.hw, s.hw, p); }
+  void backward_weights() { ops::convolution_2d_grad_filter(x, gy, s.k, s.k, p); }
+};
+
 
 struct GemmLayer {
   ConvShape s;
@@ -350,7 +370,8 @@ struct Row {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   int threads = 2, reps = 3;
   double seconds = 0.2;
   bool json = false;
@@ -412,6 +433,13 @@ int main(int argc, char** argv) {
       add("backward-weights", "dnnl-blocked", wi, [&] { r.backward_weights(d, l, true); });
       add("backward-weights", "dnnl-prim", wi, [&] { r.backward_weights(d, l, false); });
     }
+    if (wanted(only, "chainer")) {
+      ChainerLayer c(s);
+      const std::string ci = std::string("ops::convolution_2d, ") + cpu::gemm_backend();
+      add("forward", "chainer", ci, [&] { c.forward(); });
+      add("backward-data", "chainer", ci, [&] { c.backward_data(); });
+      add("backward-weights", "chainer", ci, [&] { c.backward_weights(); });
+    }
     const std::string gi = std::string(cpu::gemm_backend()) + ", no im2col";
     if (wanted(only, "gemm-img")) {
       GemmLayer g(s, false);
@@ -443,3 +471,6 @@ int main(int argc, char** argv) {
                   r.flop / r.t.min_s / 1e9, r.impl.c_str(), threads);
   return 0;
 }
+}  // namespace
+
+int main(int argc, char** argv) { return bench::report_errors([&] { return run(argc, argv); }); }

@@ -46,9 +46,9 @@ struct MakeExtensionOptions {
   /// The default name; empty: "<lambda>", the name Chainer gives a lambda.
   std::string default_name = "";
   int priority = PRIORITY_READER;  ///< The default priority; higher runs first within an iteration.
-  std::function<void()> finalizer;  ///< Called once when training ends (Extension::finalize); may be empty.
+  std::function<void()> finalizer = {};  ///< Called once when training ends (Extension::finalize); may be empty.
   /// Called once when training starts (Extension::initialize); may be empty.
-  std::function<void(Trainer&)> initializer;
+  std::function<void(Trainer&)> initializer = {};
 };
 
 /// FUNCTION as an extension, run on the trainer whenever its trigger fires, as Chainer's
