@@ -13,6 +13,7 @@
 #include "autograd/function_node.h"
 #include "autograd/gradient_check.h"
 #include "core/ops.h"
+#include "core/parallel.h"
 #include "core/random.h"
 #include "nn/functions.h"
 #include "tests/function_inputs.h"
@@ -338,6 +339,44 @@ TEST_CASE("sum and mean over several axes", "[functions][reduction]") {
   REQUIRE_THROWS_WITH(F::sum(Variable(x), {0, -3}), Catch::Contains("sum: axes (0, -3) name axis 0 twice"));
   REQUIRE_THROWS_WITH(F::mean(Variable(x), {1, 3}),
                       Catch::Contains("mean: axis 3 is out of range for an array of 3 dimensions"));
+}
+
+TEST_CASE("sum over every set of axes equals a plain loop, at any thread count, float32 bit for bit",
+          "[functions][reduction]") {
+  // A size-1 axis among them, and shapes large enough that the sums split over threads.
+  for (const Shape& shape : {Shape{2, 3, 1, 5}, Shape{6, 64, 7, 9}, Shape{3, 40, 20, 33}}) {
+    const Tensor x = uniform(shape, 104);
+    const Tensor x32 = x.astype(DType::Float32);
+    const std::vector<double> v = values(x);
+    for (int mask = 0; mask < 16; ++mask) {
+      std::vector<int64_t> axes;
+      Shape kept;
+      for (int64_t d = 0; d < 4; ++d) (mask >> d & 1 ? axes.push_back(d) : kept.push_back(shape[size_t(d)]));
+      if (axes.empty()) continue;  // axis=(): nothing summed (above)
+      std::vector<double> want(size_t(shape_numel(kept)), 0.0);
+      int64_t flat = 0;
+      for (int64_t a = 0; a < shape[0]; ++a)
+        for (int64_t b = 0; b < shape[1]; ++b)
+          for (int64_t c = 0; c < shape[2]; ++c)
+            for (int64_t d = 0; d < shape[3]; ++d, ++flat) {
+              const int64_t index[4] = {a, b, c, d};
+              int64_t o = 0;
+              for (int64_t k = 0; k < 4; ++k)
+                if (!(mask >> k & 1)) o = o * shape[size_t(k)] + index[k];
+              want[size_t(o)] += v[size_t(flat)];
+            }
+      INFO("shape " << shape_str(shape) << ", axes mask " << mask);
+      const Tensor got = ops::sum(x, axes);
+      CHECK(got.shape() == kept);
+      CHECK_THAT(values(got), near(want));
+      const int saved = num_threads();
+      set_num_threads(1);
+      const std::vector<double> one = values(ops::sum(x32, axes));
+      set_num_threads(2);
+      CHECK(values(ops::sum(x32, axes)) == one);
+      set_num_threads(saved);
+    }
+  }
 }
 
 TEST_CASE("argmax, argmin: int32 indices, flat without an axis, first on ties, no graph", "[functions][reduction]") {

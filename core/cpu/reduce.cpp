@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <limits>
 
 #include "core/cpu/kernels.h"
@@ -5,8 +6,8 @@
 
 namespace chainer::cpu {
 
-// Views the reduction as (outer, reduced..., inner) blocks by walking every element once and
-// accumulating into its output slot; double accumulators keep float32 sums accurate.
+// Sums A over the axes marked in REDUCE into OUT (the kept axes, in order); double
+// accumulators keep float32 sums accurate.
 void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
   CHAINER_DISPATCH_ALL(a.dtype(), "sum", [&] {
     using T = scalar_t;
@@ -31,15 +32,55 @@ void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
           for (int64_t j = j0; j < j1; ++j) acc[size_t(j)] += double(pa[r * cols + j]);
       });
     } else {
-      std::vector<int64_t> ostr(size_t(nd), 0);
-      int64_t s = 1;
-      for (int64_t d = nd - 1; d >= 0; --d) {
-        if (!reduce[size_t(d)]) {
-          ostr[size_t(d)] = s;
-          s *= shape[size_t(d)];
-        }
+      // Adjacent axes of one kind merged into groups (outer to inner); the last group is a
+      // contiguous run of WIDTH elements. Per unit (an index into the kept groups but a
+      // trailing kept one) the reduced groups are walked in memory order, each step adding one
+      // run: into WIDTH outputs when the run is kept, into one when it is reduced. Units run in
+      // parallel and each output sums in memory order, whatever the thread count.
+      struct Group {
+        int64_t size, stride;
+        bool reduced;
+      };
+      std::vector<Group> groups, kept, reduced;
+      for (int64_t d = 0; d < nd; ++d) {
+        if (shape[size_t(d)] == 1) continue;
+        if (!groups.empty() && groups.back().reduced == reduce[size_t(d)]) groups.back().size *= shape[size_t(d)];
+        else groups.push_back({shape[size_t(d)], 0, reduce[size_t(d)]});
       }
-      for_each_offset(shape, ostr, [&, k = int64_t(0)](int64_t o) mutable { acc[size_t(o)] += double(pa[k++]); });
+      if (groups.empty()) groups.push_back({1, 0, false});
+      for (int64_t i = int64_t(groups.size()) - 1, stride = 1; i >= 0; stride *= groups[size_t(i)].size, --i)
+        groups[size_t(i)].stride = stride;
+      const Group last = groups.back();
+      for (size_t i = 0; i + 1 < groups.size(); ++i) (groups[i].reduced ? reduced : kept).push_back(groups[i]);
+      int64_t units = 1, steps = 1;
+      for (const Group& g : kept) units *= g.size;
+      for (const Group& g : reduced) steps *= g.size;
+      const int64_t width = last.size, outputs_per_unit = last.reduced ? 1 : width;
+      parallel_for(units, std::max<int64_t>(1, (1 << 15) / (steps * width)), [&](int64_t u0, int64_t u1) {
+        std::vector<int64_t> at(reduced.size());
+        for (int64_t u = u0; u < u1; ++u) {
+          int64_t offset = 0;
+          for (int64_t i = int64_t(kept.size()) - 1, rest = u; i >= 0; rest /= kept[size_t(i)].size, --i)
+            offset += rest % kept[size_t(i)].size * kept[size_t(i)].stride;
+          double* dst = acc.data() + u * outputs_per_unit;
+          std::fill(at.begin(), at.end(), 0);
+          for (int64_t step = 0; step < steps; ++step) {
+            const T* src = pa + offset;
+            if (last.reduced) {
+              double sum = *dst;
+              for (int64_t j = 0; j < width; ++j) sum += double(src[j]);
+              *dst = sum;
+            } else {
+              for (int64_t j = 0; j < width; ++j) dst[j] += double(src[j]);
+            }
+            for (size_t i = reduced.size(); i-- > 0;) {  // the next run: an odometer over the reduced groups
+              offset += reduced[i].stride;
+              if (++at[i] < reduced[i].size) break;
+              offset -= reduced[i].stride * reduced[i].size, at[i] = 0;
+            }
+          }
+        }
+      });
     }
     T* po = out.data<T>();
     for (size_t i = 0; i < acc.size(); ++i) po[i] = T(acc[i]);
