@@ -122,7 +122,7 @@ void host_free(void* ptr, size_t bytes) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   c.stats.in_use_bytes -= cls;
-  if (c.stats.cached_bytes + cls > c.limit) {
+  if (cls > kCachedBlockMaxBytes || c.stats.cached_bytes + cls > c.limit) {
     std::free(ptr);
     return;
   }

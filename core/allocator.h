@@ -10,6 +10,10 @@
 /// number of classes) and hand them out again. Small blocks go straight to malloc, whose thread
 /// caches already serve them well.
 ///
+/// Blocks above kCachedBlockMaxBytes are not cached either: a step rarely frees one (a data set,
+/// a one-off copy of it does), and kept, it would stay resident for the rest of the run; where
+/// a step does (a large activation), faulting it in again costs little beside the work that
+/// fills it. glibc's malloc draws the same line (its mmap threshold stops growing at 32 MiB).
 /// The cache holds at most cache_limit() bytes of free blocks (default 2 GiB, or
 /// $CHAINER_ALLOCATOR_CACHE_MB); beyond it freed blocks go back to the system. Thread-safe.
 /// Blocks of 2 MiB and more are 2 MiB aligned and advised into transparent huge pages
@@ -29,8 +33,9 @@ struct AllocatorStats {
   size_t in_use_bytes = 0;  ///< large blocks handed out and not yet freed
 };
 
-/// Blocks at least this large are cached.
+/// Blocks at least this large, and at most kCachedBlockMaxBytes, are cached.
 constexpr size_t kCachedBlockMinBytes = size_t(64) << 10;
+constexpr size_t kCachedBlockMaxBytes = size_t(32) << 20;
 
 /// Allocates 64-byte aligned host memory, at least BYTES long (a zero-byte request still gets a
 /// block). Throws std::bad_alloc when the system has no memory left, after returning the cache to it.

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/random.h"
+#include "datasets/sub_dataset.h"
 #include "datasets/tuple_dataset.h"
 #include "distributed/object_serialization.h"
 
@@ -11,6 +12,7 @@ namespace chainermn {
 using chainer::Error;
 using chainer::Tensor;
 using chainer::datasets::DatasetPtr;
+using chainer::datasets::SubDataset;
 using chainer::datasets::TupleDataset;
 
 namespace {
@@ -169,6 +171,10 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
       if (failure.empty()) {
         try {
           const auto [b, e] = table[size_t(i)];
+          if (i == root) {  // a view: the root keeps its dataset, so a copy would only double it
+            mine = std::make_shared<SubDataset>(dataset, size_t(b), size_t(e), order);
+            continue;
+          }
           std::vector<size_t> indices;
           indices.reserve(size_t(e - b));
           for (int64_t j = b; j < e; ++j) indices.push_back(size_t(order.empty() ? j : order[size_t(j)]));
@@ -178,7 +184,6 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
               throw Error(chainer::str("scatter_dataset: get_batch of ", e - b, " examples returned field ", k,
                                        rows[k].defined() ? " of shape " + chainer::shape_str(rows[k].shape())
                                                          : std::string(" undefined")));
-          if (i == root) mine = share_of(rows, e - b);
         } catch (const std::exception& ex) {
           failure = ex.what();
           rows.clear();

@@ -15,11 +15,11 @@
 /// scatter_dataset: the dataset of rank ROOT is read (the others pass anything, e.g. nullptr);
 /// with SHUFFLE the shares are taken from a permutation drawn from chainer::Generator(SEED)
 /// (so not numpy's permutation for the same seed, but the same on every run and platform).
-/// Unlike ChainerMN, which broadcasts the whole pickled dataset and gives each rank a
-/// SubDataset view, the root gathers each worker's rows with dataset->get_batch (any Dataset
-/// works) and sends them (Communicator::send of tensors), so each worker holds a real
-/// TupleDataset of just its share; the root's share is a copy too. An empty share keeps the
-/// fields' shapes and dtypes (0 rows). Collective: every rank calls it with the same ROOT.
+/// The root's share is a SubDataset view of its dataset, as in ChainerMN. Unlike ChainerMN, which
+/// broadcasts the whole pickled dataset and gives every rank such a view, the root gathers each
+/// other worker's rows with dataset->get_batch (any Dataset works) and sends them
+/// (Communicator::send of tensors), so a worker holds a TupleDataset of just its share. An empty
+/// share keeps the fields' shapes and dtypes (0 rows). Collective: every rank calls it with the same ROOT.
 /// Errors on the root (a null dataset, a failing get_batch) reach every rank as exceptions.
 #pragma once
 #include <cstdint>

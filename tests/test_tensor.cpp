@@ -398,7 +398,7 @@ TEST_CASE("config: env_flag reads yes/no switches one way") {
   unsetenv(name);
 }
 
-TEST_CASE("allocator: large blocks are recycled, small ones are not cached") {
+TEST_CASE("allocator: large blocks are recycled, small and huge ones are not cached") {
   using namespace chainer;
   host_empty_cache();
   const AllocatorStats before = host_allocator_stats();
@@ -427,6 +427,12 @@ TEST_CASE("allocator: large blocks are recycled, small ones are not cached") {
     (void)small;
   }
   REQUIRE(host_allocator_stats().allocations == after.allocations);
+  {
+    Tensor huge = Tensor::empty({int64_t(kCachedBlockMaxBytes / 4) + 1}, DType::Float32);  // above the largest cached
+    REQUIRE(host_allocator_stats().in_use_bytes > after.in_use_bytes);
+  }
+  REQUIRE(host_allocator_stats().cached_bytes == after.cached_bytes);  // back to the system, not kept
+  REQUIRE(host_allocator_stats().in_use_bytes == after.in_use_bytes);
 
   // A lower limit returns blocks to the system; an empty cache holds nothing.
   const size_t limit = host_cache_limit();
