@@ -23,6 +23,22 @@ class TrainScope {
   bool previous_;
 };
 
+/// Whether this thread's convolutions on cuDNN time every algorithm for each new shape and keep
+/// the fastest (chainer.config.autotune, torch.backends.cudnn.benchmark) instead of taking
+/// cuDNN's heuristic choice. Off by default, or as environment variable CHAINER_AUTOTUNE says.
+/// Timing runs kernels and waits for them, so a shape first met inside a CUDA graph capture is
+/// timed at its next call outside one.
+bool autotune();
+/// Sets this thread's autotune.
+void set_autotune(bool autotune);
+
+/// Whether this thread's convolutions on cuDNN use only deterministic algorithms (the same
+/// result bit for bit on every run; chainer.config.cudnn_deterministic). On by default, unlike
+/// Chainer, or as environment variable CHAINER_CUDNN_DETERMINISTIC says.
+bool cudnn_deterministic();
+/// Sets this thread's cudnn_deterministic.
+void set_cudnn_deterministic(bool deterministic);
+
 /// A yes/no setting from environment variable NAME: FALLBACK when unset or empty, false for "0"
 /// or "false", true for anything else. One rule for every switch (CHAINER_HUGEPAGES,
 /// CHAINERMN_SHARED_MEMORY, CHAINERMN_DEBUG, ...).

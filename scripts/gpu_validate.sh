@@ -37,8 +37,16 @@ step test_cuda_ops 600 "$here/bin/test_cuda_ops"
 # (~15-25 us: 40 MB at 3.35 TB/s, plus a second tiny pass); on one block it took 0.5-1 ms.
 step cuda_sum_timing 120 "$here/bin/test_cuda_ops" "[timing]"
 grep -E '^a sum of 10M floats' "$out/validate.log" | tail -n 1 >>"$out/summary.txt"
+# The convolutions on cuDNN (core/cuda/conv.cu), expected exit 0 each: once as by default
+# (cuDNN's heuristic, deterministic algorithms only: the CPU=GPU rows over groups, depthwise,
+# dilation, stride 2, cover_all, an empty batch and deconvolution in float32 and float64; a shape
+# first met inside a graph capture under autotune; gradients repeating bit for bit), then with
+# every algorithm timed (CHAINER_AUTOTUNE=1: cudnnFind*AlgorithmEx on each new shape) and
+# non-deterministic ones allowed (CHAINER_CUDNN_DETERMINISTIC=0).
+step cudnn_convolutions 600 "$here/bin/test_cuda_ops" "[convolution],[functions]"
+step cudnn_autotune 600 env CHAINER_AUTOTUNE=1 CHAINER_CUDNN_DETERMINISTIC=0 "$here/bin/test_cuda_ops" "[convolution],[functions]"
 step test_cuda_training 600 "$here/bin/test_cuda_training"
-for t in tensor autograd functions serialization links optimizers training caching_allocator cuda_runtime nccl_logic blas_handles; do
+for t in tensor autograd functions serialization links optimizers training caching_allocator cuda_runtime nccl_logic blas_handles cudnn_policy; do
   step "test_$t" 300 "$here/bin/test_$t"
 done
 # NCCL's real calls at one rank, expected exit 0: the non-blocking init completes, a sum polled

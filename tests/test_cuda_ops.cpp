@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "autograd/gradient_check.h"
+#include "core/config.h"
 #include "core/cuda.h"
 #include "core/ops.h"
 #include "core/random.h"
@@ -698,8 +699,9 @@ TEST_CASE("cuda ops: convolution_2d and its data and filter gradients over geome
     Shape x, W;
     ops::Conv2dParams p;
   };
-  // The last one takes several chunks of lowered windows (kConvLoweredBytes) and several partial
-  // sums of the filter gradient.
+  // "48 images" takes several chunks of lowered windows on the CPU (kConvLoweredBytes) and
+  // several partial sums of the filter gradient; on CUDA each row is one cuDNN call per entry,
+  // the cover_all rows through an image padded after its end.
   const std::vector<Conv> convs = {
       {"3x3 pad 1", {2, 3, 7, 6}, {4, 3, 3, 3}, {.ph = 1, .pw = 1}},
       {"stride 2, pad (1, 0), dilate (1, 2)", {3, 2, 9, 8}, {5, 2, 3, 2}, {.sy = 2, .sx = 2, .ph = 1, .dx = 2}},
@@ -707,6 +709,11 @@ TEST_CASE("cuda ops: convolution_2d and its data and filter gradients over geome
       {"1x1", {2, 8, 4, 5}, {3, 8, 1, 1}, {}},
       {"cover_all, stride 3", {1, 2, 7, 8}, {2, 2, 2, 3}, {.sy = 3, .sx = 3, .cover_all = true}},
       {"48 images in chunks", {48, 8, 64, 64}, {4, 8, 3, 3}, {.ph = 1, .pw = 1}},
+      {"groups 2, stride 2, pad 2, dilate 2", {2, 4, 9, 10}, {6, 2, 3, 3},
+       {.sy = 2, .sx = 2, .ph = 2, .pw = 2, .dy = 2, .dx = 2, .groups = 2}},
+      {"depthwise multiplier 2, stride 2, cover_all", {2, 3, 6, 7}, {6, 1, 3, 3},
+       {.sy = 2, .sx = 2, .groups = 3, .cover_all = true}},
+      {"empty batch", {0, 3, 5, 5}, {4, 3, 3, 3}, {.ph = 1, .pw = 1}},
   };
   Generator gen(8);
   for (DType dtype : kFloatTypes)
@@ -727,6 +734,48 @@ TEST_CASE("cuda ops: convolution_2d and its data and filter gradients over geome
                      tol_for(dtype, double(y.numel() / y.size(1))));
       });
     }
+}
+
+// cuDNN's algorithm choice (core/cuda/cudnn_algorithms.h) on the device: a shape first met
+// inside a graph capture, on a thread whose cuDNN handle is made there too, with autotune on,
+// takes the heuristic's algorithm (nothing is timed while capturing) and replays right; outside
+// the capture the same shape is timed and agrees; with deterministic algorithms (the default)
+// the gradients, summed over the batch, repeat bit for bit.
+TEST_CASE("cuda ops: a convolution first met inside a graph capture under autotune, and deterministic gradients",
+          "[cuda][ops][convolution]") {
+  Generator gen(43);
+  const ops::Conv2dParams p{.ph = 1, .pw = 1};
+  const Tensor x = random_tensor({5, 6, 11, 13}, kF32, gen, -1, 1), W = random_tensor({7, 6, 3, 3}, kF32, gen, -1, 1);
+  const Tensor b = random_tensor({7}, kF32, gen, -1, 1);
+  const Tensor want = ops::convolution_2d(x, W, b, p);
+  const Tensor xg = x.to(kGpu), Wg = W.to(kGpu), bg = b.to(kGpu);
+  Tensor captured, timed;
+  std::string error;
+  std::thread first([&] {
+    try {
+      config::set_autotune(true);  // this thread's alone
+      const std::unique_ptr<cuda::Graph> graph =
+          cuda::Graph::capture(kGpu, [&] { captured = ops::convolution_2d(xg, Wg, bg, p); });
+      captured.fill_(0.0);  // the replay must write it again
+      graph->replay();
+      cuda::synchronize();
+      captured = captured.to(kCpu);
+      timed = ops::convolution_2d(xg, Wg, bg, p).to(kCpu);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  first.join();
+  REQUIRE(error == "");
+  expect_close(want, captured, tol_for(kF32, 54));
+  expect_close(want, timed, tol_for(kF32, 54));
+
+  if (!config::cudnn_deterministic()) return;  // CHAINER_CUDNN_DETERMINISTIC=0 (scripts/gpu_validate.sh)
+  const Tensor gy = random_tensor(want.shape(), kF32, gen, -1, 1).to(kGpu);
+  expect_same_bits(ops::convolution_2d_grad_filter(xg, gy, 3, 3, p).to(kCpu),
+                   ops::convolution_2d_grad_filter(xg, gy, 3, 3, p).to(kCpu));
+  expect_same_bits(ops::convolution_2d_grad_data(gy, Wg, 11, 13, p).to(kCpu),
+                   ops::convolution_2d_grad_data(gy, Wg, 11, 13, p).to(kCpu));
 }
 
 // cuBLAS handles are per thread (core/cuda/blas_handles.h): products from several threads at
@@ -1772,6 +1821,9 @@ std::vector<FnCase> function_cases() {
       {"deconvolution_2d groups 2, outsize (8, 7)",
        [](const Vars& v) { return F::deconvolution_2d(v[0], v[1], Variable(), 2, {1, 0}, F::Pair(8, 7), 1, 2); },
        {input({1, 4, 4, 3}, 246), input({4, 1, 3, 2}, 247)}},
+      {"deconvolution_2d stride (1, 2), pad 1, dilate (2, 1)",
+       [](const Vars& v) { return F::deconvolution_2d(v[0], v[1], v[2], {1, 2}, 1, std::nullopt, {2, 1}); },
+       {input({2, 3, 4, 3}, 248), input({3, 2, 3, 2}, 249), input({2}, 250)}},
   };
   // The CNN functions beside the convolutions: pooling over odd sizes, overlapping and
   // non-square windows, padding and cover_all; local response normalization; the parametric

@@ -121,6 +121,10 @@ BlasHandlePool::Handle BlasHandlePool::get(int device, Stream stream, bool tf32)
     s.native->set_tf32(entry->handle, tf32);
     entry->tf32 = tf32;
   }
+  if (s.workspace_bytes == 0) {  // a library taking its workspace per call
+    s.native->set_stream(entry->handle, stream);
+    return entry->handle;
+  }
   std::shared_ptr<void>& workspace = entry->workspaces[stream];
   if (!workspace) workspace = s.native->allocate_workspace(device, stream, s.workspace_bytes);
   s.native->set_stream(entry->handle, stream);

@@ -19,6 +19,8 @@
 // - The workspace comes from the caching allocator, one block per handle and stream (a handle's
 //   products on one stream run in order, so they never share it at the same time); it is kept
 //   for the handle's life, so a steady step allocates nothing and a graph may use it.
+// The same pool holds cuDNN's handles (core/cuda/conv.cu), which have no math mode and take their
+// workspace per call: a pool made with workspace_bytes 0 keeps no workspace and never sets one.
 // Thread-safe.
 #pragma once
 #include <cstddef>
@@ -48,7 +50,7 @@ class BlasHandlePool {
     virtual std::shared_ptr<void> allocate_workspace(int device, Stream stream, size_t bytes) = 0;
   };
 
-  // 32 MiB: what cuBLAS recommends for Hopper (its own default pool is smaller).
+  // 32 MiB: what cuBLAS recommends for Hopper (its own default pool is smaller). 0: none.
   static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
   explicit BlasHandlePool(std::unique_ptr<Native> native, size_t workspace_bytes = kWorkspaceBytes);

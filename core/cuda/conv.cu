@@ -1,222 +1,375 @@
-// The lowering of 2-D convolutions (im2col and its adjoint col2im) and the direct depthwise
-// convolution, the twins of core/cpu/conv.cpp: one thread per element written. col2im and the
-// depthwise data gradient gather instead of scattering: each pixel sums the window positions
-// that read it, so no atomics are needed and the sums run in a fixed order. The depthwise filter
-// gradient is one block per filter tap, reducing over the batch in shared memory.
-#include <cstdint>
+// 2-D convolutions through cuDNN's convolution API (cudnnConvolutionForward, BackwardData and
+// BackwardFilter over tensor, filter and convolution descriptors; docs/design.md says why not
+// the graph API). Groups (depthwise included) go to cudnnSetConvolutionGroupCount, dilation to
+// the convolution descriptor. The algorithm is chosen once per shape (core/cuda/cudnn_algorithms.h:
+// cuDNN's heuristic, deterministic algorithms only by default, timed when config::autotune);
+// the workspace is a block of the caching allocator, taken for the call and given back at once
+// (the allocator reuses blocks in stream order), so a captured step allocates from its graph's
+// pool and nothing here calls cudaMalloc. The handle is the calling thread's for its current
+// device (core/cuda/blas_handles.h), bound to the compute stream.
+//
+// cuDNN makes out = (H + 2 pad - dilated kernel) / stride + 1, rounded down; cover_all's one
+// more output row (or column) reads zeros past the image, so the image is then copied into a
+// zero-padded one that makes the extra window whole (and the data gradient cropped back).
+#include <cudnn.h>
 
+#include <algorithm>
+#include <string>
+
+#include "core/config.h"
+#include "core/cuda.h"
+#include "core/cuda/blas_handles.h"
 #include "core/cuda/common.cuh"
-#include "core/conv_lowering.h"
+#include "core/cuda/cudnn_algorithms.h"
 #include "core/cuda/kernels.h"
+#include "core/cuda/runtime.h"
+
+#define CHAINER_CUDNN_CHECK(call)                                                                    \
+  do {                                                                                               \
+    const cudnnStatus_t chainer_status_ = (call);                                                    \
+    if (chainer_status_ != CUDNN_STATUS_SUCCESS)                                                     \
+      throw ::chainer::Error(::chainer::str("cuDNN error: ", #call, " failed: ",                      \
+                                            cudnnGetErrorString(chainer_status_), " at ", __FILE__, \
+                                            ":", __LINE__));                                         \
+  } while (0)
 
 namespace chainer::cuda {
 
 namespace {
 
-template <class T>
-__global__ void im2col_kernel(const T* x, int64_t h, int64_t w, Conv2dGeometry g, int64_t total, T* col) {
-  const int64_t cols = g.out_h * g.out_w;
-  CHAINER_GRID_STRIDE_LOOP(k, total) {
-    // k = ((plane * kh + i) * kw + j) * cols + oy * out_w + ox
-    const int64_t ox = k % g.out_w, oy = (k / g.out_w) % g.out_h, r = k / cols;
-    const int64_t j = r % g.kw, i = (r / g.kw) % g.kh, plane = r / (g.kw * g.kh);
-    const int64_t iy = oy * g.sy - g.ph + i * g.dy, ix = ox * g.sx - g.pw + j * g.dx;
-    col[k] = iy >= 0 && iy < h && ix >= 0 && ix < w ? x[(plane * h + iy) * w + ix] : T(0);
+// ---- Handles: one per (device, thread), created in relaxed capture mode (blas_handles.h) ----
+
+cudnnHandle_t as_cudnn(BlasHandlePool::Handle handle) { return static_cast<cudnnHandle_t>(handle); }
+
+class Cudnn final : public BlasHandlePool::Native {
+ public:
+  BlasHandlePool::Handle create() override {
+    cudnnHandle_t handle = nullptr;
+    CHAINER_CUDNN_CHECK(cudnnCreate(&handle));
+    return handle;
+  }
+  void set_stream(BlasHandlePool::Handle handle, BlasHandlePool::Stream stream) override {
+    CHAINER_CUDNN_CHECK(cudnnSetStream(as_cudnn(handle), static_cast<cudaStream_t>(stream)));
+  }
+  // cuDNN takes its workspace per call and its math type per convolution descriptor: the pool
+  // (made with no workspace, asked for FP32 math) never calls these.
+  void set_workspace(BlasHandlePool::Handle, void*, size_t) override {}
+  void set_tf32(BlasHandlePool::Handle, bool) override {}
+  std::shared_ptr<void> allocate_workspace(int, BlasHandlePool::Stream, size_t) override { return nullptr; }
+  BlasHandlePool::CaptureMode exchange_capture_mode(BlasHandlePool::CaptureMode mode) override {
+    cudaStreamCaptureMode m = mode == BlasHandlePool::CaptureMode::Relaxed       ? cudaStreamCaptureModeRelaxed
+                              : mode == BlasHandlePool::CaptureMode::ThreadLocal ? cudaStreamCaptureModeThreadLocal
+                                                                                 : cudaStreamCaptureModeGlobal;
+    CHAINER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&m));
+    return m == cudaStreamCaptureModeRelaxed       ? BlasHandlePool::CaptureMode::Relaxed
+           : m == cudaStreamCaptureModeThreadLocal ? BlasHandlePool::CaptureMode::ThreadLocal
+                                                   : BlasHandlePool::CaptureMode::Global;
+  }
+};
+
+cudnnHandle_t handle() {
+  // Never destroyed, as the cuBLAS pool: at exit the CUDA runtime may already be gone.
+  static BlasHandlePool* pool = new BlasHandlePool(std::make_unique<Cudnn>(), 0);
+  return as_cudnn(pool->get(current_device_index(), compute_stream(), false));
+}
+
+ConvAlgorithmCache& algorithms() {
+  static ConvAlgorithmCache* cache = new ConvAlgorithmCache();  // never destroyed: used until exit
+  return *cache;
+}
+
+bool capturing() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CHAINER_CUDA_CHECK(cudaStreamIsCapturing(compute_stream(), &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Relaxed capture mode for the calling thread while it lives: cuDNN's heuristic queries are host
+// calls, but nothing promises they make no call that the default capture mode forbids.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { CHAINER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode_)); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }  // restoring cannot fail
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+// ---- Descriptors ----
+
+template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
+class Descriptor {
+ public:
+  Descriptor() { CHAINER_CUDNN_CHECK(Create(&d_)); }
+  ~Descriptor() { Destroy(d_); }  // only frees host memory; never throws
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  operator T() const { return d_; }
+
+ private:
+  T d_ = nullptr;
+};
+using TensorDescriptor = Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDescriptor = Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvDescriptor =
+    Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
+
+cudnnMathType_t to_cudnn(ConvMath math) {
+  switch (math) {
+    case ConvMath::Fma: return CUDNN_FMA_MATH;
+    case ConvMath::TensorOp: return CUDNN_TENSOR_OP_MATH;
+    case ConvMath::Default: return CUDNN_DEFAULT_MATH;
+  }
+  return CUDNN_DEFAULT_MATH;
+}
+
+ConvMath from_cudnn(cudnnMathType_t math) {
+  switch (math) {
+    case CUDNN_FMA_MATH: return ConvMath::Fma;
+    case CUDNN_TENSOR_OP_MATH:
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return ConvMath::TensorOp;
+    default: return ConvMath::Default;
   }
 }
 
-template <class T>
-__global__ void col2im_kernel(const T* col, int64_t h, int64_t w, Conv2dGeometry g, int64_t total, T* x) {
-  const int64_t cols = g.out_h * g.out_w;
-  CHAINER_GRID_STRIDE_LOOP(k, total) {
-    const int64_t ix = k % w, iy = (k / w) % h, plane = k / (w * h);
-    T sum = 0;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ty = iy + g.ph - i * g.dy;  // oy * sy
-      if (ty < 0 || ty % g.sy != 0 || ty / g.sy >= g.out_h) continue;
-      const int64_t oy = ty / g.sy;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t tx = ix + g.pw - j * g.dx;
-        if (tx < 0 || tx % g.sx != 0 || tx / g.sx >= g.out_w) continue;
-        sum += col[((plane * g.kh + i) * g.kw + j) * cols + oy * g.out_w + tx / g.sx];
-      }
-    }
-    x[k] = sum;
+template <class Perf>
+std::vector<ConvAlgorithm> to_algorithms(const Perf* perf, int count) {
+  std::vector<ConvAlgorithm> out;
+  for (int i = 0; i < count; ++i)
+    out.push_back({.algo = int(perf[i].algo),
+                   .supported = perf[i].status == CUDNN_STATUS_SUCCESS,
+                   .workspace_bytes = perf[i].memory,
+                   .deterministic = perf[i].determinism == CUDNN_DETERMINISTIC,
+                   .math = from_cudnn(perf[i].mathType),
+                   .time_ms = perf[i].time});
+  return out;
+}
+
+std::array<int64_t, 4> dims(const Shape& s) { return {s[0], s[1], s[2], s[3]}; }
+
+std::string shape_text(const std::array<int64_t, 4>& s) {
+  return str("(", s[0], ", ", s[1], ", ", s[2], ", ", s[3], ")");
+}
+
+// The zero rows and columns to add after the image so that cuDNN's rounded-down output extents
+// are G's (more only with cover_all; never fewer, the ops check the extents).
+std::pair<int64_t, int64_t> extra_padding(int64_t h, int64_t w, const Conv2dGeometry& g) {
+  const int64_t dkh = (g.kh - 1) * g.dy + 1, dkw = (g.kw - 1) * g.dx + 1;
+  return {std::max<int64_t>(0, (g.out_h - 1) * g.sy + dkh - 2 * g.ph - h),
+          std::max<int64_t>(0, (g.out_w - 1) * g.sx + dkw - 2 * g.pw - w)};
+}
+
+// X, or a copy with EXTRA zero rows and columns after the image.
+Tensor pad_after(const Tensor& x, std::pair<int64_t, int64_t> extra) {
+  if (extra.first == 0 && extra.second == 0) return x;
+  Tensor padded = Tensor::zeros({x.size(0), x.size(1), x.size(2) + extra.first, x.size(3) + extra.second}, x.dtype(),
+                                x.device());
+  Tensor inner = padded.narrow(2, 0, x.size(2)).narrow(3, 0, x.size(3));
+  copy(x, inner);
+  return padded;
+}
+
+// The constants 1 and 0 as cuDNN's scaling factors for an array of DTYPE (float for float32,
+// double for float64).
+struct Scale {
+  float f1 = 1, f0 = 0;
+  double d1 = 1, d0 = 0;
+  DType dtype;
+  const void* one() const { return dtype == DType::Float32 ? static_cast<const void*>(&f1) : &d1; }
+  const void* zero() const { return dtype == DType::Float32 ? static_cast<const void*>(&f0) : &d0; }
+};
+
+// One convolution described to cuDNN: X (the image as cuDNN sees it, padded for cover_all), W
+// and Y shapes, the geometry and the math type; then an algorithm chosen and run.
+class Convolution {
+ public:
+  Convolution(ConvDirection direction, const Shape& x, const Shape& w, const Shape& y, const Conv2dGeometry& g,
+              DType dtype, const char* what)
+      : dtype_(dtype), what_(what) {
+    const cudnnDataType_t t = dtype == DType::Float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
+    CHAINER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, t, int(x[0]), int(x[1]), int(x[2]), int(x[3])));
+    CHAINER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, t, int(y[0]), int(y[1]), int(y[2]), int(y[3])));
+    CHAINER_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_, t, CUDNN_TENSOR_NCHW, int(w[0]), int(w[1]), int(w[2]), int(w[3])));
+    CHAINER_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, int(g.ph), int(g.pw), int(g.sy), int(g.sx), int(g.dy),
+                                                        int(g.dx), CUDNN_CROSS_CORRELATION, t));
+    CHAINER_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_, int(g.groups)));
+    key_.device = current_device_index();
+    key_.direction = direction;
+    key_.dtype = int(dtype);
+    key_.x = dims(x), key_.w = dims(w), key_.y = dims(y);
+    key_.geometry = {g.kh, g.kw, g.sy, g.sx, g.ph, g.pw, g.dy, g.dx, g.groups};
+    key_.math = dtype == DType::Float32 && !allow_tf32() ? ConvMath::Fma : ConvMath::Default;
+    key_.deterministic = config::cudnn_deterministic();
+    // The heuristic and the benchmark see the math type asked for; the chosen one is set below.
+    CHAINER_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, to_cudnn(key_.math)));
   }
-}
 
-
-// The output column read by window tap OFF of input column IX along one axis, or -1 when no
-// output position reads it (T = ix + pad - off must be a multiple of the stride).
-__device__ inline int64_t reading_output(int64_t ix, int64_t pad, int64_t off, int64_t s, int64_t out) {
-  const int64_t t = ix + pad - off;
-  if (t < 0 || t % s != 0 || t / s >= out) return -1;
-  return t / s;
-}
-
-template <class T>
-__global__ void depthwise_kernel(const T* x, const T* W, const T* b, int64_t c, int64_t c_out, int64_t h, int64_t w,
-                                 Conv2dGeometry g, int64_t total, T* y) {
-  const int64_t plane = g.out_h * g.out_w, m = c_out / c;
-  CHAINER_GRID_STRIDE_LOOP(k, total) {
-    const int64_t ox = k % g.out_w, oy = (k / g.out_w) % g.out_h, o = (k / plane) % c_out, n = k / (plane * c_out);
-    const T* in = x + (n * c + o / m) * h * w;
-    const T* wt = W + o * g.kh * g.kw;
-    T sum = b ? b[o] : T(0);
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t iy = oy * g.sy - g.ph + i * g.dy;
-      if (iy < 0 || iy >= h) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t ix = ox * g.sx - g.pw + j * g.dx;
-        if (ix >= 0 && ix < w) sum += wt[i * g.kw + j] * in[iy * w + ix];
-      }
-    }
-    y[k] = sum;
+  // Chooses the algorithm (BENCHMARK times the candidates with the call's arrays: it may write
+  // the output) and sets its math type and workspace size.
+  void choose(const std::function<std::vector<ConvAlgorithm>()>& heuristic,
+              const std::function<std::vector<ConvAlgorithm>(void* workspace, size_t bytes)>& benchmark) {
+    ConvAlgorithmCache& cache = algorithms();
+    const ConvAlgorithmCache::Proposals proposals{
+        .heuristic =
+            [&] {
+              RelaxedCapture relaxed;
+              return heuristic();
+            },
+        .benchmark =
+            [&](size_t limit) {
+              std::shared_ptr<void> workspace = chainer_cuda_runtime()->allocate(key_.device, limit);
+              return benchmark(workspace.get(), limit);
+            }};
+    const ConvAlgorithmCache::Mode mode{.benchmark = config::autotune(), .capturing = capturing()};
+    const std::string what = str(what_, " on cuDNN (x ", shape_text(key_.x), ", W ", shape_text(key_.w), ", y ",
+                                 shape_text(key_.y), ", ", dtype_ == DType::Float32 ? "float32" : "float64", ")");
+    chosen_ = cache.choose(key_, mode, proposals, what);
+    CHAINER_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, to_cudnn(chosen_.math)));
   }
-}
 
-template <class T>
-__global__ void depthwise_grad_data_kernel(const T* gy, const T* W, int64_t c, int64_t c_out, int64_t h, int64_t w,
-                                           Conv2dGeometry g, int64_t total, T* gx) {
-  const int64_t plane = g.out_h * g.out_w, m = c_out / c;
-  CHAINER_GRID_STRIDE_LOOP(k, total) {
-    const int64_t ix = k % w, iy = (k / w) % h, ch = (k / (h * w)) % c, n = k / (h * w * c);
-    T sum = 0;
-    for (int64_t q = 0; q < m; ++q) {
-      const int64_t o = ch * m + q;
-      const T* grad = gy + (n * c_out + o) * plane;
-      for (int64_t i = 0; i < g.kh; ++i) {
-        const int64_t oy = reading_output(iy, g.ph, i * g.dy, g.sy, g.out_h);
-        if (oy < 0) continue;
-        for (int64_t j = 0; j < g.kw; ++j) {
-          const int64_t ox = reading_output(ix, g.pw, j * g.dx, g.sx, g.out_w);
-          if (ox >= 0) sum += W[(o * g.kh + i) * g.kw + j] * grad[oy * g.out_w + ox];
-        }
-      }
-    }
-    gx[k] = sum;
+  // A block of BYTES for the call (none for 0), given back when the owner is dropped.
+  std::shared_ptr<void> workspace(size_t bytes) const {
+    return bytes == 0 ? nullptr : chainer_cuda_runtime()->allocate(key_.device, bytes);
   }
-}
 
-// Block (o, tap): the sum over the batch and the output grid of gy[o] times the tap's pixels.
-template <class T>
-__global__ void depthwise_grad_filter_kernel(const T* x, const T* gy, int64_t n, int64_t c, int64_t c_out, int64_t h,
-                                             int64_t w, Conv2dGeometry g, T* gW) {
-  __shared__ T partial[kThreads];
-  const int64_t taps = g.kh * g.kw, o = blockIdx.x / taps, tap = blockIdx.x % taps, i = tap / g.kw, j = tap % g.kw;
-  const int64_t plane = g.out_h * g.out_w, m = c_out / c, count = n * plane;
-  T sum = 0;
-  for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-    const int64_t b = k / plane, oy = (k % plane) / g.out_w, ox = k % g.out_w;
-    const int64_t iy = oy * g.sy - g.ph + i * g.dy, ix = ox * g.sx - g.pw + j * g.dx;
-    if (iy >= 0 && iy < h && ix >= 0 && ix < w)
-      sum += gy[(b * c_out + o) * plane + oy * g.out_w + ox] * x[((b * c + o / m) * h + iy) * w + ix];
+  DType dtype_;
+  const char* what_;
+  TensorDescriptor x_, y_;
+  FilterDescriptor w_;
+  ConvDescriptor conv_;
+  ConvKey key_;
+  ConvAlgorithm chosen_;
+  Scale scale_{.dtype = dtype_};
+};
+
+// Y = BIAS (or 0) for a convolution whose every window reads only zeros (an empty image or
+// empty filters).
+void fill_with_bias(const Tensor& b, Tensor& y) {
+  if (!b.defined()) {
+    fill(y, 0.0);
+    return;
   }
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (int(threadIdx.x) < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) gW[o * taps + tap] = partial[0];
-}
-}  // namespace
-
-void im2col(const Tensor& x, const Conv2dGeometry& g, Tensor& col) {
-  const int64_t total = col.numel();
-  if (total == 0) return;
-  if (x.dtype() == DType::Float32) {
-    im2col_kernel<float><<<blocks_for(total), kThreads, 0, compute_stream()>>>(x.data<float>(), x.size(2), x.size(3), g,
-                                                                              total, col.data<float>());
-  } else {
-    im2col_kernel<double><<<blocks_for(total), kThreads, 0, compute_stream()>>>(
-        x.data<double>(), x.size(2), x.size(3), g, total, col.data<double>());
-  }
-  CHAINER_CUDA_CHECK_LAUNCH(im2col_kernel);
+  broadcast_copy(b.reshape({1, y.size(1), 1, 1}), y);
 }
 
-void col2im(const Tensor& col, const Conv2dGeometry& g, Tensor& x) {
-  const int64_t total = x.numel();
-  if (total == 0) return;
-  const Tensor cc = col.contiguous();
-  if (x.dtype() == DType::Float32) {
-    col2im_kernel<float><<<blocks_for(total), kThreads, 0, compute_stream()>>>(cc.data<float>(), x.size(2), x.size(3), g,
-                                                                              total, x.data<float>());
-  } else {
-    col2im_kernel<double><<<blocks_for(total), kThreads, 0, compute_stream()>>>(
-        cc.data<double>(), x.size(2), x.size(3), g, total, x.data<double>());
-  }
-  CHAINER_CUDA_CHECK_LAUNCH(col2im_kernel);
-}
-
-namespace {
-template <class T>
-void launch_depthwise(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
-  const int64_t total = y.numel();
-  depthwise_kernel<T><<<blocks_for(total), kThreads, 0, compute_stream()>>>(
-      x.data<T>(), W.data<T>(), b.defined() ? b.data<T>() : nullptr, x.size(1), y.size(1), x.size(2), x.size(3), g,
-      total, y.data<T>());
-  CHAINER_CUDA_CHECK_LAUNCH(depthwise_kernel);
-}
-template <class T>
-void launch_depthwise_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
-  const int64_t total = gx.numel();
-  depthwise_grad_data_kernel<T><<<blocks_for(total), kThreads, 0, compute_stream()>>>(
-      gy.data<T>(), W.data<T>(), gx.size(1), gy.size(1), gx.size(2), gx.size(3), g, total, gx.data<T>());
-  CHAINER_CUDA_CHECK_LAUNCH(depthwise_grad_data_kernel);
-}
-template <class T>
-void launch_depthwise_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
-  const unsigned blocks = unsigned(gW.numel());
-  depthwise_grad_filter_kernel<T><<<blocks, kThreads, 0, compute_stream()>>>(
-      x.data<T>(), gy.data<T>(), x.size(0), x.size(1), gy.size(1), x.size(2), x.size(3), g, gW.data<T>());
-  CHAINER_CUDA_CHECK_LAUNCH(depthwise_grad_filter_kernel);
-}
-}  // namespace
-
-void depthwise_conv(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
-  if (y.numel() == 0) return;
-  const Tensor bc = b.defined() ? b.contiguous() : Tensor();
-  if (x.dtype() == DType::Float32) launch_depthwise<float>(x, W, bc, g, y);
-  else launch_depthwise<double>(x, W, bc, g, y);
-}
-
-void depthwise_conv_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
-  if (gx.numel() == 0) return;
-  if (gx.dtype() == DType::Float32) launch_depthwise_grad_data<float>(gy, W, g, gx);
-  else launch_depthwise_grad_data<double>(gy, W, g, gx);
-}
-
-void depthwise_conv_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
-  if (gW.numel() == 0) return;
-  if (x.dtype() == DType::Float32) launch_depthwise_grad_filter<float>(x, gy, g, gW);
-  else launch_depthwise_grad_filter<double>(x, gy, g, gW);
-}
-
-}  // namespace chainer::cuda
-
-namespace chainer::cuda {
-
-namespace {
-const ConvLoweringKernels kLowering{.convolution_2d = convolution_2d,
-                                   .im2col = im2col,
-                                   .col2im = col2im,
-                                   .batched_gemm = batched_gemm,
-                                   .depthwise_conv = depthwise_conv,
-                                   .depthwise_conv_grad_data = depthwise_conv_grad_data,
-                                   .depthwise_conv_grad_filter = depthwise_conv_grad_filter};
 }  // namespace
 
 void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
-  lowered_convolution_2d(kLowering, x, W, b, g, y);
+  if (y.numel() == 0) return;
+  if (x.numel() == 0 || W.numel() == 0) return fill_with_bias(b, y);
+  const Tensor xs = pad_after(x, extra_padding(x.size(2), x.size(3), g));
+  Convolution c(ConvDirection::Forward, xs.shape(), W.shape(), y.shape(), g, x.dtype(), "convolution_2d");
+  cudnnHandle_t h = handle();
+  c.choose(
+      [&] {
+        int count = 0, returned = 0;
+        CHAINER_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
+        std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(size_t(std::max(count, 1)));
+        CHAINER_CUDNN_CHECK(
+            cudnnGetConvolutionForwardAlgorithm_v7(h, c.x_, c.w_, c.conv_, c.y_, count, &returned, perf.data()));
+        return to_algorithms(perf.data(), returned);
+      },
+      [&](void* workspace, size_t bytes) {
+        int count = 0, returned = 0;
+        CHAINER_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
+        std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(size_t(std::max(count, 1)));
+        CHAINER_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, c.x_, xs.raw_data(), c.w_, W.raw_data(), c.conv_,
+                                                                   c.y_, y.raw_data(), count, &returned, perf.data(),
+                                                                   workspace, bytes));
+        return to_algorithms(perf.data(), returned);
+      });
+  const auto algo = cudnnConvolutionFwdAlgo_t(c.chosen_.algo);
+  size_t bytes = 0;
+  CHAINER_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, c.x_, c.w_, c.conv_, c.y_, algo, &bytes));
+  const std::shared_ptr<void> workspace = c.workspace(bytes);
+  CHAINER_CUDNN_CHECK(cudnnConvolutionForward(h, c.scale_.one(), c.x_, xs.raw_data(), c.w_, W.raw_data(), c.conv_,
+                                              algo, workspace.get(), bytes, c.scale_.zero(), c.y_, y.raw_data()));
+  CHAINER_CUDA_CHECK_LAUNCH(cudnnConvolutionForward);
+  if (b.defined()) {
+    TensorDescriptor bias;
+    CHAINER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW,
+                                                   x.dtype() == DType::Float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE,
+                                                   1, int(y.size(1)), 1, 1));
+    CHAINER_CUDNN_CHECK(cudnnAddTensor(h, c.scale_.one(), bias, b.raw_data(), c.scale_.one(), c.y_, y.raw_data()));
+    CHAINER_CUDA_CHECK_LAUNCH(cudnnAddTensor);
+  }
 }
 
 void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
-  lowered_convolution_2d_grad_data(kLowering, gy, W, g, gx);
+  if (gx.numel() == 0) return;
+  if (gy.numel() == 0 || W.numel() == 0) return fill(gx, 0.0);
+  const auto extra = extra_padding(gx.size(2), gx.size(3), g);
+  Tensor gxs = extra.first == 0 && extra.second == 0
+                   ? gx
+                   : Tensor::empty({gx.size(0), gx.size(1), gx.size(2) + extra.first, gx.size(3) + extra.second},
+                                   gx.dtype(), gx.device());
+  Convolution c(ConvDirection::BackwardData, gxs.shape(), W.shape(), gy.shape(), g, gy.dtype(),
+                "convolution_2d_grad_data");
+  cudnnHandle_t h = handle();
+  c.choose(
+      [&] {
+        int count = 0, returned = 0;
+        CHAINER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(size_t(std::max(count, 1)));
+        CHAINER_CUDNN_CHECK(
+            cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c.w_, c.y_, c.conv_, c.x_, count, &returned, perf.data()));
+        return to_algorithms(perf.data(), returned);
+      },
+      [&](void* workspace, size_t bytes) {
+        int count = 0, returned = 0;
+        CHAINER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(size_t(std::max(count, 1)));
+        CHAINER_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h, c.w_, W.raw_data(), c.y_, gy.raw_data(),
+                                                                        c.conv_, c.x_, gxs.raw_data(), count,
+                                                                        &returned, perf.data(), workspace, bytes));
+        return to_algorithms(perf.data(), returned);
+      });
+  const auto algo = cudnnConvolutionBwdDataAlgo_t(c.chosen_.algo);
+  size_t bytes = 0;
+  CHAINER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, c.w_, c.y_, c.conv_, c.x_, algo, &bytes));
+  const std::shared_ptr<void> workspace = c.workspace(bytes);
+  CHAINER_CUDNN_CHECK(cudnnConvolutionBackwardData(h, c.scale_.one(), c.w_, W.raw_data(), c.y_, gy.raw_data(), c.conv_,
+                                                   algo, workspace.get(), bytes, c.scale_.zero(), c.x_,
+                                                   gxs.raw_data()));
+  CHAINER_CUDA_CHECK_LAUNCH(cudnnConvolutionBackwardData);
+  if (gxs.raw_data() != gx.raw_data()) copy(gxs.narrow(2, 0, gx.size(2)).narrow(3, 0, gx.size(3)), gx);
 }
 
 void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
-  lowered_convolution_2d_grad_filter(kLowering, x, gy, g, gW);
+  if (gW.numel() == 0) return;
+  if (x.numel() == 0 || gy.numel() == 0) return fill(gW, 0.0);
+  const Tensor xs = pad_after(x, extra_padding(x.size(2), x.size(3), g));
+  Convolution c(ConvDirection::BackwardFilter, xs.shape(), gW.shape(), gy.shape(), g, x.dtype(),
+                "convolution_2d_grad_filter");
+  cudnnHandle_t h = handle();
+  c.choose(
+      [&] {
+        int count = 0, returned = 0;
+        CHAINER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(size_t(std::max(count, 1)));
+        CHAINER_CUDNN_CHECK(
+            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c.x_, c.y_, c.conv_, c.w_, count, &returned, perf.data()));
+        return to_algorithms(perf.data(), returned);
+      },
+      [&](void* workspace, size_t bytes) {
+        int count = 0, returned = 0;
+        CHAINER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(size_t(std::max(count, 1)));
+        CHAINER_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, c.x_, xs.raw_data(), c.y_, gy.raw_data(),
+                                                                          c.conv_, c.w_, gW.raw_data(), count,
+                                                                          &returned, perf.data(), workspace, bytes));
+        return to_algorithms(perf.data(), returned);
+      });
+  const auto algo = cudnnConvolutionBwdFilterAlgo_t(c.chosen_.algo);
+  size_t bytes = 0;
+  CHAINER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c.x_, c.y_, c.conv_, c.w_, algo, &bytes));
+  const std::shared_ptr<void> workspace = c.workspace(bytes);
+  CHAINER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, c.scale_.one(), c.x_, xs.raw_data(), c.y_, gy.raw_data(),
+                                                     c.conv_, algo, workspace.get(), bytes, c.scale_.zero(), c.w_,
+                                                     gW.raw_data()));
+  CHAINER_CUDA_CHECK_LAUNCH(cudnnConvolutionBackwardFilter);
 }
 
 }  // namespace chainer::cuda
