@@ -33,8 +33,9 @@ struct AllocatorStats {
   size_t in_use_bytes = 0;  ///< large blocks handed out and not yet freed
 };
 
-/// Blocks at least this large, and at most kCachedBlockMaxBytes, are cached.
+/// Blocks at least this large are cached (up to kCachedBlockMaxBytes).
 constexpr size_t kCachedBlockMinBytes = size_t(64) << 10;
+/// Blocks larger than this go back to the system when freed.
 constexpr size_t kCachedBlockMaxBytes = size_t(32) << 20;
 
 /// Allocates 64-byte aligned host memory, at least BYTES long (a zero-byte request still gets a
