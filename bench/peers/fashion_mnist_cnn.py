@@ -14,7 +14,9 @@ statistics decay 0.9 (Chainer's defaults; PyTorch's momentum 0.1). max_pool(2) i
 max_pooling_2d(2) (stride 2; cover_all adds nothing on 28 and 14).
 
 usage: bench/peers/run-cnn-peer fashion_mnist_cnn --epochs 3 [--data DIR] [--threads 2]
-       [--batchsize 100] [--seed 0] [--no-flush-denormal]
+       [--batchsize 100] [--seed 0] [--no-flush-denormal] [--device cuda]
+On the GPU machine (PyTorch there, cuDNN with its defaults: benchmark off), --device cuda keeps
+the model, the optimizer and both data sets on the GPU, as fashion_mnist_cnn --gpu does.
 Prints one line per epoch
   epoch E train_loss L train_acc A test_loss L test_acc A train_s T eval_s T
 then a JSON line (with peak RSS, ru_maxrss).
@@ -39,6 +41,7 @@ def parse_args():
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--batchsize', type=int, default=100)
     p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
     p.add_argument('--no-flush-denormal', action='store_true',
                    help='leave FTZ/DAZ off (the peers set it: torch.set_flush_denormal(True))')
     return p.parse_args()
@@ -122,21 +125,22 @@ def main():
     if not args.no_flush_denormal:
         torch.set_flush_denormal(True)
     torch.manual_seed(args.seed)
-    xtr, ytr, xte, yte = load_fashion_mnist(args.data)
+    device = torch.device(args.device)
+    xtr, ytr, xte, yte = (t.to(device) for t in load_fashion_mnist(args.data))
     n, bs = xtr.shape[0], args.batchsize
-    model = CNN()
+    model = CNN().to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
     gen = torch.Generator().manual_seed(args.seed + 1)
     log = []
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
         model.train()
-        loss_sum = torch.zeros(())
-        acc_sum = torch.zeros(())
+        loss_sum = torch.zeros((), device=device)
+        acc_sum = torch.zeros((), device=device)
         nb = 0
         perm = torch.randperm(n, generator=gen)
         for i in range(0, n, bs):
-            idx = perm[i:i + bs]
+            idx = perm[i:i + bs].to(device)
             xb, yb = xtr.index_select(0, idx), ytr.index_select(0, idx)
             out = model(xb)
             loss = F.cross_entropy(out, yb)
@@ -167,6 +171,8 @@ def main():
         'train_s': train_s, 'eval_s': eval_s, 'epoch1_train_s': train_s[0],
         'mean_train_s_excl_first': sum(train_s[1:]) / (len(train_s) - 1) if len(log) > 1 else None,
         'peak_rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        'device': str(device), 'peak_device_mib': (torch.cuda.max_memory_allocated() / 2**20
+                                                   if device.type == 'cuda' else None),
         'torch': torch.__version__, 'mkldnn': torch.backends.mkldnn.is_available(),
         'env': {k: os.environ.get(k) for k in
                 ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'OPENBLAS_CORETYPE')},
