@@ -88,7 +88,8 @@ std::string common_usage(const CommonOptions& d) {
 )",
              mnist ? "      --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)\n"
                    : "      --data DIR      Fashion-MNIST directory (default: Debian's dataset-fashion-mnist, else\n"
-                     "                      $CHAINER_DATASET_ROOT/pfnet/chainer/fashion-mnist, downloaded there)\n",
+                     "                      pfnet/chainer/fashion-mnist under $CHAINER_DATASET_ROOT or\n"
+                     "                      ~/.chainer/dataset, downloaded there)\n",
              R"(      --train-size N  train on the first N training examples only (default: all)
       --test-size N   evaluate on the first N test examples only (default: all)
       --seed N        random seed for initialization and shuffling (default 0)

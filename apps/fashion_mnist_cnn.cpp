@@ -6,8 +6,9 @@
 //   mpiexec -n 2 build/apps/fashion_mnist_cnn [-b 100] [-e 10] [-o result] [-r SNAPSHOT] [--data DIR]
 //   build/apps/fashion_mnist_cnn --gpu [ID]     # model, optimizer and data on CUDA device ID
 // Every process trains on its share of the data with batch -b; gradients are averaged over all.
-// Each process normalizes its batches with its own statistics (L::BatchNormalization), as
-// ChainerMN's examples do; the running averages of rank 0 are the ones snapshots keep.
+// Each process normalizes its batches with their own statistics (L::BatchNormalization), as
+// ChainerMN's examples do: the parameters are the same on every process, but each keeps (and
+// evaluates its share of the test set with, and snapshots) its own running averages.
 #include <iostream>
 #include <string>
 
