@@ -147,6 +147,31 @@ TEST_CASE("convolution_2d: gradients of x, W and b match finite differences over
   }
 }
 
+TEST_CASE("convolution_2d: float32 forward and gradients equal float64's over every geometry and wide images",
+          "[convolution]") {
+  // float32 packs the windows straight from the images into the GEMM (core/cpu/conv_implicit.cpp),
+  // float64 lowers them: rows longer than a panel's 32 pixels, windows deeper than a slice of the
+  // GEMM (32 channels x 3 x 3 = 288), strides and dilations through both.
+  std::vector<ConvCase> cases = conv_cases();
+  cases.push_back({"wide rows, 288 window rows", 2, 32, 9, 37, 20, 3, 3, 1, 1});
+  cases.push_back({"wide rows, stride 2", 2, 5, 11, 40, 7, 3, 3, 2, 1});
+  cases.push_back({"wide rows, dilate 2, pad (2, 0), groups 2", 1, 6, 12, 35, 4, 3, 5, 1, {2, 0}, 2, 2});
+  uint64_t seed = 300;
+  for (const ConvCase& k : cases) {
+    INFO("case: " << k.name);
+    const Tensor x = uniform({k.n, k.c, k.h, k.w}, seed++), W = uniform({k.c_out, k.c / k.groups, k.kh, k.kw}, seed++);
+    const Tensor b = uniform({k.c_out}, seed++);
+    const ops::Conv2dParams p = params_of(k);
+    const Tensor y = ops::convolution_2d(x, W, b, p), gy = uniform(y.shape(), seed++);
+    const auto f32 = [](const Tensor& t) { return t.astype(DType::Float32); };
+    require_close(ops::convolution_2d(f32(x), f32(W), f32(b), p), y, 1e-5);
+    require_close(ops::convolution_2d_grad_filter(f32(x), f32(gy), k.kh, k.kw, p),
+                  ops::convolution_2d_grad_filter(x, gy, k.kh, k.kw, p), 1e-4);
+    require_close(ops::convolution_2d_grad_data(f32(gy), f32(W), k.h, k.w, p),
+                  ops::convolution_2d_grad_data(gy, W, k.h, k.w, p), 1e-5);
+  }
+}
+
 TEST_CASE("convolution_2d: several chunks of images give what one chunk gives", "[convolution]") {
   // 48 images whose windows take 48 * 72 * 4096 * 4 bytes: several chunks of kConvLoweredBytes,
   // of unequal sizes, and several partial sums of the filter gradient.

@@ -239,7 +239,8 @@ const ConvLoweringKernels kLowering{.convolution_2d = convolution_2d,
 }  // namespace
 
 void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
-  lowered_convolution_2d(kLowering, x, W, b, g, y);
+  if (implicit_conv_applies(x, g)) implicit_convolution_2d(x, W, b, g, y);
+  else lowered_convolution_2d(kLowering, x, W, b, g, y);
 }
 
 void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
@@ -247,7 +248,8 @@ void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeo
 }
 
 void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
-  lowered_convolution_2d_grad_filter(kLowering, x, gy, g, gW);
+  if (implicit_conv_applies(x, g)) implicit_convolution_2d_grad_filter(x, gy, g, gW);
+  else lowered_convolution_2d_grad_filter(kLowering, x, gy, g, gW);
 }
 
 }  // namespace chainer::cpu

@@ -329,6 +329,49 @@ void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Opera
 }  // namespace
 
 #if defined(__AVX512F__)
+static_assert(kGemmPanelWidth == NR);
+
+void sgemm_filled_b(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, GemmPanelFill fill,
+                    const void* context, float alpha, float beta, float* c, int64_t ldc, int64_t k_align) {
+  CHAINER_ASSERT(k > 0, "sgemm_filled_b: an empty product (k = 0)");
+  if (m == 0 || n == 0) return;
+  const int64_t KC = blocking().kc, CW = blocking().cw;
+  // Slices of equal depth, a multiple of 16 (the transposing packer's blocks) or of K_ALIGN.
+  const int64_t align = k_align > 1 && k_align <= KC ? k_align : 16, most = align == 16 ? KC : KC / align * align;
+  const int64_t fewest = (k + most - 1) / most, even = (k + fewest - 1) / fewest;
+  const int64_t kslice = std::min(most, (even + align - 1) / align * align);
+  const int64_t mpanels = (m + MR - 1) / MR, slices = (k + kslice - 1) / kslice;
+  const int64_t slice_floats = mpanels * MR * kslice;
+  thread_local std::unique_ptr<float, decltype(&std::free)> abuf(nullptr, &std::free), bbuf(nullptr, &std::free);
+  thread_local size_t acap = 0, bcap = 0;
+  float* pa = thread_buffer(abuf, acap, size_t(slices * slice_floats));
+  float* pb = thread_buffer(bbuf, bcap, size_t(KC * CW));
+  const Operand A{a, lda, trans_a};
+  for (int64_t s = 0; s < slices; ++s) {
+    const int64_t p0 = s * kslice;
+    for (int64_t ip = 0; ip < mpanels; ++ip) pack_a(A, m, mpanels, p0, std::min(kslice, k - p0), pa + s * slice_floats, ip);
+  }
+  for (int64_t j0 = 0; j0 < n; j0 += CW) {
+    const int64_t nc = std::min(CW, n - j0), npanels = (nc + NR - 1) / NR;
+    for (int64_t s = 0; s < slices; ++s) {
+      const int64_t p0 = s * kslice, kc = std::min(kslice, k - p0);
+      for (int64_t jp = 0; jp < npanels; ++jp) fill(context, p0, kc, j0 + jp * NR, pb + jp * NR * kc);
+      const float* a_slice = pa + s * slice_floats;
+      for (int64_t ip = 0; ip < mpanels; ++ip) {
+        const int64_t row = panel_row(ip, mpanels, m);
+        const MicroKernel kernel = kMicroKernels[panel_row(ip + 1, mpanels, m) - row - 1];
+        for (int64_t jp = 0; jp < npanels; ++jp)
+          kernel(kc, a_slice + ip * MR * kc, pb + jp * NR * kc, NR, c + row * ldc + j0 + jp * NR, ldc, alpha,
+                 s == 0 ? beta : 1.f, std::min(NR, nc - jp * NR));
+      }
+    }
+  }
+}
+
+void gemm_panel_from_rows(const float* rows, int64_t ld, int64_t count, int64_t kc, float* panel) {
+  pack_transposed(rows, ld, count, NR, kc, panel);
+}
+
 std::string gemm_blocking() { return "KC " + std::to_string(blocking().kc) + ", CW " + std::to_string(blocking().cw); }
 #else
 std::string gemm_blocking() { return "Eigen's"; }

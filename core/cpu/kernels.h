@@ -48,6 +48,27 @@ struct GemmBlocking {
 // The blocking for an L1d and an L2 of these sizes; KC_OVERRIDE (CHAINER_GEMM_KC, for measuring;
 // null or empty: none) sets KC, a multiple of 16 from 16 to 512, else chainer::Error.
 GemmBlocking gemm_blocking_for(int64_t l1d_bytes, int64_t l2_bytes, const char* kc_override);
+// The packed GEMM with its B operand made panel by panel instead of read from memory (an
+// implicit im2col: the convolutions' windows are packed straight from the image). B is k x n;
+// FILL(CONTEXT, P0, KC, J0, PANEL) writes its rows [P0, P0 + KC) x columns [J0, J0 + 32) as
+// PANEL[p * 32 + j], zeros in the columns past n. A is m x k, row-major with rows LDA apart (or
+// its transpose, k x m, when TRANS_A). C (m x n, rows LDC apart) = ALPHA * A B + BETA * C, on
+// the calling thread alone (callers run one product per task). With K_ALIGN > 1 (at most the
+// blocking's KC) every slice P0 is a multiple of K_ALIGN. AVX-512 builds only.
+inline constexpr int64_t kGemmPanelWidth = 32;
+using GemmPanelFill = void (*)(const void* context, int64_t p0, int64_t kc, int64_t j0, float* panel);
+void sgemm_filled_b(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, GemmPanelFill fill,
+                    const void* context, float alpha, float beta, float* c, int64_t ldc, int64_t k_align = 1);
+// PANEL[p * 32 + j] = ROWS[j * LD + p] for j < COUNT (zero for COUNT <= j < 32), p < KC: a
+// panel of B from the rows of B's transpose.
+void gemm_panel_from_rows(const float* rows, int64_t ld, int64_t count, int64_t kc, float* panel);
+// Convolutions as packed GEMMs whose B panels are packed straight from the images
+// (conv_implicit.cpp): float32 with the packed GEMM, neither depthwise nor 1x1 (those have their
+// own paths); implicit_conv_applies says when. The same contracts as convolution_2d and
+// convolution_2d_grad_filter.
+bool implicit_conv_applies(const Tensor& x, const Conv2dGeometry& g);
+void implicit_convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y);
+void implicit_convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
 // This CPU's blocking as text, "KC 256, CW 128" (Eigen's where the packed GEMM is not built).
 std::string gemm_blocking();
 

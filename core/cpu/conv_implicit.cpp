@@ -1,0 +1,294 @@
+// Convolutions as packed GEMMs whose B operand comes straight from the image: the panels that
+// the GEMM would pack from an im2col matrix are packed from the image itself (sgemm_filled_b),
+// so the lowered matrix (kh * kw times the image) is never written nor read back. With the
+// lowered matrix, the 3x3 layers of the Fashion-MNIST network ran at 35-60% of the GEMM's rate:
+// each image's columns (0.9 MB for 32 channels of 28 x 28) passed through memory three times
+// per product (docs/performance.md).
+//
+// Forward: per image and group, y = W (C_out/g x depth) * windows (depth x pixels), a panel
+// being 32 output pixels by a slice of window rows (c, i, j). Filter gradient: gW += gy (C_out/g
+// x pixels) * windows^T, a panel being a slice of pixels by 32 window rows, made as 32 rows of
+// pixels and transposed. The data gradient with stride 1 is a forward convolution (the flipped
+// filters, core/conv_lowering.cpp); other strides keep the lowering.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/conv_lowering.h"
+#include "core/cpu/kernels.h"
+#include "core/parallel.h"
+#include "core/tensor.h"
+
+namespace chainer::cpu {
+
+#if defined(__AVX512F__)
+namespace {
+constexpr int64_t NR = kGemmPanelWidth;
+
+// One image's group of C planes of H x W (float32) seen as the window matrix of geometry G:
+// row r = (c, i, j) (c * kh * kw + i * kw + j), column p = output pixel (p / out_w, p % out_w);
+// element x[c, oy * sy - ph + i * dy, ox * sx - pw + j * dx], 0 outside the image.
+struct Windows {
+  const float* x;
+  int64_t h, w;
+  Conv2dGeometry g;
+  int64_t pixels() const { return g.out_h * g.out_w; }
+};
+
+// The lanes [lo, hi) of 32 as a bit mask (bounds clamped to [0, 32]).
+inline uint32_t lanes(int64_t lo, int64_t hi) {
+  lo = std::clamp<int64_t>(lo, 0, 32), hi = std::clamp<int64_t>(hi, 0, 32);
+  if (hi <= lo) return 0;
+  const uint64_t upto = (uint64_t(1) << hi) - 1;
+  return uint32_t(upto & ~((uint64_t(1) << lo) - 1));
+}
+
+// Output columns [lo, hi) of a row whose input column ox * s - p + off lies in [0, w).
+inline void valid_columns(int64_t out, int64_t w, int64_t s, int64_t p, int64_t off, int64_t& lo, int64_t& hi) {
+  const int64_t first = p - off, last = w - 1 + p - off;
+  lo = first <= 0 ? 0 : (first + s - 1) / s;
+  hi = last < 0 ? 0 : std::min(out, last / s + 1);
+  if (hi < lo) hi = lo;
+}
+
+// The forward's B panel: window rows [p0, p0 + kc) by the 32 output pixels from j0.
+// A run of pixels within one output row reads consecutive input columns when sx = 1: one masked
+// load per run and vector of lanes. Other strides gather.
+void fill_window_columns(const void* context, int64_t p0, int64_t kc, int64_t j0, float* panel) {
+  const Windows& win = *static_cast<const Windows*>(context);
+  const Conv2dGeometry& g = win.g;
+  const int64_t count = std::min(NR, win.pixels() - j0), taps = g.kh * g.kw;
+  int64_t c = p0 / taps, i = p0 % taps / g.kw, j = p0 % g.kw;
+  // The runs: lanes [lane, lane + len) are pixels (oy, ox0 ...) of one output row.
+  int64_t run_lane[NR], run_len[NR], run_oy[NR], run_ox0[NR], runs = 0;
+  for (int64_t lane = 0; lane < count; ++runs) {
+    const int64_t p = j0 + lane;
+    run_lane[runs] = lane, run_oy[runs] = p / g.out_w, run_ox0[runs] = p % g.out_w;
+    run_len[runs] = std::min(g.out_w - run_ox0[runs], count - lane);
+    lane += run_len[runs];
+  }
+  constexpr int64_t kTable = 256;
+  if (g.sx == 1 && g.kh * runs <= kTable && g.kw * runs <= kTable) {
+    // Per window row (i) and run: the input row's offset, or -1 outside the image. Per window
+    // column (j) and run: the lanes inside the image, and the offset of lane 0's input column
+    // (masked-off lanes touch no memory, so it may lie outside the plane).
+    int64_t row_offset[kTable], column_offset[kTable];
+    uint32_t column_lanes[kTable];
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t q = 0; q < runs; ++q) {
+        const int64_t iy = run_oy[q] * g.sy - g.ph + i * g.dy;
+        row_offset[i * runs + q] = iy >= 0 && iy < win.h ? iy * win.w : -1;
+      }
+    for (int64_t j = 0; j < g.kw; ++j) {
+      int64_t lo, hi;  // the output columns whose input column lies inside the image
+      valid_columns(g.out_w, win.w, 1, g.pw, j * g.dx, lo, hi);
+      for (int64_t q = 0; q < runs; ++q) {
+        const int64_t shift = run_lane[q] - run_ox0[q];  // lane of output column ox: ox + shift
+        column_lanes[j * runs + q] =
+            lanes(std::max(lo, run_ox0[q]) + shift, std::min(hi, run_ox0[q] + run_len[q]) + shift);
+        column_offset[j * runs + q] = -g.pw + j * g.dx - shift;
+      }
+    }
+    for (int64_t r = 0; r < kc; ++r) {
+      const float* plane = win.x + c * win.h * win.w;
+      __m512i v0 = _mm512_setzero_si512(), v1 = _mm512_setzero_si512();
+      for (int64_t q = 0; q < runs; ++q) {
+        const int64_t row = row_offset[i * runs + q];
+        const uint32_t mask = column_lanes[j * runs + q];
+        if (row < 0 || !mask) continue;
+        const uintptr_t base = reinterpret_cast<uintptr_t>(plane) + uintptr_t(row + column_offset[j * runs + q]) * sizeof(float);
+        v0 = _mm512_or_si512(v0, _mm512_maskz_loadu_epi32(__mmask16(mask), reinterpret_cast<const void*>(base)));
+        v1 = _mm512_or_si512(v1, _mm512_maskz_loadu_epi32(__mmask16(mask >> 16),
+                                                          reinterpret_cast<const void*>(base + 16 * sizeof(float))));
+      }
+      _mm512_storeu_si512(panel + r * NR, v0);
+      _mm512_storeu_si512(panel + r * NR + 16, v1);
+      if (++j == g.kw) j = 0, ++i;
+      if (i == g.kh) i = 0, ++c;
+    }
+    return;
+  }
+  // Any stride: per lane its output row and column; per window row a masked gather.
+  alignas(64) int32_t oy[NR], ox[NR];
+  for (int64_t l = 0; l < NR; ++l) {
+    const int64_t p = j0 + std::min(l, count - 1);
+    oy[l] = int32_t(p / g.out_w), ox[l] = int32_t(p % g.out_w);
+  }
+  const uint32_t live = lanes(0, count);
+  const __m512i vh = _mm512_set1_epi32(int32_t(win.h)), vw = _mm512_set1_epi32(int32_t(win.w));
+  __m512i ty[2], tx[2];  // oy * sy - ph and ox * sx - pw per lane
+  for (int v = 0; v < 2; ++v) {
+    ty[v] = _mm512_sub_epi32(_mm512_mullo_epi32(_mm512_load_si512(oy + 16 * v), _mm512_set1_epi32(int32_t(g.sy))),
+                             _mm512_set1_epi32(int32_t(g.ph)));
+    tx[v] = _mm512_sub_epi32(_mm512_mullo_epi32(_mm512_load_si512(ox + 16 * v), _mm512_set1_epi32(int32_t(g.sx))),
+                             _mm512_set1_epi32(int32_t(g.pw)));
+  }
+  for (int64_t r = 0; r < kc; ++r) {
+    const float* plane = win.x + c * win.h * win.w;
+    for (int v = 0; v < 2; ++v) {
+      const __m512i iy = _mm512_add_epi32(ty[v], _mm512_set1_epi32(int32_t(i * g.dy)));
+      const __m512i ix = _mm512_add_epi32(tx[v], _mm512_set1_epi32(int32_t(j * g.dx)));
+      __mmask16 m = __mmask16(live >> (16 * v));
+      m = _mm512_mask_cmpge_epi32_mask(m, iy, _mm512_setzero_si512());
+      m = _mm512_mask_cmplt_epi32_mask(m, iy, vh);
+      m = _mm512_mask_cmpge_epi32_mask(m, ix, _mm512_setzero_si512());
+      m = _mm512_mask_cmplt_epi32_mask(m, ix, vw);
+      const __m512i offset = _mm512_add_epi32(_mm512_mullo_epi32(iy, vw), ix);
+      _mm512_storeu_ps(panel + r * NR + 16 * v, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, offset, plane, 4));
+    }
+    if (++j == g.kw) j = 0, ++i;
+    if (i == g.kh) i = 0, ++c;
+  }
+}
+
+// DST[0, count) = window row R over the pixels [p0, p0 + count).
+void window_row(const Windows& win, int64_t r, int64_t p0, int64_t count, float* dst) {
+  const Conv2dGeometry& g = win.g;
+  const int64_t taps = g.kh * g.kw, c = r / taps, i = r % taps / g.kw, j = r % g.kw;
+  const float* plane = win.x + c * win.h * win.w;
+  int64_t lo, hi;
+  valid_columns(g.out_w, win.w, g.sx, g.pw, j * g.dx, lo, hi);
+  for (int64_t p = p0; p < p0 + count;) {
+    const int64_t oy = p / g.out_w, ox0 = p % g.out_w, len = std::min(g.out_w - ox0, p0 + count - p);
+    float* out = dst + (p - p0);
+    const int64_t iy = oy * g.sy - g.ph + i * g.dy;
+    const int64_t a = std::clamp(lo, ox0, ox0 + len), b = std::clamp(hi, a, ox0 + len);
+    if (iy < 0 || iy >= win.h || a == b) {
+      std::memset(out, 0, size_t(len) * sizeof(float));
+    } else if (g.sx == 1) {
+      // 16 pixels at a time: the lanes inside the image loaded (masked-off lanes touch no
+      // memory), the rest stored as zeros.
+      const uintptr_t src = reinterpret_cast<uintptr_t>(plane + iy * win.w - g.pw + j * g.dx);
+      for (int64_t t = 0; t < len; t += 16) {
+        const int64_t first = ox0 + t;
+        const __mmask16 store = __mmask16(lanes(0, std::min<int64_t>(16, len - t)));
+        const __mmask16 load = __mmask16(lanes(a - first, b - first)) & store;
+        _mm512_mask_storeu_ps(out + t, store,
+                              _mm512_maskz_loadu_ps(load, reinterpret_cast<const float*>(src + uintptr_t(first) * sizeof(float))));
+      }
+    } else {
+      std::memset(out, 0, size_t(a - ox0) * sizeof(float));
+      const float* src = plane + iy * win.w - g.pw + j * g.dx;  // src[ox * sx]: pixel ox's input
+      for (int64_t ox = a; ox < b; ++ox) out[ox - ox0] = src[ox * g.sx];
+      std::memset(out + (b - ox0), 0, size_t(ox0 + len - b) * sizeof(float));
+    }
+    p += len;
+  }
+}
+
+// The filter gradient's B operand (pixels x window rows): the windows of one image and their
+// number of rows.
+struct WindowRows {
+  Windows win;
+  int64_t depth;
+};
+
+// Its panel: pixels [p0, p0 + kc) by the 32 window rows from j0, made as rows of pixels (in L1)
+// and transposed.
+void fill_window_rows(const void* context, int64_t p0, int64_t kc, int64_t j0, float* panel) {
+  const WindowRows& wr = *static_cast<const WindowRows*>(context);
+  const Windows& win = wr.win;
+  const Conv2dGeometry& g = win.g;
+  alignas(64) thread_local float rows[NR * 512];
+  CHAINER_ASSERT(kc <= 512, "fill_window_rows: a slice of ", kc, " pixels");
+  const int64_t count = std::min(NR, wr.depth - j0), chunks = (g.out_w + 15) / 16;
+  constexpr int64_t kTable = 256;
+  if (g.sx == 1 && p0 % g.out_w == 0 && kc % g.out_w == 0 && g.kw * chunks <= kTable) {
+    // Slices of whole output rows (sgemm_filled_b's k_align): each output row's pixels are one
+    // input row's columns, shifted by the window column j; per j and 16 pixels, the lanes
+    // inside the image.
+    __mmask16 load[kTable], store[kTable];
+    for (int64_t t = 0; t < chunks; ++t) store[t] = __mmask16(lanes(0, std::min<int64_t>(16, g.out_w - 16 * t)));
+    for (int64_t j = 0; j < g.kw; ++j) {
+      int64_t lo, hi;
+      valid_columns(g.out_w, win.w, 1, g.pw, j * g.dx, lo, hi);
+      for (int64_t t = 0; t < chunks; ++t) load[j * chunks + t] = __mmask16(lanes(lo - 16 * t, hi - 16 * t)) & store[t];
+    }
+    const int64_t taps = g.kh * g.kw, oy0 = p0 / g.out_w, out_rows = kc / g.out_w;
+    int64_t c = j0 / taps, i = j0 % taps / g.kw, j = j0 % g.kw;
+    for (int64_t q = 0; q < count; ++q) {
+      const float* plane = win.x + c * win.h * win.w - g.pw + j * g.dx;
+      for (int64_t oy = oy0; oy < oy0 + out_rows; ++oy) {
+        float* out = rows + q * kc + (oy - oy0) * g.out_w;
+        const int64_t iy = oy * g.sy - g.ph + i * g.dy;
+        const bool inside = iy >= 0 && iy < win.h;
+        const uintptr_t src = reinterpret_cast<uintptr_t>(plane + (inside ? iy : 0) * win.w);
+        for (int64_t t = 0; t < chunks; ++t)
+          _mm512_mask_storeu_ps(out + 16 * t, store[t],
+                                _mm512_maskz_loadu_ps(inside ? load[j * chunks + t] : __mmask16(0),
+                                                      reinterpret_cast<const float*>(src + uintptr_t(16 * t) * sizeof(float))));
+      }
+      if (++j == g.kw) j = 0, ++i;
+      if (i == g.kh) i = 0, ++c;
+    }
+  } else {
+    for (int64_t q = 0; q < count; ++q) window_row(win, j0 + q, p0, kc, rows + q * kc);
+  }
+  gemm_panel_from_rows(rows, kc, count, kc, panel);
+}
+}  // namespace
+
+bool implicit_conv_applies(const Tensor& x, const Conv2dGeometry& g) {
+  return x.dtype() == DType::Float32 && gemm_backend()[0] == 'p' && !is_depthwise(x.size(1), g) &&
+         !is_pointwise(g) && x.size(2) * x.size(3) < (int64_t(1) << 30);
+}
+
+void implicit_convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
+  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), c_out = y.size(1), groups = g.groups;
+  const int64_t c_g = c / groups, c_out_g = c_out / groups, depth = c_g * g.kh * g.kw, pixels = g.out_h * g.out_w;
+  const float* px = x.data<float>();
+  const float* pw = W.data<float>();
+  const float* pb = b.defined() ? b.data<float>() : nullptr;
+  float* py = y.data<float>();
+  parallel_tasks(n * groups, num_threads(), [&](int64_t task) {
+    const int64_t image = task / groups, group = task % groups;
+    const Windows win{px + (image * c + group * c_g) * h * w, h, w, g};
+    float* out = py + (image * c_out + group * c_out_g) * pixels;
+    if (pb)  // the product adds onto the bias
+      for (int64_t o = 0; o < c_out_g; ++o) std::fill(out + o * pixels, out + (o + 1) * pixels, pb[group * c_out_g + o]);
+    sgemm_filled_b(c_out_g, pixels, depth, pw + group * c_out_g * depth, depth, false, fill_window_columns, &win, 1.f,
+                   pb ? 1.f : 0.f, out, pixels);
+  });
+}
+
+void implicit_convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
+  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), c_out = gy.size(1), groups = g.groups;
+  const int64_t c_g = c / groups, c_out_g = c_out / groups, depth = c_g * g.kh * g.kw, pixels = g.out_h * g.out_w;
+  // The images' products are summed in PARTS partial sums, each over a fixed run of images in
+  // order, then added up in order: the result does not depend on the thread count.
+  const int64_t parts = std::min<int64_t>(n, 16), size = c_out * depth;
+  Tensor acc = parts == 1 ? gW : Tensor::empty({parts, size}, DType::Float32, Device::cpu());
+  const float* px = x.data<float>();
+  const float* pg = gy.data<float>();
+  float* pa = acc.data<float>();
+  parallel_tasks(parts * groups, num_threads(), [&](int64_t task) {
+    const int64_t part = task / groups, group = task % groups;
+    for (int64_t image = n * part / parts; image < n * (part + 1) / parts; ++image) {
+      const WindowRows rows{{px + (image * c + group * c_g) * h * w, h, w, g}, depth};
+      sgemm_filled_b(c_out_g, depth, pixels, pg + (image * c_out + group * c_out_g) * pixels, pixels, false,
+                     fill_window_rows, &rows, 1.f, image == n * part / parts ? 0.f : 1.f,
+                     pa + part * size + group * c_out_g * depth, depth, g.out_w);
+    }
+  });
+  if (parts == 1) return;
+  float* out = gW.data<float>();
+  parallel_for(size, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t e = begin; e < end; ++e) {
+      float sum = pa[e];
+      for (int64_t q = 1; q < parts; ++q) sum += pa[q * size + e];
+      out[e] = sum;
+    }
+  });
+}
+#else
+bool implicit_conv_applies(const Tensor&, const Conv2dGeometry&) { return false; }
+void implicit_convolution_2d(const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&, Tensor&) {
+  CHAINER_ASSERT(false, "implicit_convolution_2d needs AVX-512");
+}
+void implicit_convolution_2d_grad_filter(const Tensor&, const Tensor&, const Conv2dGeometry&, Tensor&) {
+  CHAINER_ASSERT(false, "implicit_convolution_2d_grad_filter needs AVX-512");
+}
+#endif
+
+}  // namespace chainer::cpu
