@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <set>
 
 namespace apps {
@@ -205,7 +206,7 @@ void add_timing(chainer::training::Trainer& trainer, bool on_gpu) {
   chainer::training::MakeExtensionOptions restart_options;
   restart_options.trigger = {1, Unit::Epoch};
   restart_options.default_name = "train_time_restart";
-  restart_options.priority = 0;  // after every other extension of the epoch's last iteration
+  restart_options.priority = std::numeric_limits<int>::min();  // after every other extension, snapshots included
   trainer.extend(chainer::training::make_extension([start, now](chainer::training::Trainer&) { *start = now(); },
                                                    restart_options));
 }
