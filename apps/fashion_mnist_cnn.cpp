@@ -112,7 +112,8 @@ int run(int argc, char** argv) {
   }
 
   // [cnn-training]
-  chainer::random::seed(uint64_t(o.seed));
+  // Dropout draws other masks on every rank; rank 0's initial parameters are broadcast to all.
+  chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));
   auto model = std::make_shared<L::Classifier>(std::make_shared<CNN>(10));
   model->to_device(device);
   auto optimizer = chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(1e-3), comm);
