@@ -1,8 +1,12 @@
 #include "app_common.h"
 
+#include <sys/resource.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <set>
 
 namespace apps {
@@ -51,7 +55,7 @@ void Args::unknown() const { throw Error(str("unknown option '", option_, "' (se
 bool read_common_option(Args& args, CommonOptions& o) {
   if (args.is("-b", "--batchsize")) o.batchsize = args.integer(1);
   else if (args.is("-e", "--epoch")) o.epoch = args.integer(1);
-  else if (args.is("-u", "--unit")) o.unit = args.integer(1);
+  else if (o.unit != 0 && args.is("-u", "--unit")) o.unit = args.integer(1);
   else if (args.is(nullptr, "--seed")) o.seed = args.integer(0);
   else if (args.is(nullptr, "--threads")) o.threads = int(args.integer(1, chainer::kMaxThreads));
   else if (args.is("-o", "--out")) o.out = args.value();
@@ -62,26 +66,39 @@ bool read_common_option(Args& args, CommonOptions& o) {
   }
   else if (args.is(nullptr, "--data")) o.data = args.value();
   else if (args.is("-g", "--gpu")) o.gpu = args.value_follows() ? int(args.integer(0, 1023)) : 0;  // "--gpu" alone: 0
+  else if (args.is(nullptr, "--train-size")) o.train_size = args.integer(1);
+  else if (args.is(nullptr, "--test-size")) o.test_size = args.integer(1);
+  else if (args.is(nullptr, "--timing")) o.timing = true;
   else return false;
   return true;
 }
 
 void set_threads(const CommonOptions& o) { chainer::set_num_threads(o.threads); }
 
-const char* const kCommonUsage = R"(  -b, --batchsize N   examples per mini-batch (default 100)
-  -e, --epoch N       passes over the training set (default 20)
-  -u, --unit N        units in each hidden layer (default 1000)
-  -o, --out DIR       directory for the log and snapshots (default result)
+std::string common_usage(const CommonOptions& d) {
+  const bool mnist = d.data_set == Data::MNIST;
+  return str("  -b, --batchsize N   examples per mini-batch (default ", d.batchsize, ")\n",
+             "  -e, --epoch N       passes over the training set (default ", d.epoch, ")\n",
+             d.unit != 0 ? str("  -u, --unit N        units in each hidden layer (default ", d.unit, ")\n") : "",
+             R"(  -o, --out DIR       directory for the log and snapshots (default result)
   -r, --resume FILE   resume from a snapshot written by an earlier run
   -f, --frequency N   snapshot every N epochs (default -1: once, at the end)
   -g, --gpu [ID]      train on CUDA device ID (default 0): model, optimizer and data on the GPU;
                       with several processes each takes device ID + intra_rank (modulo the
                       devices it sees), as the tutorial's device = comm.intra_rank
-      --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)
+)",
+             mnist ? "      --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)\n"
+                   : "      --data DIR      Fashion-MNIST directory (default: Debian's dataset-fashion-mnist, else\n"
+                     "                      pfnet/chainer/fashion-mnist under $CHAINER_DATASET_ROOT or\n"
+                     "                      ~/.chainer/dataset, downloaded there)\n",
+             R"(      --train-size N  train on the first N training examples only (default: all)
+      --test-size N   evaluate on the first N test examples only (default: all)
       --seed N        random seed for initialization and shuffling (default 0)
       --threads N     compute threads per process (default: cores / processes on this node)
+      --timing        also log each epoch's training seconds (train_time) and the peak RSS
   -h, --help          show this help
-)";
+)");
+}
 
 std::string find_mnist(const std::string& data_flag) {
   std::vector<std::string> candidates;
@@ -97,6 +114,17 @@ std::string find_mnist(const std::string& data_flag) {
   for (const auto& c : candidates) looked += "\n  " + c;
   throw Error(str("cannot find the MNIST directory; looked in:", looked, "\nPut ",
                   chainer::datasets::mnist_files_help(), " in one of them, or pass --data DIR"));
+}
+
+void take_subsets(chainer::datasets::DatasetPtr& train, chainer::datasets::DatasetPtr& test, const CommonOptions& o) {
+  auto take = [](chainer::datasets::DatasetPtr& set, int64_t n, const char* option, const char* what) {
+    if (n == 0) return;
+    if (size_t(n) > set->size())
+      throw Error(str(option, " ", n, " is more than the ", set->size(), " ", what, " examples"));
+    set = std::make_shared<chainer::datasets::SubDataset>(set, 0, size_t(n));
+  };
+  take(train, o.train_size, "--train-size", "training");
+  take(test, o.test_size, "--test-size", "test");
 }
 
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm) {
@@ -149,6 +177,42 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
   }
 }
 
+namespace {
+
+// --timing: at the end of each epoch, before the evaluator (a writer) runs, reports the seconds
+// since the previous epoch's extensions ended (or since the start) as train_time, and rank 0's
+// peak RSS; the clock restarts after the epoch's last extension.
+void add_timing(chainer::training::Trainer& trainer, bool on_gpu) {
+  using clock = std::chrono::steady_clock;
+  using chainer::training::Unit;
+  auto start = std::make_shared<clock::time_point>();
+  auto now = [on_gpu] {
+    if (on_gpu) chainer::cuda::synchronize();  // the steps may still be running on the device
+    return clock::now();
+  };
+  chainer::training::MakeExtensionOptions report_options;
+  report_options.trigger = {1, Unit::Epoch};
+  report_options.default_name = "train_time";
+  report_options.priority = chainer::training::PRIORITY_WRITER + 1;  // before the evaluator
+  report_options.initializer = [start, now](chainer::training::Trainer&) { *start = now(); };
+  trainer.extend(chainer::training::make_extension(
+      [start, now](chainer::training::Trainer&) {
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+        chainer::report({{"train_time", std::chrono::duration<double>(now() - *start).count()},
+                         {"peak_rss_mib", double(usage.ru_maxrss) / 1024.0}});
+      },
+      report_options));
+  chainer::training::MakeExtensionOptions restart_options;
+  restart_options.trigger = {1, Unit::Epoch};
+  restart_options.default_name = "train_time_restart";
+  restart_options.priority = std::numeric_limits<int>::min();  // after every other extension, snapshots included
+  trainer.extend(chainer::training::make_extension([start, now](chainer::training::Trainer&) { *start = now(); },
+                                                   restart_options));
+}
+
+}  // namespace
+
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
            const chainermn::Communicator& comm, bool dump_graph) {
@@ -159,6 +223,7 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
   trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + chainermn::rank_suffix(comm)), "",
                  chainer::training::IntervalTrigger(o.frequency > 0 ? double(o.frequency) : double(o.epoch),
                                                     Unit::Epoch));
+  if (o.timing) add_timing(trainer, o.gpu.has_value());
   if (comm.rank() == 0) {  // reports from rank 0 only
     if (dump_graph) trainer.extend(E::dump_graph("main/loss"));
     trainer.extend(std::make_shared<E::LogReport>());

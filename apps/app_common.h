@@ -1,8 +1,8 @@
-// What the MNIST apps share: reading their options (-b 100, --batchsize 100, --batchsize=100),
-// the options every one of them has, finding MNIST, choosing each process's device, per-rank
-// snapshot names, the reports of rank 0, and main()'s handling of errors (one process: the
-// message and status 1; several: the whole job ends with the message, so no rank waits for
-// the one that failed).
+// What the apps share (the MNIST MLPs and the Fashion-MNIST CNN): reading their options (-b 100,
+// --batchsize 100, --batchsize=100), the options every one of them has, finding MNIST, cutting
+// the data to a subset, choosing each process's device, per-rank snapshot names, the reports of
+// rank 0, and main()'s handling of errors (one process: the message and status 1; several: the
+// whole job ends with the message, so no rank waits for the one that failed).
 #pragma once
 #include <chainer.h>
 #include <chainermn.h>
@@ -40,11 +40,15 @@ class Args {
   std::optional<std::string> inline_value_;
 };
 
-// The options of every MNIST app, with the tutorial's defaults.
+// The data set an app trains on: what --data names and where it is looked for by default.
+enum class Data { MNIST, FashionMNIST };
+
+// The options of every app, with the MNIST tutorial's defaults; an app changes a default by
+// setting the field before reading the options (common_usage then prints it).
 struct CommonOptions {
   int64_t batchsize = 100;
   int64_t epoch = 20;
-  int64_t unit = 1000;
+  int64_t unit = 1000;  // 0: the app has no -u/--unit (no hidden layer of a chosen width)
   int64_t seed = 0;
   int64_t frequency = -1;  // snapshot every N epochs; -1: once, at the end
   int threads = 0;  // 0: cores / processes on this node
@@ -52,18 +56,26 @@ struct CommonOptions {
   std::string resume;
   std::string data;
   std::optional<int> gpu;
+  Data data_set = Data::MNIST;
+  int64_t train_size = 0, test_size = 0;  // --train-size, --test-size: the first N examples; 0: all
+  bool timing = false;  // --timing: log each epoch's training seconds and the peak RSS
 };
 // Sizes the CPU math team: --threads, else CHAINER_NUM_THREADS (throws naming a bad value,
 // before any data is read), else the default (core/parallel.h).
 void set_threads(const CommonOptions& o);
 // Reads the current option into O when it is one of CommonOptions'; false otherwise.
 bool read_common_option(Args& args, CommonOptions& o);
-// Their lines of the usage text.
-extern const char* const kCommonUsage;
+// Their lines of the usage text, with the defaults and the data set of DEFAULTS (and -u only
+// where the app has it).
+std::string common_usage(const CommonOptions& defaults);
 
 // --data, then $MNIST_DIR, then ./data/mnist, then ../shared/datasets/mnist; an error lists
 // where it looked and where to get the files.
 std::string find_mnist(const std::string& data_flag);
+
+// TRAIN and TEST cut to their first O.train_size and O.test_size examples (unchanged where 0):
+// a short run on a subset, as the tests run. More than a set holds is an error naming the option.
+void take_subsets(chainer::datasets::DatasetPtr& train, chainer::datasets::DatasetPtr& test, const CommonOptions& o);
 
 // The device of this process: the CPU, or with --gpu ID device (ID + intra_rank) modulo the
 // visible devices, made current; a warning (from intra_rank 0) when ranks share a GPU.
@@ -74,10 +86,13 @@ chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Co
 // by, or which rank loaded which iteration.
 void resume(const std::string& prefix, chainer::training::Trainer& trainer, const chainermn::Communicator& comm);
 
-// How every MNIST app trains: O.epoch epochs of UPDATER's steps into O.out, EVALUATOR after
-// every epoch, a snapshot per rank every O.frequency epochs (-1: once, at the end), and on
-// rank 0 of COMM the log, the report table and a progress bar (and the graph of main/loss with
-// DUMP_GRAPH); resumes from O.resume (plus this rank's suffix) when given.
+// How every app trains: O.epoch epochs of UPDATER's steps into O.out, EVALUATOR after every
+// epoch, a snapshot per rank every O.frequency epochs (-1: once, at the end), and on rank 0 of
+// COMM the log, the report table and a progress bar (and the graph of main/loss with
+// DUMP_GRAPH); resumes from O.resume (plus this rank's suffix) when given. With O.timing the
+// log also has, per epoch, train_time (seconds of this epoch's training steps: evaluation,
+// reports and snapshots excluded, as the peers' train_s) and peak_rss_mib (rank 0's peak
+// resident memory so far, ru_maxrss): what bench/compare_cnn.sh reads.
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
            const chainermn::Communicator& comm, bool dump_graph = false);

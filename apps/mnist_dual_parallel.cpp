@@ -22,7 +22,7 @@ const std::string kUsage = std::string(R"(usage: mpiexec -n 2K mnist_dual_parall
 Trains the ChainerMN tutorial MLP on MNIST with data parallelism over K pipelines of two
 processes each (model parallel: layer 1 on even ranks, layers 2 and 3 on odd ranks).
       --communicator NAME  the data-parallel communicators' kind (default naive)
-)") + apps::kCommonUsage;
+)") + apps::common_usage(apps::CommonOptions{});
 
 int run(int argc, char** argv) {
   apps::CommonOptions o;
@@ -56,6 +56,7 @@ int run(int argc, char** argv) {
               << "\n# Minibatch-size: " << o.batchsize << "\n# epoch: " << o.epoch << "\n# device: " << device.str()
               << "\n# data: " << data_dir << "\n\n" << std::flush;
     std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
+    apps::take_subsets(train, test, o);
   }
   const auto sizes = comm->bcast_obj(root ? std::vector<int64_t>{int64_t(train->size()), int64_t(test->size())}
                                           : std::vector<int64_t>{});

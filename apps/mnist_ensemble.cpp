@@ -25,7 +25,7 @@ namespace {
 const std::string kUsage = std::string(R"(usage: mpiexec -n N mnist_ensemble [options]
 Trains an ensemble of N MLPs on MNIST, one per process, whose averaged logits are the
 prediction (allgather + stack + average); rank 0 reports the ensemble's loss and accuracy.
-)") + apps::kCommonUsage;
+)") + apps::common_usage(apps::CommonOptions{});
 
 // This process's member and the averaging across all of them.
 class Ensemble : public chainer::Chain {
@@ -60,7 +60,9 @@ int run(int argc, char** argv) {
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << " (an ensemble of " << comm->size()
               << " MLPs)\n# unit: " << o.unit << "\n# Minibatch-size: " << o.batchsize << "\n# epoch: " << o.epoch
               << "\n# device: " << device.str() << "\n# data: " << data_dir << "\n\n" << std::flush;
-    auto [train, test] = chainer::datasets::get_mnist(data_dir);
+    chainer::datasets::DatasetPtr train, test;
+    std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
+    apps::take_subsets(train, test, o);
     train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true, uint64_t(o.seed));
     test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
   }

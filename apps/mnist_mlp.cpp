@@ -33,7 +33,7 @@ Trains the ChainerMN tutorial MLP on MNIST (data parallel: each process its shar
       --reduction R   how the multi-node optimizer averages gradients: bucketed (default:
                       buckets reduced while backward runs, as PyTorch DDP) or communicator
                       (the communicator's multi_node_mean_grad at update time, as ChainerMN)
-)") + apps::kCommonUsage;
+)") + apps::common_usage(apps::CommonOptions{});
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -71,6 +71,7 @@ int run(int argc, char** argv) {
               << "\n# data: " << data_dir << "\n\n"
               << std::flush;
     std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
+    apps::take_subsets(train, test, o);
   }
   train = chainermn::scatter_dataset(train, comm, 0, true, uint64_t(o.seed));
   // The test set need not be cut into equal shares (no all-reduce waits on its batches; the

@@ -20,7 +20,7 @@ namespace {
 const std::string kUsage = std::string(R"(usage: mpiexec -n 2 mnist_model_parallel [options]
 Trains the ChainerMN tutorial MLP on MNIST split across exactly two processes (model parallel):
 layer 1 on rank 0, layers 2 and 3 on rank 1.
-)") + apps::kCommonUsage;
+)") + apps::common_usage(apps::CommonOptions{});
 
 int run(int argc, char** argv) {
   apps::CommonOptions o;
@@ -41,6 +41,7 @@ int run(int argc, char** argv) {
               << o.unit << "\n# Minibatch-size: " << o.batchsize << "\n# epoch: " << o.epoch
               << "\n# device: " << device.str() << "\n# data: " << data_dir << "\n\n" << std::flush;
     std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
+    apps::take_subsets(train, test, o);
   }
   // [model-parallel-data]
   // Rank 1 iterates empty examples, as many as rank 0 has.

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# fashion_mnist_cnn as users launch it, on a subset (3000 training, 1000 test examples: one short
+# epoch): alone, finding the data by itself (Debian's dataset-fashion-mnist or Chainer's dataset
+# root), then resumed to a second epoch; under mpiexec -n 2 with --data and --timing. Each run
+# must exit 0, and write a log whose entries have the reported keys and a test accuracy well
+# above chance (0.1), and its snapshots; bad options must fail with a clear message. Without the
+# data set (no package, nothing in the dataset root) it is skipped (exit 77), saying so.
+#   tests/app_cnn.sh MPIEXEC FASHION_MNIST_CNN
+set -u
+mpiexec=${1:?usage: app_cnn.sh MPIEXEC FASHION_MNIST_CNN}
+app=${2:?}
+source "$(dirname "$0")/lib.sh"
+app=$(absolute "$app")
+
+# Where get_fashion_mnist() looks without a directory: the package's files, else the dataset root.
+data=$(dpkg -L dataset-fashion-mnist 2>/dev/null | sed -n 's|/train-images-idx3-ubyte.gz$||p' | head -n 1)
+root_dir=${CHAINER_DATASET_ROOT:-$HOME/.chainer/dataset}/pfnet/chainer/fashion-mnist
+if [ -z "$data" ] && [ -f "$root_dir/train-images-idx3-ubyte.gz" ]; then data=$root_dir; fi
+if [ -z "$data" ]; then
+  echo "skipped: no Fashion-MNIST here (apt-get install dataset-fashion-mnist, or run the app once with network to download it to $root_dir)"
+  exit 77
+fi
+scratch app_cnn
+export MPIEXEC_TIMEOUT=120
+subset=(--train-size 3000 --test-size 1000)
+
+# check_log NAME DIR EPOCHS [KEY...]: DIR/log has EPOCHS entries with the report's keys (and
+# KEYs), the last with test accuracy >= 0.5.
+check_log() {
+  python3 - "$@" <<'PY' || failures=$((failures + 1))
+import json, sys
+name, path, epochs, extra = sys.argv[1], sys.argv[2] + "/log", int(sys.argv[3]), sys.argv[4:]
+try:
+    log = json.load(open(path))
+except Exception as e:
+    sys.exit(f"FAIL: {name}: cannot read {path}: {e}")
+if [e.get("epoch") for e in log] != list(range(1, epochs + 1)):
+    sys.exit(f"FAIL: {name}: log epochs {[e.get('epoch') for e in log]}, expected 1..{epochs}")
+keys = ["epoch", "iteration", "elapsed_time", "main/loss", "main/accuracy", "validation/main/loss",
+        "validation/main/accuracy"] + extra
+for e in log:
+    missing = [k for k in keys if k not in e]
+    if missing:
+        sys.exit(f"FAIL: {name}: log entry of epoch {e['epoch']} lacks {missing}: {sorted(e)}")
+acc = log[-1]["validation/main/accuracy"]
+if not acc >= 0.5:
+    sys.exit(f"FAIL: {name}: validation/main/accuracy {acc} < 0.5 (chance is 0.1)")
+print(f"ok: {name}: {epochs} epoch(s) logged, test accuracy {acc:.4f}")
+PY
+}
+
+# expect_error NAME PATTERN ARGS...: exit status 1, "fashion_mnist_cnn: error: " and PATTERN in stderr.
+expect_error() {
+  local name=$1 pattern=$2
+  shift 2
+  "$app" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 1 ] || ! grep -q "^fashion_mnist_cnn: error: " "$tmp/err" || ! grep -qF -- "$pattern" "$tmp/err"; then
+    fail "$name: exit $rc, expected 1 and '$pattern': $(tail -c 300 "$tmp/err")"
+  else
+    echo "ok: $name: $(head -n 1 "$tmp/err")"
+  fi
+}
+
+"$app" -h >"$tmp/out" 2>&1 || fail "-h exited with $?"
+grep -q "^usage: fashion_mnist_cnn" "$tmp/out" && grep -q -- "--train-size" "$tmp/out" &&
+  grep -q "passes over the training set (default 10)" "$tmp/out" && ! grep -q -- "--unit" "$tmp/out" ||
+  fail "-h: the usage lacks the CNN's options and defaults (or lists -u): $(head -c 600 "$tmp/out")"
+expect_error "-u (the MLP's option)" "unknown option '-u'" -u 100
+expect_error "batch size 0" "-b/--batchsize" -b 0
+expect_error "--train-size 0" "--train-size" --train-size 0
+expect_error "a subset larger than the data" "--train-size 70000 is more than the 60000 training examples" \
+  --data "$data" --train-size 70000 -o "$tmp/large"
+expect_error "missing data directory" "/nonexistent/fashion" --data /nonexistent/fashion
+
+# One process, the data found without --data; then resumed from its snapshot to a second epoch.
+if "$app" "${subset[@]}" -e 1 -o r1 >"$tmp/out" 2>"$tmp/err"; then
+  grep -q "validation/main/accuracy" "$tmp/out" || fail "1 process: no report printed"
+  check_log "1 process" r1 1
+  [ -f r1/snapshot_iter_30 ] || fail "1 process: no r1/snapshot_iter_30: $(ls r1)"
+  if "$app" "${subset[@]}" -e 2 -o r1 -r r1/snapshot_iter_30 >"$tmp/out" 2>"$tmp/err"; then
+    check_log "1 process, resumed" r1 2
+  else
+    fail "1 process, resumed: exited with $?: $(tail -c 400 "$tmp/err")"
+  fi
+else
+  fail "1 process: exited with $?: $(tail -c 400 "$tmp/err")"
+fi
+
+# Two processes: each trains on half the subset; --timing adds the epoch's training seconds
+# and the peak RSS to the log.
+if job "2 processes" 2 "$app" "${subset[@]}" --data "$data" -e 1 -o r2 --timing; then
+  check_log "2 processes" r2 1 train_time peak_rss_mib
+  for r in 0 1; do [ -f "r2/snapshot_iter_15.rank$r-of-2" ] || fail "no r2/snapshot_iter_15.rank$r-of-2: $(ls r2)"; done
+fi
+
+finish
