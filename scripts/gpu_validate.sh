@@ -2,8 +2,9 @@
 # Runs every GPU check on the machine with the GPU, from the folder scripts/gpu_prepare.sh made:
 # the GPU test binaries, the CPU unit tests, mnist_mlp --gpu for 20 epochs, and bench_epoch --gpu
 # (graphs and eager) against the PyTorch peer (eager, whole-step CUDA graphs, torch.compile) in
-# the same run. Everything goes to $OUT/validate.log (or .gpurun/out/), one line per step to
-# $OUT/summary.txt; the apps' result folders to .gpurun/runs/.
+# the same run, then the CNN app against its PyTorch peer. Everything goes to $OUT/validate.log
+# (or .gpurun/out/), one line per step to $OUT/summary.txt; the apps' result folders to
+# .gpurun/runs/.
 #   bash .gpurun/validate.sh [--quick]      # --quick: 2 epochs of the app, 2 of each benchmark
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -71,4 +72,12 @@ step bench_eager 600 "$here/bin/bench_epoch" --gpu --eager --epochs "$epochs_ben
 for mode in eager graphs compile; do
   step "torch_$mode" 900 python3 "$here/peers/torch_gpu.py" --mode "$mode" --epochs "$epochs_bench" --data "$MNIST_DIR"
 done
+# The CNN (apps/fashion_mnist_cnn: cuDNN convolutions, our pooling and batch normalization)
+# against the same network in PyTorch (cuDNN, benchmark off), in the same run. On MNIST's files
+# (the same IDX layout): Fashion-MNIST's 30 MB would not fit the carried folder; the shapes, and
+# so the times, are the same.
+step cnn_gpu 900 "$here/bin/fashion_mnist_cnn" --gpu -e "$epochs_bench" --timing -o "$runs/cnn_result" --data "$MNIST_DIR"
+grep -E '^ *[0-9]+ ' "$out/validate.log" | tail -n 1 | sed 's/^/fashion_mnist_cnn_gpu last epoch: /' >>"$out/summary.txt"
+python3 -c 'import json, sys; print("fashion_mnist_cnn_gpu train_time", [round(e["train_time"], 2) for e in json.load(open(sys.argv[1]))])' "$runs/cnn_result/log" >>"$out/summary.txt"
+step torch_cnn_gpu 900 python3 "$here/peers/fashion_mnist_cnn.py" --device cuda --epochs "$epochs_bench" --data "$MNIST_DIR"
 grep -E '^\{' "$out/validate.log" >>"$out/summary.txt"
