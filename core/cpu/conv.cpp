@@ -248,7 +248,10 @@ void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeo
 }
 
 void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
-  if (implicit_conv_applies(x, g)) implicit_convolution_2d_grad_filter(x, gy, g, gW);
+  // Fewer than a panel's 32 window rows (a first layer's 1 x 3 x 3) would leave most of the
+  // implicit product's panel empty: the lowering's transposed im2col is faster there (measured).
+  const bool narrow = x.size(1) / g.groups * g.kh * g.kw < kGemmPanelWidth;
+  if (implicit_conv_applies(x, g) && !narrow) implicit_convolution_2d_grad_filter(x, gy, g, gW);
   else lowered_convolution_2d_grad_filter(kLowering, x, gy, g, gW);
 }
 
