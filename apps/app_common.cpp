@@ -127,6 +127,12 @@ void take_subsets(chainer::datasets::DatasetPtr& train, chainer::datasets::Datas
   take(test, o.test_size, "--test-size", "test");
 }
 
+std::shared_ptr<chainermn::Communicator> create_communicator(const std::string& requested, const std::optional<int>& gpu) {
+  return chainermn::create_communicator(!requested.empty()                        ? requested
+                                        : gpu && chainermn::world_size() > 1 ? "pure_nccl"
+                                                                              : "naive");
+}
+
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm) {
   if (!gpu) return chainer::Device::cpu();
   const int visible = chainer::cuda::device_count();

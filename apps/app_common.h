@@ -77,6 +77,10 @@ std::string find_mnist(const std::string& data_flag);
 // a short run on a subset, as the tests run. More than a set holds is an error naming the option.
 void take_subsets(chainer::datasets::DatasetPtr& train, chainer::datasets::DatasetPtr& test, const CommonOptions& o);
 
+// The communicator of a data-parallel app: REQUESTED (--communicator), else pure_nccl for GPUs
+// under mpiexec, else naive (ChainerMN's example defaults).
+std::shared_ptr<chainermn::Communicator> create_communicator(const std::string& requested, const std::optional<int>& gpu);
+
 // The device of this process: the CPU, or with --gpu ID device (ID + intra_rank) modulo the
 // visible devices, made current; a warning (from intra_rank 0) when ranks share a GPU.
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm);

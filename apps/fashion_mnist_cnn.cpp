@@ -82,8 +82,7 @@ Options parse(int argc, char** argv) {
 
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  auto comm = chainermn::create_communicator(
-      !o.communicator.empty() ? o.communicator : o.gpu && chainermn::world_size() > 1 ? "pure_nccl" : "naive");
+  auto comm = apps::create_communicator(o.communicator, o.gpu);
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);

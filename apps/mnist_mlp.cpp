@@ -50,8 +50,7 @@ Options parse(int argc, char** argv) {
 
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  auto comm = chainermn::create_communicator(
-      !o.communicator.empty() ? o.communicator : o.gpu && chainermn::world_size() > 1 ? "pure_nccl" : "naive");
+  auto comm = apps::create_communicator(o.communicator, o.gpu);
   const bool root = comm->rank() == 0;
   // A GPU that cannot be used is an error before any data is read. Several processes on a host
   // take one device each, in intra_rank order.
