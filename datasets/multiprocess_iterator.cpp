@@ -1,5 +1,10 @@
 #include "datasets/multiprocess_iterator.h"
 
+#include <algorithm>
+
+#include "core/ops.h"
+#include "core/parallel.h"
+
 namespace chainer::iterators {
 
 namespace {
@@ -7,69 +12,118 @@ size_t checked_size(const datasets::DatasetPtr& dataset, const char* owner) {
   if (!dataset) throw Error(str(owner, ": the dataset is null"));
   return dataset->size();
 }
+
+int64_t checked_processes(int64_t n_processes) {
+  if (n_processes < 0)
+    throw Error(str("MultiprocessIterator: n_processes must be at least 0 (0: one per compute thread), got ",
+                    n_processes));
+  return n_processes == 0 ? num_threads() : n_processes;
+}
 }  // namespace
 
 MultiprocessIterator::MultiprocessIterator(datasets::DatasetPtr dataset, int64_t batch_size, bool repeat,
-                                           bool shuffle, uint64_t seed, int64_t n_prefetch)
+                                           bool shuffle, uint64_t seed, int64_t n_prefetch, int64_t n_processes,
+                                           int64_t shared_mem)
     : dataset_(std::move(dataset)),
       n_prefetch_(n_prefetch),
+      n_processes_(checked_processes(n_processes)),
       state_("MultiprocessIterator", checked_size(dataset_, "MultiprocessIterator"), batch_size, repeat, shuffle,
-             seed) {
+             seed),
+      ahead_(state_) {
   if (n_prefetch < 1) throw Error(str("MultiprocessIterator: n_prefetch must be at least 1, got ", n_prefetch));
+  if (shared_mem < 0) throw Error(str("MultiprocessIterator: shared_mem must be at least 0, got ", shared_mem));
 }
 
 MultiprocessIterator::~MultiprocessIterator() { stop(); }
 
-void MultiprocessIterator::produce(IteratorState state) {
-  try {
-    while (state.has_next()) {
-      {
-        std::unique_lock lock(mutex_);
-        space_.wait(lock, [&] { return stopping_ || int64_t(queue_.size()) < n_prefetch_; });
-        if (stopping_) return;
-      }
-      std::vector<Tensor> batch = dataset_->get_batch(state.next_indices());
-      std::lock_guard lock(mutex_);
-      queue_.push_back({std::move(batch), state, nullptr});
-      ready_.notify_one();
+void MultiprocessIterator::work() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    // Plan batches while there is room: every worker plans, so none waits on another to.
+    while (!stopping_ && int64_t(planned_.size()) < n_prefetch_ && ahead_.has_next()) {
+      Planned batch{ahead_.next_indices(), ahead_, {}, {}};
+      const size_t chunks = std::clamp<size_t>(size_t(n_processes_), 1, std::max<size_t>(batch.indices.size(), 1));
+      batch.chunks.resize(chunks);
+      batch.errors.resize(chunks);
+      planned_.push_back(std::move(batch));
+      work_.notify_all();
     }
-  } catch (...) {
-    std::lock_guard lock(mutex_);
-    queue_.push_back({{}, state, std::current_exception()});
-    ready_.notify_one();
+    if (stopping_) return;
+    auto open = std::find_if(planned_.begin(), planned_.end(), [](const Planned& b) { return b.taken < b.chunks.size(); });
+    if (open == planned_.end()) {
+      work_.wait(lock);
+      continue;
+    }
+    // Chunk c of the batch: examples [n c / chunks, n (c + 1) / chunks). Deque elements stay
+    // where they are while others are pushed, and this batch is not handed out before it is done.
+    Planned& batch = *open;
+    const size_t c = batch.taken++, n = batch.indices.size(), chunks = batch.chunks.size();
+    const std::vector<size_t> part(batch.indices.begin() + ptrdiff_t(n * c / chunks),
+                                   batch.indices.begin() + ptrdiff_t(n * (c + 1) / chunks));
+    lock.unlock();
+    std::vector<Tensor> fields;
+    std::exception_ptr error;
+    try {
+      fields = dataset_->get_batch(part);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    batch.chunks[c] = std::move(fields);
+    batch.errors[c] = error;
+    if (++batch.done == chunks) ready_.notify_all();
   }
 }
 
 void MultiprocessIterator::stop() {
-  if (!worker_.joinable()) return;
+  if (workers_.empty()) return;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
-  space_.notify_all();
-  worker_.join();
+  work_.notify_all();
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
   stopping_ = false;
-  queue_.clear();
+  planned_.clear();
 }
 
 std::vector<Tensor> MultiprocessIterator::next_batch() {
   if (error_) std::rethrow_exception(error_);
   state_.check_has_next();
-  if (!worker_.joinable()) worker_ = std::thread(&MultiprocessIterator::produce, this, state_);
+  if (workers_.empty()) {
+    ahead_ = state_;
+    for (int64_t i = 0; i < n_processes_; ++i) workers_.emplace_back(&MultiprocessIterator::work, this);
+  }
 
   std::unique_lock lock(mutex_);
-  ready_.wait(lock, [&] { return !queue_.empty(); });
-  Prefetched item = std::move(queue_.front());
-  queue_.pop_front();
+  ready_.wait(lock, [&] { return !planned_.empty() && planned_.front().done == planned_.front().chunks.size(); });
+  Planned batch = std::move(planned_.front());
+  planned_.pop_front();
   lock.unlock();
-  space_.notify_one();
+  work_.notify_all();  // room for another batch
 
-  if (item.error) {
-    error_ = item.error;
-    std::rethrow_exception(error_);
+  for (const std::exception_ptr& e : batch.errors)
+    if (e) {
+      error_ = e;
+      std::rethrow_exception(error_);
+    }
+  state_ = std::move(batch.state);
+  if (batch.chunks.size() == 1) return std::move(batch.chunks.front());
+  // The chunks' fields joined along the examples (on this thread: a copy of the batch, small
+  // beside producing it).
+  std::vector<Tensor> fields(batch.chunks.front().size());
+  for (size_t f = 0; f < fields.size(); ++f) {
+    std::vector<Tensor> parts;
+    for (const std::vector<Tensor>& chunk : batch.chunks) {
+      if (chunk.size() != fields.size())
+        throw Error(str("MultiprocessIterator: the dataset's get_batch returned ", chunk.size(), " fields for one part "
+                        "of a batch and ", fields.size(), " for another"));
+      parts.push_back(chunk[f]);
+    }
+    fields[f] = ops::concat(parts, 0);
   }
-  state_ = std::move(item.state);
-  return std::move(item.batch);
+  return fields;
 }
 
 std::vector<Example> MultiprocessIterator::next() {

@@ -1,10 +1,18 @@
 /// @file
-/// MultiprocessIterator: the role of Chainer's chainer.iterators.MultiprocessIterator, loading
-/// batches ahead of the training loop. Here one background std::thread computes up to
-/// n_prefetch batches in advance and hands them over through a bounded queue. Its batches are
-/// those of a SerialIterator with the same arguments and seed, in the same order.
-/// The thread starts at the first batch requested; an exception in it is rethrown by next();
-/// finalize(), reset(), restoring from a snapshot and the destructor stop it cleanly.
+/// MultiprocessIterator: Chainer's chainer.iterators.MultiprocessIterator, loading batches ahead
+/// of the training loop. Its batches are those of a SerialIterator with the same arguments and
+/// seed, in the same order, whatever the number of workers.
+///
+/// Workers are threads, not processes: a worker's work (decoding images, augmenting them) runs
+/// outside the training thread's locks, the examples need no pickling or shared-memory buffers,
+/// and an exception travels to the training thread as it is. Up to N_PREFETCH batches are
+/// planned ahead, each cut into one chunk of examples per worker (dataset->get_batch of the
+/// chunk; a chunk per batch with one worker); a worker takes the earliest chunk not taken, and a
+/// batch is handed out when all its chunks are done, in order. The workers start at the first
+/// batch requested; a worker's exception is rethrown by next() when its batch is reached (the
+/// batches before it are handed out first); finalize(), reset(), restoring from a snapshot and
+/// the destructor stop them cleanly. The dataset's get_batch runs on several threads at once:
+/// it must allow concurrent calls (the library's datasets do).
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -20,9 +28,12 @@ namespace chainer::iterators {
 /// An iterator whose batches a background thread prepares ahead, up to `n_prefetch` of them.
 class MultiprocessIterator : public Iterator {
  public:
-  /// Iterates over DATASET as a SerialIterator with the same arguments would, prefetching N_PREFETCH batches.
+  /// Iterates over DATASET as a SerialIterator with the same arguments would, N_PROCESSES worker
+  /// threads (0, Chainer's None: chainer::num_threads()) preparing up to N_PREFETCH batches
+  /// ahead. SHARED_MEM, Chainer's size of the shared-memory buffer per example, must be at least
+  /// 0 and changes nothing: threads share memory.
   MultiprocessIterator(datasets::DatasetPtr dataset, int64_t batch_size, bool repeat = true, bool shuffle = true,
-                       uint64_t seed = 0, int64_t n_prefetch = 2);
+                       uint64_t seed = 0, int64_t n_prefetch = 2, int64_t n_processes = 0, int64_t shared_mem = 0);
   ~MultiprocessIterator() override;  ///< Stops the background thread.
   MultiprocessIterator(const MultiprocessIterator&) = delete;
   MultiprocessIterator& operator=(const MultiprocessIterator&) = delete;
@@ -42,28 +53,35 @@ class MultiprocessIterator : public Iterator {
   /// Back to the start, with the orders drawn from Generator(SEED) (IteratorState::reseed).
   void reseed(uint64_t seed);
   void serialize(Serializer& serializer) override;
-  void finalize() override { stop(); }  ///< Stops the background thread; the next batch starts it again.
+  void finalize() override { stop(); }  ///< Stops the workers; the next batch starts them again.
 
   const datasets::DatasetPtr& dataset() const { return dataset_; }  ///< The dataset iterated over.
+  int64_t n_processes() const { return n_processes_; }              ///< The number of worker threads.
 
  private:
-  struct Prefetched {
-    std::vector<Tensor> batch;
+  // A batch planned ahead: its examples cut into chunks, each computed by one worker.
+  struct Planned {
+    std::vector<size_t> indices;
     IteratorState state;  // after this batch
-    std::exception_ptr error;
+    std::vector<std::vector<Tensor>> chunks;
+    std::vector<std::exception_ptr> errors;  // per chunk
+    size_t taken = 0;                        // chunks handed to workers
+    size_t done = 0;                         // chunks finished
   };
-  void produce(IteratorState state);  // the background thread
+  void work();  // a worker thread
   void stop();
 
   datasets::DatasetPtr dataset_;
-  int64_t n_prefetch_;
+  int64_t n_prefetch_, n_processes_;
   IteratorState state_;  // after the last batch handed out
   std::exception_ptr error_;
 
-  std::thread worker_;
+  std::vector<std::thread> workers_;
   std::mutex mutex_;
-  std::condition_variable ready_, space_;
-  std::deque<Prefetched> queue_;  // guarded by mutex_, as is stopping_
+  std::condition_variable ready_, work_;
+  // Guarded by mutex_: the planned batches in order, the state after the last one, stopping_.
+  std::deque<Planned> planned_;
+  IteratorState ahead_;
   bool stopping_ = false;
 };
 

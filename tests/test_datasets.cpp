@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "core/random.h"
 #include "core/serializer.h"
@@ -558,6 +560,74 @@ TEST_CASE("MultiprocessIterator: stops cleanly mid-epoch") {
   it.finalize();
   MultiprocessIterator never_started(data, 10);
   CHECK(never_started.epoch() == 0);
+}
+
+TEST_CASE("MultiprocessIterator: any number of workers gives SerialIterator's batches, fields and epochs") {
+  for (int64_t workers : {1, 2, 3, 5})
+    for (int64_t batch : {1, 2, 4, 7}) {  // fewer examples than workers in a batch too
+      INFO(workers << " workers, batch " << batch);
+      auto data = range_dataset(11);
+      SerialIterator serial(data, batch, true, true, 3);
+      MultiprocessIterator it(data, batch, true, true, 3, /*n_prefetch=*/3, workers);
+      CHECK(it.n_processes() == workers);
+      while (serial.epoch() < 3) {
+        const std::vector<Tensor> a = serial.next_batch(), b = it.next_batch();
+        REQUIRE(b.size() == 2);
+        CHECK(ids(a) == ids(b));
+        CHECK(b[1].shape() == a[1].shape());
+        CHECK(a[1].to_vector<float>() == b[1].to_vector<float>());
+        CHECK(it.epoch_detail() == serial.epoch_detail());
+        CHECK(it.is_new_epoch() == serial.is_new_epoch());
+      }
+    }
+}
+
+// Examples whose get_example takes a while and notes the thread that made it.
+class SlowDataset : public Dataset {
+ public:
+  explicit SlowDataset(int64_t n) : base_(range_dataset(n)) {}
+  size_t size() const override { return base_->size(); }
+  Example get_example(size_t i) const override {
+    usleep(5000);
+    std::lock_guard lock(mutex_);
+    threads_.insert(std::this_thread::get_id());
+    return base_->get_example(i);
+  }
+  std::set<std::thread::id> threads() const {
+    std::lock_guard lock(mutex_);
+    return threads_;
+  }
+
+ private:
+  std::shared_ptr<const TupleDataset> base_;
+  mutable std::mutex mutex_;
+  mutable std::set<std::thread::id> threads_;
+};
+
+TEST_CASE("MultiprocessIterator: the workers make one batch's examples at once, off the training thread") {
+  auto data = std::make_shared<SlowDataset>(64);
+  MultiprocessIterator it(data, 16, true, false, 0, /*n_prefetch=*/1, /*n_processes=*/4);
+  CHECK(ids(it.next_batch()) == iota(16));
+  const std::set<std::thread::id> threads = data->threads();  // the first batch's alone (n_prefetch 1)
+  CHECK(threads.size() >= 2);  // its four chunks of 20 ms went to several workers
+  CHECK(threads.count(std::this_thread::get_id()) == 0);
+}
+
+TEST_CASE("MultiprocessIterator: a worker's error arrives after the batches before it, with its message") {
+  for (int64_t workers : {1, 3}) {
+    INFO(workers << " workers");
+    auto data = std::make_shared<PlainDataset>(12, /*fail_at=*/7);
+    MultiprocessIterator it(data, 3, true, false, 0, /*n_prefetch=*/4, workers);
+    CHECK(ids(it.next_batch()) == std::vector<int64_t>{0, 1, 2});
+    CHECK(ids(it.next_batch()) == std::vector<int64_t>{3, 4, 5});
+    REQUIRE_THROWS_WITH(it.next_batch(), Contains("boom at 7"));
+    REQUIRE_THROWS_WITH(it.next_batch(), Contains("boom at 7"));
+    CHECK(it.current_position() == 6);
+  }  // the destructor stops workers that were prefetching past the error
+  REQUIRE_THROWS_WITH(MultiprocessIterator(range_dataset(4), 2, true, true, 0, 1, -1),
+                      Contains("n_processes must be at least 0"));
+  REQUIRE_THROWS_WITH(MultiprocessIterator(range_dataset(4), 2, true, true, 0, 1, 2, -1),
+                      Contains("shared_mem must be at least 0"));
 }
 
 TEST_CASE("MultiprocessIterator: an error in the worker is rethrown by next") {
