@@ -26,28 +26,7 @@ subset=(--train-size 3000 --test-size 1000)
 
 # check_log NAME DIR EPOCHS [KEY...]: DIR/log has EPOCHS entries with the report's keys (and
 # KEYs), the last with test accuracy >= 0.5.
-check_log() {
-  python3 - "$@" <<'PY' || failures=$((failures + 1))
-import json, sys
-name, path, epochs, extra = sys.argv[1], sys.argv[2] + "/log", int(sys.argv[3]), sys.argv[4:]
-try:
-    log = json.load(open(path))
-except Exception as e:
-    sys.exit(f"FAIL: {name}: cannot read {path}: {e}")
-if [e.get("epoch") for e in log] != list(range(1, epochs + 1)):
-    sys.exit(f"FAIL: {name}: log epochs {[e.get('epoch') for e in log]}, expected 1..{epochs}")
-keys = ["epoch", "iteration", "elapsed_time", "main/loss", "main/accuracy", "validation/main/loss",
-        "validation/main/accuracy"] + extra
-for e in log:
-    missing = [k for k in keys if k not in e]
-    if missing:
-        sys.exit(f"FAIL: {name}: log entry of epoch {e['epoch']} lacks {missing}: {sorted(e)}")
-acc = log[-1]["validation/main/accuracy"]
-if not acc >= 0.5:
-    sys.exit(f"FAIL: {name}: validation/main/accuracy {acc} < 0.5 (chance is 0.1)")
-print(f"ok: {name}: {epochs} epoch(s) logged, test accuracy {acc:.4f}")
-PY
-}
+check_log() { check_app_log "$1" "$2" "$3" 0.5 "${@:4}"; }
 
 # expect_error NAME PATTERN ARGS...: exit status 1, "fashion_mnist_cnn: error: " and PATTERN in stderr.
 expect_error() {

@@ -19,22 +19,7 @@ scratch app_mpi
 export MPIEXEC_TIMEOUT=240
 
 # check_log NAME DIR EPOCHS: DIR/log has EPOCHS entries, the last with validation accuracy >= 0.9.
-check_log() {
-  python3 - "$1" "$2/log" "$3" <<'PY' || failures=$((failures + 1))
-import json, sys
-name, path, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-try:
-    log = json.load(open(path))
-except Exception as e:
-    sys.exit(f"FAIL: {name}: cannot read {path}: {e}")
-if [e.get("epoch") for e in log] != list(range(1, epochs + 1)):
-    sys.exit(f"FAIL: {name}: log epochs {[e.get('epoch') for e in log]}, expected 1..{epochs}")
-acc = log[-1].get("validation/main/accuracy", 0)
-if not acc >= 0.9:
-    sys.exit(f"FAIL: {name}: validation/main/accuracy {acc} < 0.9")
-print(f"ok: {name}: {epochs} epoch(s) logged, test accuracy {acc:.4f}")
-PY
-}
+check_log() { check_app_log "$1" "$2" "$3" 0.9; }
 
 # header_once NAME TEXT: TEXT appears on exactly one line of rank 0's stdout (the last job's).
 header_once() {

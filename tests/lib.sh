@@ -1,8 +1,15 @@
-# What the shell tests share (sourced by app_errors.sh, app_mpi.sh, app_model_parallel.sh): a
+# What the shell tests share (sourced by app_errors.sh, app_mpi.sh, app_cnn.sh, app_model_parallel.sh): a
 # scratch directory whose surroundings the test controls, failures counted, mpiexec jobs that
 # must print from rank 0 only, and the closing line.
 
 failures=0
+tests_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # before any test changes directory
+
+# check_app_log NAME DIR EPOCHS MIN_ACCURACY [KEY...]: an app's log (tests/check_app_log.py);
+# a failure counts as one.
+check_app_log() {
+  python3 "$tests_dir/check_app_log.py" "$@" || failures=$((failures + 1))
+}
 # fail MESSAGE...: one failed case (the script goes on to the next).
 fail() {
   echo "FAIL: $*"
