@@ -1,6 +1,6 @@
-# What the shell tests share (sourced by app_errors.sh, app_mpi.sh, app_cnn.sh, app_model_parallel.sh): a
-# scratch directory whose surroundings the test controls, failures counted, mpiexec jobs that
-# must print from rank 0 only, and the closing line.
+# What the shell tests share (sourced by app_errors.sh, app_mpi.sh, app_cnn.sh,
+# app_model_parallel.sh): a scratch directory whose surroundings the test controls, failures
+# counted, apps' logs checked, mpiexec jobs that must print from rank 0 only, and the closing line.
 
 failures=0
 tests_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # before any test changes directory
