@@ -156,6 +156,8 @@ TEST_CASE("convolution_2d: float32 forward and gradients equal float64's over ev
   cases.push_back({"wide rows, 288 window rows", 2, 32, 9, 37, 20, 3, 3, 1, 1});
   cases.push_back({"wide rows, stride 2", 2, 5, 11, 40, 7, 3, 3, 2, 1});
   cases.push_back({"wide rows, dilate 2, pad (2, 0), groups 2", 1, 6, 12, 35, 4, 3, 5, 1, {2, 0}, 2, 2});
+  // Rows wide beside the window: the columns of the written-out padding (padded_path_pays).
+  cases.push_back({"wide rows, dilate (1, 2), pad 2, groups 3", 2, 6, 6, 60, 9, 3, 3, 1, 2, {1, 2}, 3});
   uint64_t seed = 300;
   for (const ConvCase& k : cases) {
     INFO("case: " << k.name);
