@@ -160,7 +160,8 @@ TEST_CASE("MLPConvolution2D: the activation between the layers, none after the l
   h = F::convolution_2d(h, l[2]->W(), *l[2]->b());
   require_close(mlp(x), h, 1e-6);
   REQUIRE(mlp.namedparams().front().first == "/0/W");
-  REQUIRE_THROWS_WITH(L::MLPConvolution2D(3, {}, 3), "MLPConvolution2D: out_channels must list at least one layer, got none");
+  REQUIRE_THROWS_WITH(L::MLPConvolution2D(3, {}, 3),
+                      "MLPConvolution2D: out_channels must list at least one layer, got none");
 }
 
 namespace {

@@ -12,8 +12,8 @@ class NIN : public ImageNetModel {
  public:
   static constexpr const char* kArch = "nin";  // make_model's name
   static constexpr int64_t kInsize = 227;      // the example's input size
-  // A model for N_CLASS classes whose data pipeline crops INSIZE pixels (any size from 55 up:
-  // each pooling needs a 3x3 window).
+  // A model for N_CLASS classes whose data pipeline crops INSIZE pixels (any size from 39 up:
+  // below it the last max pooling gets a 1x1 map and has no output).
   explicit NIN(int64_t n_class = 1000, int64_t insize = kInsize);
   chainer::Variable predict(const chainer::Variable& x) override;
 

@@ -51,8 +51,8 @@ class ResNet50 : public ImageNetModel {
  public:
   static constexpr const char* kArch = "resnet50";  // make_model's name
   static constexpr int64_t kInsize = 224;           // the example's input size
-  // A model for N_CLASS classes whose data pipeline crops INSIZE pixels (32x32 images
-  // work: the stages' strides stop at 1x1).
+  // A model for N_CLASS classes whose data pipeline crops INSIZE pixels (any size from 3 up:
+  // below it the max pooling after conv1 gets a 1x1 map and has no output).
   explicit ResNet50(int64_t n_class = 1000, int64_t insize = kInsize);
   chainer::Variable predict(const chainer::Variable& x) override;
 

@@ -11,7 +11,8 @@ MLPConvolution2D::MLPConvolution2D(std::optional<int64_t> in_channels, const std
                                    functions::Pair ksize, functions::Pair stride, functions::Pair pad,
                                    Activation activation, initializers::Initializer conv_init,
                                    initializers::Initializer bias_init)
-    : activation_(activation ? std::move(activation) : Activation([](const Variable& x) { return functions::relu(x); })) {
+    : activation_(activation ? std::move(activation)
+                             : Activation([](const Variable& x) { return functions::relu(x); })) {
   if (out_channels.empty()) throw Error("MLPConvolution2D: out_channels must list at least one layer, got none");
   std::optional<int64_t> in = in_channels;
   for (size_t i = 0; i < out_channels.size(); ++i) {
