@@ -33,9 +33,10 @@ const char* npy_descr(DType d) {
   return "";
 }
 
-std::string npy_bytes(const std::string& key, const Tensor& t) {
+// WHAT names the array in errors: "save_npz: entry 'w'", "save_npy: 'mean.npy'".
+std::string npy_bytes(const std::string& what, const Tensor& t) {
   if (*npy_descr(t.dtype()) == '\0')
-    throw Error(str("save_npz: entry '", key, "' is ", dtype_name(t.dtype()),
+    throw Error(str(what, " is ", dtype_name(t.dtype()),
                     ", which numpy cannot read (convert with astype(DType::Float32) first)"));
   std::string header = std::string("{'descr': '") + npy_descr(t.dtype()) + "', 'fortran_order': False, 'shape': (";
   for (int64_t d : t.shape()) header += std::to_string(d) + ", ";
@@ -54,8 +55,9 @@ std::string npy_bytes(const std::string& key, const Tensor& t) {
   return out;
 }
 
-Tensor parse_npy(const std::string& path, const std::string& name, const std::string& b) {
-  auto bad = [&](const std::string& why) { return Error(str("load_npz: ", path, ": member '", name, "' ", why)); };
+// WHAT names the array in errors: "load_npz: f.npz: member 'w'", "load_npy: 'mean.npy'".
+Tensor parse_npy(const std::string& what, const std::string& b) {
+  auto bad = [&](const std::string& why) { return Error(str(what, " ", why)); };
   if (b.size() < 10 || b.compare(0, 6, "\x93NUMPY") != 0) throw bad("is not an NPY array");
   const unsigned major = static_cast<unsigned char>(b[6]);
   size_t hlen, start;
@@ -119,7 +121,7 @@ void save_npz(const std::string& path, const TensorMap& entries) {
   std::string archive, central;
   uint32_t count = 0;
   for (const auto& [key, tensor] : entries) {
-    const std::string name = key + ".npy", data = npy_bytes(key, tensor);
+    const std::string name = key + ".npy", data = npy_bytes(str("save_npz: entry '", key, "'"), tensor);
     if (data.size() >= 0xffffffffu) throw Error(str("save_npz: entry '", key, "' is over 4 GiB"));
     const uint32_t crc = uint32_t(crc32(0, reinterpret_cast<const Bytef*>(data.data()), uInt(data.size())));
     const uint32_t offset = uint32_t(archive.size());
@@ -196,9 +198,28 @@ TensorMap load_npz(const std::string& path) {
     if (uint32_t(crc32(0, reinterpret_cast<const Bytef*>(raw.data()), uInt(raw.size()))) != crc)
       throw corrupt(("checksum mismatch in " + name).c_str());
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
-    entries[name] = parse_npy(path, name, raw);
+    entries[name] = parse_npy(str("load_npz: ", path, ": member '", name, "'"), raw);
   }
   return entries;
+}
+
+void save_npy(const std::string& path, const Tensor& array) {
+  const std::string data = npy_bytes(str("save_npy: '", path, "'"), array);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw Error(str("save_npy: cannot create '", path, "': ", std::strerror(errno)));
+  f.write(data.data(), std::streamsize(data.size()));
+  f.close();
+  if (!f) {
+    std::remove(path.c_str());
+    throw Error(str("save_npy: cannot write '", path, "': ", std::strerror(errno)));
+  }
+}
+
+Tensor load_npy(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(str("load_npy: cannot open '", path, "': ", std::strerror(errno)));
+  const std::string b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return parse_npy(str("load_npy: '", path, "'"), b);
 }
 
 }  // namespace chainer

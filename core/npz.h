@@ -1,6 +1,7 @@
 /// @file
 /// NPZ files (numpy.savez format: an uncompressed ZIP of .npy arrays), so parameters and
-/// snapshots written here open with numpy.load, and numpy-written files load here.
+/// snapshots written here open with numpy.load, and numpy-written files load here; single
+/// arrays as NPY files (numpy.save) the same way.
 #pragma once
 #include <string>
 
@@ -12,5 +13,10 @@ namespace chainer {
 void save_npz(const std::string& path, const TensorMap& entries);
 /// Reads the NPZ file at PATH (numpy.load). Throws chainer::Error naming the file and the problem.
 TensorMap load_npz(const std::string& path);
+
+/// Writes ARRAY to PATH as one NPY file (numpy.save), e.g. the mean image of compute_mean.
+void save_npy(const std::string& path, const Tensor& array);
+/// Reads the NPY file at PATH (numpy.load of a .npy). Throws chainer::Error naming the file and the problem.
+Tensor load_npy(const std::string& path);
 
 }  // namespace chainer

@@ -1,15 +1,19 @@
 /// @file
 /// The datasets module in one include: datasets, MNIST and Fashion-MNIST, their download,
-/// batching and iterators.
+/// image files and their preprocessing, batching and iterators.
 #pragma once
 #include "datasets/concat_examples.h"
 #include "datasets/dataset.h"
 #include "datasets/download.h"
 #include "datasets/fashion_mnist.h"
 #include "datasets/idx.h"
+#include "datasets/image_dataset.h"
+#include "datasets/image_io.h"
 #include "datasets/iterator.h"
 #include "datasets/mnist.h"
 #include "datasets/multiprocess_iterator.h"
+#include "datasets/preprocessed_image_dataset.h"
 #include "datasets/serial_iterator.h"
 #include "datasets/sub_dataset.h"
+#include "datasets/transform_dataset.h"
 #include "datasets/tuple_dataset.h"
