@@ -12,14 +12,8 @@ app=${2:?}
 source "$(dirname "$0")/lib.sh"
 app=$(absolute "$app")
 
-# Where get_fashion_mnist() looks without a directory: the package's files, else the dataset root.
-data=$(dpkg -L dataset-fashion-mnist 2>/dev/null | sed -n 's|/train-images-idx3-ubyte.gz$||p' | head -n 1)
-root_dir=${CHAINER_DATASET_ROOT:-$HOME/.chainer/dataset}/pfnet/chainer/fashion-mnist
-if [ -z "$data" ] && [ -f "$root_dir/train-images-idx3-ubyte.gz" ]; then data=$root_dir; fi
-if [ -z "$data" ]; then
-  echo "skipped: no Fashion-MNIST here (apt-get install dataset-fashion-mnist, or run the app once with network to download it to $root_dir)"
-  exit 77
-fi
+find_fashion_mnist
+data=$fashion_mnist
 scratch app_cnn
 export MPIEXEC_TIMEOUT=120
 subset=(--train-size 3000 --test-size 1000)

@@ -5,6 +5,19 @@
 failures=0
 tests_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # before any test changes directory
 
+# find_fashion_mnist: sets $fashion_mnist to where get_fashion_mnist() finds the data set without
+# a directory (Debian's package, else Chainer's dataset root), or exits 77 (skipped) saying how
+# to get it.
+find_fashion_mnist() {
+  local root_dir=${CHAINER_DATASET_ROOT:-$HOME/.chainer/dataset}/pfnet/chainer/fashion-mnist
+  fashion_mnist=$(dpkg -L dataset-fashion-mnist 2>/dev/null | sed -n 's|/train-images-idx3-ubyte.gz$||p' | head -n 1)
+  if [ -z "$fashion_mnist" ] && [ -f "$root_dir/train-images-idx3-ubyte.gz" ]; then fashion_mnist=$root_dir; fi
+  if [ -z "$fashion_mnist" ]; then
+    echo "skipped: no Fashion-MNIST here (apt-get install dataset-fashion-mnist, or run fashion_mnist_cnn once with network to download it to $root_dir)"
+    exit 77
+  fi
+}
+
 # check_app_log NAME DIR EPOCHS MIN_ACCURACY [KEY...]: an app's log (tests/check_app_log.py);
 # a failure counts as one.
 check_app_log() {

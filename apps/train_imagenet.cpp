@@ -1,0 +1,153 @@
+// ChainerMN's examples/chainermn/imagenet/train_imagenet.py: a convnet of the example's
+// (apps/imagenet: nin, alex, googlenet, googlenetbn, resnet50) trained data-parallel on
+// labelled image files, each process decoding its own share of them.
+//   mpiexec -n 2 build/apps/train_imagenet train.txt val.txt --root DIR --mean mean.npy
+//       [--arch nin] [--insize N] [-B 32] [-E 10] [-j LOADERJOB] [-b 250] [-o result] [-r SNAPSHOT]
+// The lists name files under --root, one "path label" per line; every process reads the lists
+// and the images itself, so they must be readable at the same paths on every host (as the
+// example's scattered paths are). compute_mean writes mean.npy; export_images writes
+// Fashion-MNIST in this layout when no ImageNet is at hand.
+#include <iostream>
+#include <string>
+
+#include "app_common.h"
+#include "apps/imagenet/model.h"
+
+namespace E = chainer::training::extensions;
+
+namespace {
+
+struct Options {
+  std::string train, val, arch = "nin", mean = "mean.npy", root = ".", communicator = "hierarchical", initmodel;
+  int64_t val_batchsize = 250, loaderjob = 0, n_class = 1000;
+  std::optional<int64_t> insize;
+  apps::CommonOptions common;
+};
+
+const char* kUsage = R"(usage: train_imagenet TRAIN VAL [options]
+Trains a convnet of ChainerMN's ImageNet example on labelled image files (data parallel under
+mpiexec: every process decodes its share of the images).
+  TRAIN, VAL           image-label list files: one "path label" per line, paths under --root
+  -a, --arch NAME      nin (default), alex, googlenet, googlenetbn or resnet50
+      --insize N       the crop fed to nin or resnet50 (default: the model's, 227 or 224); the
+                       images must be larger than N
+      --n-class N      the number of classes (default 1000, the example's)
+  -B, --batchsize N    training minibatch size per process (default 32)
+  -E, --epoch N        epochs to train (default 10)
+  -j, --loaderjob N    image-loading worker threads per process (default: its compute threads)
+  -m, --mean PATH      the mean image, from compute_mean (default mean.npy)
+  -R, --root DIR       the directory the lists' paths start from (default .)
+  -b, --val_batchsize N  validation minibatch size (default 250)
+  -o, --out DIR        the log and snapshots (default result)
+  -r, --resume FILE    resume from a snapshot written by an earlier run (one per rank)
+      --initmodel FILE initialize the model's parameters from an .npz file (save_npz)
+      --communicator NAME  hierarchical (default), naive, flat, two_dimensional, single_node,
+                       pure_nccl or non_cuda_aware
+  -g, --gpu [ID]       train on CUDA device ID + intra_rank
+      --seed N         random seed for initialization, shuffling and crops (default 0)
+      --threads N      compute threads per process (default: cores / processes on this node)
+      --timing         also log each epoch's training seconds and the peak RSS
+  -h, --help           show this help
+)";
+
+Options parse(int argc, char** argv) {
+  Options o;
+  o.common.batchsize = 32;
+  o.common.epoch = 10;
+  std::vector<std::string> positional;
+  for (apps::Args args(argc, argv, kUsage); args.next();) {
+    if (args.is("-a", "--arch")) o.arch = args.value();
+    else if (args.is(nullptr, "--insize")) o.insize = args.integer(1);
+    else if (args.is(nullptr, "--n-class")) o.n_class = args.integer(1);
+    else if (args.is("-B", "--batchsize")) o.common.batchsize = args.integer(1);
+    else if (args.is("-E", "--epoch")) o.common.epoch = args.integer(1);
+    else if (args.is("-j", "--loaderjob")) o.loaderjob = args.integer(1);
+    else if (args.is("-m", "--mean")) o.mean = args.value();
+    else if (args.is("-R", "--root")) o.root = args.value();
+    else if (args.is("-b", "--val_batchsize")) o.val_batchsize = args.integer(1);
+    else if (args.is("-o", "--out")) o.common.out = args.value();
+    else if (args.is("-r", "--resume")) o.common.resume = args.value();
+    else if (args.is(nullptr, "--initmodel")) o.initmodel = args.value();
+    else if (args.is(nullptr, "--communicator")) o.communicator = args.value();
+    else if (args.is("-g", "--gpu")) o.common.gpu = args.value_follows() ? int(args.integer(0, 1 << 20)) : 0;
+    else if (args.is(nullptr, "--seed")) o.common.seed = args.integer(0);
+    else if (args.is(nullptr, "--threads")) o.common.threads = int(args.integer(1, 1024));
+    else if (args.is(nullptr, "--timing")) o.common.timing = true;
+    else if (!args.option().empty() && args.option()[0] != '-') positional.push_back(args.option());
+    else args.unknown();
+  }
+  if (positional.size() != 2)
+    throw chainer::Error(chainer::str("expected the two lists TRAIN and VAL, got ", positional.size(),
+                                      " arguments\n", kUsage));
+  o.train = positional[0], o.val = positional[1];
+  return o;
+}
+
+// This rank's share of the examples of DATASET, as scatter_dataset would send it (the same
+// table and, with SHUFFLE, the same permutation), taken here from the dataset every rank built
+// from the list: the list travels as file paths read by every process, not as pixels.
+chainer::datasets::DatasetPtr share_of(const chainer::datasets::DatasetPtr& dataset, const chainermn::Communicator& comm,
+                                       bool shuffle, uint64_t seed, bool force_equal_length) {
+  const int64_t n = int64_t(dataset->size());
+  const auto [begin, end] = chainermn::scatter_index_table(n, comm.size(), force_equal_length)[size_t(comm.rank())];
+  std::vector<int64_t> order = shuffle ? chainer::Generator(seed).permutation(n) : std::vector<int64_t>{};
+  return std::make_shared<chainer::datasets::SubDataset>(dataset, size_t(begin), size_t(end), std::move(order));
+}
+
+// The example's customized evaluator: the model in test mode (the Evaluator switches
+// config.train off already; the example's shows how create_multi_node_evaluator takes a
+// subclass).
+class TestModeEvaluator : public E::Evaluator {
+ public:
+  using E::Evaluator::Evaluator;
+  chainer::Observation evaluate() override {
+    chainer::config::TrainScope test_mode(false);
+    return E::Evaluator::evaluate();
+  }
+};
+
+int run(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  auto comm = apps::create_communicator(o.communicator, o.common.gpu);
+  const bool root = comm->rank() == 0;
+  const chainer::Device device = apps::choose_device(o.common.gpu, *comm);
+  apps::set_threads(o.common);
+  if (root)
+    std::cout << "==========================================\nNum process (COMM_WORLD): " << comm->size()
+              << "\nUsing " << comm->name() << " communicator\nUsing " << o.arch
+              << " arch\nNum Minibatch-size: " << o.common.batchsize << "\nNum epoch: " << o.common.epoch
+              << "\n==========================================" << std::endl;
+
+  chainer::random::seed(uint64_t(o.common.seed));  // the same initial parameters on every rank
+  auto model = apps::imagenet::make_model(o.arch, o.n_class, o.insize);
+  if (!o.initmodel.empty()) chainer::serializers::load_npz(o.initmodel, *model);
+  model->to_device(device);
+
+  // Every rank reads the lists and decodes its own share of the images.
+  const chainer::Tensor mean = chainer::load_npy(o.mean);
+  const int64_t crop = model->insize();
+  auto train = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
+      std::make_shared<chainer::datasets::LabeledImageDataset>(o.train, o.root), mean, crop, /*random=*/true,
+      uint64_t(o.common.seed) + uint64_t(comm->rank()));
+  auto val = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
+      std::make_shared<chainer::datasets::LabeledImageDataset>(o.val, o.root), mean, crop, /*random=*/false);
+  const auto train_share = share_of(train, *comm, /*shuffle=*/true, uint64_t(o.common.seed), true);
+  const auto val_share = share_of(val, *comm, /*shuffle=*/false, 0, /*force_equal_length=*/false);
+
+  auto train_iter = std::make_shared<chainer::iterators::MultiprocessIterator>(
+      train_share, o.common.batchsize, true, true, uint64_t(o.common.seed) + uint64_t(comm->rank()), 2, o.loaderjob);
+  auto val_iter = std::make_shared<chainer::iterators::MultiprocessIterator>(val_share, o.val_batchsize, false, false,
+                                                                               0, 2, o.loaderjob);
+  auto optimizer = chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::MomentumSGD>(0.01, 0.9),
+                                                          comm);
+  optimizer->setup(model);
+  auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);  // on the model's device
+  auto evaluator =
+      chainermn::create_multi_node_evaluator(std::make_shared<TestModeEvaluator>(val_iter, model), comm);
+  apps::train(updater, evaluator, o.common, *comm, /*dump_graph=*/true);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return apps::app_main("train_imagenet", argc, argv, run); }

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The ImageNet example's programs as users run them, on a few Fashion-MNIST images that
+# export_images writes as PNG files with their lists: compute_mean, then train_imagenet with nin
+# at a small --insize for one epoch (and resumed to a second) alone and under mpiexec -n 2, and
+# resnet50 for a few iterations on 224 x 224 crops. Each run must exit 0 and log the reported
+# keys; bad lists, files and options must fail with a message naming them. Skipped (exit 77)
+# without Fashion-MNIST.
+#   tests/app_imagenet.sh MPIEXEC EXPORT_IMAGES COMPUTE_MEAN TRAIN_IMAGENET
+set -u
+mpiexec=${1:?usage: app_imagenet.sh MPIEXEC EXPORT_IMAGES COMPUTE_MEAN TRAIN_IMAGENET}
+source "$(dirname "$0")/lib.sh"
+export_images=$(absolute "${2:?}")
+compute_mean=$(absolute "${3:?}")
+app=$(absolute "${4:?}")
+
+find_fashion_mnist
+scratch app_imagenet
+export MPIEXEC_TIMEOUT=120
+
+# expect_error NAME PATTERN ARGS...: train_imagenet exits 1 with its error line and PATTERN.
+expect_error() {
+  local name=$1 pattern=$2
+  shift 2
+  "$app" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 1 ] || ! grep -q "^train_imagenet: error: " "$tmp/err" || ! grep -qF -- "$pattern" "$tmp/err"; then
+    fail "$name: exit $rc, expected 1 and '$pattern': $(tail -c 300 "$tmp/err")"
+  else
+    echo "ok: $name: $(head -n 1 "$tmp/err")"
+  fi
+}
+
+# 64 training and 32 validation images of 48 x 48 (28 x 28 centred), three channels.
+if ! "$export_images" --data "$fashion_mnist" --out img --size 48 --train-size 64 --test-size 32 >"$tmp/out" 2>"$tmp/err"; then
+  fail "export_images: exited with $?: $(tail -c 300 "$tmp/err")"
+  finish
+fi
+[ "$(wc -l <img/train.txt)" -eq 64 ] && [ "$(wc -l <img/val.txt)" -eq 32 ] && [ -f img/train/00063.png ] ||
+  fail "export_images: expected 64 + 32 listed PNG files: $(head -n 2 img/train.txt)"
+"$compute_mean" img/train.txt --root img --output img/mean.npy >"$tmp/out" 2>"$tmp/err" && [ -s img/mean.npy ] ||
+  fail "compute_mean: exited with $? or wrote no img/mean.npy: $(tail -c 300 "$tmp/err")"
+nin=(img/train.txt img/val.txt --root img --mean img/mean.npy --arch nin --insize 40 --n-class 10 -B 16 -b 16)
+
+"$app" -h >"$tmp/out" 2>&1 && grep -q "^usage: train_imagenet TRAIN VAL" "$tmp/out" && grep -q -- "--loaderjob" "$tmp/out" ||
+  fail "-h: no usage with --loaderjob: $(head -c 300 "$tmp/out")"
+expect_error "no lists" "expected the two lists TRAIN and VAL, got 0"
+expect_error "an unknown architecture" "known: alex, googlenet, googlenetbn, nin, resnet50" "${nin[@]}" --arch vgg
+printf 'train/00000.png 3\ntrain/00001.png\n' >bad.txt
+expect_error "a malformed list line" "'bad.txt' line 2" bad.txt img/val.txt --root img --mean img/mean.npy --insize 40
+printf 'train/missing.png 3\n' >missing.txt
+expect_error "a missing image" "missing.png" missing.txt img/val.txt --root img --mean img/mean.npy --insize 40 -B 1
+expect_error "a missing mean" "nowhere.npy" "${nin[@]}" --mean nowhere.npy
+
+# One process, one epoch of 4 iterations; then resumed from its snapshot to a second epoch.
+if "$app" "${nin[@]}" -E 1 -o r1 --communicator naive >"$tmp/out" 2>"$tmp/err"; then
+  check_app_log "nin, 1 process" r1 1 0
+  if "$app" "${nin[@]}" -E 2 -o r1 -r r1/snapshot_iter_4 --communicator naive >"$tmp/out" 2>"$tmp/err"; then
+    check_app_log "nin, 1 process, resumed" r1 2 0
+  else
+    fail "nin, 1 process, resumed: exited with $?: $(tail -c 400 "$tmp/err")"
+  fi
+else
+  fail "nin, 1 process: exited with $?: $(tail -c 400 "$tmp/err")"
+fi
+# Two processes (the example's hierarchical communicator), each decoding its half, two loader workers.
+if job "nin, 2 processes" 2 "$app" "${nin[@]}" -E 1 -j 2 -o r2; then
+  check_app_log "nin, 2 processes" r2 1 0
+fi
+
+# resnet50 on 224 x 224 crops of 8 images enlarged to 232 x 232: a few iterations without error.
+"$export_images" --data "$fashion_mnist" --out big --scale 8 --size 232 --train-size 8 --test-size 4 >"$tmp/out" 2>&1 &&
+  "$compute_mean" big/train.txt --root big --output big/mean.npy >"$tmp/out" 2>&1 ||
+  fail "export_images/compute_mean at 232: $(tail -c 300 "$tmp/out")"
+if "$app" big/train.txt big/val.txt --root big --mean big/mean.npy --arch resnet50 --n-class 10 -B 4 -b 4 -E 1 -o r3 \
+  --communicator naive >"$tmp/out" 2>"$tmp/err"; then
+  check_app_log "resnet50 at 224" r3 1 0
+else
+  fail "resnet50 at 224: exited with $?: $(tail -c 400 "$tmp/err")"
+fi
+
+finish
