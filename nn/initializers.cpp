@@ -20,6 +20,12 @@ Tensor lecun_normal(const Shape& shape, double scale, DType dtype, Generator* ge
   return random::normal(shape, 0.0, scale * std::sqrt(1.0 / fan_in), dtype, gen);
 }
 
+Tensor he_normal(const Shape& shape, double scale, DType dtype, Generator* gen) {
+  double fan_in, fan_out;
+  fans(shape, "HeNormal", fan_in, fan_out);
+  return random::normal(shape, 0.0, scale * std::sqrt(2.0 / fan_in), dtype, gen);
+}
+
 Tensor glorot_uniform(const Shape& shape, double scale, DType dtype, Generator* gen) {
   double fan_in, fan_out;
   fans(shape, "GlorotUniform", fan_in, fan_out);

@@ -12,6 +12,8 @@ namespace chainer::initializers {
 
 /// LeCunNormal: normal draws with standard deviation `scale * sqrt(1 / fan_in)`.
 Tensor lecun_normal(const Shape& shape, double scale = 1.0, DType dtype = DType::Float32, Generator* gen = nullptr);
+/// HeNormal (MSRA): normal draws with standard deviation `scale * sqrt(2 / fan_in)`.
+Tensor he_normal(const Shape& shape, double scale = 1.0, DType dtype = DType::Float32, Generator* gen = nullptr);
 /// GlorotUniform: uniform draws in `[-s, s)`, `s = scale * sqrt(6 / (fan_in + fan_out))`.
 Tensor glorot_uniform(const Shape& shape, double scale = 1.0, DType dtype = DType::Float32, Generator* gen = nullptr);
 /// Normal: draws with mean 0 and standard deviation SCALE.

@@ -7,6 +7,7 @@
 #include "nn/functions.h"
 #include "nn/links/classifier.h"
 #include "nn/links/identity.h"
+#include "nn/initializers.h"
 #include "nn/links/linear.h"
 #include "nn/optimizers/sgd.h"
 #include "nn/reporter.h"
@@ -63,6 +64,19 @@ TEST_CASE("links: Linear follows Chainer's initialization and checks its input")
   REQUIRE_THROWS_WITH(l(Variable(Tensor::zeros({100, 785}))),
                       Catch::Contains("(100, 785)") && Catch::Contains("784"));
   REQUIRE_THROWS_WITH(L::Linear(0), Catch::Contains("out_size"));
+}
+
+TEST_CASE("initializers: HeNormal draws with standard deviation scale * sqrt(2 / fan_in)") {
+  random::seed(1);
+  for (double scale : {1.0, 0.5}) {
+    const std::vector<double> w = initializers::he_normal({400, 50, 3, 3}, scale).to_vector<double>();  // fan_in 450
+    double mean = 0, var = 0;
+    for (double v : w) mean += v / double(w.size());
+    for (double v : w) var += (v - mean) * (v - mean) / double(w.size());
+    CHECK(mean == Approx(0).margin(2e-3));
+    CHECK(std::sqrt(var) == Approx(scale * std::sqrt(2.0 / 450)).epsilon(0.01));
+  }
+  REQUIRE_THROWS_WITH(initializers::he_normal({}), Catch::Contains("HeNormal"));
 }
 
 TEST_CASE("links: Classifier reports loss and accuracy under the observer name") {

@@ -89,18 +89,8 @@ std::vector<Variable> GoogLeNetBN::forward_args(const std::vector<Variable>& arg
   const Variable& x = checked_images(args);
   const Variable& t = args[1];
   std::vector<Variable> aux;
-  Variable h = heads(x, &aux);
-  Variable loss1 = F::softmax_cross_entropy(aux[0], t);
-  Variable loss2 = F::softmax_cross_entropy(aux[1], t);
-  Variable loss3 = F::softmax_cross_entropy(h, t);
-  Variable loss = 0.3 * (loss1 + loss2) + loss3;
-  chainer::report(std::map<std::string, Variable>{{"loss", loss},
-                                                  {"loss1", loss1},
-                                                  {"loss2", loss2},
-                                                  {"loss3", loss3},
-                                                  {"accuracy", F::accuracy(h, t)}},
-                  this);
-  return {loss};
+  const Variable h = heads(x, &aux);
+  return auxiliary_loss(h, aux[0], aux[1], t);
 }
 
 }  // namespace apps::imagenet

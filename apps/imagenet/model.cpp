@@ -45,6 +45,21 @@ std::vector<Variable> ImageNetModel::forward_args(const std::vector<Variable>& a
   return {loss};
 }
 
+std::vector<Variable> ImageNetModel::auxiliary_loss(const Variable& main, const Variable& aux1, const Variable& aux2,
+                                                    const Variable& t) {
+  Variable loss1 = F::softmax_cross_entropy(aux1, t);
+  Variable loss2 = F::softmax_cross_entropy(aux2, t);
+  Variable loss3 = F::softmax_cross_entropy(main, t);
+  Variable loss = 0.3 * (loss1 + loss2) + loss3;
+  chainer::report(std::map<std::string, Variable>{{"loss", loss},
+                                                  {"loss1", loss1},
+                                                  {"loss2", loss2},
+                                                  {"loss3", loss3},
+                                                  {"accuracy", F::accuracy(main, t)}},
+                  this);
+  return {loss};
+}
+
 namespace {
 
 using Factory = std::function<std::shared_ptr<ImageNetModel>(int64_t n_class, std::optional<int64_t> insize)>;

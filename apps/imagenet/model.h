@@ -39,6 +39,10 @@ class ImageNetModel : public chainer::Chain {
   void check_input(const chainer::Variable& x) const;
   // Checks that ARGS are {x, t}, and returns x checked.
   const chainer::Variable& checked_images(const std::vector<chainer::Variable>& args) const;
+  // The GoogLeNets' loss for labels T: the main head's cross-entropy plus 0.3 times the two
+  // auxiliary heads', reported as loss (and loss1, loss2, loss3) with the main head's accuracy.
+  std::vector<chainer::Variable> auxiliary_loss(const chainer::Variable& main, const chainer::Variable& aux1,
+                                                const chainer::Variable& aux2, const chainer::Variable& t);
 
  private:
   std::string arch_;
@@ -48,6 +52,11 @@ class ImageNetModel : public chainer::Chain {
 
 // The architectures make_model knows, sorted: alex, googlenet, googlenetbn, nin, resnet50.
 std::vector<std::string> model_names();
+// Chainer's initializers.HeNormal() as a link's initialW (nin's and resnet50's convolutions).
+inline chainer::initializers::Initializer he_normal() {
+  return [](const chainer::Shape& shape) { return chainer::initializers::he_normal(shape); };
+}
+
 // The model ARCH for N_CLASS classes and INSIZE-pixel images (unset: the architecture's own,
 // 227 for alex and nin, 224 for the others; alex, googlenet and googlenetbn take only their own).
 // Throws chainer::Error for an unknown ARCH, listing the known ones.

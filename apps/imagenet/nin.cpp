@@ -10,11 +10,6 @@ using chainer::Variable;
 
 namespace {
 
-// Chainer's HeNormal (MSRA scaling): normal draws with standard deviation sqrt(2 / fan_in), which
-// is LeCunNormal's sqrt(1 / fan_in) scaled by sqrt(2).
-chainer::initializers::Initializer he_normal() {
-  return [](const chainer::Shape& shape) { return chainer::initializers::lecun_normal(shape, std::sqrt(2.0)); };
-}
 
 std::shared_ptr<L::MLPConvolution2D> mlpconv(std::vector<int64_t> out_channels, int64_t ksize, int64_t stride,
                                              int64_t pad) {

@@ -11,10 +11,6 @@ using chainer::Variable;
 
 namespace {
 
-// Chainer's HeNormal: standard deviation sqrt(2 / fan_in), LeCunNormal's scaled by sqrt(2).
-chainer::initializers::Initializer he_normal() {
-  return [](const chainer::Shape& shape) { return chainer::initializers::lecun_normal(shape, std::sqrt(2.0)); };
-}
 
 // The example's L.Convolution2D(in, out, ksize, stride, pad, initialW=HeNormal(), nobias=True, groups).
 std::shared_ptr<L::Convolution2D> conv(int64_t in, int64_t out, int64_t ksize, int64_t stride, int64_t pad,
