@@ -341,7 +341,8 @@ def main():
         'torch': torch.__version__, 'torchvision': torchvision.__version__,
         'mkldnn': torch.backends.mkldnn.is_available(),
         'env': {k: os.environ.get(k) for k in
-                ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'OPENBLAS_CORETYPE')},
+                ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'OPENBLAS_CORETYPE',
+                 'OMP_WAIT_POLICY')},
         'python': platform.python_version(), 'train': os.path.abspath(args.train),
         'val': os.path.abspath(args.val), 'root': os.path.abspath(args.root),
         'date_utc': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
