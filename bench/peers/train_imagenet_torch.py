@@ -272,6 +272,7 @@ def main():
             torch.cuda.synchronize(device)
 
     log = []
+    it = None
     for epoch in range(1, args.epoch + 1):
         model.train()
         loss_sum = torch.zeros((), device=device)
