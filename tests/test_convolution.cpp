@@ -158,6 +158,8 @@ TEST_CASE("convolution_2d: float32 forward and gradients equal float64's over ev
   cases.push_back({"wide rows, dilate 2, pad (2, 0), groups 2", 1, 6, 12, 35, 4, 3, 5, 1, {2, 0}, 2, 2});
   // Rows wide beside the window: the columns of the written-out padding (padded_path_pays).
   cases.push_back({"wide rows, dilate (1, 2), pad 2, groups 3", 2, 6, 6, 60, 9, 3, 3, 1, 2, {1, 2}, 3});
+  // 128 filters and more per group: the filter gradient in blocks of filters (no partial sums).
+  cases.push_back({"160 filters, groups 2", 3, 8, 6, 7, 320, 3, 3, 1, 1, 1, 2});
   uint64_t seed = 300;
   for (const ConvCase& k : cases) {
     INFO("case: " << k.name);

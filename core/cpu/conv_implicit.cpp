@@ -333,12 +333,32 @@ void implicit_convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, 
 void implicit_convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
   const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), c_out = gy.size(1), groups = g.groups;
   const int64_t c_g = c / groups, c_out_g = c_out / groups, depth = c_g * g.kh * g.kw, pixels = g.out_h * g.out_w;
-  // The images' products are summed in PARTS partial sums, each over a fixed run of images in
-  // order, then added up in order: the result does not depend on the thread count.
-  const int64_t parts = std::min<int64_t>(n, 16), size = c_out * depth;
-  Tensor acc = parts == 1 ? gW : Tensor::empty({parts, size}, DType::Float32, Device::cpu());
   const float* px = x.data<float>();
   const float* pg = gy.data<float>();
+  const int64_t size = c_out * depth;
+  if (c_out_g >= 128) {
+    // Many filters: tasks of filter rows, each summing every image in order into its rows of gW
+    // (partial sums over images would be as large as gW several times over: nin's 1024 3x3
+    // filters of 384 channels, 14 MB each).
+    const int64_t blocks = std::min<int64_t>(c_out_g / 64, 16);
+    float* out = gW.data<float>();
+    parallel_tasks(blocks * groups, num_threads(), [&](int64_t task) {
+      const int64_t block = task / groups, group = task % groups;
+      const int64_t m0 = c_out_g * block / blocks, m1 = c_out_g * (block + 1) / blocks;
+      for (int64_t image = 0; image < n; ++image) {
+        const WindowRows rows{{px + (image * c + group * c_g) * h * w, h, w, g}, depth};
+        sgemm_filled_b(m1 - m0, depth, pixels, pg + (image * c_out + group * c_out_g + m0) * pixels, pixels, false,
+                       fill_window_rows, &rows, 1.f, image == 0 ? 0.f : 1.f, out + (group * c_out_g + m0) * depth,
+                       depth, g.out_w);
+      }
+    });
+    return;
+  }
+  // Few filters: the images' products are summed in PARTS partial sums, each over a fixed run of
+  // images in order, then added up in order. Either way the result does not depend on the
+  // thread count.
+  const int64_t parts = std::min<int64_t>(n, 16);
+  Tensor acc = parts == 1 ? gW : Tensor::empty({parts, size}, DType::Float32, Device::cpu());
   float* pa = acc.data<float>();
   parallel_tasks(parts * groups, num_threads(), [&](int64_t task) {
     const int64_t part = task / groups, group = task % groups;
