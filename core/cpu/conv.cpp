@@ -238,16 +238,71 @@ const ConvLoweringKernels kLowering{.convolution_2d = convolution_2d,
                                    .depthwise_conv_grad_filter = depthwise_conv_grad_filter};
 }  // namespace
 
+// Small maps: fewer output pixels per image than a GEMM panel's 32 columns (a net's last layers
+// on small images: nin's 4 x 4, 2 x 2 and 1 x 1 maps at 40 pixels). Products per image would
+// fill a panel with a few columns, so the whole batch is one product whose rows are the
+// (image, pixel) pairs: the windows of all images as an (N * P, depth) matrix.
+namespace {
+bool small_maps(int64_t n, int64_t c, const Conv2dGeometry& g, DType dtype) {
+  const int64_t pixels = g.out_h * g.out_w, depth = c * g.kh * g.kw;
+  return g.groups == 1 && pixels < kGemmPanelWidth && n * pixels * depth * dtype_size(dtype) <= (int64_t(64) << 20);
+}
+
+// The windows of X (N, C, H, W) as rows: (N * P, depth).
+Tensor window_rows(const Tensor& x, const Conv2dGeometry& g) {
+  const int64_t n = x.size(0), depth = x.size(1) * g.kh * g.kw, pixels = g.out_h * g.out_w;
+  Tensor col = Tensor::empty({n, depth, pixels}, x.dtype(), Device::cpu());
+  im2col(x.contiguous(), g, col);
+  return col.transpose({0, 2, 1}).contiguous().reshape({1, n * pixels, depth});
+}
+
+// GY (N, C_out, P) as rows (1, N * P, C_out).
+Tensor output_rows(const Tensor& gy) {
+  const int64_t n = gy.size(0), c_out = gy.size(1);
+  return gy.reshape({n, c_out, -1}).transpose({0, 2, 1}).contiguous().reshape({1, -1, c_out});
+}
+}  // namespace
+
 void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
+  const int64_t n = x.size(0), c_out = W.size(0), pixels = g.out_h * g.out_w;
+  if (small_maps(n, x.size(1), g, x.dtype())) {
+    Tensor rows = Tensor::empty({1, n * pixels, c_out}, x.dtype(), Device::cpu());
+    batched_gemm(window_rows(x, g), false, W.contiguous().reshape({1, c_out, -1}), true, 1.0, 0.0, rows);
+    Tensor out = y.reshape({n, c_out, pixels});
+    copy(rows.reshape({n, pixels, c_out}).transpose({0, 2, 1}), out);
+    if (b.defined())
+      CHAINER_DISPATCH_FLOATING(y.dtype(), "convolution_2d", [&] {
+        using T = scalar_t;
+        const Tensor bc = b.contiguous();
+        const T* pb = bc.data<T>();
+        T* py = out.data<T>();
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t o = 0; o < c_out; ++o)
+            for (int64_t p = 0; p < pixels; ++p) py[(i * c_out + o) * pixels + p] += pb[o];
+      });
+    return;
+  }
   if (implicit_conv_applies(x, g)) implicit_convolution_2d(x, W, b, g, y);
   else lowered_convolution_2d(kLowering, x, W, b, g, y);
 }
 
 void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
+  const int64_t n = gx.size(0), depth = W.numel() / W.size(0), pixels = g.out_h * g.out_w;
+  if (small_maps(n, gx.size(1), g, gx.dtype())) {
+    Tensor rows = Tensor::empty({1, n * pixels, depth}, gx.dtype(), Device::cpu());
+    batched_gemm(output_rows(gy), false, W.contiguous().reshape({1, W.size(0), depth}), false, 1.0, 0.0, rows);
+    col2im(rows.reshape({n, pixels, depth}).transpose({0, 2, 1}).contiguous(), g, gx);
+    return;
+  }
   lowered_convolution_2d_grad_data(kLowering, gy, W, g, gx);
 }
 
 void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
+  if (small_maps(x.size(0), x.size(1), g, x.dtype())) {
+    Tensor out = gW.reshape({1, gW.size(0), -1});
+    batched_gemm(output_rows(gy), true, window_rows(x, g), false, 1.0, 0.0, out);
+    return;
+  }
   // Fewer than a panel's 32 window rows (a first layer's 1 x 3 x 3) would leave most of the
   // implicit product's panel empty: the lowering's transposed im2col is faster there (measured).
   const bool narrow = x.size(1) / g.groups * g.kh * g.kw < kGemmPanelWidth;
