@@ -22,7 +22,7 @@ std::shared_ptr<L::Linear> linear(int64_t out) { return std::make_shared<L::Line
 }  // namespace
 
 GoogLeNet::GoogLeNet(int64_t n_class)
-    : ImageNetModel(kArch, n_class, kInsize, /*size_agnostic=*/false),
+    : AuxiliaryHeadsModel(kArch, n_class, kInsize, /*size_agnostic=*/false),
       conv1(add_link("conv1", conv(64, 7, 2, 3))),
       conv2_reduce(add_link("conv2_reduce", conv(64, 1))),
       conv2(add_link("conv2", conv(192, 3, 1, 1))),
@@ -78,16 +78,6 @@ Variable GoogLeNet::heads(const Variable& x, std::vector<Variable>* aux) {
   h = (*inc5b)(h);
   h = F::average_pooling_2d(h, 7, 1);
   return (*loss3_fc)(F::dropout(h, 0.4));
-}
-
-Variable GoogLeNet::predict(const Variable& x) { return heads(x, nullptr); }
-
-std::vector<Variable> GoogLeNet::forward_args(const std::vector<Variable>& args) {
-  const Variable& x = checked_images(args);
-  const Variable& t = args[1];
-  std::vector<Variable> aux;
-  const Variable h = heads(x, &aux);
-  return auxiliary_loss(h, aux[0], aux[1], t);
 }
 
 }  // namespace apps::imagenet

@@ -10,18 +10,14 @@
 namespace apps::imagenet {
 
 // The example's GoogLeNet.
-class GoogLeNet : public ImageNetModel {
+class GoogLeNet : public AuxiliaryHeadsModel {
  public:
   static constexpr const char* kArch = "googlenet";  // make_model's name
   static constexpr int64_t kInsize = 224;            // the input size, fixed by the heads' inputs
   explicit GoogLeNet(int64_t n_class = 1000);
-  chainer::Variable predict(const chainer::Variable& x) override;
-  // {x, t}: returns {loss}, reporting loss, loss1, loss2, loss3 and accuracy.
-  std::vector<chainer::Variable> forward_args(const std::vector<chainer::Variable>& args) override;
 
  private:
-  // The main head's scores, and with AUX the auxiliary heads' in AUX[0] and AUX[1].
-  chainer::Variable heads(const chainer::Variable& x, std::vector<chainer::Variable>* aux);
+  chainer::Variable heads(const chainer::Variable& x, std::vector<chainer::Variable>* aux) override;
   std::shared_ptr<chainer::links::Convolution2D> conv1, conv2_reduce, conv2;
   std::shared_ptr<chainer::links::Inception> inc3a, inc3b, inc4a, inc4b, inc4c, inc4d, inc4e, inc5a, inc5b;
   std::shared_ptr<chainer::links::Linear> loss3_fc;

@@ -24,7 +24,7 @@ std::shared_ptr<L::BatchNormalization> bn(int64_t size) { return std::make_share
 }  // namespace
 
 GoogLeNetBN::GoogLeNetBN(int64_t n_class)
-    : ImageNetModel(kArch, n_class, kInsize, /*size_agnostic=*/false),
+    : AuxiliaryHeadsModel(kArch, n_class, kInsize, /*size_agnostic=*/false),
       conv1(add_link("conv1", conv(64, 7, 2, 3))),
       conv2(add_link("conv2", conv(192, 3, 1, 1))),
       norm1(add_link("norm1", bn(64))),
@@ -81,16 +81,6 @@ Variable GoogLeNetBN::heads(const Variable& x, std::vector<Variable>* aux) {
   h = (*inc5a)(h);
   h = F::average_pooling_2d((*inc5b)(h), 7);
   return (*out)(h);
-}
-
-Variable GoogLeNetBN::predict(const Variable& x) { return heads(x, nullptr); }
-
-std::vector<Variable> GoogLeNetBN::forward_args(const std::vector<Variable>& args) {
-  const Variable& x = checked_images(args);
-  const Variable& t = args[1];
-  std::vector<Variable> aux;
-  const Variable h = heads(x, &aux);
-  return auxiliary_loss(h, aux[0], aux[1], t);
 }
 
 }  // namespace apps::imagenet

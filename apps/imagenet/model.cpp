@@ -45,10 +45,13 @@ std::vector<Variable> ImageNetModel::forward_args(const std::vector<Variable>& a
   return {loss};
 }
 
-std::vector<Variable> ImageNetModel::auxiliary_loss(const Variable& main, const Variable& aux1, const Variable& aux2,
-                                                    const Variable& t) {
-  Variable loss1 = F::softmax_cross_entropy(aux1, t);
-  Variable loss2 = F::softmax_cross_entropy(aux2, t);
+std::vector<Variable> AuxiliaryHeadsModel::forward_args(const std::vector<Variable>& args) {
+  const Variable& x = checked_images(args);
+  const Variable& t = args[1];
+  std::vector<Variable> aux;
+  const Variable main = heads(x, &aux);
+  Variable loss1 = F::softmax_cross_entropy(aux[0], t);
+  Variable loss2 = F::softmax_cross_entropy(aux[1], t);
   Variable loss3 = F::softmax_cross_entropy(main, t);
   Variable loss = 0.3 * (loss1 + loss2) + loss3;
   chainer::report(std::map<std::string, Variable>{{"loss", loss},

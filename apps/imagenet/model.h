@@ -39,10 +39,6 @@ class ImageNetModel : public chainer::Chain {
   void check_input(const chainer::Variable& x) const;
   // Checks that ARGS are {x, t}, and returns x checked.
   const chainer::Variable& checked_images(const std::vector<chainer::Variable>& args) const;
-  // The GoogLeNets' loss for labels T: the main head's cross-entropy plus 0.3 times the two
-  // auxiliary heads', reported as loss (and loss1, loss2, loss3) with the main head's accuracy.
-  std::vector<chainer::Variable> auxiliary_loss(const chainer::Variable& main, const chainer::Variable& aux1,
-                                                const chainer::Variable& aux2, const chainer::Variable& t);
 
  private:
   std::string arch_;
@@ -52,6 +48,20 @@ class ImageNetModel : public chainer::Chain {
 
 // The architectures make_model knows, sorted: alex, googlenet, googlenetbn, nin, resnet50.
 std::vector<std::string> model_names();
+// A model with two auxiliary classifiers (the GoogLeNets): predict(x) is the main head alone;
+// forward_args({x, t}) returns the main head's cross-entropy plus 0.3 times the auxiliary
+// heads', reported as loss (and loss1, loss2, loss3) with the main head's accuracy.
+class AuxiliaryHeadsModel : public ImageNetModel {
+ public:
+  chainer::Variable predict(const chainer::Variable& x) override { return heads(x, nullptr); }
+  std::vector<chainer::Variable> forward_args(const std::vector<chainer::Variable>& args) override;
+
+ protected:
+  using ImageNetModel::ImageNetModel;
+  // The main head's scores, and with AUX the auxiliary heads' in AUX[0] and AUX[1].
+  virtual chainer::Variable heads(const chainer::Variable& x, std::vector<chainer::Variable>* aux) = 0;
+};
+
 // Chainer's initializers.HeNormal() as a link's initialW (nin's and resnet50's convolutions).
 inline chainer::initializers::Initializer he_normal() {
   return [](const chainer::Shape& shape) { return chainer::initializers::he_normal(shape); };
