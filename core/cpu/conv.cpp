@@ -248,18 +248,82 @@ bool small_maps(int64_t n, int64_t c, const Conv2dGeometry& g, DType dtype) {
   return g.groups == 1 && pixels < kGemmPanelWidth && n * pixels * depth * dtype_size(dtype) <= (int64_t(64) << 20);
 }
 
-// The windows of X (N, C, H, W) as rows: (N * P, depth).
+// ROWS (N * P, C * kh * kw): row (image, oy, ox) is the window of that output pixel, 0 outside
+// the image (im2col's matrix transposed, written directly).
+template <class T>
+void im2row(const T* x, int64_t n, int64_t c, int64_t h, int64_t w, const Conv2dGeometry& g, T* rows) {
+  const int64_t pixels = g.out_h * g.out_w, depth = c * g.kh * g.kw;
+  parallel_for(n * pixels, std::max<int64_t>(1, 4096 / depth), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t image = r / pixels, oy = r % pixels / g.out_w, ox = r % g.out_w;
+      T* row = rows + r * depth;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const T* plane = x + (image * c + ch) * h * w;
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t iy = oy * g.sy - g.ph + i * g.dy;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t ix = ox * g.sx - g.pw + j * g.dx;
+            *row++ = iy >= 0 && iy < h && ix >= 0 && ix < w ? plane[iy * w + ix] : T(0);
+          }
+        }
+      }
+    }
+  });
+}
+
+// X (N, C, H, W) = im2row's adjoint of ROWS: every element added back where im2row took it,
+// each image's in row order (one task per image).
+template <class T>
+void row2im(const T* rows, int64_t n, int64_t c, int64_t h, int64_t w, const Conv2dGeometry& g, T* x) {
+  const int64_t pixels = g.out_h * g.out_w, depth = c * g.kh * g.kw;
+  parallel_tasks(n, num_threads(), [&](int64_t image) {
+    T* planes = x + image * c * h * w;
+    std::fill(planes, planes + c * h * w, T(0));
+    for (int64_t p = 0; p < pixels; ++p) {
+      const int64_t oy = p / g.out_w, ox = p % g.out_w;
+      const T* row = rows + (image * pixels + p) * depth;
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t iy = oy * g.sy - g.ph + i * g.dy;
+          for (int64_t j = 0; j < g.kw; ++j, ++row) {
+            const int64_t ix = ox * g.sx - g.pw + j * g.dx;
+            if (iy >= 0 && iy < h && ix >= 0 && ix < w) planes[(ch * h + iy) * w + ix] += *row;
+          }
+        }
+    }
+  });
+}
+
+// DST[b] = SRC[b]^T for N blocks of R x C (row-major): (N, R, C) -> (N, C, R).
+template <class T>
+void transpose_blocks(const T* src, int64_t n, int64_t r, int64_t c, T* dst) {
+  parallel_for(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(r * c, 1)), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < c; ++j) dst[(b * c + j) * r + i] = src[(b * r + i) * c + j];
+  });
+}
+
+// The windows of X (N, C, H, W) as rows: (1, N * P, depth).
 Tensor window_rows(const Tensor& x, const Conv2dGeometry& g) {
-  const int64_t n = x.size(0), depth = x.size(1) * g.kh * g.kw, pixels = g.out_h * g.out_w;
-  Tensor col = Tensor::empty({n, depth, pixels}, x.dtype(), Device::cpu());
-  im2col(x.contiguous(), g, col);
-  return col.transpose({0, 2, 1}).contiguous().reshape({1, n * pixels, depth});
+  const int64_t n = x.size(0), c = x.size(1), depth = c * g.kh * g.kw, pixels = g.out_h * g.out_w;
+  Tensor rows = Tensor::empty({1, n * pixels, depth}, x.dtype(), Device::cpu());
+  const Tensor xc = x.contiguous();
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "convolution_2d", [&] {
+    im2row(xc.data<scalar_t>(), n, c, x.size(2), x.size(3), g, rows.data<scalar_t>());
+  });
+  return rows;
 }
 
 // GY (N, C_out, P) as rows (1, N * P, C_out).
 Tensor output_rows(const Tensor& gy) {
-  const int64_t n = gy.size(0), c_out = gy.size(1);
-  return gy.reshape({n, c_out, -1}).transpose({0, 2, 1}).contiguous().reshape({1, -1, c_out});
+  const int64_t n = gy.size(0), c_out = gy.size(1), pixels = gy.numel() / std::max<int64_t>(n * c_out, 1);
+  Tensor rows = Tensor::empty({1, n * pixels, c_out}, gy.dtype(), Device::cpu());
+  const Tensor gc = gy.contiguous();
+  CHAINER_DISPATCH_FLOATING(gy.dtype(), "convolution_2d", [&] {
+    transpose_blocks(gc.data<scalar_t>(), n, c_out, pixels, rows.data<scalar_t>());
+  });
+  return rows;
 }
 }  // namespace
 
@@ -268,18 +332,17 @@ void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Con
   if (small_maps(n, x.size(1), g, x.dtype())) {
     Tensor rows = Tensor::empty({1, n * pixels, c_out}, x.dtype(), Device::cpu());
     batched_gemm(window_rows(x, g), false, W.contiguous().reshape({1, c_out, -1}), true, 1.0, 0.0, rows);
-    Tensor out = y.reshape({n, c_out, pixels});
-    copy(rows.reshape({n, pixels, c_out}).transpose({0, 2, 1}), out);
-    if (b.defined())
-      CHAINER_DISPATCH_FLOATING(y.dtype(), "convolution_2d", [&] {
-        using T = scalar_t;
-        const Tensor bc = b.contiguous();
-        const T* pb = bc.data<T>();
-        T* py = out.data<T>();
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t o = 0; o < c_out; ++o)
-            for (int64_t p = 0; p < pixels; ++p) py[(i * c_out + o) * pixels + p] += pb[o];
-      });
+    CHAINER_DISPATCH_FLOATING(y.dtype(), "convolution_2d", [&] {
+      using T = scalar_t;
+      T* py = y.data<T>();
+      transpose_blocks(rows.data<T>(), n, pixels, c_out, py);
+      if (!b.defined()) return;
+      const Tensor bc = b.contiguous();
+      const T* pb = bc.data<T>();
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t o = 0; o < c_out; ++o)
+          for (int64_t p = 0; p < pixels; ++p) py[(i * c_out + o) * pixels + p] += pb[o];
+    });
     return;
   }
   if (implicit_conv_applies(x, g)) implicit_convolution_2d(x, W, b, g, y);
@@ -291,7 +354,9 @@ void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeo
   if (small_maps(n, gx.size(1), g, gx.dtype())) {
     Tensor rows = Tensor::empty({1, n * pixels, depth}, gx.dtype(), Device::cpu());
     batched_gemm(output_rows(gy), false, W.contiguous().reshape({1, W.size(0), depth}), false, 1.0, 0.0, rows);
-    col2im(rows.reshape({n, pixels, depth}).transpose({0, 2, 1}).contiguous(), g, gx);
+    CHAINER_DISPATCH_FLOATING(gx.dtype(), "convolution_2d_grad_data", [&] {
+      row2im(rows.data<scalar_t>(), n, gx.size(1), gx.size(2), gx.size(3), g, gx.data<scalar_t>());
+    });
     return;
   }
   lowered_convolution_2d_grad_data(kLowering, gy, W, g, gx);
