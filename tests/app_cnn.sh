@@ -22,29 +22,16 @@ subset=(--train-size 3000 --test-size 1000)
 # KEYs), the last with test accuracy >= 0.5.
 check_log() { check_app_log "$1" "$2" "$3" 0.5 "${@:4}"; }
 
-# expect_error NAME PATTERN ARGS...: exit status 1, "fashion_mnist_cnn: error: " and PATTERN in stderr.
-expect_error() {
-  local name=$1 pattern=$2
-  shift 2
-  "$app" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne 1 ] || ! grep -q "^fashion_mnist_cnn: error: " "$tmp/err" || ! grep -qF -- "$pattern" "$tmp/err"; then
-    fail "$name: exit $rc, expected 1 and '$pattern': $(tail -c 300 "$tmp/err")"
-  else
-    echo "ok: $name: $(head -n 1 "$tmp/err")"
-  fi
-}
-
 "$app" -h >"$tmp/out" 2>&1 || fail "-h exited with $?"
 grep -q "^usage: fashion_mnist_cnn" "$tmp/out" && grep -q -- "--train-size" "$tmp/out" &&
   grep -q "passes over the training set (default 10)" "$tmp/out" && ! grep -q -- "--unit" "$tmp/out" ||
   fail "-h: the usage lacks the CNN's options and defaults (or lists -u): $(head -c 600 "$tmp/out")"
-expect_error "-u (the MLP's option)" "unknown option '-u'" -u 100
-expect_error "batch size 0" "-b/--batchsize" -b 0
-expect_error "--train-size 0" "--train-size" --train-size 0
-expect_error "a subset larger than the data" "--train-size 70000 is more than the 60000 training examples" \
+expect_app_error "-u (the MLP's option)" "unknown option '-u'" -u 100
+expect_app_error "batch size 0" "-b/--batchsize" -b 0
+expect_app_error "--train-size 0" "--train-size" --train-size 0
+expect_app_error "a subset larger than the data" "--train-size 70000 is more than the 60000 training examples" \
   --data "$data" --train-size 70000 -o "$tmp/large"
-expect_error "missing data directory" "/nonexistent/fashion" --data /nonexistent/fashion
+expect_app_error "missing data directory" "/nonexistent/fashion" --data /nonexistent/fashion
 
 # One process, the data found without --data; then resumed from its snapshot to a second epoch.
 if "$app" "${subset[@]}" -e 1 -o r1 >"$tmp/out" 2>"$tmp/err"; then

@@ -17,19 +17,6 @@ find_fashion_mnist
 scratch app_imagenet
 export MPIEXEC_TIMEOUT=120
 
-# expect_error NAME PATTERN ARGS...: train_imagenet exits 1 with its error line and PATTERN.
-expect_error() {
-  local name=$1 pattern=$2
-  shift 2
-  "$app" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne 1 ] || ! grep -q "^train_imagenet: error: " "$tmp/err" || ! grep -qF -- "$pattern" "$tmp/err"; then
-    fail "$name: exit $rc, expected 1 and '$pattern': $(tail -c 300 "$tmp/err")"
-  else
-    echo "ok: $name: $(head -n 1 "$tmp/err")"
-  fi
-}
-
 # 64 training and 32 validation images of 48 x 48 (28 x 28 centred), three channels.
 if ! "$export_images" --data "$fashion_mnist" --out img --size 48 --train-size 64 --test-size 32 >"$tmp/out" 2>"$tmp/err"; then
   fail "export_images: exited with $?: $(tail -c 300 "$tmp/err")"
@@ -43,13 +30,13 @@ nin=(img/train.txt img/val.txt --root img --mean img/mean.npy --arch nin --insiz
 
 "$app" -h >"$tmp/out" 2>&1 && grep -q "^usage: train_imagenet TRAIN VAL" "$tmp/out" && grep -q -- "--loaderjob" "$tmp/out" ||
   fail "-h: no usage with --loaderjob: $(head -c 300 "$tmp/out")"
-expect_error "no lists" "expected the two lists TRAIN and VAL, got 0"
-expect_error "an unknown architecture" "known: alex, googlenet, googlenetbn, nin, resnet50" "${nin[@]}" --arch vgg
+expect_app_error "no lists" "expected the two lists TRAIN and VAL, got 0"
+expect_app_error "an unknown architecture" "known: alex, googlenet, googlenetbn, nin, resnet50" "${nin[@]}" --arch vgg
 printf 'train/00000.png 3\ntrain/00001.png\n' >bad.txt
-expect_error "a malformed list line" "'bad.txt' line 2" bad.txt img/val.txt --root img --mean img/mean.npy --insize 40
+expect_app_error "a malformed list line" "'bad.txt' line 2" bad.txt img/val.txt --root img --mean img/mean.npy --insize 40
 printf 'train/missing.png 3\n' >missing.txt
-expect_error "a missing image" "missing.png" missing.txt img/val.txt --root img --mean img/mean.npy --insize 40 -B 1
-expect_error "a missing mean" "nowhere.npy" "${nin[@]}" --mean nowhere.npy
+expect_app_error "a missing image" "missing.png" missing.txt img/val.txt --root img --mean img/mean.npy --insize 40 -B 1
+expect_app_error "a missing mean" "nowhere.npy" "${nin[@]}" --mean nowhere.npy
 
 # One process, one epoch of 4 iterations; then resumed from its snapshot to a second epoch.
 if "$app" "${nin[@]}" -E 1 -o r1 --communicator naive >"$tmp/out" 2>"$tmp/err"; then

@@ -18,6 +18,20 @@ find_fashion_mnist() {
   fi
 }
 
+# expect_app_error NAME PATTERN ARGS...: $app ARGS exits 1 with its error line ("APP: error: ")
+# and PATTERN in stderr; stdout and stderr left in $tmp/out and $tmp/err.
+expect_app_error() {
+  local name=$1 pattern=$2
+  shift 2
+  "$app" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 1 ] || ! grep -q "^$(basename "$app"): error: " "$tmp/err" || ! grep -qF -- "$pattern" "$tmp/err"; then
+    fail "$name: exit $rc, expected 1 and '$pattern': $(tail -c 300 "$tmp/err")"
+  else
+    echo "ok: $name: $(head -n 1 "$tmp/err")"
+  fi
+}
+
 # check_app_log NAME DIR EPOCHS MIN_ACCURACY [KEY...]: an app's log (tests/check_app_log.py);
 # a failure counts as one.
 check_app_log() {
