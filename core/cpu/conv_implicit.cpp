@@ -336,38 +336,36 @@ void implicit_convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, cons
   const float* px = x.data<float>();
   const float* pg = gy.data<float>();
   const int64_t size = c_out * depth;
+  // DST (filters [m0, m1) of GROUP, rows DEPTH apart) = the sum over images [i0, i1), in order,
+  // of gy's rows of those filters times the images' windows.
+  const auto sum_images = [&](int64_t group, int64_t m0, int64_t m1, int64_t i0, int64_t i1, float* dst) {
+    for (int64_t image = i0; image < i1; ++image) {
+      const WindowRows rows{{px + (image * c + group * c_g) * h * w, h, w, g}, depth};
+      sgemm_filled_b(m1 - m0, depth, pixels, pg + (image * c_out + group * c_out_g + m0) * pixels, pixels, false,
+                     fill_window_rows, &rows, 1.f, image == i0 ? 0.f : 1.f, dst, depth, g.out_w);
+    }
+  };
+  // Either way below, the result does not depend on the thread count.
   if (c_out_g >= 128) {
-    // Many filters: tasks of filter rows, each summing every image in order into its rows of gW
-    // (partial sums over images would be as large as gW several times over: nin's 1024 3x3
-    // filters of 384 channels, 14 MB each).
+    // Many filters: tasks of filter rows, each summing every image into its rows of gW (partial
+    // sums over images would be as large as gW several times over: nin's 1024 3x3 filters of
+    // 384 channels, 14 MB each).
     const int64_t blocks = std::min<int64_t>(c_out_g / 64, 16);
     float* out = gW.data<float>();
     parallel_tasks(blocks * groups, num_threads(), [&](int64_t task) {
       const int64_t block = task / groups, group = task % groups;
       const int64_t m0 = c_out_g * block / blocks, m1 = c_out_g * (block + 1) / blocks;
-      for (int64_t image = 0; image < n; ++image) {
-        const WindowRows rows{{px + (image * c + group * c_g) * h * w, h, w, g}, depth};
-        sgemm_filled_b(m1 - m0, depth, pixels, pg + (image * c_out + group * c_out_g + m0) * pixels, pixels, false,
-                       fill_window_rows, &rows, 1.f, image == 0 ? 0.f : 1.f, out + (group * c_out_g + m0) * depth,
-                       depth, g.out_w);
-      }
+      sum_images(group, m0, m1, 0, n, out + (group * c_out_g + m0) * depth);
     });
     return;
   }
-  // Few filters: the images' products are summed in PARTS partial sums, each over a fixed run of
-  // images in order, then added up in order. Either way the result does not depend on the
-  // thread count.
+  // Few filters: PARTS partial sums, each over a fixed run of images, then added up in order.
   const int64_t parts = std::min<int64_t>(n, 16);
   Tensor acc = parts == 1 ? gW : Tensor::empty({parts, size}, DType::Float32, Device::cpu());
   float* pa = acc.data<float>();
   parallel_tasks(parts * groups, num_threads(), [&](int64_t task) {
     const int64_t part = task / groups, group = task % groups;
-    for (int64_t image = n * part / parts; image < n * (part + 1) / parts; ++image) {
-      const WindowRows rows{{px + (image * c + group * c_g) * h * w, h, w, g}, depth};
-      sgemm_filled_b(c_out_g, depth, pixels, pg + (image * c_out + group * c_out_g) * pixels, pixels, false,
-                     fill_window_rows, &rows, 1.f, image == n * part / parts ? 0.f : 1.f,
-                     pa + part * size + group * c_out_g * depth, depth, g.out_w);
-    }
+    sum_images(group, 0, c_out_g, n * part / parts, n * (part + 1) / parts, pa + part * size + group * c_out_g * depth);
   });
   if (parts == 1) return;
   float* out = gW.data<float>();
