@@ -83,17 +83,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// This rank's share of the examples of DATASET, as scatter_dataset would send it (the same
-// table and, with SHUFFLE, the same permutation), taken here from the dataset every rank built
-// from the list: the list travels as file paths read by every process, not as pixels.
-chainer::datasets::DatasetPtr share_of(const chainer::datasets::DatasetPtr& dataset, const chainermn::Communicator& comm,
-                                       bool shuffle, uint64_t seed, bool force_equal_length) {
-  const int64_t n = int64_t(dataset->size());
-  const auto [begin, end] = chainermn::scatter_index_table(n, comm.size(), force_equal_length)[size_t(comm.rank())];
-  std::vector<int64_t> order = shuffle ? chainer::Generator(seed).permutation(n) : std::vector<int64_t>{};
-  return std::make_shared<chainer::datasets::SubDataset>(dataset, size_t(begin), size_t(end), std::move(order));
-}
-
 // The example's customized evaluator: the model in test mode (the Evaluator switches
 // config.train off already; the example's shows how create_multi_node_evaluator takes a
 // subclass).
@@ -131,8 +120,9 @@ int run(int argc, char** argv) {
       uint64_t(o.common.seed) + uint64_t(comm->rank()));
   auto val = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
       std::make_shared<chainer::datasets::LabeledImageDataset>(o.val, o.root), mean, crop, /*random=*/false);
-  const auto train_share = share_of(train, *comm, /*shuffle=*/true, uint64_t(o.common.seed), true);
-  const auto val_share = share_of(val, *comm, /*shuffle=*/false, 0, /*force_equal_length=*/false);
+  // The shares scatter_dataset would send, each taken here from the lists every rank read.
+  const auto train_share = chainermn::share_of_dataset(train, *comm, /*shuffle=*/true, uint64_t(o.common.seed));
+  const auto val_share = chainermn::share_of_dataset(val, *comm, /*shuffle=*/false, 0, /*force_equal_length=*/false);
 
   auto train_iter = std::make_shared<chainer::iterators::MultiprocessIterator>(
       train_share, o.common.batchsize, true, true, uint64_t(o.common.seed) + uint64_t(comm->rank()), 2, o.loaderjob);

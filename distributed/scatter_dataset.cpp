@@ -136,6 +136,22 @@ std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const std::sh
   return scatter_index(n_total_samples, *comm, root, force_equal_length);
 }
 
+namespace {
+// The order the shares are taken in: a permutation of N drawn from Generator(SEED) with
+// SHUFFLE, else none (the examples as they are).
+std::vector<int64_t> share_order(int64_t n, bool shuffle, uint64_t seed) {
+  return shuffle ? chainer::Generator(seed).permutation(n) : std::vector<int64_t>{};
+}
+}  // namespace
+
+DatasetPtr share_of_dataset(const DatasetPtr& dataset, const Communicator& comm, bool shuffle, uint64_t seed,
+                            bool force_equal_length) {
+  if (!dataset) throw Error("share_of_dataset: the dataset is null");
+  const int64_t n = int64_t(dataset->size());
+  const auto [b, e] = scatter_index_table(n, comm.size(), force_equal_length)[size_t(comm.rank())];
+  return std::make_shared<SubDataset>(dataset, size_t(b), size_t(e), share_order(n, shuffle, seed));
+}
+
 DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, int root, bool shuffle, uint64_t seed,
                            bool force_equal_length) {
   const int size = comm.size(), rank = comm.rank();
@@ -149,7 +165,7 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
     try {
       if (!dataset) throw Error(chainer::str("scatter_dataset: the dataset on the root (rank ", root, ") is null"));
       header.second = int64_t(dataset->size());
-      if (shuffle) order = chainer::Generator(seed).permutation(header.second);
+      order = share_order(header.second, shuffle, seed);
     } catch (const std::exception& e) {
       header.first = e.what();
     }

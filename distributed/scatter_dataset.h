@@ -44,7 +44,8 @@ std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const Communi
 std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const std::shared_ptr<Communicator>& comm,
                                           int root = 0, bool force_equal_length = true);
 
-/// This rank's share of ROOT's DATASET, as a TupleDataset of its own (see above). Collective.
+/// This rank's share of ROOT's DATASET: a view on the root, a TupleDataset of its own elsewhere
+/// (see above). Collective.
 chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPtr& dataset, const Communicator& comm,
                                               int root = 0, bool shuffle = false, uint64_t seed = 0,
                                               bool force_equal_length = true);
@@ -52,6 +53,14 @@ chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPt
 chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPtr& dataset,
                                               const std::shared_ptr<Communicator>& comm, int root = 0,
                                               bool shuffle = false, uint64_t seed = 0, bool force_equal_length = true);
+
+/// This rank's share of a DATASET that every rank holds alike (built from the same files, such as
+/// a LabeledImageDataset of one list file readable on every host): the examples scatter_dataset
+/// would give it (the same table and, with SHUFFLE, the same permutation), as a view of DATASET,
+/// without communication. Only the paths travel, in effect, and each rank decodes its own share.
+chainer::datasets::DatasetPtr share_of_dataset(const chainer::datasets::DatasetPtr& dataset, const Communicator& comm,
+                                               bool shuffle = false, uint64_t seed = 0,
+                                               bool force_equal_length = true);
 
 /// As chainermn.datasets.create_empty_dataset: as many examples as DATASET, each with no fields
 /// (ChainerMN's `[()] * len(dataset)`), for a model-parallel stage whose forward takes no inputs

@@ -325,6 +325,24 @@ TEST_CASE("multi_node: scatter_dataset splits the root's examples evenly and los
         }
 }
 
+TEST_CASE("multi_node: share_of_dataset takes, without communication, the share scatter_dataset sends") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  for (int64_t total : {int64_t(0), int64_t(1), int64_t(5 * n - 1)})
+    for (bool shuffle : {false, true})
+      for (bool force : {true, false}) {
+        CAPTURE(total, shuffle, force, n);
+        auto everywhere = numbered(total);  // every rank holds the same examples
+        bool consistent = false;
+        const std::vector<int64_t> scattered =
+            ids_of(*mn::scatter_dataset(rank == 0 ? everywhere : nullptr, comm, 0, shuffle, 77, force), consistent);
+        auto share = mn::share_of_dataset(everywhere, *comm, shuffle, 77, force);
+        CHECK(std::dynamic_pointer_cast<const datasets::SubDataset>(share) != nullptr);  // a view, not a copy
+        CHECK(ids_of(*share, consistent) == scattered);
+      }
+  CHECK_THROWS_WITH(mn::share_of_dataset(nullptr, *comm), Catch::Contains("share_of_dataset: the dataset is null"));
+}
+
 TEST_CASE("multi_node: scatter_dataset takes any dataset and reports the root's errors everywhere") {
   auto comm = world();
   const int n = comm->size(), rank = comm->rank();
