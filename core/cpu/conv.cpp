@@ -1,9 +1,12 @@
-// The lowering of 2-D convolutions (im2col and its adjoint col2im), the CPU's half of
-// ops::convolution_2d: the products themselves go through batched_gemm. One task per image
-// channel, each writing only its own rows of COL (or its own plane of X), so no two threads
-// touch one element and the sums of col2im run in a fixed order. Depthwise convolutions, whose
-// products would have one row, are computed directly: each window tap adds a weighted shifted
-// copy of the input plane to the output plane (held in L1).
+// The CPU's three convolution entries and the kernels they choose among. Maps smaller than a
+// GEMM panel make one product over the whole batch (im2row below); other float32 convolutions
+// are implicit GEMMs (conv_implicit.cpp); the rest goes through the lowering of
+// core/conv_lowering.cpp over im2col and its adjoint col2im (the products through
+// batched_gemm). im2col and col2im run one task per image channel, each writing only its own
+// rows of COL (or its own plane of X), so no two threads touch one element and the sums of col2im
+// run in a fixed order. Depthwise convolutions, whose products would have one row, are computed
+// directly: each window tap adds a weighted shifted copy of the input plane to the output plane
+// (held in L1).
 #include <algorithm>
 #include <cstring>
 
@@ -223,10 +226,6 @@ void depthwise_conv_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dG
     });
   });
 }
-
-}  // namespace chainer::cpu
-
-namespace chainer::cpu {
 
 namespace {
 const ConvLoweringKernels kLowering{.convolution_2d = convolution_2d,
