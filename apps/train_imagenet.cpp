@@ -3,10 +3,11 @@
 // labelled image files, each process decoding its own share of them.
 //   mpiexec -n 2 build/apps/train_imagenet train.txt val.txt --root DIR --mean mean.npy
 //       [--arch nin] [--insize N] [-B 32] [-E 10] [-j LOADERJOB] [-b 250] [-o result] [-r SNAPSHOT]
-// The lists name files under --root, one "path label" per line; every process reads the lists
-// and the images itself, so they must be readable at the same paths on every host (as the
-// example's scattered paths are). compute_mean writes mean.npy; export_images writes
-// Fashion-MNIST in this layout when no ImageNet is at hand.
+// The lists name files under --root, one "path label" per line. Rank 0 reads the lists and the
+// mean and scatters each rank its share as paths and labels (scatter_dataset sends an image
+// dataset's description); every process decodes its own images, so they must be readable at the
+// same paths on every host. compute_mean writes mean.npy; export_images writes Fashion-MNIST in
+// this layout when no ImageNet is at hand.
 #include <iostream>
 #include <string>
 
@@ -112,17 +113,20 @@ int run(int argc, char** argv) {
   if (!o.initmodel.empty()) chainer::serializers::load_npz(o.initmodel, *model);
   model->to_device(device);
 
-  // Every rank reads the lists and decodes its own share of the images.
-  const chainer::Tensor mean = chainer::load_npy(o.mean);
+  // As the example: rank 0 reads the lists and the mean, and each rank receives the paths and
+  // labels of its share (with the mean and the crop settings) and decodes its own images.
   const int64_t crop = model->insize();
-  auto train = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
-      std::make_shared<chainer::datasets::LabeledImageDataset>(o.train, o.root), mean, crop, /*random=*/true,
-      uint64_t(o.common.seed) + uint64_t(comm->rank()));
-  auto val = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
-      std::make_shared<chainer::datasets::LabeledImageDataset>(o.val, o.root), mean, crop, /*random=*/false);
-  // The shares scatter_dataset would send, each taken here from the lists every rank read.
-  const auto train_share = chainermn::share_of_dataset(train, *comm, /*shuffle=*/true, uint64_t(o.common.seed));
-  const auto val_share = chainermn::share_of_dataset(val, *comm, /*shuffle=*/false, 0, /*force_equal_length=*/false);
+  chainer::datasets::DatasetPtr train, val;
+  if (root) {
+    const chainer::Tensor mean = chainer::load_npy(o.mean);
+    train = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
+        std::make_shared<chainer::datasets::LabeledImageDataset>(o.train, o.root), mean, crop, /*random=*/true,
+        uint64_t(o.common.seed));
+    val = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
+        std::make_shared<chainer::datasets::LabeledImageDataset>(o.val, o.root), mean, crop, /*random=*/false);
+  }
+  const auto train_share = chainermn::scatter_dataset(train, comm, 0, /*shuffle=*/true, uint64_t(o.common.seed));
+  const auto val_share = chainermn::scatter_dataset(val, comm, 0, /*shuffle=*/false, 0, /*force_equal_length=*/false);
 
   auto train_iter = std::make_shared<chainer::iterators::MultiprocessIterator>(
       train_share, o.common.batchsize, true, true, uint64_t(o.common.seed) + uint64_t(comm->rank()), 2, o.loaderjob);

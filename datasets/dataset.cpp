@@ -11,6 +11,8 @@ std::vector<Tensor> Dataset::get_batch(const std::vector<size_t>& indices) const
   return dataset::concat_examples(examples);
 }
 
+std::optional<std::string> Dataset::describe(const std::vector<size_t>&) const { return std::nullopt; }
+
 void Dataset::check_index(size_t i) const {
   if (i >= size()) throw Error(str("dataset index ", i, " is out of range for a dataset of size ", size()));
 }

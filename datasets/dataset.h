@@ -4,9 +4,13 @@
 /// get_batch gathers many examples into one tensor per field; the default stacks get_example
 /// results, and in-memory datasets override it with a direct row gather. Datasets are immutable
 /// and shared as `std::shared_ptr<const Dataset>`, so iterators and subsets can hold them cheaply.
+/// A dataset of files may also describe some of its examples in a few bytes (describe), from which
+/// another process rebuilds them and reads the files itself (datasets/dataset_description.h).
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -25,6 +29,11 @@ class Dataset {
   virtual Example get_example(size_t i) const = 0;  ///< Example `i`; throws chainer::Error when `i >= size()`.
   /// One tensor per field with the examples stacked along a new axis 0, in the order of INDICES.
   virtual std::vector<Tensor> get_batch(const std::vector<size_t>& indices) const;
+  /// A description of the examples INDICES, in that order, from which build_dataset makes a
+  /// dataset of them on another process (its kind's name, then what that kind's builder reads);
+  /// nullopt for a dataset that only its examples describe (the default: tensors in memory, a
+  /// transform of unknown code).
+  virtual std::optional<std::string> describe(const std::vector<size_t>& indices) const;
 
  protected:
   void check_index(size_t i) const;  ///< Throws the out-of-range error, naming `i` and size(), when `i >= size()`.

@@ -4,6 +4,7 @@
 #pragma once
 #include "datasets/concat_examples.h"
 #include "datasets/dataset.h"
+#include "datasets/dataset_description.h"
 #include "datasets/download.h"
 #include "datasets/fashion_mnist.h"
 #include "datasets/idx.h"

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "datasets/dataset_description.h"
 #include "datasets/image_io.h"
 
 namespace chainer::datasets {
@@ -42,6 +43,18 @@ std::string join(const std::string& root, const std::string& path) {
   return (std::filesystem::path(root) / path).string();
 }
 
+void write_dtype(ByteWriter& w, DType dtype) {
+  const uint8_t code = uint8_t(dtype);
+  w.write_raw(&code, 1);
+}
+
+DType read_dtype(ByteReader& r) {
+  uint8_t code = 0;
+  r.read_raw(&code, 1);
+  if (code >= kDTypeCount) throw Error(str("unknown dtype code ", int(code)));
+  return DType(code);
+}
+
 }  // namespace
 
 ImageDataset::ImageDataset(std::vector<std::string> paths, std::string root, DType dtype)
@@ -55,6 +68,26 @@ ImageDataset::ImageDataset(const std::string& list_path, std::string root, DType
 Example ImageDataset::get_example(size_t i) const {
   check_index(i);
   return {read_image(join(root_, paths_[i]), dtype_)};
+}
+
+std::optional<std::string> ImageDataset::describe(const std::vector<size_t>& indices) const {
+  ByteWriter w = start_description("ImageDataset");
+  w.write_string(root_);
+  write_dtype(w, dtype_);
+  w.write_size(indices.size());
+  for (size_t i : indices) {
+    check_index(i);
+    w.write_string(paths_[i]);
+  }
+  return w.take();
+}
+
+DatasetPtr ImageDataset::from_description(ByteReader& r) {
+  std::string root = r.read_string();
+  const DType dtype = read_dtype(r);
+  std::vector<std::string> paths(size_t(r.read_size(sizeof(uint64_t))));
+  for (std::string& p : paths) p = r.read_string();
+  return std::make_shared<ImageDataset>(std::move(paths), std::move(root), dtype);
 }
 
 LabeledImageDataset::LabeledImageDataset(std::vector<Pair> pairs, std::string root, DType dtype, DType label_dtype)
@@ -85,6 +118,31 @@ Example LabeledImageDataset::get_example(size_t i) const {
   check_index(i);
   const auto& [path, label] = pairs_[i];
   return {read_image(join(root_, path), dtype_), Tensor::full({}, double(label), label_dtype_)};
+}
+
+std::optional<std::string> LabeledImageDataset::describe(const std::vector<size_t>& indices) const {
+  ByteWriter w = start_description("LabeledImageDataset");
+  w.write_string(root_);
+  write_dtype(w, dtype_);
+  write_dtype(w, label_dtype_);
+  w.write_size(indices.size());
+  for (size_t i : indices) {
+    check_index(i);
+    w.write_string(pairs_[i].first);
+    w.write_raw(&pairs_[i].second, sizeof(int64_t));
+  }
+  return w.take();
+}
+
+DatasetPtr LabeledImageDataset::from_description(ByteReader& r) {
+  std::string root = r.read_string();
+  const DType dtype = read_dtype(r), label_dtype = read_dtype(r);
+  std::vector<Pair> pairs(size_t(r.read_size(2 * sizeof(uint64_t))));
+  for (Pair& p : pairs) {
+    p.first = r.read_string();
+    r.read_raw(&p.second, sizeof(int64_t));
+  }
+  return std::make_shared<LabeledImageDataset>(std::move(pairs), std::move(root), dtype, label_dtype);
 }
 
 }  // namespace chainer::datasets

@@ -1,14 +1,16 @@
 /// @file
 /// Image files as datasets, as Chainer's chainer.datasets.ImageDataset and LabeledImageDataset:
 /// the datasets hold paths (and labels) and decode an image (read_image, (C, H, W)) each time an
-/// example is read, so a data set of any size costs only its list in memory. pairs() and root()
-/// expose the description, so a distributed scatter can send it instead of pixels.
+/// example is read, so a data set of any size costs only its list in memory. Both describe a share
+/// of their examples as its paths (and labels), root and dtypes (datasets/dataset_description.h),
+/// so chainermn::scatter_dataset sends that instead of pixels.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/byte_stream.h"
 #include "datasets/dataset.h"
 
 namespace chainer::datasets {
@@ -25,6 +27,10 @@ class ImageDataset : public Dataset {
 
   size_t size() const override { return paths_.size(); }
   Example get_example(size_t i) const override;
+  /// Kind "ImageDataset": the root, the dtype and the paths of INDICES.
+  std::optional<std::string> describe(const std::vector<size_t>& indices) const override;
+  /// The dataset the fields of an "ImageDataset" description make.
+  static DatasetPtr from_description(ByteReader& fields);
 
   const std::vector<std::string>& paths() const { return paths_; }  ///< the paths, relative to root()
   const std::string& root() const { return root_; }                ///< the directory the paths start from
@@ -53,6 +59,10 @@ class LabeledImageDataset : public Dataset {
 
   size_t size() const override { return pairs_.size(); }
   Example get_example(size_t i) const override;
+  /// Kind "LabeledImageDataset": the root, the two dtypes and the pairs of INDICES.
+  std::optional<std::string> describe(const std::vector<size_t>& indices) const override;
+  /// The dataset the fields of a "LabeledImageDataset" description make.
+  static DatasetPtr from_description(ByteReader& fields);
 
   const std::vector<Pair>& pairs() const { return pairs_; }  ///< the (path, label) pairs, paths relative to root()
   const std::string& root() const { return root_; }           ///< the directory the paths start from

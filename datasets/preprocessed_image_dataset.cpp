@@ -1,6 +1,7 @@
 #include "datasets/preprocessed_image_dataset.h"
 
 #include "core/philox.h"
+#include "datasets/dataset_description.h"
 
 namespace chainer::datasets {
 
@@ -37,9 +38,12 @@ Tensor crop_subtract_mean(const Tensor& image, const Tensor& mean, int64_t crop_
 }
 
 PreprocessedImageDataset::PreprocessedImageDataset(DatasetPtr base, Tensor mean, int64_t crop_size, bool random,
-                                                   uint64_t seed)
-    : base_(std::move(base)), crop_size_(crop_size), random_(random), seed_(seed) {
+                                                   uint64_t seed, std::vector<int64_t> keys)
+    : base_(std::move(base)), crop_size_(crop_size), random_(random), seed_(seed), keys_(std::move(keys)) {
   if (!base_) throw Error("PreprocessedImageDataset: the dataset is null");
+  if (!keys_.empty() && keys_.size() != base_->size())
+    throw Error(str("PreprocessedImageDataset: ", keys_.size(), " keys for ", base_->size(),
+                    " examples; expected one key per example, or none"));
   if (!mean.defined() || mean.ndim() != 3)
     throw Error(str("PreprocessedImageDataset: the mean image must be (C, H, W), not ",
                     mean.defined() ? shape_str(mean.shape()) : std::string("undefined")));
@@ -54,7 +58,8 @@ CropWindow PreprocessedImageDataset::window(size_t i, uint64_t draw, int64_t h, 
     throw Error(str("PreprocessedImageDataset: example ", i, " is ", h, " x ", w, ", but a random crop of ",
                     crop_size_, " needs at least ", crop_size_ + 1, " x ", crop_size_ + 1,
                     " (the example's randint(0, size - crop_size - 1))"));
-  const philox::Block bits = philox::block(seed_, uint64_t(i) << 32 | (draw & 0xffffffffu));
+  const uint64_t key = keys_.empty() ? uint64_t(i) : uint64_t(keys_[i]);
+  const philox::Block bits = philox::block(seed_, key << 32 | (draw & 0xffffffffu));
   return {below(bits.v[0], h - crop_size_), below(bits.v[1], w - crop_size_), (bits.v[2] & 1u) != 0};
 }
 
@@ -71,6 +76,39 @@ Example PreprocessedImageDataset::example_at(size_t i, uint64_t draw) const {
 Example PreprocessedImageDataset::get_example(size_t i) const {
   check_index(i);
   return example_at(i, draws_[i].fetch_add(1, std::memory_order_relaxed));
+}
+
+std::optional<std::string> PreprocessedImageDataset::describe(const std::vector<size_t>& indices) const {
+  std::optional<std::string> base = base_->describe(indices);  // checks the indices
+  if (!base) return std::nullopt;
+  ByteWriter w = start_description("PreprocessedImageDataset");
+  w.write_tensor(mean_);
+  const uint8_t random = random_ ? 1 : 0;
+  w.write_raw(&crop_size_, sizeof crop_size_);
+  w.write_raw(&random, 1);
+  w.write_raw(&seed_, sizeof seed_);
+  w.write_size(indices.size());
+  for (size_t i : indices) {
+    const int64_t key = keys_.empty() ? int64_t(i) : keys_[i];
+    w.write_raw(&key, sizeof key);
+  }
+  w.write_string(*base);
+  return w.take();
+}
+
+DatasetPtr PreprocessedImageDataset::from_description(ByteReader& r) {
+  Tensor mean = r.read_tensor();
+  int64_t crop_size = 0;
+  uint8_t random = 0;
+  uint64_t seed = 0;
+  r.read_raw(&crop_size, sizeof crop_size);
+  r.read_raw(&random, 1);
+  r.read_raw(&seed, sizeof seed);
+  std::vector<int64_t> keys(size_t(r.read_size(sizeof(int64_t))));
+  r.read_raw(keys.data(), keys.size() * sizeof(int64_t));
+  DatasetPtr base = build_dataset(r.read_string());
+  return std::make_shared<PreprocessedImageDataset>(std::move(base), std::move(mean), crop_size, random != 0, seed,
+                                                    std::move(keys));
 }
 
 }  // namespace chainer::datasets

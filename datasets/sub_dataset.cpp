@@ -28,11 +28,19 @@ size_t SubDataset::base_index(size_t i) const {
 
 Example SubDataset::get_example(size_t i) const { return base_->get_example(base_index(i)); }
 
+std::vector<size_t> SubDataset::base_indices(const std::vector<size_t>& indices) const {
+  std::vector<size_t> out;
+  out.reserve(indices.size());
+  for (size_t i : indices) out.push_back(base_index(i));
+  return out;
+}
+
 std::vector<Tensor> SubDataset::get_batch(const std::vector<size_t>& indices) const {
-  std::vector<size_t> base_indices;
-  base_indices.reserve(indices.size());
-  for (size_t i : indices) base_indices.push_back(base_index(i));
-  return base_->get_batch(base_indices);
+  return base_->get_batch(base_indices(indices));
+}
+
+std::optional<std::string> SubDataset::describe(const std::vector<size_t>& indices) const {
+  return base_->describe(base_indices(indices));
 }
 
 DatasetPair split_dataset(const DatasetPtr& dataset, size_t first_size, std::vector<int64_t> order) {

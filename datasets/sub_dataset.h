@@ -22,9 +22,12 @@ class SubDataset : public Dataset {
   size_t size() const override { return finish_ - start_; }
   Example get_example(size_t i) const override;
   std::vector<Tensor> get_batch(const std::vector<size_t>& indices) const override;
+  /// The base's description of the examples INDICES are here (nullopt when it has none).
+  std::optional<std::string> describe(const std::vector<size_t>& indices) const override;
 
  private:
   size_t base_index(size_t i) const;
+  std::vector<size_t> base_indices(const std::vector<size_t>& indices) const;
   DatasetPtr base_;
   size_t start_, finish_;
   std::vector<int64_t> order_;

@@ -14,52 +14,15 @@
 #include <utility>
 #include <vector>
 
+#include "core/byte_stream.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "nn/reporter.h"
 
 namespace chainermn {
 
-/// Appends encoded values to a byte string (what Codec::write writes to).
-class ByteWriter {
- public:
-  void write_raw(const void* data, size_t n) { out_.append(static_cast<const char*>(data), n); }  ///< Appends N bytes.
-  void write_size(uint64_t n) { write_raw(&n, sizeof n); }  ///< Appends a count, as 8 bytes.
-  std::string take() { return std::move(out_); }  ///< The bytes written, moved out.
-
- private:
-  std::string out_;
-};
-
-/// Reads encoded values from a byte string, checking every read against the bytes left (what
-/// Codec::read reads from).
-class ByteReader {
- public:
-  /// Reads IN from its start; IN must outlive the reader.
-  explicit ByteReader(const std::string& in) : in_(in) {}
-  /// Copies the next N bytes to DATA; throws chainer::Error when fewer are left.
-  void read_raw(void* data, size_t n) {
-    if (n > in_.size() - pos_)
-      throw chainer::Error(chainer::str("deserialize_object: the message ends after ", in_.size(),
-                                        " bytes but needs more (do sender and receiver use the same type?)"));
-    if (n) std::memcpy(data, in_.data() + pos_, n);
-    pos_ += n;
-  }
-  /// A count of N items of at least ITEM_BYTES each, checked against the bytes left.
-  uint64_t read_size(size_t item_bytes = 0) {
-    uint64_t n = 0;
-    read_raw(&n, sizeof n);
-    if (item_bytes && n > (in_.size() - pos_) / item_bytes)
-      throw chainer::Error(chainer::str("deserialize_object: a length of ", n,
-                                        " does not fit the message (do sender and receiver use the same type?)"));
-    return n;
-  }
-  size_t remaining() const { return in_.size() - pos_; }  ///< The bytes not read yet.
-
- private:
-  const std::string& in_;
-  size_t pos_ = 0;
-};
+using chainer::ByteReader;
+using chainer::ByteWriter;
 
 /// `Codec<T>::write(ByteWriter&, const T&)` and `Codec<T>::read(ByteReader&) -> T`. Specialize it to
 /// make another type serialisable.
@@ -86,16 +49,9 @@ struct Codec<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
 template <>
 struct Codec<std::string> {
   /// Writes S's length and bytes.
-  static void write(ByteWriter& w, const std::string& s) {
-    w.write_size(s.size());
-    w.write_raw(s.data(), s.size());
-  }
+  static void write(ByteWriter& w, const std::string& s) { w.write_string(s); }
   /// Reads a string.
-  static std::string read(ByteReader& r) {
-    std::string s(size_t(r.read_size(1)), '\0');
-    r.read_raw(s.data(), s.size());
-    return s;
-  }
+  static std::string read(ByteReader& r) { return r.read_string(); }
 };
 
 /// A reported value travels as its number (a device value is read on the host first).
@@ -183,8 +139,8 @@ struct Codec<std::map<K, V, C, A>> {
 /// A tensor travels as its dtype, shape and the row-major values; an undefined tensor stays undefined.
 template <>
 struct Codec<chainer::Tensor> {
-  static void write(ByteWriter& w, const chainer::Tensor& t);  ///< Writes T.
-  static chainer::Tensor read(ByteReader& r);  ///< Reads a tensor (a fresh CPU tensor).
+  static void write(ByteWriter& w, const chainer::Tensor& t) { w.write_tensor(t); }  ///< Writes T.
+  static chainer::Tensor read(ByteReader& r) { return r.read_tensor(); }  ///< Reads a tensor (a fresh CPU tensor).
 };
 
 /// OBJ encoded by its Codec.

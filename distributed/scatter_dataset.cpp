@@ -1,8 +1,10 @@
 #include "distributed/scatter_dataset.h"
 
+#include <optional>
 #include <string>
 
 #include "core/random.h"
+#include "datasets/dataset_description.h"
 #include "datasets/sub_dataset.h"
 #include "datasets/tuple_dataset.h"
 #include "distributed/object_serialization.h"
@@ -177,13 +179,16 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
   }
   const auto table = scatter_index_table(header.second, size, force_equal_length);
 
-  // 2. The root sends each worker its rows: (error, number of fields), then the fields.
+  // 2. The root sends each worker its share: (error, number of fields) then the fields, or
+  //    (error, kDescribed) then the share's description.
   using Part = std::pair<std::string, int64_t>;
+  constexpr int64_t kDescribed = -1;
   DatasetPtr mine;
   std::string failure;
   if (rank == root) {
     for (int i = 0; i < size; ++i) {
       std::vector<Tensor> rows;
+      std::optional<std::string> description;
       if (failure.empty()) {
         try {
           const auto [b, e] = table[size_t(i)];
@@ -194,7 +199,8 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
           std::vector<size_t> indices;
           indices.reserve(size_t(e - b));
           for (int64_t j = b; j < e; ++j) indices.push_back(size_t(order.empty() ? j : order[size_t(j)]));
-          rows = indices.empty() ? empty_fields(*dataset) : dataset->get_batch(indices);
+          description = dataset->describe(indices);
+          if (!description) rows = indices.empty() ? empty_fields(*dataset) : dataset->get_batch(indices);
           for (size_t k = 0; k < rows.size(); ++k)
             if (!rows[k].defined() || rows[k].ndim() < 1 || rows[k].size(0) != e - b)
               throw Error(chainer::str("scatter_dataset: get_batch of ", e - b, " examples returned field ", k,
@@ -203,15 +209,25 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
         } catch (const std::exception& ex) {
           failure = ex.what();
           rows.clear();
+          description.reset();
         }
       }
       if (i == root) continue;
-      comm.send_bytes(serialize_object(Part{failure, int64_t(rows.size())}), i, kScatterTag);
+      comm.send_bytes(serialize_object(Part{failure, description ? kDescribed : int64_t(rows.size())}), i,
+                      kScatterTag);
+      if (description) comm.send_bytes(*description, i, kScatterTag);
       for (const Tensor& t : rows) comm.send(t, i, kScatterTag);
     }
   } else {
     const Part part = deserialize_object<Part>(comm.recv_bytes(root, kScatterTag));
-    if (part.first.empty()) {
+    if (part.first.empty() && part.second == kDescribed) {
+      const std::string description = comm.recv_bytes(root, kScatterTag);
+      try {
+        mine = chainer::datasets::build_dataset(description);
+      } catch (const std::exception& ex) {
+        failure = chainer::str("scatter_dataset: rank ", rank, " cannot build its share: ", ex.what());
+      }
+    } else if (part.first.empty()) {
       std::vector<Tensor> fields;
       for (int64_t k = 0; k < part.second; ++k) fields.push_back(comm.recv(root, kScatterTag));
       mine = share_of(std::move(fields), table[size_t(rank)].second - table[size_t(rank)].first);
@@ -219,11 +235,13 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
   }
 
   // 3. Everyone learns whether every share got through, so either all ranks return or all throw.
-  const std::string status = comm.bcast_bytes(failure, root);
-  if (!status.empty()) {
-    if (rank == root) throw Error(status);
-    throw Error(chainer::str("scatter_dataset: failed on the root (rank ", root, "): ", status));
+  const std::vector<std::string> statuses = comm.allgather_bytes(failure);
+  if (!statuses[size_t(root)].empty()) {
+    if (rank == root) throw Error(statuses[size_t(root)]);
+    throw Error(chainer::str("scatter_dataset: failed on the root (rank ", root, "): ", statuses[size_t(root)]));
   }
+  for (const std::string& status : statuses)
+    if (!status.empty()) throw Error(status);
   return mine;
 }
 

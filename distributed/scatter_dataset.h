@@ -15,12 +15,19 @@
 /// scatter_dataset: the dataset of rank ROOT is read (the others pass anything, e.g. nullptr);
 /// with SHUFFLE the shares are taken from a permutation drawn from chainer::Generator(SEED)
 /// (so not numpy's permutation for the same seed, but the same on every run and platform).
-/// The root's share is a SubDataset view of its dataset, as in ChainerMN. Unlike ChainerMN, which
-/// broadcasts the whole pickled dataset and gives every rank such a view, the root gathers each
-/// other worker's rows with dataset->get_batch (any Dataset works) and sends them
-/// (Communicator::send of tensors), so a worker holds a TupleDataset of just its share. An empty
-/// share keeps the fields' shapes and dtypes (0 rows). Collective: every rank calls it with the same ROOT.
-/// Errors on the root (a null dataset, a failing get_batch) reach every rank as exceptions.
+/// The root's share is a SubDataset view of its dataset, as in ChainerMN. ChainerMN broadcasts the
+/// whole pickled dataset and gives every rank such a view; here each other worker receives just its
+/// share, in one of two forms:
+///   - a dataset of files (ImageDataset, LabeledImageDataset, PreprocessedImageDataset over one,
+///     SubDatasets of them, or a kind registered with register_dataset_kind) travels as the
+///     description of the share (datasets/dataset_description.h: paths, labels, settings), and the
+///     worker decodes its own images, so the files must be readable at the same paths on every host;
+///   - any other dataset travels as its rows: the root gathers them with dataset->get_batch and
+///     sends the tensors, and the worker holds a TupleDataset of them. An empty share keeps the
+///     fields' shapes and dtypes (0 rows).
+/// Collective: every rank calls it with the same ROOT. An error on the root (a null dataset, a
+/// failing get_batch) or on a worker (a description of an unregistered kind) reaches every rank as
+/// an exception.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -44,8 +51,8 @@ std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const Communi
 std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const std::shared_ptr<Communicator>& comm,
                                           int root = 0, bool force_equal_length = true);
 
-/// This rank's share of ROOT's DATASET: a view on the root, a TupleDataset of its own elsewhere
-/// (see above). Collective.
+/// This rank's share of ROOT's DATASET: a view on the root, a dataset of its own elsewhere (see
+/// above). Collective.
 chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPtr& dataset, const Communicator& comm,
                                               int root = 0, bool shuffle = false, uint64_t seed = 0,
                                               bool force_equal_length = true);
@@ -57,7 +64,7 @@ chainer::datasets::DatasetPtr scatter_dataset(const chainer::datasets::DatasetPt
 /// This rank's share of a DATASET that every rank holds alike (built from the same files, such as
 /// a LabeledImageDataset of one list file readable on every host): the examples scatter_dataset
 /// would give it (the same table and, with SHUFFLE, the same permutation), as a view of DATASET,
-/// without communication. Only the paths travel, in effect, and each rank decodes its own share.
+/// without communication, for a job whose ranks all read the list files themselves.
 chainer::datasets::DatasetPtr share_of_dataset(const chainer::datasets::DatasetPtr& dataset, const Communicator& comm,
                                                bool shuffle = false, uint64_t seed = 0,
                                                bool force_equal_length = true);

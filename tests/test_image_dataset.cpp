@@ -17,9 +17,11 @@
 #include <vector>
 
 #include "core/npz.h"
+#include "datasets/dataset_description.h"
 #include "datasets/image_dataset.h"
 #include "datasets/image_io.h"
 #include "datasets/preprocessed_image_dataset.h"
+#include "datasets/sub_dataset.h"
 #include "datasets/transform_dataset.h"
 #include "dataset_files.h"
 
@@ -413,6 +415,115 @@ TEST_CASE("PreprocessedImageDataset: center crops, and random crops keyed by (se
   CHECK_THROWS_WITH(odd.get_example(1), Contains("the image has shape (3, 9, 11) and the mean (3, 9, 10)"));
   CHECK_THROWS_WITH(PreprocessedImageDataset(even, Tensor::zeros({9, 10}), 4),
                     Contains("the mean image must be (C, H, W), not (9, 10)"));
+}
+
+TEST_CASE("describe and build_dataset: a share of image files travels as its paths, labels and settings", "[image]") {
+  TempDir dir;
+  std::vector<LabeledImageDataset::Pair> pairs;
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "i" + std::to_string(i) + ".png";
+    write_png((dir.path / name).string(), pattern(3, 9, 10 + i));
+    pairs.emplace_back(name, 10 * i);
+  }
+  auto labeled = std::make_shared<LabeledImageDataset>(pairs, dir.path.string(), DType::Float64, DType::Int64);
+  const std::vector<size_t> share{3, 1, 1};
+
+  // LabeledImageDataset: the pairs of the share, in its order, and the same root and dtypes.
+  auto rebuilt = std::dynamic_pointer_cast<const LabeledImageDataset>(build_dataset(*labeled->describe(share)));
+  REQUIRE(rebuilt);
+  CHECK(rebuilt->pairs() == std::vector<LabeledImageDataset::Pair>{pairs[3], pairs[1], pairs[1]});
+  CHECK(rebuilt->root() == labeled->root());
+  CHECK(rebuilt->dtype() == DType::Float64);
+  CHECK(rebuilt->label_dtype() == DType::Int64);
+  CHECK(rebuilt->get_example(0)[0].to_vector<double>() == labeled->get_example(3)[0].to_vector<double>());
+  CHECK(build_dataset(*labeled->describe({}))->size() == 0);
+  CHECK_THROWS_WITH(labeled->describe({5}), Contains("index 5 is out of range"));
+
+  // ImageDataset likewise.
+  const ImageDataset paths(std::vector<std::string>{"i0.png", "i4.png"}, dir.path.string(), DType::UInt8);
+  auto images = std::dynamic_pointer_cast<const ImageDataset>(build_dataset(*paths.describe({1})));
+  REQUIRE(images);
+  CHECK(images->paths() == std::vector<std::string>{"i4.png"});
+  CHECK(images->dtype() == DType::UInt8);
+  CHECK(images->get_example(0)[0].shape() == Shape{3, 9, 14});
+
+  // A SubDataset describes the base's examples it views; a PreprocessedImageDataset carries its
+  // mean and settings and keys each crop as the whole dataset did, so every read of the share
+  // equals the same read of the whole.
+  const Tensor mean = Tensor::full({3, 9, 10}, 2.0);
+  auto same_size = std::make_shared<LabeledImageDataset>(
+      std::vector<LabeledImageDataset::Pair>{{"i0.png", 0}, {"i0.png", 1}, {"i0.png", 2}, {"i0.png", 3}},
+      dir.path.string());
+  auto whole = std::make_shared<PreprocessedImageDataset>(same_size, mean, 4, true, 11);
+  const SubDataset view(whole, 1, 4, std::vector<int64_t>{3, 2, 1, 0});  // examples 2, 1, 0 of WHOLE
+  auto share_of_whole = std::dynamic_pointer_cast<const PreprocessedImageDataset>(build_dataset(*view.describe({0, 2})));
+  REQUIRE(share_of_whole);
+  CHECK(share_of_whole->crop_size() == 4);
+  CHECK(share_of_whole->random());
+  CHECK(share_of_whole->seed() == 11);
+  CHECK(share_of_whole->mean().to_vector<float>() == mean.astype(DType::Float32).to_vector<float>());
+  for (uint64_t draw = 0; draw < 6; ++draw) {
+    CHECK(share_of_whole->example_at(0, draw)[0].to_vector<float>() == whole->example_at(2, draw)[0].to_vector<float>());
+    CHECK(share_of_whole->example_at(1, draw)[0].to_vector<float>() == whole->example_at(0, draw)[0].to_vector<float>());
+  }
+  CHECK(share_of_whole->get_example(1)[1].item<int32_t>() == 0);
+  CHECK_THROWS_WITH(PreprocessedImageDataset(same_size, mean, 4, true, 0, {1, 2}),
+                    Contains("2 keys for 4 examples"));
+
+  // Datasets that only their examples describe: tensors in memory, a transform of unknown code.
+  const TransformDataset transformed(labeled, [](Example e) { return e; });
+  CHECK_FALSE(transformed.describe({0}).has_value());
+  CHECK_FALSE(PreprocessedImageDataset(std::make_shared<TransformDataset>(labeled, [](Example e) { return e; }),
+                                       mean, 4)
+                  .describe({0})
+                  .has_value());
+
+  // Errors: an unknown kind, bytes cut short, a kind registered twice.
+  ByteWriter unknown = start_description("NoSuchDataset");
+  CHECK_THROWS_WITH(build_dataset(unknown.take()), Contains("no builder is registered for datasets of kind 'NoSuchDataset'"));
+  const std::string full = *labeled->describe({0, 1});
+  CHECK_THROWS_WITH(build_dataset(full.substr(0, full.size() - 3)),
+                    Contains("a description of kind 'LabeledImageDataset'") && Contains("needs more"));
+  CHECK_THROWS_WITH(build_dataset(full + "x"), Contains("1 bytes its builder did not read"));
+  CHECK_THROWS_WITH(register_dataset_kind("LabeledImageDataset", LabeledImageDataset::from_description),
+                    Contains("kind 'LabeledImageDataset' is already registered"));
+}
+
+TEST_CASE("register_dataset_kind: a dataset of one's own travels by its description too", "[image]") {
+  // Example i is {i * step}: described by its indices and step.
+  class Multiples : public Dataset {
+   public:
+    Multiples(std::vector<int64_t> ids, int64_t step) : ids_(std::move(ids)), step_(step) {}
+    size_t size() const override { return ids_.size(); }
+    Example get_example(size_t i) const override {
+      check_index(i);
+      return {Tensor::full({}, double(ids_[i] * step_), DType::Int64)};
+    }
+    std::optional<std::string> describe(const std::vector<size_t>& indices) const override {
+      ByteWriter w = start_description("test.Multiples");
+      w.write_raw(&step_, sizeof step_);
+      w.write_size(indices.size());
+      for (size_t i : indices) w.write_raw(&ids_.at(i), sizeof(int64_t));
+      return w.take();
+    }
+
+   private:
+    std::vector<int64_t> ids_;
+    int64_t step_;
+  };
+  register_dataset_kind("test.Multiples", [](ByteReader& r) -> DatasetPtr {
+    int64_t step = 0;
+    r.read_raw(&step, sizeof step);
+    std::vector<int64_t> ids(size_t(r.read_size(sizeof(int64_t))));
+    r.read_raw(ids.data(), ids.size() * sizeof(int64_t));
+    return std::make_shared<Multiples>(std::move(ids), step);
+  });
+  const Multiples m({0, 1, 2, 3}, 7);
+  const DatasetPtr share = build_dataset(*m.describe({3, 0}));
+  CHECK(share->size() == 2);
+  CHECK(share->get_example(0)[0].item<int64_t>() == 21);
+  CHECK(share->get_example(1)[0].item<int64_t>() == 0);
+  CHECK_THROWS_WITH(register_dataset_kind("", [](ByteReader&) { return DatasetPtr(); }), Contains("empty"));
 }
 
 TEST_CASE("save_npy and load_npy: numpy.save's format, both ways", "[image][npy]") {

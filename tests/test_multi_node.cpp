@@ -24,6 +24,11 @@
 #include "core/update_ops.h"
 #include "distributed/mpi_check.h"
 #include "core/random.h"
+#include "dataset_files.h"
+#include "datasets/dataset_description.h"
+#include "datasets/image_dataset.h"
+#include "datasets/image_io.h"
+#include "datasets/preprocessed_image_dataset.h"
 #include "datasets/serial_iterator.h"
 #include "datasets/sub_dataset.h"
 #include "datasets/tuple_dataset.h"
@@ -372,6 +377,75 @@ TEST_CASE("multi_node: scatter_dataset takes any dataset and reports the root's 
   CHECK(mine->size() == size_t((2 + n - 1) / n));
   CHECK_THROWS_AS(mn::scatter_dataset(numbered(2), comm, n), Error);
   CHECK_THROWS_AS(mn::scatter_dataset(numbered(2), comm, -1), Error);
+}
+
+TEST_CASE("multi_node: scatter_dataset sends a share of image files as its paths; each rank decodes its own") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  // The files, at one path every rank can read (one host here; on several, NFS or a copy on each).
+  std::optional<testing::TempDir> dir;
+  if (rank == 0) dir.emplace();
+  const std::string root = comm->bcast_obj(rank == 0 ? dir->path.string() : std::string());
+  const int64_t total = 3 * n + 1;
+  std::vector<datasets::LabeledImageDataset::Pair> pairs;
+  for (int64_t i = 0; i < total; ++i) {
+    const std::string name = "img" + std::to_string(i) + ".png";
+    if (rank == 0) datasets::write_png(root + "/" + name, Tensor::full({1, 6, 6}, double(10 * i), DType::UInt8));
+    pairs.emplace_back(name, i);
+  }
+  comm->allgather_bytes("");  // the files are written before any rank reads them
+  auto labeled = std::make_shared<datasets::LabeledImageDataset>(pairs, root);
+  const Tensor mean = Tensor::zeros({1, 6, 6});
+  for (bool shuffle : {false, true}) {
+    CAPTURE(shuffle, n);
+    const auto [b, e] = mn::scatter_index_table(total, n)[size_t(rank)];
+    const std::vector<int64_t> order = shuffle ? Generator(9).permutation(total) : std::vector<int64_t>{};
+    auto id = [&](int64_t j) { return shuffle ? order[size_t(j)] : j; };
+
+    // A LabeledImageDataset: the other ranks receive a LabeledImageDataset of their pairs.
+    auto mine = mn::scatter_dataset(rank == 0 ? labeled : nullptr, comm, 0, shuffle, 9);
+    if (rank != 0) {
+      auto received = std::dynamic_pointer_cast<const datasets::LabeledImageDataset>(mine);
+      CHECK(received != nullptr);
+      if (received) {
+        std::vector<datasets::LabeledImageDataset::Pair> expect;
+        for (int64_t j = b; j < e; ++j) expect.push_back(pairs[size_t(id(j))]);
+        CHECK(received->pairs() == expect);
+        CHECK(received->root() == root);
+      }
+    }
+    REQUIRE(mine->size() == size_t(e - b));
+    for (int64_t j = b; j < e; ++j) {
+      const datasets::Example ex = mine->get_example(size_t(j - b));
+      CHECK(ex[1].item<int32_t>() == id(j));
+      CHECK(ex[0].to_vector<float>() == std::vector<float>(36, float(10 * id(j))));
+    }
+
+    // The example's PreprocessedImageDataset: each scattered example is cropped as the same read of
+    // it on one process would be.
+    auto preprocessed = std::make_shared<datasets::PreprocessedImageDataset>(labeled, mean, 3, true, 5);
+    const datasets::PreprocessedImageDataset one_process(labeled, mean, 3, true, 5);
+    auto cropped = mn::scatter_dataset(rank == 0 ? preprocessed : nullptr, comm, 0, shuffle, 9);
+    if (rank != 0) CHECK(std::dynamic_pointer_cast<const datasets::PreprocessedImageDataset>(cropped) != nullptr);
+    for (int64_t j = b; j < e; ++j)
+      for (uint64_t draw = 0; draw < 3; ++draw)
+        CHECK(cropped->get_example(size_t(j - b))[0].to_vector<float>() ==
+              one_process.example_at(size_t(id(j)), draw)[0].to_vector<float>());
+  }
+
+  // A kind the workers cannot build (registered on the root alone): every rank throws, naming it.
+  class RootOnly : public datasets::Dataset {
+   public:
+    size_t size() const override { return 8; }
+    datasets::Example get_example(size_t) const override { return {Tensor::zeros({1})}; }
+    std::optional<std::string> describe(const std::vector<size_t>&) const override {
+      return datasets::start_description("test.RootOnly").take();
+    }
+  };
+  if (n > 1)
+    CHECK_THROWS_WITH(mn::scatter_dataset(rank == 0 ? std::make_shared<RootOnly>() : nullptr, comm),
+                      Catch::Contains("rank 1 cannot build its share") && Catch::Contains("'test.RootOnly'"));
+  comm->allgather_bytes("");  // the files outlive every rank's reads
 }
 
 TEST_CASE("multi_node: create_empty_dataset has as many examples as its dataset, with no fields") {
