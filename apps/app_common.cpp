@@ -186,12 +186,17 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
 namespace {
 
 // --timing: at the end of each epoch, before the evaluator (a writer) runs, reports the seconds
-// since the previous epoch's extensions ended (or since the start) as train_time, and rank 0's
-// peak RSS; the clock restarts after the epoch's last extension.
-void add_timing(chainer::training::Trainer& trainer, bool on_gpu) {
+// since the previous epoch's extensions ended (or since the start) as train_time, the part of
+// them DATA_SECONDS counted as data_time (when given), and rank 0's peak RSS; the clocks restart
+// after the epoch's last extension.
+void add_timing(chainer::training::Trainer& trainer, bool on_gpu, std::function<double()> data_seconds) {
   using clock = std::chrono::steady_clock;
   using chainer::training::Unit;
-  auto start = std::make_shared<clock::time_point>();
+  struct Start {
+    clock::time_point time;
+    double data = 0;
+  };
+  auto start = std::make_shared<Start>();
   auto now = [on_gpu] {
     if (on_gpu) chainer::cuda::synchronize();  // the steps may still be running on the device
     return clock::now();
@@ -200,28 +205,31 @@ void add_timing(chainer::training::Trainer& trainer, bool on_gpu) {
   report_options.trigger = {1, Unit::Epoch};
   report_options.default_name = "train_time";
   report_options.priority = chainer::training::PRIORITY_WRITER + 1;  // before the evaluator
-  report_options.initializer = [start, now](chainer::training::Trainer&) { *start = now(); };
+  auto restart = [start, now, data_seconds](chainer::training::Trainer&) {
+    *start = {now(), data_seconds ? data_seconds() : 0.0};
+  };
+  report_options.initializer = restart;
   trainer.extend(chainer::training::make_extension(
-      [start, now](chainer::training::Trainer&) {
+      [start, now, data_seconds](chainer::training::Trainer&) {
         rusage usage{};
         getrusage(RUSAGE_SELF, &usage);
-        chainer::report({{"train_time", std::chrono::duration<double>(now() - *start).count()},
+        chainer::report({{"train_time", std::chrono::duration<double>(now() - start->time).count()},
                          {"peak_rss_mib", double(usage.ru_maxrss) / 1024.0}});
+        if (data_seconds) chainer::report({{"data_time", data_seconds() - start->data}});
       },
       report_options));
   chainer::training::MakeExtensionOptions restart_options;
   restart_options.trigger = {1, Unit::Epoch};
   restart_options.default_name = "train_time_restart";
   restart_options.priority = std::numeric_limits<int>::min();  // after every other extension, snapshots included
-  trainer.extend(chainer::training::make_extension([start, now](chainer::training::Trainer&) { *start = now(); },
-                                                   restart_options));
+  trainer.extend(chainer::training::make_extension(restart, restart_options));
 }
 
 }  // namespace
 
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
-           const chainermn::Communicator& comm, bool dump_graph) {
+           const chainermn::Communicator& comm, bool dump_graph, std::function<double()> data_seconds) {
   namespace E = chainer::training::extensions;
   using chainer::training::Unit;
   chainer::training::Trainer trainer(updater, {double(o.epoch), Unit::Epoch}, o.out);
@@ -229,7 +237,7 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
   trainer.extend(E::snapshot("snapshot_iter_{.updater.iteration}" + chainermn::rank_suffix(comm)), "",
                  chainer::training::IntervalTrigger(o.frequency > 0 ? double(o.frequency) : double(o.epoch),
                                                     Unit::Epoch));
-  if (o.timing) add_timing(trainer, o.gpu.has_value());
+  if (o.timing) add_timing(trainer, o.gpu.has_value(), std::move(data_seconds));
   if (comm.rank() == 0) {  // reports from rank 0 only
     if (dump_graph) trainer.extend(E::dump_graph("main/loss"));
     trainer.extend(std::make_shared<E::LogReport>());

@@ -96,10 +96,13 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
 // DUMP_GRAPH); resumes from O.resume (plus this rank's suffix) when given. With O.timing the
 // log also has, per epoch, train_time (seconds of this epoch's training steps: evaluation,
 // reports and snapshots excluded, as the peers' train_s) and peak_rss_mib (rank 0's peak
-// resident memory so far, ru_maxrss): what bench/compare_cnn.sh reads.
+// resident memory so far, ru_maxrss): what bench/compare_cnn.sh reads. Given DATA_SECONDS (a
+// running total of the seconds the steps spent getting their batches, e.g. the training
+// iterator's data_seconds), it also has data_time, this epoch's share of train_time.
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
-           const chainermn::Communicator& comm, bool dump_graph = false);
+           const chainermn::Communicator& comm, bool dump_graph = false,
+           std::function<double()> data_seconds = {});
 
 // The updater options of the model-parallel apps: on a GPU their steps run eagerly, since a
 // step that sends and receives through MPI on the host cannot be captured into a CUDA graph.

@@ -47,7 +47,8 @@ mpiexec: every process decodes its share of the images).
   -g, --gpu [ID]       train on CUDA device ID + intra_rank
       --seed N         random seed for initialization, shuffling and crops (default 0)
       --threads N      compute threads per process (default: cores / processes on this node)
-      --timing         also log each epoch's training seconds and the peak RSS
+      --timing         also log each epoch's training seconds, the part of them spent
+                       waiting for batches, and the peak RSS
   -h, --help           show this help
 )";
 
@@ -138,7 +139,8 @@ int run(int argc, char** argv) {
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);  // on the model's device
   auto evaluator =
       chainermn::create_multi_node_evaluator(std::make_shared<TestModeEvaluator>(val_iter, model), comm);
-  apps::train(updater, evaluator, o.common, *comm, /*dump_graph=*/true);
+  apps::train(updater, evaluator, o.common, *comm, /*dump_graph=*/true,
+              [train_iter] { return train_iter->data_seconds(); });
   return 0;
 }
 

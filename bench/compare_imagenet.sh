@@ -5,7 +5,8 @@
 # process x 2 threads each, on Fashion-MNIST written as PNG files by export_images. Each engine
 # trains WARMUP + EPOCHS epochs and the first WARMUP are dropped; per engine the training images
 # per second of the kept epochs (evaluation excluded), the last validation accuracy and the
-# peak RSS, then ours / PyTorch.
+# peak RSS, then ours / PyTorch; below, per kept epoch and engine, the seconds the training loop
+# waited for batches (data_wait) and the rest (step: forward, backward, update).
 #   bash bench/compare_imagenet.sh [--arch nin] [--insize 40] [--size 48] [--scale 1] [--train-size 6000]
 #                                  [--epochs 1] [--warmup 1] [--loaderjob 2] [--rounds 1]
 set -euo pipefail
@@ -51,6 +52,8 @@ t_rate = sum(float(e["images_per_s"]) for e in epochs[warmup:]) / len(epochs[war
 print(f"{r:<6} {o_rate:8.1f} i/s {t_rate:8.1f} i/s | {ours[-1]['validation/main/accuracy']:7.4f} "
       f"{float(epochs[-1]['val_acc']):7.4f} | {ours[-1]['peak_rss_mib']:8.0f} {summary['peak_rss_mib']:8.0f} | "
       f"{o_rate / t_rate:7.2f}")
+print("  ours per epoch:  " + "; ".join(f"data_wait {e['data_time']:.3f} s, step {e['train_time'] - e['data_time']:.3f} s"
+                                       for e in ours[warmup:]))
 print("  torch per epoch: " + "; ".join(f"data_wait {e['data_wait_s']} s, step {e['step_s']} s" for e in epochs[warmup:]))
 PY
 done

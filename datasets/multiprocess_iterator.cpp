@@ -1,6 +1,7 @@
 #include "datasets/multiprocess_iterator.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -89,6 +90,12 @@ void MultiprocessIterator::stop() {
 }
 
 std::vector<Tensor> MultiprocessIterator::next_batch() {
+  const auto start = std::chrono::steady_clock::now();
+  struct AddTime {  // whether the batch is returned or an error thrown
+    double& total;
+    std::chrono::steady_clock::time_point start;
+    ~AddTime() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+  } add_time{data_seconds_, start};
   if (error_) std::rethrow_exception(error_);
   state_.check_has_next();
   if (workers_.empty()) {

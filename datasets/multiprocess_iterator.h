@@ -57,6 +57,10 @@ class MultiprocessIterator : public Iterator {
 
   const datasets::DatasetPtr& dataset() const { return dataset_; }  ///< The dataset iterated over.
   int64_t n_processes() const { return n_processes_; }              ///< The number of worker threads.
+  /// The seconds the calling thread has spent in next_batch so far (waiting for the workers, then
+  /// joining a batch's chunks): the training loop's data time, which loader workers should make
+  /// small beside its step time.
+  double data_seconds() const { return data_seconds_; }
 
  private:
   // A batch planned ahead: its examples cut into chunks, each computed by one worker.
@@ -75,6 +79,7 @@ class MultiprocessIterator : public Iterator {
   int64_t n_prefetch_, n_processes_;
   IteratorState state_;  // after the last batch handed out
   std::exception_ptr error_;
+  double data_seconds_ = 0;
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;

@@ -38,9 +38,10 @@ printf 'train/missing.png 3\n' >missing.txt
 expect_app_error "a missing image" "missing.png" missing.txt img/val.txt --root img --mean img/mean.npy --insize 40 -B 1
 expect_app_error "a missing mean" "nowhere.npy" "${nin[@]}" --mean nowhere.npy
 
-# One process, one epoch of 4 iterations; then resumed from its snapshot to a second epoch.
-if "$app" "${nin[@]}" -E 1 -o r1 --communicator naive >"$tmp/out" 2>"$tmp/err"; then
-  check_app_log "nin, 1 process" r1 1 0
+# One process, one epoch of 4 iterations (timed: the log splits off the time spent waiting for
+# batches); then resumed from its snapshot to a second epoch.
+if "$app" "${nin[@]}" -E 1 -o r1 --communicator naive --timing >"$tmp/out" 2>"$tmp/err"; then
+  check_app_log "nin, 1 process" r1 1 0 train_time data_time peak_rss_mib
   if "$app" "${nin[@]}" -E 2 -o r1 -r r1/snapshot_iter_4 --communicator naive >"$tmp/out" 2>"$tmp/err"; then
     check_app_log "nin, 1 process, resumed" r1 2 0
   else
@@ -49,7 +50,8 @@ if "$app" "${nin[@]}" -E 1 -o r1 --communicator naive >"$tmp/out" 2>"$tmp/err"; 
 else
   fail "nin, 1 process: exited with $?: $(tail -c 400 "$tmp/err")"
 fi
-# Two processes (the example's hierarchical communicator), each decoding its half, two loader workers.
+# Two processes (the example's hierarchical communicator): rank 0 scatters the paths, each decodes
+# its half with two loader workers.
 if job "nin, 2 processes" 2 "$app" "${nin[@]}" -E 1 -j 2 -o r2; then
   check_app_log "nin, 2 processes" r2 1 0
 fi

@@ -613,6 +613,18 @@ TEST_CASE("MultiprocessIterator: the workers make one batch's examples at once, 
   CHECK(threads.count(std::this_thread::get_id()) == 0);
 }
 
+TEST_CASE("MultiprocessIterator: data_seconds counts the training thread's waits, not the workers' work") {
+  auto data = std::make_shared<SlowDataset>(64);
+  MultiprocessIterator it(data, 8, true, false, 0, /*n_prefetch=*/1, /*n_processes=*/1);
+  CHECK(it.data_seconds() == 0);
+  it.next_batch();  // nothing was ready: 8 examples of 5 ms each, waited for
+  const double first = it.data_seconds();
+  CHECK(first >= 0.035);
+  usleep(400000);  // the worker prepares the next batch meanwhile
+  it.next_batch();
+  CHECK(it.data_seconds() - first < 0.035);  // ready, or nearly
+}
+
 TEST_CASE("MultiprocessIterator: a worker's error arrives after the batches before it, with its message") {
   for (int64_t workers : {1, 3}) {
     INFO(workers << " workers");
