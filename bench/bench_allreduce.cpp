@@ -2,7 +2,7 @@
 // collectives (src/common.cu there): for every communicator kind that can be made here
 // (communicator_kinds(); a kind this build lacks, or whose constructor refuses the placement,
 // is a row "n/a" with the reason) and for the multi-node optimizer's bucketed reducer
-// (distributed/gradient_reducer.h: "bucketed", through shared memory when every rank shares a
+// (distributed/reducer/gradient_reducer.h: "bucketed", through shared memory when every rank shares a
 // host, and "bucketed-mpi" with GradientReducerOptions::shared_memory = false), over a model
 // holding B bytes of float32 gradients (8 parameters of B/8 bytes, or "mlp": the tutorial's
 // MLP 784-1000-1000-10, 1,796,010 parameters = 7,184,040 bytes).

@@ -23,7 +23,7 @@ class Optimizer;
 
 /// Where parameters and optimizer state live, and which part of each parameter this process
 /// steps. The multi-node optimizer installs one when every rank runs on one host
-/// (distributed/shared_update.h): the ranks then keep one copy of the parameters and the state
+/// (distributed/optimizers/shared_update.h): the ranks then keep one copy of the parameters and the state
 /// in shared memory and each steps a share of every parameter, instead of each repeating the
 /// whole step. Only for optimizers whose step is elementwise (Optimizer::elementwise()).
 class UpdatePartition {

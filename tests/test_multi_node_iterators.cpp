@@ -20,7 +20,7 @@
 #include "distributed/communicators/communicator.h"
 #include "distributed/iterators/multi_node_iterator.h"
 #include "distributed/iterators/synchronized_iterator.h"
-#include "distributed/scatter_dataset.h"
+#include "distributed/datasets/scatter_dataset.h"
 
 using namespace chainer;
 using iterators::Iterator;

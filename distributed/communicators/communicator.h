@@ -192,7 +192,7 @@ class Communicator {
 
   /// Starts summing BUF (flat, contiguous, floating; host or device memory) over every rank, in
   /// place, by this communicator's algorithm: the gradient reducer hands it each bucket
-  /// (distributed/bucket_transport.h). Collective, in the same order on every rank. By default
+  /// (distributed/reducer/bucket_transport.h). Collective, in the same order on every rank. By default
   /// an MPI_Iallreduce over an MPI communicator of its own (made by the first call), staged
   /// through host memory for a device buffer; the composed communicators sum at once and return a
   /// finished handle, the NCCL ones queue the sum on their stream.

@@ -14,7 +14,7 @@
 /// memory reaches the other ranks in host memory, as every collective's result does.
 ///
 /// Off the master the actual iterator is not consulted: it may be null, or iterate
-/// create_empty_dataset (distributed/scatter_dataset.h). Construction and reset() are collective
+/// create_empty_dataset (distributed/datasets/scatter_dataset.h). Construction and reset() are collective
 /// (the master's state is broadcast); serialize() is local: the master saves its actual iterator,
 /// the others the state they mirror, so the snapshots of every rank resume identically everywhere.
 #pragma once

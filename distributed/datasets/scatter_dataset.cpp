@@ -1,4 +1,4 @@
-#include "distributed/scatter_dataset.h"
+#include "distributed/datasets/scatter_dataset.h"
 
 #include <optional>
 #include <string>

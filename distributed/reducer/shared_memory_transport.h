@@ -1,4 +1,4 @@
-// The gradient reducer's transport on one host (distributed/bucket_transport.h): every bucket
+// The gradient reducer's transport on one host (distributed/reducer/bucket_transport.h): every bucket
 // has a region per rank in one shared-memory segment (distributed/shared_segment.h). Each rank
 // packs its gradients into its own region from their hooks; finish_step sums, on each rank, its
 // share (share_of) of every parameter over all ranks' regions and writes the sums back into
@@ -15,7 +15,7 @@
 #include <functional>
 #include <memory>
 
-#include "distributed/bucket_transport.h"
+#include "distributed/reducer/bucket_transport.h"
 
 namespace chainermn {
 

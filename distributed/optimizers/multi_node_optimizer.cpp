@@ -1,4 +1,4 @@
-#include "distributed/multi_node_optimizer.h"
+#include "distributed/optimizers/multi_node_optimizer.h"
 
 #include "core/config.h"
 

@@ -1,4 +1,4 @@
-#include "distributed/shared_memory_transport.h"
+#include "distributed/reducer/shared_memory_transport.h"
 
 #include <atomic>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "distributed/generic_multi_node_evaluator.h"
+#include "distributed/extensions/generic_multi_node_evaluator.h"
 
 #include <map>
 #include <utility>

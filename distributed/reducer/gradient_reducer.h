@@ -10,7 +10,7 @@
 /// counts it, and as soon as EVERY parameter of the next bucket in plan order is final that bucket
 /// is packed into one buffer (multiplied by 1/size on the way, while the gradients are still warm
 /// in cache) and handed to the transport, which starts its sum over the ranks and returns a
-/// handle to wait on (distributed/bucket_transport.h). Buckets are always started in plan order,
+/// handle to wait on (distributed/reducer/bucket_transport.h). Buckets are always started in plan order,
 /// the same on every rank: a bucket that becomes ready before an earlier one waits for it
 /// (counted in stats().waited_for_earlier). Each hook also tests the sums in flight so MPI makes
 /// progress during the rest of backward. A bucket never mixes dtypes or devices.
@@ -34,7 +34,7 @@
 ///
 /// The transport: on one host (every rank of the communicator on this machine, as with
 /// `mpiexec -n 2` here) and with every parameter in host memory, a shared-memory segment
-/// (distributed/shared_memory_transport.h): each gradient is packed into this rank's region from
+/// (distributed/reducer/shared_memory_transport.h): each gradient is packed into this rank's region from
 /// its own hook, and finalize() sums each rank's share of every parameter over all ranks' regions;
 /// a still-held view of the last step's means makes that step use MPI (stats().held_fallbacks).
 /// Options::shared_memory or CHAINERMN_SHARED_MEMORY=0 turns it off. Otherwise the

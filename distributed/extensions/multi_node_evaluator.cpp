@@ -1,4 +1,4 @@
-#include "distributed/multi_node_evaluator.h"
+#include "distributed/extensions/multi_node_evaluator.h"
 
 #include <utility>
 #include <vector>

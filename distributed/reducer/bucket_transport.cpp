@@ -1,4 +1,4 @@
-#include "distributed/bucket_transport.h"
+#include "distributed/reducer/bucket_transport.h"
 
 namespace chainermn {
 

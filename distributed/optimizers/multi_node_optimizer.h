@@ -12,7 +12,7 @@
 /// (WeightDecay, GradientClipping) therefore see the averaged gradients.
 ///
 /// Gradients are averaged in one of two ways (MultiNodeOptimizerOptions::reduction):
-/// - Reduction::Bucketed (the default): a GradientReducer (distributed/gradient_reducer.h)
+/// - Reduction::Bucketed (the default): a GradientReducer (distributed/reducer/gradient_reducer.h)
 ///   hooked on the parameters starts the sums of buckets of gradients while backward is still
 ///   running, as PyTorch's DDP does (through shared memory on one host, else by the
 ///   communicator's own algorithm); update() waits for them. This works with update(lossfun)
@@ -29,7 +29,7 @@
 /// When every rank runs on this host, the parameters are in host memory and the actual
 /// optimizer's step is elementwise (Optimizer::elementwise(): SGD, MomentumSGD, Adam, AdaGrad,
 /// RMSprop, AdaDelta, NesterovAG, RMSpropGraves, SMORMS3), the ranks keep one copy of the parameters and of the optimizer state in
-/// shared memory and each steps a share of every parameter (distributed/shared_update.h), instead
+/// shared memory and each steps a share of every parameter (distributed/optimizers/shared_update.h), instead
 /// of every rank repeating the whole step; the results are the same bit for bit.
 /// MultiNodeOptimizerOptions::shard_update or CHAINERMN_SHARD_UPDATE=0 turns this off. The
 /// parameters go back to private memory when the optimizer is destroyed or set up again.
@@ -44,8 +44,8 @@
 #include <vector>
 
 #include "distributed/communicators/communicator.h"
-#include "distributed/gradient_reducer.h"
-#include "distributed/shared_update.h"
+#include "distributed/reducer/gradient_reducer.h"
+#include "distributed/optimizers/shared_update.h"
 #include "nn/optimizer.h"
 
 namespace chainermn {

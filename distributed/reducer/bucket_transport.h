@@ -1,4 +1,4 @@
-// How the gradient reducer's buckets travel. The reducer (distributed/gradient_reducer.h) plans
+// How the gradient reducer's buckets travel. The reducer (distributed/reducer/gradient_reducer.h) plans
 // buckets and decides when each is ready; a transport gives each bucket the flat buffer it is
 // packed into and sums that buffer over the ranks, handing back a PendingSum to wait on, as
 // PyTorch's reducer hands buckets to a ProcessGroup and keeps the Work, and Flashlight's
@@ -6,7 +6,7 @@
 //   communicator_transport   a private buffer per bucket, summed by the communicator's own
 //                            algorithm (Communicator::start_sum: MPI, the composed ones, NCCL);
 //   shared_memory_transport  on one host, each rank's region of a shared segment; the sums are
-//                            taken at finish_step (distributed/shared_memory_transport.h).
+//                            taken at finish_step (distributed/reducer/shared_memory_transport.h).
 #pragma once
 #include <cstdint>
 #include <memory>

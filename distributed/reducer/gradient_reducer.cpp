@@ -1,4 +1,4 @@
-#include "distributed/gradient_reducer.h"
+#include "distributed/reducer/gradient_reducer.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -7,9 +7,9 @@
 #include "distributed/mpi_check.h"
 #include "distributed/mpi_wait.h"
 #include "distributed/mpi_runtime.h"
-#include "distributed/bucket_transport.h"
+#include "distributed/reducer/bucket_transport.h"
 #include "distributed/communicators/packing.h"
-#include "distributed/shared_memory_transport.h"
+#include "distributed/reducer/shared_memory_transport.h"
 
 namespace chainermn {
 

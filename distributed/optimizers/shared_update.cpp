@@ -1,4 +1,4 @@
-#include "distributed/shared_update.h"
+#include "distributed/optimizers/shared_update.h"
 
 #include <atomic>
 #include <cstring>
