@@ -67,7 +67,8 @@ const std::string kUsage = std::string(R"(usage: fashion_mnist_cnn [options]
 Trains a convolutional network (4 conv3x3 + batch normalization, 2 max poolings, dropout,
 linear) on Fashion-MNIST (data parallel: each process its share of the data).
       --communicator NAME  naive (default on CPUs), flat, hierarchical, two_dimensional,
-                      single_node, pure_nccl (default with --gpu) or non_cuda_aware
+                      single_node, pure_nccl (default with --gpu), non_cuda_aware or dummy
+                      (no averaging: times everything but the reduction)
 )") + apps::common_usage(Options{});
 
 Options parse(int argc, char** argv) {

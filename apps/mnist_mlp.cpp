@@ -27,7 +27,8 @@ struct Options : apps::CommonOptions {
 const std::string kUsage = std::string(R"(usage: mnist_mlp [options]
 Trains the ChainerMN tutorial MLP on MNIST (data parallel: each process its share of the data).
       --communicator NAME  naive (default on CPUs), flat, hierarchical, two_dimensional,
-                      single_node, pure_nccl (default with --gpu) or non_cuda_aware: the
+                      single_node, pure_nccl (default with --gpu), non_cuda_aware or dummy
+                      (no averaging: times everything but the reduction): the
                       communicator's all-reduce scheme, used as such
                       with --reduction communicator
       --reduction R   how the multi-node optimizer averages gradients: bucketed (default:

@@ -43,7 +43,8 @@ mpiexec: every process decodes its share of the images).
   -r, --resume FILE    resume from a snapshot written by an earlier run (one per rank)
       --initmodel FILE initialize the model's parameters from an .npz file (save_npz)
       --communicator NAME  hierarchical (default), naive, flat, two_dimensional, single_node,
-                       pure_nccl or non_cuda_aware
+                       pure_nccl, non_cuda_aware or dummy (no averaging: times everything
+                       but the reduction)
   -g, --gpu [ID]       train on CUDA device ID + intra_rank
       --seed N         random seed for initialization, shuffling and crops (default 0)
       --threads N      compute threads per process (default: cores / processes on this node)

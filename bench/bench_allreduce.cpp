@@ -51,7 +51,8 @@ constexpr const char* kUsage =
     "                     (binary multiples), or mlp for the tutorial's MLP (default 64K,256K,1M,4M,mlp,16M,64M)\n"
     "  --seconds S        time each case's timed loop takes, about (default 0.5)\n"
     "  --comms LIST       which to measure, comma-separated: communicator kinds (naive, flat, hierarchical,\n"
-    "                     two_dimensional, single_node, ...) and bucketed, bucketed-mpi (default: all)\n"
+    "                     two_dimensional, single_node, ...) and bucketed, bucketed-mpi (default: all but\n"
+    "                     dummy, which averages nothing)\n"
     "  --link RATE        a link rate in tc's units (1gbit, 100mbit, 10gbit) to compare with: prints the\n"
     "                     ring all-reduce's time on such links between the hosts, and time / that\n"
     "  --grad-dtype DTYPE the dtype gradients travel in (CommunicatorOptions::allreduce_grad_dtype):\n"
@@ -301,7 +302,8 @@ int main(int argc, char** argv) {
     const int rank = base->rank(), n = base->size(), hosts = base->inter_size();
     std::vector<Case> cases;
     for (const auto& k : chainermn::communicator_kinds()) {
-      if (!wanted(k.name)) continue;
+      // The dummy (no reduction, so #wrong is all) only when asked for by name.
+      if (!wanted(k.name) || (!k.averages && o.comms.empty())) continue;
       Case c{k.name, nullptr, nullptr, ""};
       if (!k.available) {
         c.na = "needs " + k.requirement;

@@ -160,6 +160,14 @@ std::string signature_text(const std::vector<int64_t>& s, const char* nothing) {
   return str(chainer::dtype_name(DType(s[0])), " ", chainer::shape_str(Shape(s.begin() + 1, s.end())));
 }
 
+// Throws naming OP when WIRE cannot carry gradients.
+void check_wire_dtype(std::optional<DType> wire, const char* op) {
+  if (wire && !chainer::is_floating(*wire))
+    throw Error(str(op, ": allreduce_grad_dtype ", chainer::dtype_name(*wire),
+                    " cannot carry gradients (valid: float16, bfloat16, float32, float64, or unset for each "
+                    "gradient's own dtype)"));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -168,10 +176,7 @@ Communicator::Communicator(std::string name, MPI_Comm comm, CommunicatorOptions 
     : name_(std::move(name)), options_(std::move(options)), debug_(chainer::config::env_flag("CHAINERMN_DEBUG", false)) {
   if (!mpi_is_running()) init_mpi();
   if (comm == MPI_COMM_NULL) throw Error("create_communicator: the MPI communicator is MPI_COMM_NULL");
-  if (const auto wire = options_.allreduce_grad_dtype; wire && !chainer::is_floating(*wire))
-    throw Error(str("create_communicator: allreduce_grad_dtype ", chainer::dtype_name(*wire),
-                    " cannot carry gradients (valid: float16, bfloat16, float32, float64, or unset for each "
-                    "gradient's own dtype)"));
+  check_wire_dtype(options_.allreduce_grad_dtype, "create_communicator");
   try {
     CHAINERMN_MPI_CHECK(mpi::comm_dup(comm, &comm_));
     CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -222,6 +227,45 @@ std::unique_ptr<PendingSum> Communicator::start_sum(Tensor& buf) const {
     CHAINERMN_MPI_CHECK(MPI_Comm_set_errhandler(sum_comm_, MPI_ERRORS_RETURN));
   }
   return start_mpi_sum(buf, sum_comm_);
+}
+
+// ---- Settings ----
+
+namespace {
+const char* kind_of(const ConfigValue& v) {
+  return std::holds_alternative<bool>(v) ? "a bool" : std::holds_alternative<DType>(v) ? "a dtype" : "none";
+}
+std::string known_configs() {
+  std::string out;
+  for (const std::string& n : Communicator::config_names()) out += str(out.empty() ? "" : ", ", n);
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> Communicator::config_names() { return {"allreduce_grad_dtype", "batched_copy"}; }
+
+void Communicator::set_config(const std::string& name, const ConfigValue& value) {
+  if (name == "allreduce_grad_dtype") {
+    if (std::holds_alternative<bool>(value))
+      throw Error(str("set_config: 'allreduce_grad_dtype' takes a floating dtype or none, got a bool"));
+    const std::optional<DType> wire =
+        std::holds_alternative<DType>(value) ? std::optional<DType>(std::get<DType>(value)) : std::nullopt;
+    check_wire_dtype(wire, "set_config");
+    options_.allreduce_grad_dtype = wire;
+  } else if (name == "batched_copy") {
+    if (!std::holds_alternative<bool>(value))
+      throw Error(str("set_config: 'batched_copy' takes a bool, got ", kind_of(value)));
+    options_.batched_copy = std::get<bool>(value);
+  } else {
+    throw Error(str("set_config: unknown config '", name, "'; known: ", known_configs()));
+  }
+}
+
+ConfigValue Communicator::get_config(const std::string& name) const {
+  if (name == "allreduce_grad_dtype")
+    return options_.allreduce_grad_dtype ? ConfigValue(*options_.allreduce_grad_dtype) : ConfigValue();
+  if (name == "batched_copy") return options_.batched_copy;
+  throw Error(str("get_config: unknown config '", name, "'; known: ", known_configs()));
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) const {

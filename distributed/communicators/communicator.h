@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "core/tensor.h"
@@ -42,7 +43,15 @@ struct CommunicatorOptions {
   /// the gradients themselves fit), summed in that dtype and cast back. Float32 sums float64
   /// gradients in float32.
   std::optional<chainer::DType> allreduce_grad_dtype;
+  /// ChainerMN's batched_copy (pure_nccl packs every GPU gradient with one kernel). Kept and
+  /// reported by get_config for ChainerMN's scripts; it changes nothing here, where the packing
+  /// (communicators/packing.h) copies each gradient with core/ops whatever it says.
+  bool batched_copy = false;
 };
+
+/// A communicator setting's value for set_config/get_config: a flag, a dtype, or none
+/// (std::monostate, ChainerMN's None: "allreduce_grad_dtype" unset).
+using ConfigValue = std::variant<std::monostate, bool, chainer::DType>;
 
 /// A group of processes with ChainerMN's communicator API: collectives on tensors, bytes and
 /// objects, and the model-level bcast_data and multi_node_mean_grad. Base of every kind.
@@ -173,6 +182,30 @@ class Communicator {
   void allreduce_grad(chainer::Link& model, bool zero_fill = false) const { multi_node_mean_grad(model, zero_fill); }
   /// @}
 
+  /// @name Settings
+  /// ChainerMN's set_config/get_config, by name: "allreduce_grad_dtype" (a floating DType, or
+  /// none for each gradient's own; CommunicatorOptions::allreduce_grad_dtype) and "batched_copy"
+  /// (a bool; CommunicatorOptions::batched_copy). A change applies from the next
+  /// multi_node_mean_grad; the multi-node optimizer's bucketed reduction reads the dtype when it
+  /// plans its buckets (at its first update, or after the model changes). split() passes the
+  /// settings on. Local: set the same value on every rank. An unknown name, or a value of the
+  /// wrong kind, throws chainer::Error naming it and what is accepted.
+  /// @{
+
+  /// Sets setting NAME to VALUE (ChainerMN's `set_config(name, value=True)`).
+  void set_config(const std::string& name, const ConfigValue& value = true);
+  /// The value of setting NAME.
+  ConfigValue get_config(const std::string& name) const;
+  /// The names set_config and get_config know, sorted.
+  static std::vector<std::string> config_names();
+  /// @}
+
+  /// Whether multi_node_mean_grad averages over the ranks: false only for the "dummy"
+  /// communicator, which leaves each rank its own gradients. The multi-node optimizer then steps
+  /// every rank with its own gradients and keeps its own parameters (no bucketed reducer, no
+  /// shared update).
+  virtual bool averages_gradients() const { return true; }
+
   /// Turns debug mode on or off. Debug mode (on when the environment has CHAINERMN_DEBUG=1 at
   /// construction): before each gradient all-reduce the ranks compare parameter names, dtypes
   /// and shapes and throw an Error naming the parameter and the ranks that differ; after it a
@@ -241,8 +274,9 @@ class Communicator {
 
 
 /// Makes the communicator of kind NAME, as chainermn.create_communicator.
-/// NAME: naive, flat, hierarchical, two_dimensional, single_node, pure_nccl, non_cuda_aware
-/// (communicator_kinds() says which this build and machine can make); an unknown name throws
+/// NAME: naive, flat, hierarchical, two_dimensional, single_node, pure_nccl, non_cuda_aware,
+/// dummy (communicator_kinds() says which this build and machine can make; "dummy" averages
+/// nothing, for timing everything but the reduction: distributed/communicators/dummy_communicator.h); an unknown name throws
 /// listing the valid ones, a kind that cannot be made here throws saying what it needs.
 /// COMM is duplicated, so the communicator's traffic never mixes with the caller's. Starts MPI
 /// (init_mpi) when nobody did.
@@ -254,6 +288,8 @@ struct CommunicatorKind {
   std::string name;  ///< The name create_communicator takes.
   bool available = false;  ///< Whether this build and machine can make it.
   std::string requirement;  ///< What it needs that is missing (empty when available).
+  /// Whether multi_node_mean_grad averages: false for "dummy", which checks of averaging skip.
+  bool averages = true;
 };
 /// Every kind create_communicator knows, in its order, with whether it can be made here.
 std::vector<CommunicatorKind> communicator_kinds();

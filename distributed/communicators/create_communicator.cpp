@@ -3,6 +3,7 @@
 
 #include "distributed/communicators/communicator.h"
 #include "distributed/communicators/composed_communicators.h"
+#include "distributed/communicators/dummy_communicator.h"
 #include "distributed/communicators/flat_communicator.h"
 #include "distributed/communicators/naive_communicator.h"
 #include "distributed/communicators/nccl_backend.h"
@@ -14,11 +15,14 @@ using chainer::str;
 namespace {
 using Make = std::function<std::shared_ptr<Communicator>(MPI_Comm, const CommunicatorOptions&)>;
 
+std::string nothing_missing() { return {}; }
+
 struct Kind {
   const char* name;
   Make make;
   // What the kind needs that this build or machine lacks (empty: it can be made here).
-  std::function<std::string()> missing = [] { return std::string(); };
+  std::function<std::string()> missing = nothing_missing;
+  bool averages = true;  // false for the dummy, which leaves each rank its own gradients
 };
 
 Make composed(ComposedCommunicator::Algorithm a) {
@@ -41,6 +45,8 @@ const std::vector<Kind>& kinds() {
       {"single_node", composed(A::SingleNode)},
       {"pure_nccl", composed(A::PureNccl), needs_nccl},
       {"non_cuda_aware", composed(A::NonCudaAware), needs_nccl},
+      {"dummy", [](MPI_Comm c, const CommunicatorOptions& o) { return std::make_shared<DummyCommunicator>(c, o); },
+       nothing_missing, false},
   };
   return table;
 }
@@ -50,7 +56,7 @@ std::vector<CommunicatorKind> communicator_kinds() {
   std::vector<CommunicatorKind> out;
   for (const Kind& k : kinds()) {
     std::string missing = k.missing();
-    out.push_back({k.name, missing.empty(), missing});
+    out.push_back({k.name, missing.empty(), missing, k.averages});
   }
   return out;
 }
@@ -63,7 +69,7 @@ std::shared_ptr<Communicator> create_communicator(const std::string& name, MPI_C
     if (name != k.name) continue;
     if (std::string missing = k.missing(); !missing.empty())
       throw chainer::Error(str("create_communicator: the '", name, "' communicator needs ", missing,
-                               "; naive, flat, hierarchical, two_dimensional and single_node work everywhere"));
+                               "; naive, flat, hierarchical, two_dimensional, single_node and dummy work everywhere"));
     return k.make(comm, options);
   }
   throw chainer::Error(str("create_communicator: unknown communicator name '", name, "'; valid names: ", valid));

@@ -28,7 +28,9 @@ MultiNodeOptimizer::MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actua
   if (options_.double_buffering)
     throw Error(chainer::str("create_multi_node_optimizer: double buffering needs the pure_nccl communicator (CUDA); "
                              "the '", comm_->name(), "' communicator does not support it"));
-  if (options_.reduction == Reduction::Bucketed) reducer_ = std::make_unique<GradientReducer>(comm_, options_.reducer);
+  // The dummy communicator averages nothing: its multi_node_mean_grad is the whole reduction.
+  if (options_.reduction == Reduction::Bucketed && comm_->averages_gradients())
+    reducer_ = std::make_unique<GradientReducer>(comm_, options_.reducer);
   if (actual_->target_ptr()) chainer::Optimizer::setup(actual_->target_ptr());
 }
 
@@ -53,7 +55,7 @@ void MultiNodeOptimizer::share_update(const chainer::Link& link) {
   unshare_update();
   share_planned_ = true;
   if (!options_.shard_update || !chainer::config::env_flag("CHAINERMN_SHARD_UPDATE", true) || comm_->size() == 1 ||
-      comm_->intra_size() != comm_->size() || !actual_->elementwise() || !on_host(link))
+      comm_->intra_size() != comm_->size() || !actual_->elementwise() || !on_host(link) || !comm_->averages_gradients())
     return;
   shared_ = SharedUpdate::create(comm_->mpi_comm(), link, actual_->state_names());
   if (shared_) actual_->set_update_partition(shared_);

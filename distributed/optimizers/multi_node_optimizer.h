@@ -21,6 +21,9 @@
 /// - Reduction::Communicator: Communicator::multi_node_mean_grad at update time, i.e. the
 ///   communicator's own scheme ("naive": one all-reduce per parameter, "flat": one packed
 ///   buffer), as ChainerMN.
+/// With the "dummy" communicator (Communicator::averages_gradients() false) it is always its
+/// multi_node_mean_grad, which averages nothing: every rank steps with its own gradients and,
+/// after the first update's broadcast, keeps parameters of its own (never a shared update).
 ///
 /// In debug mode (Communicator::debug()) both reductions run multi_node_mean_grad's checks: the
 /// ranks compare their gradients before averaging and a non-finite mean throws afterwards.
