@@ -1,17 +1,22 @@
 /// @file
 /// chainermn-cpp's distributed layer in one include: the MPI job (init_mpi, run_main,
 /// abort_job), the MPI library's facts, communicators (create_communicator: every kind), the
-/// multi-node optimizer and evaluators, scatter_dataset, the multi-node and synchronized
-/// iterators, communication as differentiable functions (chainermn::functions), the multi-node
-/// links, and object serialization. Includes chainer.h.
+/// multi-node optimizer and evaluators, the trainer extensions (AllreducePersistent,
+/// ObservationAggregator, MultiNodeEarlyStoppingTrigger), scatter_dataset, the multi-node and
+/// synchronized iterators, communication as differentiable functions (chainermn::functions),
+/// the multi-node links, and object serialization. Includes chainer.h.
 #pragma once
 #include "chainer.h"
 #include "distributed/communicators/communicator.h"
+#include "distributed/communicators/dummy_communicator.h"
 #include "distributed/communicators/flat_communicator.h"
 #include "distributed/functions/collective_communication.h"
 #include "distributed/functions/point_to_point.h"
 #include "distributed/functions/pseudo_connect.h"
+#include "distributed/extensions/allreduce_persistent.h"
 #include "distributed/extensions/generic_multi_node_evaluator.h"
+#include "distributed/extensions/multi_node_early_stopping_trigger.h"
+#include "distributed/extensions/observation_aggregator.h"
 #include "distributed/iterators/multi_node_iterator.h"
 #include "distributed/iterators/synchronized_iterator.h"
 #include "distributed/links/multi_node_batch_normalization.h"
@@ -33,5 +38,7 @@
 /// optimizer and evaluators, scatter_dataset and the MPI job's life cycle.
 /// @namespace chainermn::functions
 /// Communication between processes as differentiable functions, as `chainermn.functions`.
+/// @namespace chainermn::extensions
+/// Trainer extensions and triggers for multi-node training, as `chainermn.extensions`.
 /// @namespace chainermn::links
 /// Links spanning processes, as `chainermn.links`.
