@@ -222,7 +222,7 @@ TEST_CASE("communicator: create_communicator explains NCCL-only and unknown name
   }
   CHECK_THROWS_WITH(make("fancy"), Catch::Contains("unknown communicator name 'fancy'") &&
                                        Catch::Contains("naive, flat, hierarchical, two_dimensional, single_node, "
-                                                       "pure_nccl, non_cuda_aware"));
+                                                       "pure_nccl, non_cuda_aware, dummy"));
   CHECK_THROWS_AS(make(""), chainer::Error);
   CHECK_THROWS_WITH(chainermn::create_communicator("naive", MPI_COMM_NULL), Catch::Contains("MPI_COMM_NULL"));
 }

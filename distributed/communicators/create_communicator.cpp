@@ -69,7 +69,7 @@ std::shared_ptr<Communicator> create_communicator(const std::string& name, MPI_C
     if (name != k.name) continue;
     if (std::string missing = k.missing(); !missing.empty())
       throw chainer::Error(str("create_communicator: the '", name, "' communicator needs ", missing,
-                               "; naive, flat, hierarchical, two_dimensional, single_node and dummy work everywhere"));
+                               "; naive, flat, hierarchical, two_dimensional and single_node work everywhere"));
     return k.make(comm, options);
   }
   throw chainer::Error(str("create_communicator: unknown communicator name '", name, "'; valid names: ", valid));
