@@ -62,12 +62,24 @@ class ScriptedUpdater : public training::Updater {
   int64_t iteration_ = 0;
 };
 
-// A trainer over a ScriptedUpdater for ITERATIONS iterations, writing into a folder of this process's own.
+// The trainers' output folder: this process's own, removed when the process ends.
+const std::string& out_dir() {
+  static const struct OutDir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("test_multi_node_extensions_" + std::to_string(getpid()));
+    ~OutDir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } dir;
+  static const std::string path = dir.path.string();
+  return path;
+}
+
+// A trainer over a ScriptedUpdater for ITERATIONS iterations.
 std::unique_ptr<Trainer> scripted_trainer(int64_t iterations, int64_t per_epoch, std::function<void(int64_t)> report) {
-  const std::string out =
-      (std::filesystem::temp_directory_path() / ("test_multi_node_extensions_" + std::to_string(getpid()))).string();
   return std::make_unique<Trainer>(std::make_shared<ScriptedUpdater>(per_epoch, std::move(report)),
-                                   IntervalTrigger(double(iterations), Unit::Iteration), out);
+                                   IntervalTrigger(double(iterations), Unit::Iteration), out_dir());
 }
 
 // What a reader extension sees of KEY after each iteration: iteration -> value (absent: not reported).
