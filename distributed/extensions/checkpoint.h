@@ -1,7 +1,7 @@
 /// @file
 /// create_multi_node_checkpointer, as ChainerMN's chainermn.extensions.create_multi_node_checkpointer:
 /// generational per-rank snapshots of the whole trainer for fault tolerance. Each rank writes
-/// `<path>/<name>.<rank>.<iteration>`; maybe_load finds, by a collective, the newest iteration
+/// `{path}/{name}.{rank}.{iteration}`; maybe_load finds, by a collective, the newest iteration
 /// that every rank saved and resumes from it. Beyond ChainerMN: a save is atomic and durable
 /// (temporary file, fsync, rename, fsync of the directory), so a job killed mid-save keeps its
 /// previous checkpoint; a file that cannot be loaded is an error on every rank naming it; and
@@ -39,8 +39,8 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
 
   /// Saves the trainer at its current iteration (collective: every rank at the same iteration).
   void operator()(chainer::training::Trainer& trainer) override;
-  std::string default_name() const override { return "MultiNodeCheckpointer"; }  ///< The class's name.
-  /// Saves TRAINER as `<name>.<rank>.<iteration>` atomically and durably. When more than
+  std::string default_name() const override { return "MultiNodeCheckpointer"; }  ///< Its class name.
+  /// Saves TRAINER as NAME.RANK.ITERATION atomically and durably. When more than
   /// cp_interval + gc_interval of this run's checkpoints are kept, removes all but the newest
   /// cp_interval iterations every rank holds (collective).
   void save(chainer::training::Trainer& trainer, int64_t iteration);
@@ -62,7 +62,7 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
 
   /// The iterations of this run's checkpoints this rank holds complete in the directory, ascending.
   std::vector<int64_t> local_iterations() const;
-  /// The file name of this rank's checkpoint of ITERATION: `<name>.<rank>.<iteration>`.
+  /// The file name of this rank's checkpoint of ITERATION: `{name}.{rank}.{iteration}`.
   std::string filename(int64_t iteration) const;
   const std::string& path() const { return path_; }  ///< The directory (empty until set by a save or load).
 

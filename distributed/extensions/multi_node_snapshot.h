@@ -2,7 +2,7 @@
 /// multi_node_snapshot, as ChainerMN's chainermn.extensions.multi_node_snapshot: a snapshot
 /// extension for a job whose ranks fall into replica sets, the ranks of a set holding the same
 /// state (often rank 0, with the reports, and the rest). Only the smallest rank of each set
-/// writes (its file name gets ".<rank>" appended); with the snapshot's autoload it loads the
+/// writes (its file name gets ".{rank}" appended); with the snapshot's autoload it loads the
 /// newest one at initialize and sends what it loaded to the other ranks of its set.
 #pragma once
 #include <memory>
@@ -22,7 +22,7 @@ std::vector<std::set<int>> parse_replica_sets(const std::vector<std::vector<int>
 /// Runs a Snapshot on the smallest rank of each replica set (ChainerMN's _MultiNodeSnapshot).
 class MultiNodeSnapshot : public chainer::training::Extension {
  public:
-  /// Wraps SNAPSHOT (its filename gets ".<rank>" appended) for the ranks of COMM in REPLICA_SETS.
+  /// Wraps SNAPSHOT (its filename gets ".{rank}" appended) for the ranks of COMM in REPLICA_SETS.
   MultiNodeSnapshot(std::shared_ptr<Communicator> comm, std::shared_ptr<chainer::training::extensions::Snapshot> snapshot,
                     const std::vector<std::vector<int>>& replica_sets);
   /// The master saves; the other ranks of its set do nothing.
