@@ -2,9 +2,10 @@
 /// chainermn-cpp's distributed layer in one include: the MPI job (init_mpi, run_main,
 /// abort_job), the MPI library's facts, communicators (create_communicator: every kind), the
 /// multi-node optimizer and evaluators, the trainer extensions (AllreducePersistent,
-/// ObservationAggregator, MultiNodeEarlyStoppingTrigger), scatter_dataset, the multi-node and
-/// synchronized iterators, communication as differentiable functions (chainermn::functions),
-/// the multi-node links, and object serialization. Includes chainer.h.
+/// ObservationAggregator, MultiNodeEarlyStoppingTrigger), the multi-node checkpointer and
+/// snapshot, scatter_dataset, the multi-node and synchronized iterators, communication as
+/// differentiable functions (chainermn::functions), the multi-node links, and object
+/// serialization. Includes chainer.h.
 #pragma once
 #include "chainer.h"
 #include "distributed/communicators/communicator.h"
@@ -14,8 +15,10 @@
 #include "distributed/functions/point_to_point.h"
 #include "distributed/functions/pseudo_connect.h"
 #include "distributed/extensions/allreduce_persistent.h"
+#include "distributed/extensions/checkpoint.h"
 #include "distributed/extensions/generic_multi_node_evaluator.h"
 #include "distributed/extensions/multi_node_early_stopping_trigger.h"
+#include "distributed/extensions/multi_node_snapshot.h"
 #include "distributed/extensions/observation_aggregator.h"
 #include "distributed/iterators/multi_node_iterator.h"
 #include "distributed/iterators/synchronized_iterator.h"
@@ -36,6 +39,8 @@
 /// @namespace chainermn
 /// The distributed layer over MPI, with ChainerMN's names: communicators, the multi-node
 /// optimizer and evaluators, scatter_dataset and the MPI job's life cycle.
+/// @namespace chainermn::extensions
+/// Trainer extensions of ChainerMN that live in `chainermn.extensions` by name, as multi_node_snapshot.
 /// @namespace chainermn::functions
 /// Communication between processes as differentiable functions, as `chainermn.functions`.
 /// @namespace chainermn::extensions

@@ -229,7 +229,8 @@ void add_timing(chainer::training::Trainer& trainer, bool on_gpu, std::function<
 
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
-           const chainermn::Communicator& comm, bool dump_graph, std::function<double()> data_seconds) {
+           const chainermn::Communicator& comm, bool dump_graph, std::function<double()> data_seconds,
+           const std::shared_ptr<chainermn::MultiNodeCheckpointer>& checkpointer, int64_t checkpoint_interval) {
   namespace E = chainer::training::extensions;
   using chainer::training::Unit;
   chainer::training::Trainer trainer(updater, {double(o.epoch), Unit::Epoch}, o.out);
@@ -246,6 +247,14 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
     trainer.extend(std::make_shared<E::ProgressBar>());
   }
   if (!o.resume.empty()) resume(o.resume, trainer, comm);
+  if (checkpointer) {
+    // After every extension with state is registered, so the reports continue too.
+    trainer.extend(checkpointer, "", chainer::training::IntervalTrigger(double(checkpoint_interval), Unit::Iteration));
+    if (const int64_t at = checkpointer->maybe_load(trainer); at > 0 && comm.rank() == 0)
+      std::cout << "# resumed from the checkpoints of iteration " << at << " (epoch " << trainer.updater().epoch()
+                << ") in " << checkpointer->path() << "\n"
+                << std::flush;
+  }
   trainer.run();
 }
 

@@ -99,10 +99,16 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
 // resident memory so far, ru_maxrss): what bench/compare_cnn.sh reads. Given DATA_SECONDS (a
 // running total of the seconds the steps spent getting their batches, e.g. the training
 // iterator's data_seconds), it also has data_time, this epoch's share of train_time.
+//
+// Given CHECKPOINTER (an app with --checkpoint-interval N), it saves every N iterations and the
+// run first resumes from the newest checkpoint every rank holds, if any (maybe_load), saying so
+// on rank 0.
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
            const chainermn::Communicator& comm, bool dump_graph = false,
-           std::function<double()> data_seconds = {});
+           std::function<double()> data_seconds = {},
+           const std::shared_ptr<chainermn::MultiNodeCheckpointer>& checkpointer = nullptr,
+           int64_t checkpoint_interval = 0);
 
 // The updater options of the model-parallel apps: on a GPU their steps run eagerly, since a
 // step that sends and receives through MPI on the host cannot be captured into a CUDA graph.

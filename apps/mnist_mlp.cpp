@@ -2,6 +2,7 @@
 // ReLU, Classifier (softmax cross-entropy + accuracy), Adam, evaluation on the test set after
 // every epoch, a log, a printed report, a progress bar, a graph dump and snapshots.
 //   mpiexec -n 2 build/apps/mnist_mlp [-b 100] [-e 20] [-u 1000] [-o result] [-r SNAPSHOT] [--data DIR]
+//   mpiexec -n 2 build/apps/mnist_mlp --checkpoint-interval 100   # rerun to resume after a failure
 //   build/apps/mnist_mlp --gpu [ID]     # model, optimizer and data on CUDA device ID (default 0)
 //   mpiexec -n 2 build/apps/mnist_mlp --gpu   # each process on device intra_rank, pure_nccl
 // Every process trains on its share of the data with batch -b; gradients are averaged over all.
@@ -22,6 +23,7 @@ namespace {
 struct Options : apps::CommonOptions {
   std::string communicator;  // default: naive on CPUs, pure_nccl on GPUs
   chainermn::Reduction reduction = chainermn::Reduction::Bucketed;
+  int64_t checkpoint_interval = 0;  // 0: no checkpointer
 };
 
 const std::string kUsage = std::string(R"(usage: mnist_mlp [options]
@@ -34,6 +36,10 @@ Trains the ChainerMN tutorial MLP on MNIST (data parallel: each process its shar
       --reduction R   how the multi-node optimizer averages gradients: bucketed (default:
                       buckets reduced while backward runs, as PyTorch DDP) or communicator
                       (the communicator's multi_node_mean_grad at update time, as ChainerMN)
+      --checkpoint-interval N  every N iterations each process saves a checkpoint
+                      (OUT/mnist_mlp.RANK.ITERATION, ChainerMN's multi-node checkpointer;
+                      the newest 5 kept), and a rerun of the same command with the same
+                      process count resumes from the newest one every process holds
 )") + apps::common_usage(apps::CommonOptions{});
 
 Options parse(int argc, char** argv) {
@@ -43,9 +49,12 @@ Options parse(int argc, char** argv) {
     if (apps::read_common_option(args, o)) continue;
     if (args.is(nullptr, "--communicator")) o.communicator = args.value();
     else if (args.is(nullptr, "--reduction")) reduction = args.value();
+    else if (args.is(nullptr, "--checkpoint-interval")) o.checkpoint_interval = args.integer(1);
     else args.unknown();
   }
   o.reduction = chainermn::parse_reduction(reduction, "--reduction");
+  if (o.checkpoint_interval > 0 && !o.resume.empty())
+    throw Error("--checkpoint-interval resumes from its own checkpoints: give it or -r/--resume, not both");
   return o;
 }
 
@@ -100,7 +109,9 @@ int run(int argc, char** argv) {
   auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
 
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);
-  apps::train(updater, chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm), o, *comm, /*dump_graph=*/true);
+  auto checkpointer = o.checkpoint_interval > 0 ? chainermn::create_multi_node_checkpointer("mnist_mlp", comm) : nullptr;
+  apps::train(updater, chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm), o,
+              *comm, /*dump_graph=*/true, {}, checkpointer, o.checkpoint_interval);
   return 0;
 }
 

@@ -51,6 +51,20 @@ if job "mnist_mlp, 2 processes" 2 "$app" "${common[@]}" -e 1 -o r2; then
       "$app" "${common[@]}" -e 3 -o mixed -r mixed/snapshot_iter_300
   fi
 fi
+# The multi-node checkpointer (--checkpoint-interval): a rerun of the same command resumes from
+# the newest checkpoint both ranks hold and the log goes on; another process count is refused.
+ck=(--data "$MNIST_DIR" -u 100 --train-size 6000 --test-size 1000 --checkpoint-interval 10)
+if job "mnist_mlp, 2 processes, checkpoints every 10 iterations" 2 "$app" "${ck[@]}" -e 1 -o ck; then
+  for r in 0 1; do for i in 10 20 30; do [ -f "ck/mnist_mlp.$r.$i" ] || fail "no checkpoint ck/mnist_mlp.$r.$i"; done; done
+  if job "mnist_mlp, 2 processes, rerun to 2 epochs" 2 "$app" "${ck[@]}" -e 2 -o ck; then
+    grep -qF "# resumed from the checkpoints of iteration 30 (epoch 1)" "$tmp/text" ||
+      fail "the rerun did not resume from iteration 30: $(head -n 12 "$tmp/text")"
+    check_app_log "mnist_mlp, 2 processes, rerun to 2 epochs" ck 2 0.5
+    [ -f ck/mnist_mlp.1.60 ] || fail "the rerun wrote no checkpoint ck/mnist_mlp.1.60"
+  fi
+  refused "mnist_mlp, 1 process resumed from 2 processes' checkpoints" 1 \
+    "was written by a job of 2 processes; this job has 1" "$app" "${ck[@]}" -e 3 -o ck
+fi
 if job "mnist_mlp, 3 processes, flat communicator reduction" 3 "$app" "${common[@]}" -e 1 -o r3 \
   --communicator flat --reduction communicator; then
   grep -q "Using flat communicator, communicator reduction" "$tmp/text" || fail "3 processes: the header does not say flat/communicator"

@@ -114,6 +114,10 @@ void load_snapshot(const std::string& path, Trainer& trainer) {
   } catch (const Error& e) {
     throw Error(str("resume: cannot read the snapshot '", path, "': ", e.what()));
   }
+  load_snapshot(std::move(entries), trainer, path);
+}
+
+void load_snapshot(TensorMap entries, Trainer& trainer, const std::string& source) {
   // All or nothing: a snapshot that does not match (a missing entry, another shape) is found
   // part way through, so the trainer's state is copied first and put back on failure, and the
   // parameters that were still uninitialised (lazily sized links) become so again.
@@ -130,7 +134,7 @@ void load_snapshot(const std::string& path, Trainer& trainer) {
     for (Variable& p : uninitialized) p.set_data(Tensor());
     Serializer restore = Serializer::reader(backup.entries());
     trainer.serialize(restore);
-    throw Error(str("resume: the snapshot '", path, "' does not match this trainer (nothing was loaded): ", e.what()));
+    throw Error(str("resume: the snapshot '", source, "' does not match this trainer (nothing was loaded): ", e.what()));
   }
 }
 

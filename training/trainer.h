@@ -70,5 +70,8 @@ class Trainer {
 /// Loads a snapshot written by extensions::snapshot into TRAINER (call before run()). All or
 /// nothing: a missing, unreadable or mismatched snapshot throws and leaves TRAINER as it was.
 void load_snapshot(const std::string& path, Trainer& trainer);
+/// Loads ENTRIES, a snapshot's contents already read, into TRAINER, all or nothing as above;
+/// errors name SOURCE (the file they came from). Keys the trainer does not ask for are ignored.
+void load_snapshot(TensorMap entries, Trainer& trainer, const std::string& source);
 
 }  // namespace chainer::training

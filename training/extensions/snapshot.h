@@ -3,7 +3,8 @@
 /// iterator position and RNG, extension state, elapsed time) as NPZ to `<out>/<filename>`, where
 /// `"{.updater.iteration}"` and `"{.updater.epoch}"` in FILENAME are replaced by their values.
 /// training::load_snapshot(path, trainer) resumes exactly where the run stopped.
-/// snapshot_object saves one link's parameters the same way.
+/// snapshot_object saves one link's parameters the same way. With autoload, initialize loads
+/// the newest file in out() that the filename format matches, as Chainer's snapshot(autoload=True).
 #pragma once
 #include "nn/link.h"
 #include "training/extension.h"
@@ -21,11 +22,29 @@ class Snapshot : public Extension {
   int priority() const override { return -100; }  ///< -100: after every reader, as Chainer's snapshot.
   /// The output path: the filename with its `{.updater.iteration}` and `{.updater.epoch}` filled in, under out().
   std::string path_for(const Trainer& trainer) const;
+  /// With autoload, loads the newest snapshot in out() that the filename format matches (find_latest_snapshot).
+  void initialize(Trainer& trainer) override;
+
+  const std::string& filename() const { return filename_; }  ///< The filename format.
+  /// Replaces the filename format (as assigning Chainer's `snapshot.filename`; multi_node_snapshot appends the rank).
+  void set_filename(std::string filename) { filename_ = std::move(filename); }
+  Link* target() const { return target_; }  ///< The link saved, or null for the whole trainer.
+  bool autoload() const { return autoload_; }  ///< Whether initialize loads the newest snapshot.
+  /// Chainer's autoload argument: whether initialize loads the newest matching snapshot (default false).
+  void set_autoload(bool autoload) { autoload_ = autoload; }
+  /// Loads the snapshot at PATH into the target (the trainer, or the link): what autoload does.
+  void load(const std::string& path, Trainer& trainer) const;
 
  private:
   std::string filename_;
   Link* target_;
+  bool autoload_ = false;
 };
+
+/// The newest file in DIRECTORY (by modification time, then name) whose name begins with the part
+/// of FORMAT before its first '{' and ends with the part after its last '}', as Chainer's
+/// _find_latest_snapshot; empty when there is none (or no such directory).
+std::string find_latest_snapshot(const std::string& format, const std::string& directory);
 
 /// A Snapshot of the whole trainer, as Chainer's `extensions.snapshot(filename=...)`.
 std::shared_ptr<Snapshot> snapshot(std::string filename = "snapshot_iter_{.updater.iteration}");
