@@ -1,6 +1,7 @@
 #include "app_common.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -131,6 +132,14 @@ std::shared_ptr<chainermn::Communicator> create_communicator(const std::string& 
   return chainermn::create_communicator(!requested.empty()                        ? requested
                                         : gpu && chainermn::world_size() > 1 ? "pure_nccl"
                                                                               : "naive");
+}
+
+std::string process_table(const chainermn::Communicator& comm) {
+  const std::vector<int64_t> pids = comm.allgather_obj(int64_t(::getpid()));
+  std::string table;
+  for (int r = 0; r < comm.size(); ++r)
+    table += chainer::str(r ? ", " : "", "rank ", r, " pid ", pids[size_t(r)], " on ", comm.host_names()[size_t(r)]);
+  return table;
 }
 
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm) {

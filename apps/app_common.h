@@ -83,6 +83,10 @@ std::shared_ptr<chainermn::Communicator> create_communicator(const std::string& 
 
 // The device of this process: the CPU, or with --gpu ID device (ID + intra_rank) modulo the
 // visible devices, made current; a warning (from intra_rank 0) when ranks share a GPU.
+// Collective: "rank 0 pid 7472 on simhost0, rank 1 pid ..." for every rank of COMM, printed at
+// the start of a job so that the PID and host mpiexec names when a process dies give its rank.
+std::string process_table(const chainermn::Communicator& comm);
+
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm);
 
 // Loads the snapshot PREFIX + chainermn::rank_suffix(comm) into TRAINER, then checks that every rank loaded

@@ -70,9 +70,10 @@ int run(int argc, char** argv) {
   // Rank 0 reads MNIST; scatter_dataset sends every worker its share, so one epoch is one pass
   // over the whole dataset across all workers.
   chainer::datasets::DatasetPtr train, test;
+  const std::string processes = apps::process_table(*comm);
   if (root) {
     const std::string data_dir = apps::find_mnist(o.data);
-    std::cout << "# Num process (COMM_WORLD): " << comm->size() << "\n# Using " << comm->name()
+    std::cout << "# Num process (COMM_WORLD): " << comm->size() << "\n# processes: " << processes << "\n# Using " << comm->name()
               << " communicator, " << chainermn::reduction_name(o.reduction) << " reduction\n# unit: " << o.unit
               << "\n# Minibatch-size: " << o.batchsize
               << "\n# epoch: " << o.epoch << "\n# device: " << device.str()

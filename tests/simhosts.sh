@@ -7,7 +7,8 @@
 # collective against closed forms, every reduction against one process; shared memory only when
 # all ranks share a host), mnist_mlp on 2 hosts x 2 ranks must match 4 ranks on one host, a
 # rank on the second host that throws or is killed ends the whole job within 10 s, and so does
-# cutting the second host's link (chainermn's watchdog, CHAINERMN_TIMEOUT=3 here).
+# cutting the second host's link (chainermn's watchdog, CHAINERMN_TIMEOUT=3 here); a checkpointed
+# mnist_mlp that loses the second host ends naming the lost rank, and rerun resumes to the bit.
 # Exits 77 (skipped) with the reason where namespaces cannot be made.
 #   tests/simhosts.sh SIMCLUSTER MPIEXEC MNIST_MLP MPI_FAILURE TEST_BINARY...
 set -u
@@ -99,6 +100,68 @@ for mode in throw sigkill; do
     echo "ok: rank 1 on simhost1 ($mode): the job ended with $rc after ${took}s"
   fi
 done
+
+# A lost host during a long job with the multi-node checkpointer (mnist_mlp --checkpoint-interval):
+# 2 hosts x 2 ranks; once every rank has saved iteration 10, the job is frozen (SIGSTOP: it cannot
+# finish first) and simhost1's two ranks are killed. The job must end within 10 s naming a lost
+# rank; the same command, rerun, resumes from the newest checkpoint every rank holds and ends with
+# the log of an uninterrupted run to the bit (same placement, same count); no temporary file is
+# left under the out directory.
+ckpt=(--data "$MNIST_DIR" -u 200 -e 2 -b 50 --train-size 8000 --checkpoint-interval 5)
+on 2 0:2,1:2 4 "$mnist_mlp" "${ckpt[@]}" -o "$tmp/whole" >"$tmp/whole.out" 2>&1 || {
+  echo "FAIL: checkpointed mnist_mlp, uninterrupted: $(tail -c 600 "$tmp/whole.out")"
+  failures=$((failures + 1))
+}
+MPIEXEC=$mpiexec PROG=$mnist_mlp OUT=$tmp/lost timeout -k 5 120 "$simcluster" --hosts 2 -- bash -c '
+  IFS=, read -ra address <<<"$SIMCLUSTER_HOSTS"
+  IFS=, read -ra netns <<<"$SIMCLUSTER_NETNS"
+  mkdir -p "$OUT"
+  "$MPIEXEC" $SIMCLUSTER_LAUNCH -hosts "${address[0]}:2,${address[1]}:2" -n 4 "$PROG" "$@" -o "$OUT" \
+    >"$OUT.out" 2>&1 &
+  job=$!
+  for ((i = 0; i < 600; ++i)); do
+    [[ $(ls "$OUT" 2>/dev/null | grep -c "^mnist_mlp\.[0-3]\.10$") -eq 4 ]] && break
+    sleep 0.05
+  done
+  ranks() { ip netns pids "$1" | xargs -r ps -o pid=,comm= -p | awk "\$2 == \"mnist_mlp\" {print \$1}"; }
+  stopped=$( (ranks "${netns[0]}"; ranks "${netns[1]}") | tr "\n" " ")
+  kill -STOP $stopped
+  kill -KILL $(ranks "${netns[1]}")
+  lost=$(date +%s%N)
+  kill -CONT $stopped 2>/dev/null
+  wait $job
+  echo "rc=$? ms=$((($(date +%s%N) - lost) / 1000000))" >"$OUT.result"' lost "${ckpt[@]}"
+read -r lost_rc lost_ms < <(sed 's/rc=\([0-9]*\) ms=\([0-9]*\)/\1 \2/' "$tmp/lost.result" 2>/dev/null)
+# mpiexec names the lost process by its PID and host; the job's header maps PIDs to ranks.
+lost_pid=$(grep -m1 -oE "PID [0-9]+ RUNNING AT" "$tmp/lost.out" | grep -oE "[0-9]+")
+lost_rank=$(grep -m1 "^# processes:" "$tmp/lost.out" | grep -oE "rank [0-9]+ pid ${lost_pid:-none} on [^,]*")
+if [[ ${lost_rc:-0} -eq 0 || ${lost_ms:-999999} -gt 10000 || $lost_rank != *simhost1 ]]; then
+  echo "FAIL: simhost1 lost: mpiexec exited with ${lost_rc:-nothing} ${lost_ms:-?} ms after the kill," \
+    "lost: '${lost_rank}': $(tail -c 600 "$tmp/lost.out")"
+  failures=$((failures + 1))
+else
+  echo "ok: simhost1 lost after iteration 10: the job ended with $lost_rc ${lost_ms} ms after the kill," \
+    "mpiexec naming PID $lost_pid, that is $lost_rank"
+fi
+on 2 0:2,1:2 4 "$mnist_mlp" "${ckpt[@]}" -o "$tmp/lost" >"$tmp/rerun.out" 2>&1 || {
+  echo "FAIL: checkpointed mnist_mlp, rerun after the loss: $(tail -c 600 "$tmp/rerun.out")"
+  failures=$((failures + 1))
+}
+python3 - "$tmp/whole/log" "$tmp/lost/log" "$tmp/rerun.out" "$tmp/lost" <<'PY' || failures=$((failures + 1))
+import json, os, re, sys
+whole, rerun, out, folder = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), open(sys.argv[3]).read(), sys.argv[4]
+m = re.search(r"# resumed from the checkpoints of iteration (\d+)", out)
+if not m or int(m.group(1)) < 10:
+    sys.exit(f"FAIL: the rerun did not resume from iteration 10 or later: {out[-400:]}")
+strip = lambda log: [{k: v for k, v in e.items() if k != "elapsed_time"} for e in log]
+if strip(whole) != strip(rerun):
+    sys.exit(f"FAIL: the resumed run's log differs from the uninterrupted one's: {strip(rerun)[-1]} against {strip(whole)[-1]}")
+left = [f for f in os.listdir(folder) if f.startswith("tmp")]
+if left:
+    sys.exit(f"FAIL: temporary files left in the out directory: {left}")
+print(f"ok: rerun resumed from iteration {m.group(1)} and ends as the uninterrupted run to the bit "
+      f"(validation accuracy {rerun[-1]['validation/main/accuracy']:.4f})")
+PY
 
 # A cut link (`ip link set ... down` on simhost1's port of the bridge) while 2 hosts x 2 ranks keep
 # all-reducing over it (simcluster --tcp: otherwise UCX joins the simulated hosts through shared

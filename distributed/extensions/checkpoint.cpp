@@ -139,11 +139,13 @@ void MultiNodeCheckpointer::collect_garbage() {
 int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, chainer::Optimizer* /*optimizer*/,
                                           const std::string& path) {
   if (path_.empty()) path_ = path.empty() ? trainer.out() : path;
-  // A save killed before its rename leaves only a temporary file: it is not a checkpoint.
+  // A save killed before its rename leaves only a temporary file: it is not a checkpoint. Its
+  // name is tmp-NAME.RANK.ITERATION, or save_npz's own temporary name after it when the save was
+  // killed while writing.
   std::error_code ec;
+  const std::string temporary = str("tmp-", name_, ".", comm_->rank(), ".");
   for (const auto& entry : fs::directory_iterator(path_, ec))
-    if (parse_iteration(entry.path().filename().string(), str("tmp-", name_, ".", comm_->rank(), ".")) >= 0)
-      fs::remove(entry.path(), ec);
+    if (entry.path().filename().string().rfind(temporary, 0) == 0) fs::remove(entry.path(), ec);
 
   iterations_ = local_iterations();
   const std::vector<std::vector<int64_t>> all = comm_->allgather_obj(iterations_);
