@@ -32,12 +32,6 @@ bool plot_png_available() {
 
 namespace {
 
-// The layout of plot_figure.h, in pixels.
-constexpr double kWidth = 640, kHeight = 480;
-constexpr double kLeft = 80, kRight = 576, kTop = 57.6, kBottom = 427.2;
-
-bool finite(const std::pair<double, double>& p) { return std::isfinite(p.first) && std::isfinite(p.second); }
-
 void check(const PlotFigure& f) {
   const auto& markers = plot_markers();
   if (std::find(markers.begin(), markers.end(), f.marker) == markers.end())
@@ -47,6 +41,26 @@ void check(const PlotFigure& f) {
       throw Error(str("save_plot_png: ", axis, "_limits (", limits->first, ", ", limits->second,
                       ") must be finite and increasing"));
 }
+
+}  // namespace
+
+#ifndef CHAINER_WITH_CAIRO
+
+void save_plot_png(const PlotFigure& figure, const std::string& path) {
+  check(figure);
+  throw Error(str("save_plot_png: cannot draw '", path, "': this build of chainermn-cpp has no cairo "
+                  "(install libcairo2-dev and configure again to plot)"));
+}
+
+#else
+
+namespace {
+
+// The layout of plot_figure.h, in pixels.
+constexpr double kWidth = 640, kHeight = 480;
+constexpr double kLeft = 80, kRight = 576, kTop = 57.6, kBottom = 427.2;
+
+bool finite(const std::pair<double, double>& p) { return std::isfinite(p.first) && std::isfinite(p.second); }
 
 // The range an axis shows: as set, else the finite data's widened by 5% at each end.
 std::pair<double, double> range(const PlotFigure& f, bool x_axis) {
@@ -72,7 +86,9 @@ struct Ticks {
   std::vector<std::string> labels;
 };
 Ticks ticks(double lo, double hi, int max_bins) {
+  Ticks t;
   const double raw = (hi - lo) / max_bins;
+  if (!std::isfinite(raw) || raw <= 0) return t;
   int exponent = int(std::floor(std::log10(raw)));
   double step = 10 * std::pow(10.0, exponent);
   int decimals = std::max(0, -(exponent + 1));
@@ -84,8 +100,8 @@ Ticks ticks(double lo, double hi, int max_bins) {
     }
   }
   const bool general = std::max(std::abs(lo), std::abs(hi)) >= 1e6 || step < 1e-4;
-  Ticks t;
-  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + 1e-9 * step; ++k) {
+  const double first = std::ceil(lo / step - 1e-9);
+  for (double k = first; k * step <= hi + 1e-9 * step && k < first + max_bins + 1; ++k) {
     const double v = std::abs(k) < 0.5 ? 0.0 : k * step;  // never "-0.0"
     char text[32];
     if (general) std::snprintf(text, sizeof text, "%.4g", v);
@@ -95,20 +111,6 @@ Ticks ticks(double lo, double hi, int max_bins) {
   }
   return t;
 }
-
-}  // namespace
-
-#ifndef CHAINER_WITH_CAIRO
-
-void save_plot_png(const PlotFigure& figure, const std::string& path) {
-  check(figure);
-  throw Error(str("save_plot_png: cannot draw '", path, "': this build of chainermn-cpp has no cairo "
-                  "(install libcairo2-dev and configure again to plot)"));
-}
-
-#else
-
-namespace {
 
 constexpr double kFont = 13;  // matplotlib's 10 pt at 100 dpi is 13.9 px
 constexpr double kTickLength = 5, kTickPad = 5;
