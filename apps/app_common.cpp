@@ -70,6 +70,8 @@ bool read_common_option(Args& args, CommonOptions& o) {
   else if (args.is(nullptr, "--train-size")) o.train_size = args.integer(1);
   else if (args.is(nullptr, "--test-size")) o.test_size = args.integer(1);
   else if (args.is(nullptr, "--timing")) o.timing = true;
+  else if (args.is(nullptr, "--plot")) o.plot = true;
+  else if (args.is(nullptr, "--no-plot")) o.plot = false;
   else return false;
   return true;
 }
@@ -97,6 +99,8 @@ std::string common_usage(const CommonOptions& d) {
       --seed N        random seed for initialization and shuffling (default 0)
       --threads N     compute threads per process (default: cores / processes on this node)
       --timing        also log each epoch's training seconds (train_time) and the peak RSS
+      --no-plot       draw no loss.png and accuracy.png (default: draw them, where this build
+                      has cairo; --plot asks for them, and warns without it)
   -h, --help          show this help
 )");
 }
@@ -254,6 +258,14 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
     trainer.extend(std::make_shared<E::PrintReport>(std::vector<std::string>{
         "epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
     trainer.extend(std::make_shared<E::ProgressBar>());
+    if (o.plot.value_or(E::PlotReport::available())) {  // as Chainer's train_mnist.py
+      trainer.extend(std::make_shared<E::PlotReport>(std::vector<std::string>{"main/loss", "validation/main/loss"},
+                                                     "epoch", chainer::training::IntervalTrigger(1, Unit::Epoch),
+                                                     E::PlotReport::Postprocess{}, "loss.png"));
+      trainer.extend(std::make_shared<E::PlotReport>(
+          std::vector<std::string>{"main/accuracy", "validation/main/accuracy"}, "epoch",
+          chainer::training::IntervalTrigger(1, Unit::Epoch), E::PlotReport::Postprocess{}, "accuracy.png"));
+    }
   }
   if (!o.resume.empty()) resume(o.resume, trainer, comm);
   if (checkpointer) {

@@ -59,6 +59,8 @@ struct CommonOptions {
   Data data_set = Data::MNIST;
   int64_t train_size = 0, test_size = 0;  // --train-size, --test-size: the first N examples; 0: all
   bool timing = false;  // --timing: log each epoch's training seconds and the peak RSS
+  // --plot, --no-plot: loss.png and accuracy.png; unset: whenever PlotReport::available()
+  std::optional<bool> plot;
 };
 // Sizes the CPU math team: --threads, else CHAINER_NUM_THREADS (throws naming a bad value,
 // before any data is read), else the default (core/parallel.h).
@@ -96,8 +98,9 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
 
 // How every app trains: O.epoch epochs of UPDATER's steps into O.out, EVALUATOR after every
 // epoch, a snapshot per rank every O.frequency epochs (-1: once, at the end), and on rank 0 of
-// COMM the log, the report table and a progress bar (and the graph of main/loss with
-// DUMP_GRAPH); resumes from O.resume (plus this rank's suffix) when given. With O.timing the
+// COMM the log, the report table, a progress bar, the plots loss.png and accuracy.png against
+// the epoch (O.plot; by default whenever PlotReport is available, as Chainer's train_mnist.py)
+// and the graph of main/loss with DUMP_GRAPH; resumes from O.resume (plus this rank's suffix) when given. With O.timing the
 // log also has, per epoch, train_time (seconds of this epoch's training steps: evaluation,
 // reports and snapshots excluded, as the peers' train_s) and peak_rss_mib (rank 0's peak
 // resident memory so far, ru_maxrss): what bench/compare_cnn.sh reads. Given DATA_SECONDS (a

@@ -50,6 +50,8 @@ mpiexec: every process decodes its share of the images).
       --threads N      compute threads per process (default: cores / processes on this node)
       --timing         also log each epoch's training seconds, the part of them spent
                        waiting for batches, and the peak RSS
+      --no-plot        draw no loss.png and accuracy.png (default: draw them, where this
+                       build has cairo; --plot asks for them, and warns without it)
   -h, --help           show this help
 )";
 
@@ -76,6 +78,8 @@ Options parse(int argc, char** argv) {
     else if (args.is(nullptr, "--seed")) o.common.seed = args.integer(0);
     else if (args.is(nullptr, "--threads")) o.common.threads = int(args.integer(1, 1024));
     else if (args.is(nullptr, "--timing")) o.common.timing = true;
+    else if (args.is(nullptr, "--plot")) o.common.plot = true;
+    else if (args.is(nullptr, "--no-plot")) o.common.plot = false;
     else if (!args.option().empty() && args.option()[0] != '-') positional.push_back(args.option());
     else args.unknown();
   }

@@ -141,6 +141,15 @@ else
     done
     grep -q "validation/main/accuracy" "$tmp/out" || fail "the run printed no report"
     echo "ok: one epoch with -u 10"
+    # The plots, by default where the library has cairo: 480-pixel-high PNGs.
+    if ldd "$app" | grep -q libcairo; then
+      for f in loss.png accuracy.png; do
+        python3 -c 'import struct, sys; d = open(sys.argv[1], "rb").read(24)
+sys.exit(d[:8] != b"\x89PNG\r\n\x1a\n" or struct.unpack(">II", d[16:24])[1] != 480)' "$tmp/run/$f" ||
+          fail "the run did not plot $f (480 pixels high)"
+      done
+      echo "ok: loss.png and accuracy.png"
+    fi
     expect_error "snapshot of other unit counts" "$tmp/run/snapshot_iter_600" "shape" -- --data "$MNIST_DIR" -u 20 -e 2 \
       -o "$tmp/r4" -r "$tmp/run/snapshot_iter_600"
     "$app" --data "$MNIST_DIR" -u 10 -e 2 -o "$tmp/run" -r "$tmp/run/snapshot_iter_600" >"$tmp/out" 2>"$tmp/err"
@@ -152,10 +161,12 @@ else
     else
       echo "ok: resumed to a second epoch"
       # The resumed run logs exactly what an uninterrupted two-epoch run logs, times aside.
-      "$app" --data "$MNIST_DIR" -u 10 -e 2 -o "$tmp/straight" >"$tmp/out" 2>"$tmp/err"
+      "$app" --data "$MNIST_DIR" -u 10 -e 2 -o "$tmp/straight" --no-plot >"$tmp/out" 2>"$tmp/err"
       rc=$?
       if [ "$rc" -ne 0 ]; then
         fail "a two-epoch run exited with $rc: $(tail -c 400 "$tmp/err")"
+      elif [ -e "$tmp/straight/loss.png" ]; then
+        fail "--no-plot drew loss.png"
       elif ! diff <(grep -v elapsed_time "$tmp/straight/log") <(grep -v elapsed_time "$tmp/run/log") >"$tmp/diff"; then
         fail "the resumed run's log differs from the uninterrupted run's: $(head -c 1000 "$tmp/diff")"
       else

@@ -6,6 +6,8 @@
 #include "training/extensions/dump_graph.h"
 #include "training/extensions/evaluator.h"
 #include "training/extensions/log_report.h"
+#include "training/extensions/plot_figure.h"
+#include "training/extensions/plot_report.h"
 #include "training/extensions/print_report.h"
 #include "training/extensions/progress_bar.h"
 #include "training/extensions/snapshot.h"
