@@ -17,7 +17,7 @@ class Snapshot : public Extension {
   explicit Snapshot(std::string filename = "snapshot_iter_{.updater.iteration}", Link* target = nullptr);
   void operator()(Trainer& trainer) override;  ///< Writes the snapshot to path_for(trainer).
   std::string default_name() const override { return target_ ? "snapshot_object" : "snapshot"; }
-  IntervalTrigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }  ///< Every epoch.
+  Trigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }  ///< Every epoch.
   int priority() const override { return -100; }  ///< -100: after every reader, as Chainer's snapshot.
   /// The output path: the filename with its `{.updater.iteration}` and `{.updater.epoch}` filled in, under out().
   std::string path_for(const Trainer& trainer) const;
