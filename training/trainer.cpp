@@ -60,7 +60,10 @@ void Trainer::run() {
 
   start_ = std::chrono::steady_clock::now();
   running_ = true;
-  for (Entry& e : extensions_) e.extension->initialize(*this);
+  // As Chainer's: an extension whose trigger will not fire again (a resumed run past the last
+  // point of a ManualScheduleTrigger) is not initialized.
+  for (Entry& e : extensions_)
+    if (!e.trigger.finished()) e.extension->initialize(*this);
   try {
     while (!stop_trigger_(*this)) {
       observation_.clear();

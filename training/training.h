@@ -11,4 +11,7 @@
 #include "training/extensions/snapshot.h"
 #include "training/trainer.h"
 #include "training/trigger.h"
+#include "training/triggers/early_stopping_trigger.h"
+#include "training/triggers/manual_schedule_trigger.h"
+#include "training/triggers/minmax_value_trigger.h"
 #include "training/updater.h"

@@ -56,8 +56,8 @@ class IntervalTrigger {
 class Trigger;
 
 /// What Trigger holds: an object with `bool operator()(const Trainer&)`, copyable, and optionally
-/// `void serialize(Serializer&)` (its state in snapshots) and `training_length()` (a
-/// TrainingLength, or an optional one).
+/// `void serialize(Serializer&)` (its state in snapshots), `training_length()` (a TrainingLength,
+/// or an optional one) and `bool finished() const` (it will never fire again).
 template <class T>
 concept TriggerFunction = std::copy_constructible<T> && !std::same_as<T, Trigger> &&
                           requires(T& t, const Trainer& trainer) {
@@ -91,6 +91,9 @@ class Trigger {
   void serialize(Serializer& s) { self_->serialize(s); }
   /// The held trigger's training_length(), as Chainer's `get_training_length()`; nullopt when it has none.
   std::optional<TrainingLength> training_length() const { return self_->training_length(); }
+  /// Whether the held trigger says it will never fire again (false for one without finished()):
+  /// the trainer then skips its extension's initialize(), as Chainer's.
+  bool finished() const { return self_->finished(); }
   /// The held trigger when it is a T, else null.
   template <class T>
   T* target() {
@@ -110,6 +113,7 @@ class Trigger {
     virtual bool call(const Trainer& trainer) = 0;
     virtual void serialize(Serializer& s) = 0;
     virtual std::optional<TrainingLength> training_length() const = 0;
+    virtual bool finished() const = 0;
     virtual std::unique_ptr<Concept> clone() const = 0;
   };
   template <class T>
@@ -124,6 +128,12 @@ class Trigger {
         return trigger.training_length();
       else
         return std::nullopt;
+    }
+    bool finished() const override {
+      if constexpr (requires { bool(trigger.finished()); })
+        return bool(trigger.finished());
+      else
+        return false;
     }
     std::unique_ptr<Concept> clone() const override { return std::make_unique<Model>(trigger); }
     T trigger;
