@@ -59,7 +59,7 @@ class Trigger;
 /// `void serialize(Serializer&)` (its state in snapshots), `training_length()` (a TrainingLength,
 /// or an optional one) and `bool finished() const` (it will never fire again).
 template <class T>
-concept TriggerFunction = std::copy_constructible<T> && !std::same_as<T, Trigger> &&
+concept TriggerFunction = !std::same_as<T, Trigger> &&
                           requires(T& t, const Trainer& trainer) {
                             { t(trainer) } -> std::convertible_to<bool>;
                           };
@@ -118,6 +118,9 @@ class Trigger {
   };
   template <class T>
   struct Model final : Concept {
+    // Checked here rather than in TriggerFunction: a trigger holding Triggers and constructible
+    // from one (EarlyStoppingTrigger) would make the concept depend on itself.
+    static_assert(std::is_copy_constructible_v<T>, "a Trigger holds a copyable trigger");
     explicit Model(T t) : trigger(std::move(t)) {}
     bool call(const Trainer& trainer) override { return bool(trigger(trainer)); }
     void serialize(Serializer& s) override {
