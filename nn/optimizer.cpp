@@ -135,6 +135,40 @@ void Optimizer::update(const std::function<Variable()>& lossfun) {
   update();
 }
 
+namespace {
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+}  // namespace
+
+std::vector<std::string> Optimizer::hyperparam_names() const {
+  std::vector<std::string> names;
+  // hyperparams() only says where the values are; listing them changes nothing.
+  for (const Hyperparam& h : const_cast<Optimizer*>(this)->hyperparams()) names.push_back(h.name);
+  return names;
+}
+
+double Optimizer::hyperparam(const std::string& name) const {
+  for (const Hyperparam& h : const_cast<Optimizer*>(this)->hyperparams())
+    if (h.name == name) return h.field ? *h.field : h.derived();
+  throw Error(str("Optimizer.hyperparam: no hyperparameter '", name, "'; this optimizer has ", joined(hyperparam_names())));
+}
+
+void Optimizer::set_hyperparam(const std::string& name, double value) {
+  for (const Hyperparam& h : hyperparams()) {
+    if (h.name != name) continue;
+    if (!h.field)
+      throw Error(str("Optimizer.set_hyperparam: '", name, "' is derived from other hyperparameters and cannot be set; set '",
+                      h.set_instead, "' instead"));
+    *h.field = value;
+    return;
+  }
+  throw Error(str("Optimizer.set_hyperparam: no hyperparameter '", name, "'; this optimizer has ",
+                  joined(hyperparam_names())));
+}
+
 const TensorMap& Optimizer::state(const std::string& name) const {
   static const TensorMap empty;
   auto it = states_.find(name);

@@ -101,6 +101,17 @@ class Optimizer {
   /// Sets the step counts back to COUNTS, taken by step_counts().
   void restore_step_counts(const StepCounts& counts) { t_ = counts.t, param_steps_ = counts.params; }
 
+  // ---- Hyperparameters by name (Chainer's `optimizer.hyperparam`, getattr/setattr) ----
+  /// The names hyperparam() and set_hyperparam() take ("lr", "momentum"), in declaration order.
+  virtual std::vector<std::string> hyperparam_names() const;
+  /// The value of hyperparameter NAME (what observe_lr reads as "lr"); an unknown NAME throws,
+  /// listing hyperparam_names().
+  virtual double hyperparam(const std::string& name) const;
+  /// Sets hyperparameter NAME to VALUE, as ExponentialShift and LinearShift do; the next step uses
+  /// it (a step replayed from a CUDA graph too). An unknown NAME throws, listing
+  /// hyperparam_names(); a derived one (Adam's "lr") throws, naming what to set instead.
+  virtual void set_hyperparam(const std::string& name, double value);
+
   /// The state of parameter NAME ("/l1/W"); empty until its first update.
   virtual const TensorMap& state(const std::string& name) const;
 
@@ -123,6 +134,16 @@ class Optimizer {
   const std::shared_ptr<UpdatePartition>& update_partition() const { return partition_; }
 
  protected:
+  /// One hyperparameter, as hyperparams() lists it: a field, or a value derived from others.
+  struct Hyperparam {
+    std::string name;                      ///< Its name ("lr").
+    double* field = nullptr;               ///< The field holding it; null for a derived one.
+    std::function<double()> derived = {};  ///< For a derived one: computes it.
+    std::string set_instead = {};          ///< For a derived one: what to set instead ("alpha").
+  };
+  /// The optimizer's hyperparameters, pointing into this object (asked for at each access, so a
+  /// copied optimizer points into itself). The base has none.
+  virtual std::vector<Hyperparam> hyperparams() { return {}; }
   /// An elementwise optimizer names its rule (core/update_ops.h) and the scalars of a step of a
   /// parameter that has taken PARAM_T steps, this one included (Chainer's UpdateRule.t: a
   /// parameter initialized or added after the first update starts from 1, so for example Adam's bias

@@ -1709,3 +1709,14 @@ TEST_CASE("multi_node: the multi-node evaluator over a split weights only its ow
     CHECK(result.at("validation/main/rank") == Approx(weighted_rank / double(total)).epsilon(1e-12));
   }
 }
+
+TEST_CASE("multi_node: the multi-node optimizer reads and sets the actual optimizer's hyperparameters by name") {
+  auto comm = world();
+  auto actual = std::make_shared<optimizers::MomentumSGD>(0.1, 0.9);
+  auto opt = mn::create_multi_node_optimizer(actual, comm);
+  CHECK(opt->hyperparam_names() == std::vector<std::string>{"lr", "momentum"});
+  opt->set_hyperparam("lr", 0.025);  // what ExponentialShift does to the updater's "main"
+  CHECK(actual->lr == 0.025);
+  CHECK(opt->hyperparam("lr") == 0.025);  // what observe_lr reads
+  CHECK_THROWS_WITH(opt->hyperparam("alpha"), Catch::Contains("this optimizer has lr, momentum"));
+}

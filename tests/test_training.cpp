@@ -865,9 +865,9 @@ TEST_CASE("training: make_extension runs a function at its trigger, with its nam
   CHECK(dynamic_cast<training::Extension*>(&s.trainer->get_extension("<lambda>")) != nullptr);
   CHECK(dynamic_cast<training::Extension*>(&s.trainer->get_extension("<lambda>_1")) != nullptr);
   CHECK(s.trainer->get_extension("writer").priority() == training::PRIORITY_WRITER);
-  CHECK(s.trainer->get_extension("<lambda>").default_trigger().unit() == Unit::Epoch);
-  CHECK(training::make_extension(at("x"))->default_trigger().period() == 1);  // Chainer's default: every iteration
-  CHECK(training::make_extension(at("x"))->default_trigger().unit() == Unit::Iteration);
+  CHECK(s.trainer->get_extension("<lambda>").default_trigger().target<IntervalTrigger>()->unit() == Unit::Epoch);
+  CHECK(training::make_extension(at("x"))->default_trigger().target<IntervalTrigger>()->period() == 1);  // Chainer's default: every iteration
+  CHECK(training::make_extension(at("x"))->default_trigger().target<IntervalTrigger>()->unit() == Unit::Iteration);
   REQUIRE_THROWS_WITH(training::make_extension({}), "make_extension: the function is empty");
 }
 

@@ -14,7 +14,7 @@ class FunctionExtension : public Extension {
   std::string default_name() const override {
     return options_.default_name.empty() ? "<lambda>" : options_.default_name;
   }
-  IntervalTrigger default_trigger() const override { return options_.trigger; }
+  Trigger default_trigger() const override { return options_.trigger; }
   int priority() const override { return options_.priority; }
   void initialize(Trainer& trainer) override {
     if (options_.initializer) options_.initializer(trainer);

@@ -28,7 +28,7 @@ class Extension {
   /// The name Trainer::extend registers it under when none is given.
   virtual std::string default_name() const = 0;
   /// The trigger Trainer::extend uses when none is given (Extension's own: every iteration).
-  virtual IntervalTrigger default_trigger() const { return IntervalTrigger(1, Unit::Iteration); }
+  virtual Trigger default_trigger() const { return IntervalTrigger(1, Unit::Iteration); }
   /// The priority Trainer::extend uses when none is given (Extension's own: PRIORITY_READER).
   /// Higher runs first within an iteration.
   virtual int priority() const { return PRIORITY_READER; }
@@ -42,7 +42,7 @@ class Extension {
 
 /// Chainer's keyword arguments of make_extension: what an extension class would override.
 struct MakeExtensionOptions {
-  IntervalTrigger trigger = IntervalTrigger(1, Unit::Iteration);  ///< The default trigger.
+  Trigger trigger = IntervalTrigger(1, Unit::Iteration);  ///< The default trigger.
   /// The default name; empty: "<lambda>", the name Chainer gives a lambda.
   std::string default_name = "";
   int priority = PRIORITY_READER;  ///< The default priority; higher runs first within an iteration.

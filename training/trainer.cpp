@@ -9,8 +9,8 @@
 
 namespace chainer::training {
 
-Trainer::Trainer(std::shared_ptr<Updater> updater, IntervalTrigger stop_trigger, std::string out)
-    : updater_(std::move(updater)), stop_trigger_(stop_trigger), out_(std::move(out)) {
+Trainer::Trainer(std::shared_ptr<Updater> updater, Trigger stop_trigger, std::string out)
+    : updater_(std::move(updater)), stop_trigger_(std::move(stop_trigger)), out_(std::move(out)) {
   if (!updater_) throw Error("Trainer: the updater is null");
   for (auto& [name, opt] : updater_->get_all_optimizers()) {
     Link& target = opt->target();
@@ -19,22 +19,22 @@ Trainer::Trainer(std::shared_ptr<Updater> updater, IntervalTrigger stop_trigger,
   }
 }
 
-void Trainer::extend(std::shared_ptr<Extension> ext, std::string name, std::optional<IntervalTrigger> trigger,
+void Trainer::extend(std::shared_ptr<Extension> ext, std::string name, std::optional<Trigger> trigger,
                      std::optional<int> priority) {
   if (!ext) throw Error("Trainer.extend: the extension is null");
   if (name.empty()) name = ext->default_name();
   std::string unique = name;
   for (int k = 1; std::any_of(extensions_.begin(), extensions_.end(), [&](const Entry& e) { return e.name == unique; }); ++k)
     unique = name + "_" + std::to_string(k);
-  extensions_.push_back({unique, ext, trigger.value_or(ext->default_trigger()), priority.value_or(ext->priority())});
+  extensions_.push_back({unique, ext, trigger ? std::move(*trigger) : ext->default_trigger(), priority.value_or(ext->priority())});
   // Stable: extensions of equal priority run in the order they were added.
   std::stable_sort(extensions_.begin(), extensions_.end(), [](const Entry& a, const Entry& b) { return a.priority > b.priority; });
 }
 
-void Trainer::extend(std::function<void(Trainer&)> function, std::string name, std::optional<IntervalTrigger> trigger,
+void Trainer::extend(std::function<void(Trainer&)> function, std::string name, std::optional<Trigger> trigger,
                      std::optional<int> priority) {
   if (!function) throw Error("Trainer.extend: the function is empty");
-  extend(make_extension(std::move(function)), std::move(name), trigger, priority);
+  extend(make_extension(std::move(function)), std::move(name), std::move(trigger), priority);
 }
 
 Extension& Trainer::get_extension(const std::string& name) {
@@ -60,7 +60,10 @@ void Trainer::run() {
 
   start_ = std::chrono::steady_clock::now();
   running_ = true;
-  for (Entry& e : extensions_) e.extension->initialize(*this);
+  // As Chainer's: an extension whose trigger will not fire again (a resumed run past the last
+  // point of a ManualScheduleTrigger) is not initialized.
+  for (Entry& e : extensions_)
+    if (!e.trigger.finished()) e.extension->initialize(*this);
   try {
     while (!stop_trigger_(*this)) {
       observation_.clear();

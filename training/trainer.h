@@ -21,18 +21,18 @@ namespace chainer::training {
 class Trainer {
  public:
   /// A trainer that writes its outputs (logs, snapshots) under the directory OUT.
-  Trainer(std::shared_ptr<Updater> updater, IntervalTrigger stop_trigger = IntervalTrigger(20, Unit::Epoch),
+  Trainer(std::shared_ptr<Updater> updater, Trigger stop_trigger = IntervalTrigger(20, Unit::Epoch),
           std::string out = "result");
 
   /// Registers EXT under NAME (its default name when empty; "_1", "_2" appended on clashes),
   /// with TRIGGER (its default when unset) and PRIORITY (its default when unset).
-  void extend(std::shared_ptr<Extension> ext, std::string name = "", std::optional<IntervalTrigger> trigger = {},
+  void extend(std::shared_ptr<Extension> ext, std::string name = "", std::optional<Trigger> trigger = {},
               std::optional<int> priority = {});
   /// Registers FUNCTION, run on this trainer when TRIGGER fires, as Chainer's
   /// `trainer.extend(lambda trainer: ..., trigger=...)`: make_extension(function) with NAME (else
   /// "<lambda>"), TRIGGER (else every iteration) and PRIORITY (else PRIORITY_READER).
   void extend(std::function<void(Trainer&)> function, std::string name = "",
-              std::optional<IntervalTrigger> trigger = {}, std::optional<int> priority = {});
+              std::optional<Trigger> trigger = {}, std::optional<int> priority = {});
   /// Runs the training loop until the stop trigger fires; extensions are initialized first and finalized last.
   void run();
 
@@ -41,7 +41,7 @@ class Trainer {
   Reporter& reporter() { return reporter_; }
   const Observation& observation() const { return observation_; }  ///< What was reported this iteration.
   const std::string& out() const { return out_; }  ///< The output directory.
-  const IntervalTrigger& stop_trigger() const { return stop_trigger_; }  ///< When training stops.
+  const Trigger& stop_trigger() const { return stop_trigger_; }  ///< When training stops.
   double elapsed_time() const;  ///< Seconds of training, including those before a resume.
   /// The extension registered under NAME; throws chainer::Error when there is none.
   Extension& get_extension(const std::string& name);
@@ -53,11 +53,11 @@ class Trainer {
   struct Entry {
     std::string name;
     std::shared_ptr<Extension> extension;
-    IntervalTrigger trigger;
+    Trigger trigger;
     int priority;
   };
   std::shared_ptr<Updater> updater_;
-  IntervalTrigger stop_trigger_;
+  Trigger stop_trigger_;
   std::string out_;
   Reporter reporter_;
   Observation observation_;

@@ -31,8 +31,10 @@ bool IntervalTrigger::operator()(const Trainer& trainer) {
 
 void IntervalTrigger::serialize(Serializer& s) { s.value("previous", previous_); }
 
-std::string IntervalTrigger::str() const {
-  return chainer::str(period_, unit_ == Unit::Epoch ? " epoch" : " iteration", period_ == 1 ? "" : "s");
+std::string TrainingLength::str() const {
+  return chainer::str(length, unit == Unit::Epoch ? " epoch" : " iteration", length == 1 ? "" : "s");
 }
+
+std::string IntervalTrigger::str() const { return training_length().str(); }
 
 }  // namespace chainer::training

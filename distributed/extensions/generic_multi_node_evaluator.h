@@ -63,7 +63,7 @@ class GenericMultiNodeEvaluator : public chainer::training::Extension {
   /// The name given at construction ("validation" by default).
   std::string default_name() const override { return name_; }
   /// Once per epoch, as Chainer's Evaluator.
-  chainer::training::IntervalTrigger default_trigger() const override {
+  chainer::training::Trigger default_trigger() const override {
     return chainer::training::IntervalTrigger(1, chainer::training::Unit::Epoch);
   }
   /// PRIORITY_WRITER, as Chainer's Evaluator.

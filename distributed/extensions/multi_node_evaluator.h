@@ -33,7 +33,7 @@ class MultiNodeEvaluator : public chainer::training::Extension {
   /// The wrapped evaluator's.
   std::string default_name() const override { return evaluator_->default_name(); }
   /// The wrapped evaluator's.
-  chainer::training::IntervalTrigger default_trigger() const override { return evaluator_->default_trigger(); }
+  chainer::training::Trigger default_trigger() const override { return evaluator_->default_trigger(); }
   int priority() const override { return evaluator_->priority(); }  ///< The wrapped evaluator's.
   /// Initializes the wrapped evaluator.
   void initialize(chainer::training::Trainer& trainer) override { evaluator_->initialize(trainer); }

@@ -102,6 +102,12 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   /// Adds HOOK to the actual optimizer, so it sees the averaged gradients.
   void add_hook(std::shared_ptr<chainer::OptimizerHook> hook) override { actual_->add_hook(std::move(hook)); }
   bool has_hooks() const override { return actual_->has_hooks(); }  ///< Whether the actual optimizer has hooks.
+  /// The actual optimizer's hyperparameter names.
+  std::vector<std::string> hyperparam_names() const override { return actual_->hyperparam_names(); }
+  /// The actual optimizer's hyperparameter NAME (observe_lr's "lr").
+  double hyperparam(const std::string& name) const override { return actual_->hyperparam(name); }
+  /// Sets the actual optimizer's hyperparameter NAME (what ExponentialShift and LinearShift do).
+  void set_hyperparam(const std::string& name, double value) override { actual_->set_hyperparam(name, value); }
   /// The actual optimizer's state of parameter NAME.
   const chainer::TensorMap& state(const std::string& name) const override { return actual_->state(name); }
   /// Delegates, so snapshots look like the single-process ones. Restoring one marks the

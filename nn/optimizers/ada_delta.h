@@ -17,6 +17,10 @@ class AdaDelta : public Optimizer {
   double eps;  ///< Added to both mean squares inside the root.
 
  protected:
+  /// rho, eps.
+  std::vector<Hyperparam> hyperparams() override {
+    return {{"rho", &rho}, {"eps", &eps}};
+  }
   std::optional<UpdateRule> update_rule() const override { return UpdateRule::AdaDelta; }
   UpdateScalars update_scalars(int64_t param_t) const override;
   std::vector<std::string> state_names() const override { return {"msg", "msdx"}; }

@@ -16,6 +16,10 @@ class AdaGrad : public Optimizer {
   double eps;  ///< Added to `sqrt(h)` in the denominator.
 
  protected:
+  /// lr, eps.
+  std::vector<Hyperparam> hyperparams() override {
+    return {{"lr", &lr}, {"eps", &eps}};
+  }
   std::optional<UpdateRule> update_rule() const override { return UpdateRule::AdaGrad; }
   UpdateScalars update_scalars(int64_t param_t) const override;
   std::vector<std::string> state_names() const override { return {"h"}; }

@@ -30,6 +30,11 @@ class Adam : public Optimizer {
   using Optimizer::update;
 
  protected:
+  /// alpha, beta1, beta2, eps, eta, weight_decay_rate, and lr, derived (read only: set alpha).
+  std::vector<Hyperparam> hyperparams() override {
+    return {{"alpha", &alpha}, {"beta1", &beta1}, {"beta2", &beta2}, {"eps", &eps}, {"eta", &eta},
+            {"weight_decay_rate", &weight_decay_rate}, {"lr", nullptr, [this] { return lr(); }, "alpha"}};
+  }
   std::optional<UpdateRule> update_rule() const override { return amsgrad ? UpdateRule::AMSGrad : UpdateRule::Adam; }
   UpdateScalars update_scalars(int64_t param_t) const override;
   std::vector<std::string> state_names() const override {

@@ -14,6 +14,10 @@ class MomentumSGD : public Optimizer {
   double momentum;  ///< The momentum coefficient: the fraction of the previous step kept in `v`.
 
  protected:
+  /// lr, momentum.
+  std::vector<Hyperparam> hyperparams() override {
+    return {{"lr", &lr}, {"momentum", &momentum}};
+  }
   std::optional<UpdateRule> update_rule() const override { return UpdateRule::MomentumSGD; }
   UpdateScalars update_scalars(int64_t param_t) const override;
   std::vector<std::string> state_names() const override { return {"v"}; }

@@ -23,6 +23,10 @@ class RMSprop : public Optimizer {
   using Optimizer::update;
 
  protected:
+  /// lr, alpha, eps.
+  std::vector<Hyperparam> hyperparams() override {
+    return {{"lr", &lr}, {"alpha", &alpha}, {"eps", &eps}};
+  }
   std::optional<UpdateRule> update_rule() const override { return UpdateRule::RMSprop; }
   UpdateScalars update_scalars(int64_t param_t) const override;
   std::vector<std::string> state_names() const override { return {"ms"}; }

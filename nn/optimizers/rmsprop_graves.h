@@ -20,6 +20,10 @@ class RMSpropGraves : public Optimizer {
   double eps;       ///< Added to the variance estimate inside the root.
 
  protected:
+  /// lr, alpha, momentum, eps.
+  std::vector<Hyperparam> hyperparams() override {
+    return {{"lr", &lr}, {"alpha", &alpha}, {"momentum", &momentum}, {"eps", &eps}};
+  }
   std::optional<UpdateRule> update_rule() const override { return UpdateRule::RMSpropGraves; }
   UpdateScalars update_scalars(int64_t param_t) const override;
   std::vector<std::string> state_names() const override { return {"n", "g", "delta"}; }

@@ -13,6 +13,10 @@ class SGD : public Optimizer {
   double lr;  ///< The learning rate.
 
  protected:
+  /// lr.
+  std::vector<Hyperparam> hyperparams() override {
+    return {{"lr", &lr}};
+  }
   std::optional<UpdateRule> update_rule() const override { return UpdateRule::SGD; }
   UpdateScalars update_scalars(int64_t param_t) const override;
   std::vector<std::string> state_names() const override { return {}; }

@@ -21,6 +21,10 @@ class SMORMS3 : public Optimizer {
   double initial_state_value(const std::string& key) const override { return key == "mem" ? 1.0 : 0.0; }
 
  protected:
+  /// lr, eps.
+  std::vector<Hyperparam> hyperparams() override {
+    return {{"lr", &lr}, {"eps", &eps}};
+  }
   std::optional<UpdateRule> update_rule() const override { return UpdateRule::SMORMS3; }
   UpdateScalars update_scalars(int64_t param_t) const override;
   std::vector<std::string> state_names() const override { return {"mem", "g", "g2"}; }

@@ -29,7 +29,7 @@ class Evaluator : public Extension {
 
   void operator()(Trainer& trainer) override;  ///< Reports evaluate()'s means into the trainer's observation.
   std::string default_name() const override { return name_; }  ///< name(), "validation" by default.
-  IntervalTrigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }  ///< Every epoch.
+  Trigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }  ///< Every epoch.
   int priority() const override { return PRIORITY_WRITER; }  ///< PRIORITY_WRITER: before the readers.
 
   /// Evaluates the whole iterator; keys are prefixed with `"<name>/"`.

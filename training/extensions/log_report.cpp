@@ -10,8 +10,8 @@
 
 namespace chainer::training::extensions {
 
-LogReport::LogReport(std::vector<std::string> keys, IntervalTrigger trigger, std::string log_name)
-    : keys_(std::move(keys)), trigger_(trigger), log_name_(std::move(log_name)) {}
+LogReport::LogReport(std::vector<std::string> keys, Trigger trigger, std::string log_name)
+    : keys_(std::move(keys)), trigger_(std::move(trigger)), log_name_(std::move(log_name)) {}
 
 void LogReport::operator()(Trainer& trainer) {
   Observation selected;

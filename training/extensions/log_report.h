@@ -14,7 +14,7 @@ namespace chainer::training::extensions {
 class LogReport : public Extension {
  public:
   /// Logs KEYS (every reported key when empty) at each firing of TRIGGER to the file LOG_NAME.
-  explicit LogReport(std::vector<std::string> keys = {}, IntervalTrigger trigger = IntervalTrigger(1, Unit::Epoch),
+  explicit LogReport(std::vector<std::string> keys = {}, Trigger trigger = IntervalTrigger(1, Unit::Epoch),
                      std::string log_name = "log");
   /// Adds this iteration's observation to the means and, when its trigger fires, appends and writes the log.
   void operator()(Trainer& trainer) override;
@@ -27,7 +27,7 @@ class LogReport : public Extension {
 
  private:
   std::vector<std::string> keys_;
-  IntervalTrigger trigger_;
+  Trigger trigger_;
   std::string log_name_;
   DictSummary summary_;
   std::vector<Observation> log_;

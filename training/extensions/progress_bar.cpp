@@ -9,10 +9,20 @@
 
 namespace chainer::training::extensions {
 
-ProgressBar::ProgressBar(std::optional<IntervalTrigger> training_length, int64_t update_interval, int bar_length,
+ProgressBar::ProgressBar(std::optional<TrainingLength> training_length, int64_t update_interval, int bar_length,
                          std::ostream& out)
     : length_(training_length), update_interval_(update_interval), bar_length_(bar_length), out_(out) {
   if (update_interval <= 0) throw Error(str("ProgressBar: update_interval must be positive, got ", update_interval));
+  if (training_length && !(training_length->length > 0))
+    throw Error(str("ProgressBar: training_length must be positive, got ", training_length->length));
+}
+
+void ProgressBar::initialize(Trainer& trainer) {
+  if (length_) return;
+  length_ = trainer.stop_trigger().training_length();
+  if (!length_)
+    throw Error("ProgressBar: the stop trigger has no training length (training_length()); pass training_length, "
+                "e.g. {20, Unit::Epoch}");
 }
 
 namespace {
@@ -31,10 +41,11 @@ void ProgressBar::operator()(Trainer& trainer) {
   recent_.emplace_back(iteration, now);
   if (recent_.size() > 10) recent_.pop_front();
   if (iteration % update_interval_ != 0) return;
-  const IntervalTrigger length = length_.value_or(trainer.stop_trigger());
-  const bool by_epoch = length.unit() == Unit::Epoch;
+  if (!length_) initialize(trainer);
+  const TrainingLength length = *length_;
+  const bool by_epoch = length.unit == Unit::Epoch;
   const double done = by_epoch ? u.epoch_detail() : double(iteration);
-  const double total_fraction = done / length.period();
+  const double total_fraction = done / length.length;
   const double epoch_fraction = u.epoch_detail() - std::floor(u.epoch_detail());
   double speed = 0;
   if (recent_.size() > 1) {
@@ -51,8 +62,8 @@ void ProgressBar::operator()(Trainer& trainer) {
   text += buf;
   if (speed > 0) {
     const double left_iterations =
-        by_epoch ? (length.period() - u.epoch_detail()) * double(iteration) / std::max(u.epoch_detail(), 1e-12)
-                 : length.period() - double(iteration);
+        by_epoch ? (length.length - u.epoch_detail()) * double(iteration) / std::max(u.epoch_detail(), 1e-12)
+                 : length.length - double(iteration);
     const long long secs = (long long)std::max(0.0, left_iterations / speed);
     std::snprintf(buf, sizeof buf, "%10.5g iters/sec. Estimated time to finish: %lld:%02lld:%02lld.\n", speed, secs / 3600,
                   secs / 60 % 60, secs % 60);

@@ -17,16 +17,19 @@ namespace chainer::training::extensions {
 /// drawing is cursor movements that would litter the file (Chainer's writes them anyway).
 class ProgressBar : public Extension {
  public:
-  /// A bar of BAR_LENGTH characters over TRAINING_LENGTH (unset: the stop trigger), redrawn every
-  /// UPDATE_INTERVAL iterations on OUT.
-  explicit ProgressBar(std::optional<IntervalTrigger> training_length = {}, int64_t update_interval = 100,
+  /// A bar of BAR_LENGTH characters over TRAINING_LENGTH (unset: the stop trigger's
+  /// training_length()), redrawn every UPDATE_INTERVAL iterations on OUT.
+  explicit ProgressBar(std::optional<TrainingLength> training_length = {}, int64_t update_interval = 100,
                        int bar_length = 50, std::ostream& out = std::cerr);
+  /// Takes the training length from the stop trigger when none was given; a stop trigger without
+  /// one (a lambda, a ManualScheduleTrigger) throws, asking for training_length.
+  void initialize(Trainer& trainer) override;
   void operator()(Trainer& trainer) override;  ///< Redraws every update_interval iterations.
   std::string default_name() const override { return "ProgressBar"; }
   void finalize() override;  ///< Erases the last drawing.
 
  private:
-  std::optional<IntervalTrigger> length_;
+  std::optional<TrainingLength> length_;
   int64_t update_interval_;
   int bar_length_;
   std::ostream& out_;

@@ -1,7 +1,10 @@
 /// @file
 /// snapshot, as Chainer's extensions.snapshot: saves the whole trainer (model, optimizer state,
 /// iterator position and RNG, extension state, elapsed time) as NPZ to `<out>/<filename>`, where
-/// `"{.updater.iteration}"` and `"{.updater.epoch}"` in FILENAME are replaced by their values.
+/// FILENAME is formatted with the trainer as Python's `filename.format(trainer)`: the fields
+/// `{.updater.iteration}`, `{.updater.epoch}`, `{.updater.epoch_detail}` and `{.elapsed_time}`,
+/// with Python's format specs (`{.updater.iteration:08d}`, `{.updater.epoch_detail:.2f}`); `{{`
+/// and `}}` are braces. Another field, or a bad spec, throws when the extension is made.
 /// training::load_snapshot(path, trainer) resumes exactly where the run stopped.
 /// snapshot_object saves one link's parameters the same way. With autoload, initialize loads
 /// the newest file in out() that the filename format matches, as Chainer's snapshot(autoload=True).
@@ -14,13 +17,14 @@ namespace chainer::training::extensions {
 /// Saves the trainer, or one link, as NPZ in the trainer's output directory.
 class Snapshot : public Extension {
  public:
-  /// Saves TARGET's parameters when given, the whole trainer otherwise, to FILENAME.
+  /// Saves TARGET's parameters when given, the whole trainer otherwise, to FILENAME (formatted
+  /// as above; a field it cannot format throws).
   explicit Snapshot(std::string filename = "snapshot_iter_{.updater.iteration}", Link* target = nullptr);
   void operator()(Trainer& trainer) override;  ///< Writes the snapshot to path_for(trainer).
   std::string default_name() const override { return target_ ? "snapshot_object" : "snapshot"; }
-  IntervalTrigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }  ///< Every epoch.
+  Trigger default_trigger() const override { return IntervalTrigger(1, Unit::Epoch); }  ///< Every epoch.
   int priority() const override { return -100; }  ///< -100: after every reader, as Chainer's snapshot.
-  /// The output path: the filename with its `{.updater.iteration}` and `{.updater.epoch}` filled in, under out().
+  /// The output path: the filename formatted with TRAINER's fields, under out().
   std::string path_for(const Trainer& trainer) const;
   /// With autoload, loads the newest snapshot in out() that the filename format matches (find_latest_snapshot).
   void initialize(Trainer& trainer) override;
