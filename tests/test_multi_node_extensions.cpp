@@ -125,8 +125,8 @@ TEST_CASE("AllreducePersistent: every rank holds the mean of the floating persis
 
   mne::AllreducePersistent ext(model, comm);
   CHECK(ext.default_name() == "AllreducePersistent");
-  CHECK(ext.default_trigger().period() == 1);
-  CHECK(ext.default_trigger().unit() == Unit::Epoch);
+  CHECK(ext.default_trigger().target<chainer::training::IntervalTrigger>()->period() == 1);
+  CHECK(ext.default_trigger().target<chainer::training::IntervalTrigger>()->unit() == Unit::Epoch);
   CHECK(ext.priority() == training::PRIORITY_WRITER + 1);  // before the evaluators
   const Tensor avg_mean = model->bn->persistent("avg_mean");  // the same storage: updated in place
   ext.allreduce_persistent();
@@ -219,8 +219,8 @@ TEST_CASE("ObservationAggregator: the mean over the ranks and the iterations sin
   auto agg = std::make_shared<mne::ObservationAggregator>(comm, "main/loss", "main/loss_all",
                                                           IntervalTrigger(2, Unit::Iteration));
   CHECK(agg->priority() == training::PRIORITY_EDITOR);
-  CHECK(agg->default_trigger().period() == 1);
-  CHECK(agg->default_trigger().unit() == Unit::Iteration);
+  CHECK(agg->default_trigger().target<chainer::training::IntervalTrigger>()->period() == 1);
+  CHECK(agg->default_trigger().target<chainer::training::IntervalTrigger>()->unit() == Unit::Iteration);
   trainer->extend(agg);
   const std::map<int64_t, double> seen = record(*trainer, "main/loss_all");
   // Reported where the comm trigger fires (2, 4, 8), except at 6: nobody reported in 5..6.
@@ -358,7 +358,8 @@ TEST_CASE("MultiNodeEarlyStoppingTrigger: max_trigger bounds the training; the m
   auto comm = world();
   mne::MultiNodeEarlyStoppingTrigger stop(comm, IntervalTrigger(1, Unit::Iteration), "main/loss", 3, "auto", false,
                                           IntervalTrigger(3, Unit::Iteration));
-  CHECK(stop.training_length() == std::make_pair(3.0, Unit::Iteration));
+  CHECK(stop.training_length().length == 3.0);
+  CHECK(stop.training_length().unit == Unit::Iteration);
   auto trainer = scripted_trainer(5, 2, [](int64_t) {});  // nothing reported: only max_trigger decides
   auto fired = std::make_shared<std::vector<int64_t>>();
   trainer->extend([&stop, fired](Trainer& t) {
@@ -371,7 +372,8 @@ TEST_CASE("MultiNodeEarlyStoppingTrigger: max_trigger bounds the training; the m
   CHECK(mne::MultiNodeEarlyStoppingTrigger(comm, {1, Unit::Epoch}, "validation/main/accuracy").maximizes());
   CHECK_FALSE(mne::MultiNodeEarlyStoppingTrigger(comm, {1, Unit::Epoch}, "validation/main/accuracy", 3, "min").maximizes());
   CHECK(mne::MultiNodeEarlyStoppingTrigger(comm, {1, Unit::Epoch}, "main/loss", 3, "max").maximizes());
-  CHECK(mne::MultiNodeEarlyStoppingTrigger(comm).training_length() == std::make_pair(100.0, Unit::Epoch));
+  CHECK(mne::MultiNodeEarlyStoppingTrigger(comm).training_length().length == 100.0);
+  CHECK(mne::MultiNodeEarlyStoppingTrigger(comm).training_length().unit == Unit::Epoch);
   CHECK_THROWS_WITH(mne::MultiNodeEarlyStoppingTrigger(comm, {1, Unit::Epoch}, "main/loss", 3, "mx"),
                     Catch::Contains("MultiNodeEarlyStoppingTrigger: mode must be 'auto', 'min' or 'max', got 'mx'"));
 

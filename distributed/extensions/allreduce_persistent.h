@@ -32,7 +32,7 @@ class AllreducePersistent : public chainer::training::Extension {
   void allreduce_persistent();
   std::string default_name() const override { return "AllreducePersistent"; }  ///< "AllreducePersistent".
   /// Every epoch, as ChainerMN's.
-  chainer::training::IntervalTrigger default_trigger() const override {
+  chainer::training::Trigger default_trigger() const override {
     return chainer::training::IntervalTrigger(1, chainer::training::Unit::Epoch);
   }
   /// PRIORITY_WRITER + 1: before the evaluators, which report with PRIORITY_WRITER, and the snapshots.

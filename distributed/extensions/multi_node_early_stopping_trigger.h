@@ -47,9 +47,7 @@ class MultiNodeEarlyStoppingTrigger {
   /// Saves or restores the best value, the count, the values not yet checked and the triggers' positions.
   void serialize(chainer::Serializer& s);
   /// MAX_TRIGGER's (period, unit): the longest the training can run, for progress displays.
-  std::pair<double, chainer::training::Unit> training_length() const {
-    return {max_trigger_.period(), max_trigger_.unit()};
-  }
+  chainer::training::TrainingLength training_length() const { return max_trigger_.training_length(); }
 
   const std::string& monitor() const { return aggregator_.original_key(); }  ///< The key monitored.
   double best() const { return best_; }  ///< The best averaged value so far (+-infinity before the first check).

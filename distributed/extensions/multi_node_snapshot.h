@@ -29,7 +29,7 @@ class MultiNodeSnapshot : public chainer::training::Extension {
   void operator()(chainer::training::Trainer& trainer) override;
   std::string default_name() const override { return snapshot_->default_name(); }  ///< The snapshot's.
   /// The snapshot's (every epoch).
-  chainer::training::IntervalTrigger default_trigger() const override { return snapshot_->default_trigger(); }
+  chainer::training::Trigger default_trigger() const override { return snapshot_->default_trigger(); }
   int priority() const override { return snapshot_->priority(); }  ///< The snapshot's (-100).
   /// With the snapshot's autoload (collective within each replica set): the master loads its
   /// newest snapshot and sends the loaded state to the rest of its set, which load it.

@@ -53,7 +53,7 @@ class ObservationAggregator : public chainer::training::Extension {
   /// "ObservationAggregator".
   std::string default_name() const override { return "ObservationAggregator"; }
   /// Every iteration, so that every reported value is collected.
-  chainer::training::IntervalTrigger default_trigger() const override {
+  chainer::training::Trigger default_trigger() const override {
     return chainer::training::IntervalTrigger(1, chainer::training::Unit::Iteration);
   }
   /// PRIORITY_EDITOR: after the writers (evaluators), before the readers (LogReport).
