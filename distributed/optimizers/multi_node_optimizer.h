@@ -51,7 +51,8 @@
 /// the composed communicators on the host) gives the same lagged result and gains nothing.
 /// Its snapshots also hold the means still to be applied, under "double_buffering/<parameter
 /// path>" (waiting for them first), so a resumed run steps with them at its first update and
-/// continues exactly as an uninterrupted one.
+/// continues exactly as an uninterrupted one. A snapshot without them (written without double
+/// buffering) resumes with an update that only starts averaging.
 ///
 /// serialize() delegates to the actual optimizer, so snapshots have the single-process layout
 /// (with a shared update, every rank sees the whole state, so any rank's snapshot is complete).
