@@ -2,6 +2,7 @@
 // batch 100 per process, shuffled): seconds per epoch and images per second, training only,
 // plus the test accuracy after each epoch so a fast-but-wrong engine cannot hide.
 //   build/bench/bench_epoch [--epochs 3] [--threads N] [--data DIR] [--unfused] [--communicator naive]
+//                           [--double-buffering]
 //   mpiexec -n 2 build/bench/bench_epoch      # data-parallel: 2 processes x 1 thread here
 //   build/bench/bench_epoch --gpu [ID] [--eager] [--tf32]   # one CUDA device, as torch_gpu.py
 // On a GPU the data set lives on the device, the StandardUpdater runs the steps (whole-step CUDA
@@ -9,7 +10,8 @@
 // each timed part. It also prints kernel launches per step and the peak of device memory in use.
 // --threads defaults to the library's default (cores / ranks on this node), as mnist_mlp uses.
 // Under mpiexec rank 0 scatters the data, gradients are averaged by the multi-node optimizer
-// (bucketed, during backward), and an epoch is one pass over the data across all processes.
+// (bucketed, during backward; with --double-buffering each step applies the previous step's
+// means while its own are summed), and an epoch is one pass over the data across all processes.
 // Rank 0 prints one line per epoch in the peers' format, then a JSON line.
 #include <chainer.h>
 #include <chainermn.h>
@@ -110,7 +112,7 @@ int run_gpu(int id, int epochs, bool fused, bool graphs, bool tf32, const std::s
 int main(int argc, char** argv) {
   return chainermn::run_main(argc, argv, [](int argc, char** argv) -> int {
   int epochs = 3, threads = 0;  // 0: the library default
-  bool fused = true, graphs = true, tf32 = false;
+  bool fused = true, graphs = true, tf32 = false, double_buffering = false;
   int gpu = -1;
   std::string communicator = "naive";
   std::string data = "../shared/datasets/mnist";
@@ -121,12 +123,13 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
     else if (!std::strcmp(argv[i], "--unfused")) fused = false;
     else if (!std::strcmp(argv[i], "--communicator") && i + 1 < argc) communicator = argv[++i];
+    else if (!std::strcmp(argv[i], "--double-buffering")) double_buffering = true;
     else if (!std::strcmp(argv[i], "--gpu")) gpu = i + 1 < argc && argv[i + 1][0] != '-' ? std::atoi(argv[++i]) : 0;
     else if (!std::strcmp(argv[i], "--eager")) graphs = false;
     else if (!std::strcmp(argv[i], "--tf32")) tf32 = true;
     else {
       std::fprintf(stderr, "usage: bench_epoch [--epochs N] [--threads N] [--data DIR] [--unfused] [--communicator NAME]\n"
-                           "                   [--gpu [ID] [--eager] [--tf32]]\n");
+                           "                   [--double-buffering] [--gpu [ID] [--eager] [--tf32]]\n");
       return 2;
     }
   }
@@ -145,7 +148,7 @@ int main(int argc, char** argv) {
     mlp->fused = fused;
     auto model = std::make_shared<L::Classifier>(mlp);
     std::shared_ptr<chainer::Optimizer> adam = std::make_shared<chainer::optimizers::Adam>();
-    if (comm->size() > 1) adam = chainermn::create_multi_node_optimizer(adam, comm);
+    if (comm->size() > 1) adam = chainermn::create_multi_node_optimizer(adam, comm, double_buffering);
     adam->setup(model);
     chainer::iterators::SerialIterator it(train, 100, true, true, uint64_t(comm->rank()));
     double total = 0, last_acc = 0;
@@ -199,9 +202,10 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     if (root)
-      std::printf("{\"engine\": \"chainermn-cpp\", \"processes\": %d, \"threads\": %d, \"fused\": %s, \"epochs\": %d, "
-                  "\"mean_train_s\": %.3f, \"test_acc\": %.4f}\n",
-                  comm->size(), chainer::num_threads(), fused ? "true" : "false", epochs, total / epochs, last_acc);
+      std::printf("{\"engine\": \"chainermn-cpp\", \"processes\": %d, \"threads\": %d, \"fused\": %s, \"double_buffering\": %s, "
+                  "\"epochs\": %d, \"mean_train_s\": %.3f, \"test_acc\": %.4f}\n",
+                  comm->size(), chainer::num_threads(), fused ? "true" : "false",
+                  double_buffering ? "true" : "false", epochs, total / epochs, last_acc);
     return 0;
   });
 }

@@ -25,9 +25,12 @@ MultiNodeOptimizer::MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actua
     : actual_(std::move(actual)), comm_(std::move(comm)), options_(std::move(options)) {
   if (!actual_) throw Error("create_multi_node_optimizer: the actual optimizer is null");
   if (!comm_) throw Error("create_multi_node_optimizer: the communicator is null");
-  if (options_.double_buffering)
-    throw Error(chainer::str("create_multi_node_optimizer: double buffering needs the pure_nccl communicator (CUDA); "
-                             "the '", comm_->name(), "' communicator does not support it"));
+  if (options_.double_buffering && !comm_->averages_gradients())
+    throw Error(chainer::str("create_multi_node_optimizer: double buffering averages each step's gradients behind the "
+                             "next step, but the '", comm_->name(), "' communicator averages nothing"));
+  if (options_.double_buffering && options_.reduction != Reduction::Bucketed)
+    throw Error(chainer::str("create_multi_node_optimizer: double buffering needs the bucketed reduction, got '",
+                             reduction_name(options_.reduction), "'"));
   // The dummy communicator averages nothing: its multi_node_mean_grad is the whole reduction.
   if (options_.reduction == Reduction::Bucketed && comm_->averages_gradients())
     reducer_ = std::make_unique<GradientReducer>(comm_, options_.reducer);
@@ -90,7 +93,8 @@ void MultiNodeOptimizer::update() {
     // ChainerMN: `if self.is_changed(target): self.communicator.bcast_data(target)` and no step.
     signature_ = std::move(sig);
     needs_broadcast_ = false;
-    if (reducer_) reducer_->detach();  // completes whatever this backward started, consistently
+    restored_lagged_.clear();
+    if (reducer_) reducer_->detach();  // with double buffering, the step in flight is dropped, as ChainerMN's  // completes whatever this backward started, consistently
     unshare_update();  // rank 0's values go into private copies, then into a new plan
     comm_->bcast_data(link);
     ++broadcasts_;
@@ -105,6 +109,10 @@ void MultiNodeOptimizer::update() {
     // Same names and shapes but other variables (a child link replaced by a twin): re-plan;
     // the gradients are then all reduced now.
     if (!reducer_->matches(link)) reducer_->attach(link);
+    if (!restored_lagged_.empty()) {
+      reducer_->set_lagged_means(restored_lagged_);
+      restored_lagged_.clear();
+    }
     // Debug mode, as multi_node_mean_grad's: the buckets already started hold gradients of the
     // planned shapes (the plan is the same everywhere, bcast_data checked the models), so
     // comparing what each rank has before they complete is safe and names the culprit.
@@ -112,7 +120,16 @@ void MultiNodeOptimizer::update() {
     // With a shared update and nothing reading other ranks' shares of the gradients before the
     // steps (hooks, the debug check), each rank steps its share as soon as it has summed it, and
     // the update's closing barrier is the step's only one.
-    reducer_->finalize(!(shared_ && !actual_->has_hooks() && !comm_->debug()));
+    if (options_.double_buffering) {
+      // ChainerMN: the update after a broadcast only starts averaging its gradients.
+      if (!reducer_->finalize_lagged()) return;
+      // The means waited for are the last update's: unlike this update's, they did not wait for
+      // every rank's backward, which reads the shared parameters the steps write. (Averaging in
+      // shared memory ended with a barrier after every rank had packed.)
+      if (shared_ && !reducer_->uses_shared_memory()) shared_->barrier();
+    } else {
+      reducer_->finalize(!(shared_ && !actual_->has_hooks() && !comm_->debug()));
+    }
     if (comm_->debug()) Communicator::check_grads_finite(link, "multi-node optimizer");
   } else {
     comm_->multi_node_mean_grad(link, options_.reducer.zero_fill);
@@ -123,7 +140,26 @@ void MultiNodeOptimizer::update() {
 
 void MultiNodeOptimizer::serialize(chainer::Serializer& s) {
   actual_->serialize(s);
-  if (s.is_reader() && actual_->t() > 0) restored_ = true;
+  if (!options_.double_buffering || !reducer_) {
+    if (s.is_reader() && actual_->t() > 0) restored_ = true;
+    return;
+  }
+  chainer::Serializer lagged = s["double_buffering"];
+  if (!s.is_reader()) {
+    // Loaded and not installed yet (no update since), or in flight.
+    auto means = restored_lagged_.empty() ? reducer_->lagged_means() : restored_lagged_;
+    for (auto& [name, mean] : means)
+      if (mean.defined()) lagged.tensor(name.substr(1), mean);
+    return;
+  }
+  restored_lagged_.clear();
+  for (const auto& [name, p] : target().unique_namedparams())
+    if (lagged.contains(name.substr(1))) {
+      chainer::Tensor mean;
+      lagged.tensor(name.substr(1), mean);
+      restored_lagged_.emplace_back(name, std::move(mean));
+    }
+  if (actual_->t() > 0 || !restored_lagged_.empty()) restored_ = true;
 }
 
 void MultiNodeOptimizer::update_one(chainer::Variable&, chainer::TensorMap&) {

@@ -37,6 +37,23 @@
 /// MultiNodeOptimizerOptions::shard_update or CHAINERMN_SHARD_UPDATE=0 turns this off. The
 /// parameters go back to private memory when the optimizer is destroyed or set up again.
 ///
+/// Double buffering (MultiNodeOptimizerOptions::double_buffering), as ChainerMN's
+/// _DoubleBufferingOptimizer: each update starts averaging its own gradients and steps with the
+/// means of the PREVIOUS update's gradients, so the averaging of step k runs behind the forward
+/// and backward of step k+1. Exactly as ChainerMN: the first update (and the one after any
+/// change of the parameters) only broadcasts them; the next only starts averaging its gradients
+/// and does not step; from then on, update k steps with the mean of update k-1's gradients
+/// (t() is two behind the number of updates; the broadcast update's gradients are never used).
+/// The gradients the step (and its hooks) sees are those lagged means. It needs the bucketed
+/// reduction (GradientReducer::finalize_lagged); it overlaps the averaging with computation
+/// where the reducer's transport can (MPI_Iallreduce for naive and flat across hosts or with
+/// CHAINERMN_SHARED_MEMORY=0, NCCL for pure_nccl), and elsewhere (shared memory on one host,
+/// the composed communicators on the host) gives the same lagged result and gains nothing.
+/// Its snapshots also hold the means still to be applied, under "double_buffering/<parameter
+/// path>" (waiting for them first), so a resumed run steps with them at its first update and
+/// continues exactly as an uninterrupted one. A snapshot without them (written without double
+/// buffering) resumes with an update that only starts averaging.
+///
 /// serialize() delegates to the actual optimizer, so snapshots have the single-process layout
 /// (with a shared update, every rank sees the whole state, so any rank's snapshot is complete).
 /// state(name) is the actual optimizer's.
@@ -66,9 +83,9 @@ Reduction parse_reduction(const std::string& name, const std::string& what = "re
 
 /// Options of the multi-node optimizer, as create_multi_node_optimizer's keyword arguments and more.
 struct MultiNodeOptimizerOptions {
-  /// ChainerMN's double buffering overlaps an update with the next step's all-reduce on the
-  /// pure_nccl communicator, which needs CUDA; asking for it throws, as ChainerMN does for any
-  /// other communicator.
+  /// Steps with the previous update's averaged gradients while this update's are averaged
+  /// (see above). Throws chainer::Error with the communicator reduction or the dummy
+  /// communicator (which averages nothing).
   bool double_buffering = false;
   Reduction reduction = Reduction::Bucketed;  ///< How the gradients are averaged.
   /// The bucketed reduction's plan and transport (bucket sizes, shared memory on one host).
@@ -110,7 +127,8 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   void set_hyperparam(const std::string& name, double value) override { actual_->set_hyperparam(name, value); }
   /// The actual optimizer's state of parameter NAME.
   const chainer::TensorMap& state(const std::string& name) const override { return actual_->state(name); }
-  /// Delegates, so snapshots look like the single-process ones. Restoring one marks the
+  /// Delegates, so snapshots look like the single-process ones (with double buffering, plus the
+  /// means still to be applied). Restoring one marks the
   /// parameters as consistent across ranks (every rank loads its snapshot of the same
   /// iteration), so the next update steps instead of spending itself on a broadcast and a
   /// resumed run continues exactly as an uninterrupted one.
@@ -152,6 +170,8 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   Signature signature_;
   bool needs_broadcast_ = true;
   bool restored_ = false;  // a snapshot was loaded since the last update
+  // Double buffering: the means a loaded snapshot left to apply, installed at the next update.
+  std::vector<std::pair<std::string, chainer::Tensor>> restored_lagged_;
   int64_t broadcasts_ = 0;
 };
 

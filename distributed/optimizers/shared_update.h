@@ -20,7 +20,8 @@
 /// after it every share of this update is written, so each rank's next forward reads the same
 /// parameters. Nobody writes them again before the next update's steps, which begin after that
 /// update's gradient averaging, and no rank's averaging completes before every rank has finished
-/// its backward, i.e. its reading of the parameters. Optimizer hooks may read any parameter
+/// its backward, i.e. its reading of the parameters (with double buffering the averaging waited for
+/// is the previous update's, so the multi-node optimizer calls barrier() before the steps). Optimizer hooks may read any parameter
 /// (WeightDecay does), so with hooks before_steps() is a barrier too.
 ///
 /// Rules: every rank of COMM runs on this host and updates in lockstep (as for any multi-node
@@ -55,6 +56,9 @@ class SharedUpdate : public chainer::UpdatePartition {
   bool matches(const chainer::Link& link) const;
   /// Every rank's share of this update is written once every rank has returned (a barrier).
   void finish_step();
+  /// A barrier over the ranks: after it every rank has finished this update's backward (its
+  /// reading of the parameters), so the steps may write them.
+  void barrier() const;
 
   /// A barrier when HOOKS_RAN (hooks may read any parameter); nothing otherwise.
   void before_steps(bool hooks_ran) override;
@@ -74,7 +78,6 @@ class SharedUpdate : public chainer::UpdatePartition {
   // Makes T a view of PLACE, copying this rank's share of T into it first (zeros when T is
   // undefined); nothing when T already is PLACE.
   void bind(chainer::Tensor& t, const chainer::Tensor& place, const Slot& slot) const;
-  void barrier() const;
 
   MPI_Comm comm_;
   std::shared_ptr<SharedSegment> segment_;

@@ -1,5 +1,7 @@
 #include "distributed/reducer/bucket_transport.h"
 
+#include <algorithm>
+
 namespace chainermn {
 
 using chainer::Tensor;
@@ -9,29 +11,47 @@ namespace {
 class CommunicatorTransport final : public BucketTransport {
  public:
   CommunicatorTransport(std::shared_ptr<Communicator> comm, std::vector<BucketLayout> buckets)
-      : comm_(std::move(comm)), layout_(std::move(buckets)), buffers_(layout_.size()), chosen_(layout_.size()) {}
+      : comm_(std::move(comm)),
+        layout_(std::move(buckets)),
+        pools_(layout_.size()),
+        chosen_(layout_.size(), -1),
+        last_(layout_.size(), 0) {}
 
   Tensor buffer(size_t b) override {
-    Tensor& buf = buffers_[b];
-    if (!chosen_[b]) {
-      // The previous step's gradients are views of the buffer (see GradientReducer::finalize); if
-      // somebody still holds one, this step gets a fresh buffer instead of overwriting theirs.
-      const BucketLayout& l = layout_[b];
-      if (!buf.defined() || buf.storage().use_count() > 1) buf = Tensor::empty({l.numel}, l.dtype, l.device);
-      chosen_[b] = true;
+    std::vector<Tensor>& pool = pools_[b];
+    if (chosen_[b] < 0) {
+      // The previous steps' gradients are views of their buffers (see GradientReducer::finalize),
+      // and a step left in flight holds its own; this step packs into one nobody else holds.
+      for (size_t i = 0; i < pool.size() && chosen_[b] < 0; ++i)
+        if (pool[i].storage().use_count() == 1) chosen_[b] = int(i);
+      if (chosen_[b] < 0) {
+        const BucketLayout& l = layout_[b];
+        Tensor fresh = Tensor::empty({l.numel}, l.dtype, l.device);
+        if (pool.size() < kPool) {
+          pool.push_back(std::move(fresh));
+          chosen_[b] = int(pool.size()) - 1;
+        } else {
+          // Every buffer is still held elsewhere: replace one (its holders keep its storage alive).
+          chosen_[b] = int((last_[b] + 1) % kPool);
+          pool[size_t(chosen_[b])] = std::move(fresh);
+        }
+      }
+      last_[b] = size_t(chosen_[b]);
     }
-    return buf;
+    return pool[size_t(chosen_[b])];
   }
-  std::unique_ptr<PendingSum> start(size_t b) override { return comm_->start_sum(buffers_[b]); }
+  std::unique_ptr<PendingSum> start(size_t b) override { return comm_->start_sum(pools_[b][size_t(chosen_[b])]); }
   Finished finish_step(bool) override { return {}; }
-  Tensor means(size_t b) override { return buffers_[b]; }
-  void end_step() override { std::fill(chosen_.begin(), chosen_.end(), false); }
+  Tensor means(size_t b) override { return pools_[b][last_[b]]; }
+  void end_step() override { std::fill(chosen_.begin(), chosen_.end(), -1); }
 
  private:
+  static constexpr size_t kPool = 3;  // in flight, viewed by the last step's gradients, one spare
   std::shared_ptr<Communicator> comm_;
   std::vector<BucketLayout> layout_;
-  std::vector<Tensor> buffers_;
-  std::vector<bool> chosen_;
+  std::vector<std::vector<Tensor>> pools_;
+  std::vector<int> chosen_;  // this step's buffer per bucket, -1 before the step chooses
+  std::vector<size_t> last_;  // the last chosen per bucket, for means()
 };
 
 }  // namespace

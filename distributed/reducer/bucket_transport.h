@@ -33,6 +33,9 @@ class BucketTransport {
   // bucket is started: true where there is no message to batch (shared memory), so a gradient
   // is copied while backward has just written it and it is still in cache.
   virtual bool packs_early() const { return false; }
+  // Whether the sums are taken in finish_step (shared memory) rather than by the started
+  // PendingSums: then a step cannot be left in flight behind the next one (double buffering).
+  virtual bool sums_at_finish() const { return false; }
   // Where bucket B is packed in this step (numel elements of its dtype on its device); the same
   // tensor until end_step().
   virtual chainer::Tensor buffer(size_t b) = 0;
@@ -51,8 +54,10 @@ class BucketTransport {
   virtual void end_step() = 0;
 };
 
-// Private buffers summed by COMM's start_sum. A buffer is reused by the next step unless
-// somebody still holds a view of it (then a fresh one is made).
+// Private buffers summed by COMM's start_sum, so a step's means stay where they are while the
+// next step packs (double buffering leaves them in flight meanwhile). Each bucket keeps up to
+// three buffers and packs into one that nobody else holds (no view of its means, no sum in
+// flight), else into a fresh one; without double buffering that is the same buffer every step.
 std::unique_ptr<BucketTransport> communicator_transport(std::shared_ptr<Communicator> comm,
                                                         std::vector<BucketLayout> buckets);
 

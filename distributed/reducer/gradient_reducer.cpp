@@ -42,6 +42,16 @@ struct GradientReducer::Impl {
     bool launched = false;
     std::unique_ptr<PendingSum> sum;  // in flight from launch until wait_all
   };
+  // A step left in flight by finalize_lagged, applied by the next call: its sums and the buffers
+  // they run in (one per bucket), or, at one rank, from shared memory or from a snapshot, its
+  // means per slot (complete).
+  struct Lagged {
+    std::vector<std::unique_ptr<PendingSum>> sums;
+    std::vector<Tensor> means;      // per bucket
+    std::vector<Tensor> slot_means;  // per slot; undefined: no gradient (left without one)
+    std::vector<char> had_grad;     // per slot, with `means`
+    bool per_slot = false;
+  };
 
   std::shared_ptr<Communicator> comm;
   GradientReducerOptions options;
@@ -56,6 +66,7 @@ struct GradientReducer::Impl {
   std::unordered_map<const VariableNode*, size_t> slot_of;
   size_t next = 0;       // the next bucket to start
   bool stale = false;    // a started bucket got a new gradient: redo everything at finalize
+  std::unique_ptr<Lagged> lagged;  // double buffering: the step whose means the next call applies
   Stats stats;
 
   // The hook stored in the parameters' grad_hooks; recognizable (std::function::target) so that
@@ -97,6 +108,9 @@ struct GradientReducer::Impl {
   }
 
   void test_in_flight() {
+    if (lagged)
+      for (auto& sum : lagged->sums)
+        if (sum) sum->test();
     for (size_t b = 0; b < next; ++b)
       if (buckets[b].sum) buckets[b].sum->test();
   }
@@ -203,20 +217,120 @@ struct GradientReducer::Impl {
           node->grad = Tensor::zeros(slot.shape, slot.dtype, slot.device);
       return;
     }
-    // The buffers hold the means (pack scaled by 1/size): each gradient becomes a view of its
-    // bucket's buffer, so no value is copied again.
+    std::vector<Tensor> means;
+    std::vector<char> had_grad;
+    for (size_t b = 0; b < buckets.size(); ++b) means.push_back(transport->means(b));
+    for (const Slot& slot : slots) had_grad.push_back(slot.had_grad);
+    unpack(means, had_grad);
+  }
+
+  // The buffers hold the means (pack scaled by 1/size): each gradient becomes a view of its
+  // bucket's buffer, so no value is copied again.
+  void unpack(const std::vector<Tensor>& means, const std::vector<char>& had_grad) {
     for (size_t b = 0; b < buckets.size(); ++b) {
-      const Tensor means = transport->means(b);
       for (size_t s : buckets[b].slots) {
         Slot& slot = slots[s];
         std::shared_ptr<VariableNode> node = slot.node.lock();
         if (!node) continue;
-        if (!slot.had_grad && !options.zero_fill) continue;
-        const Tensor mean = means.narrow(0, slot.offset, slot.numel).reshape(slot.shape);
-        // Buckets that travelled in another dtype (allreduce_grad_dtype) come back converted.
-        node->grad = mean.dtype() == slot.dtype ? mean : mean.astype(slot.dtype);
+        if (!had_grad[s] && !options.zero_fill) continue;
+        node->grad = slot_mean(means[b], slot);
       }
     }
+  }
+
+  // SLOT's mean in its bucket's MEANS. Buckets that travelled in another dtype
+  // (allreduce_grad_dtype) come back converted.
+  static Tensor slot_mean(const Tensor& means, const Slot& slot) {
+    const Tensor mean = means.narrow(0, slot.offset, slot.numel).reshape(slot.shape);
+    return mean.dtype() == slot.dtype ? mean : mean.astype(slot.dtype);
+  }
+
+  // Double buffering: this step's reduction, as finalize's but left in flight (Lagged).
+  std::unique_ptr<Lagged> start_lagged() {
+    auto now = std::make_unique<Lagged>();
+    if (size == 1 || transport->sums_at_finish()) {
+      // Nothing that runs behind the next step: complete it now and keep a copy of the means
+      // (the gradients at one rank, the shared segment otherwise, are overwritten next step).
+      complete_all(true);
+      if (transport) {
+        const BucketTransport::Finished f = transport->finish_step(true);
+        stats.shared_memory_steps += f.shared_memory;
+        stats.held_fallbacks += f.held_fallback;
+      }
+      now->per_slot = true;
+      for (const Slot& slot : slots) {
+        std::shared_ptr<VariableNode> node = slot.node.lock();
+        Tensor mean;
+        if (size == 1) {
+          if (node && node->grad.defined()) mean = node->grad.clone();
+          else if (options.zero_fill) mean = Tensor::zeros(slot.shape, slot.dtype, slot.device);
+        } else if (slot.had_grad || options.zero_fill) {
+          mean = slot_mean(transport->means(slot.bucket), slot).clone();
+        }
+        now->slot_means.push_back(std::move(mean));
+      }
+      return now;
+    }
+    for (; next < buckets.size(); ++next) {
+      launch(next);
+      ++stats.buckets_at_finalize;
+    }
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      now->sums.push_back(std::move(buckets[b].sum));
+      now->means.push_back(transport->means(b));
+    }
+    for (const Slot& slot : slots) now->had_grad.push_back(slot.had_grad);
+    return now;
+  }
+
+  // Waits for LAG's sums (in the order they were started) and makes the gradients its means.
+  void apply(Lagged& lag) {
+    for (auto& sum : lag.sums)
+      if (sum) sum->wait();
+    lag.sums.clear();
+    if (!lag.per_slot) {
+      unpack(lag.means, lag.had_grad);
+      return;
+    }
+    for (size_t s = 0; s < slots.size(); ++s) {
+      std::shared_ptr<VariableNode> node = slots[s].node.lock();
+      if (!node) continue;
+      const Tensor& mean = lag.slot_means[s];
+      node->grad = mean.defined() || !options.zero_fill ? mean
+                                                        : Tensor::zeros(slots[s].shape, slots[s].dtype, slots[s].device);
+    }
+  }
+
+  bool finalize_lagged() {
+    if (!attached) throw Error("GradientReducer.finalize_lagged: no link is attached; call attach(link) first");
+    if (stale) {
+      wait_all();
+      ++stats.restarts;
+      forget_packing();
+      next = 0;
+      stale = false;
+    }
+    std::unique_ptr<Lagged> previous = std::move(lagged);
+    lagged = start_lagged();
+    if (previous) apply(*previous);
+    ++stats.steps;
+    reset_step();
+    return previous != nullptr;
+  }
+
+  // The lagged step's means per slot, complete (snapshots).
+  void complete_lagged() {
+    if (!lagged || lagged->per_slot) return;
+    for (auto& sum : lagged->sums)
+      if (sum) sum->wait();
+    lagged->sums.clear();
+    for (size_t s = 0; s < slots.size(); ++s) {
+      const Slot& slot = slots[s];
+      lagged->slot_means.push_back(lagged->had_grad[s] || options.zero_fill ? slot_mean(lagged->means[slot.bucket], slot)
+                                                                            : Tensor());
+    }
+    lagged->means.clear();
+    lagged->per_slot = true;
   }
 
   void finalize(bool barrier) {
@@ -258,6 +372,10 @@ struct GradientReducer::Impl {
   void detach() {
     if (!attached) return;
     // Buckets already started must complete on every rank; nothing else is started.
+    if (lagged)
+      for (auto& sum : lagged->sums)
+        if (sum) sum->wait();
+    lagged.reset();
     wait_all();
     remove_hooks();
     slots.clear();
@@ -370,6 +488,42 @@ bool GradientReducer::matches(const chainer::Link& link) const {
 }
 
 void GradientReducer::finalize(bool barrier) { impl_->finalize(barrier); }
+
+bool GradientReducer::finalize_lagged() { return impl_->finalize_lagged(); }
+
+bool GradientReducer::has_lagged() const { return impl_->lagged != nullptr; }
+
+std::vector<std::pair<std::string, Tensor>> GradientReducer::lagged_means() {
+  Impl& m = *impl_;
+  std::vector<std::pair<std::string, Tensor>> out;
+  if (!m.lagged) return out;
+  m.complete_lagged();
+  for (size_t s = 0; s < m.slots.size(); ++s) out.emplace_back(m.slots[s].name, m.lagged->slot_means[s]);
+  return out;
+}
+
+void GradientReducer::set_lagged_means(const std::vector<std::pair<std::string, Tensor>>& means) {
+  Impl& m = *impl_;
+  if (!m.attached) throw Error("GradientReducer.set_lagged_means: no link is attached; call attach(link) first");
+  std::unordered_map<std::string, Tensor> by_name(means.begin(), means.end());
+  auto lag = std::make_unique<Impl::Lagged>();
+  lag->per_slot = true;
+  for (const Impl::Slot& slot : m.slots) {
+    auto it = by_name.find(slot.name);
+    Tensor t = it == by_name.end() ? Tensor() : it->second;
+    if (t.defined() && (t.shape() != slot.shape || t.dtype() != slot.dtype))
+      throw Error(chainer::str("GradientReducer.set_lagged_means: the mean of ", slot.name, " has shape ",
+                               chainer::shape_str(t.shape()), " and dtype ", chainer::dtype_name(t.dtype()),
+                               "; its parameter has shape ", chainer::shape_str(slot.shape), " and dtype ",
+                               chainer::dtype_name(slot.dtype)));
+    if (t.defined() && t.device() != slot.device) t = t.to(slot.device);
+    lag->slot_means.push_back(std::move(t));
+  }
+  if (m.lagged)
+    for (auto& sum : m.lagged->sums)
+      if (sum) sum->wait();
+  m.lagged = std::move(lag);
+}
 
 const GradientReducer::Stats& GradientReducer::stats() const { return impl_->stats; }
 

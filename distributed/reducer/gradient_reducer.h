@@ -45,6 +45,15 @@
 /// allreduce_grad_dtype when it has one (packed as the mean's share, 1/size, before the cast, as
 /// multi_node_mean_grad does), and the gradients come back as converted copies.
 ///
+/// Double buffering (finalize_lagged, for the multi-node optimizer's double_buffering): each
+/// step's sums are left in flight behind the next step's forward and backward, and the gradients
+/// receive the means of the step before. Where the transport sums with non-blocking messages
+/// (MPI_Iallreduce for naive and flat, NCCL's stream for pure_nccl and single_node on a GPU),
+/// those sums really run meanwhile (on the host, MPI progresses them while the next backward's
+/// hooks test them); the composed algorithms on the host and the shared-memory transport sum at
+/// once, so there the means are only copied aside and applied one step later: the same lagged
+/// result, and nothing gained.
+///
 /// The reducer's own traffic (the shared-memory step) runs on its own duplicate of the
 /// communicator's MPI communicator, and start_sum on another, so it never mixes with other
 /// collectives.
@@ -53,6 +62,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "distributed/communicators/communicator.h"
@@ -110,6 +120,26 @@ class GradientReducer {
   /// (share_of) of every parameter, so its gradients hold the means in that share at once and
   /// everywhere else only once every rank has passed the caller's next barrier.
   void finalize(bool barrier = true);
+
+  /// Double buffering (see above): starts every bucket of this step not started yet and leaves
+  /// this step's sums in flight (or, where nothing can run behind the next step, completes them
+  /// and keeps a copy of the means); then waits for the step left in flight by the previous call
+  /// and makes every planned parameter's gradient its mean, as finalize() would have made it
+  /// then (zero_fill alike). Returns false, leaving the gradients as they are, when there was no
+  /// such step: the first call after attach() (or detach(), or a restart of the plan).
+  bool finalize_lagged();
+  /// Whether a step is left in flight by finalize_lagged (or installed by set_lagged_means).
+  bool has_lagged() const;
+  /// For snapshots: waits for the step left in flight by finalize_lagged and returns its means
+  /// by planned parameter name, in plan order (an undefined tensor: a parameter left without a
+  /// gradient, zero_fill off); they are still applied by the next finalize_lagged. Empty when no
+  /// step is in flight. Local: each rank waits for its own part of sums every rank started.
+  std::vector<std::pair<std::string, chainer::Tensor>> lagged_means();
+  /// Installs MEANS (as lagged_means gives them) as the step in flight, replacing any, so that
+  /// the next finalize_lagged applies them: how a restored run resumes a double-buffered one.
+  /// A planned parameter missing from MEANS gets zeros with zero_fill, else no gradient; a mean
+  /// whose shape or dtype differs from its parameter's throws chainer::Error naming both.
+  void set_lagged_means(const std::vector<std::pair<std::string, chainer::Tensor>>& means);
 
   const Stats& stats() const;  ///< The counters since construction.
   /// The plan: the parameter names of each bucket, in launch order.

@@ -76,6 +76,7 @@ class SharedMemoryTransport final : public BucketTransport {
   bool usable() const { return segment_ != nullptr; }
 
   bool packs_early() const override { return true; }
+  bool sums_at_finish() const override { return true; }
 
   Tensor buffer(size_t i) override {
     Bucket& b = buckets_[i];
