@@ -269,12 +269,14 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
   }
   if (!o.resume.empty()) resume(o.resume, trainer, comm);
   if (checkpointer) {
+    // [checkpointer]
     // After every extension with state is registered, so the reports continue too.
     trainer.extend(checkpointer, "", chainer::training::IntervalTrigger(double(checkpoint_interval), Unit::Iteration));
     if (const int64_t at = checkpointer->maybe_load(trainer); at > 0 && comm.rank() == 0)
       std::cout << "# resumed from the checkpoints of iteration " << at << " (epoch " << trainer.updater().epoch()
                 << ") in " << checkpointer->path() << "\n"
                 << std::flush;
+    // [end]
   }
   trainer.run();
 }
