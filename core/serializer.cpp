@@ -77,6 +77,18 @@ void Serializer::value(const std::string& key, int64_t& v) {
 void Serializer::value(const std::string& key, double& v) {
   scalar_entry(*this, *entries_, prefix_ + key, is_reader() ? find(key) : nullptr, v, DType::Float64);
 }
+void Serializer::value(const std::string& key, std::optional<double>& v) {
+  if (is_reader()) {
+    v.reset();
+    if (!contains(key)) return;
+    double d = 0;
+    value(key, d);
+    v = d;
+  } else if (v) {
+    double d = *v;
+    value(key, d);
+  }
+}
 void Serializer::value(const std::string& key, bool& v) {
   int64_t i = v;  // left as it is when missing from a reader that is not strict
   value(key, i);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ class Serializer {
   void tensor(const std::string& key, Tensor& value);
   void value(const std::string& key, int64_t& value);  ///< stores or loads an integer (an int64 scalar)
   void value(const std::string& key, double& value);   ///< stores or loads a float (a float64 scalar)
+  /// Stores or loads a float that may be unset (Python's None): no entry while unset, and a
+  /// reader without the entry leaves it unset.
+  void value(const std::string& key, std::optional<double>& value);
   void value(const std::string& key, bool& value);     ///< stores or loads a flag (an int64 scalar, 0 or 1)
   void value(const std::string& key, std::string& value);  ///< stores or loads a string (a uint8 array)
   void value(const std::string& key, std::vector<uint64_t>& value);  ///< stores or loads words (an int64 array)

@@ -30,18 +30,7 @@ void LinearShift::operator()(Trainer& trainer) { set(trainer, value_at(++t_)); }
 
 void LinearShift::serialize(Serializer& s) {
   s.value("_t", t_);
-  // No entry before the first value is set: Chainer's None.
-  if (s.is_reader()) {
-    last_value_.reset();
-    if (s.contains("_last_value")) {
-      double v = 0;
-      s.value("_last_value", v);
-      last_value_ = v;
-    }
-  } else if (last_value_) {
-    double v = *last_value_;
-    s.value("_last_value", v);
-  }
+  s.value("_last_value", last_value_);  // no entry while unset: Chainer's None
 }
 
 }  // namespace chainer::training::extensions

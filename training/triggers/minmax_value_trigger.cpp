@@ -33,18 +33,7 @@ void BestValueTrigger::serialize(Serializer& s) {
   interval_trigger_.serialize(t);
   Serializer sum = s["_summary"];
   summary_.serialize(sum);
-  // No entry before the first check point: Chainer's None.
-  if (s.is_reader()) {
-    best_.reset();
-    if (s.contains("_best_value")) {
-      double v = 0;
-      s.value("_best_value", v);
-      best_ = v;
-    }
-  } else if (best_) {
-    double v = *best_;
-    s.value("_best_value", v);
-  }
+  s.value("_best_value", best_);  // no entry while unset: Chainer's None
 }
 
 MaxValueTrigger::MaxValueTrigger(std::string key, Trigger trigger)
