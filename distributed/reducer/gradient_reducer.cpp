@@ -301,8 +301,11 @@ struct GradientReducer::Impl {
     }
   }
 
-  bool finalize_lagged() {
-    if (!attached) throw Error("GradientReducer.finalize_lagged: no link is attached; call attach(link) first");
+  // What both finalizes do first: refuse without a link; after a replan (stale), complete what
+  // was started (every rank started the same buckets), throw it away, and reduce the
+  // accumulated gradients from scratch.
+  void start_finalize(const char* what) {
+    if (!attached) throw Error(chainer::str("GradientReducer.", what, ": no link is attached; call attach(link) first"));
     if (stale) {
       wait_all();
       ++stats.restarts;
@@ -310,6 +313,10 @@ struct GradientReducer::Impl {
       next = 0;
       stale = false;
     }
+  }
+
+  bool finalize_lagged() {
+    start_finalize("finalize_lagged");
     std::unique_ptr<Lagged> previous = std::move(lagged);
     lagged = start_lagged();
     if (previous) apply(*previous);
@@ -334,16 +341,7 @@ struct GradientReducer::Impl {
   }
 
   void finalize(bool barrier) {
-    if (!attached) throw Error("GradientReducer.finalize: no link is attached; call attach(link) first");
-    if (stale) {
-      // Complete what was started (every rank started the same buckets), throw it away, and
-      // reduce the accumulated gradients from scratch.
-      wait_all();
-      ++stats.restarts;
-      forget_packing();
-      next = 0;
-      stale = false;
-    }
+    start_finalize("finalize");
     complete_all(true);
     if (transport) {
       const BucketTransport::Finished f = transport->finish_step(barrier);
