@@ -378,6 +378,35 @@ TEST_CASE("checkpointer: a checkpoint taken at an epoch's end resumes without an
   comm->allgather_bytes("");
 }
 
+TEST_CASE("checkpointer: a job of another count that went on from the common checkpoints is resumed from") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank();
+  auto two = comm->split(r < 2 ? 0 : 1, r);
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  const auto run = [&](const std::shared_ptr<mn::Communicator>& c, int64_t stop) {
+    Job job(c, IntervalTrigger(double(stop), Unit::Iteration), dir.path, 3, 26);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", c);
+    checkpointer->set_scatter(26, true, 3);
+    job.trainer->extend(checkpointer, "", IntervalTrigger(3, Unit::Iteration));
+    const int64_t at = checkpointer->maybe_load(*job.trainer);
+    job.trainer->run();
+    return std::make_pair(at, checkpointer->process_count_change());
+  };
+  if (r < 2) CHECK(run(two, 3).first == 0);  // 2 processes save iteration 3
+  comm->allgather_bytes("");
+  if (r == 0) CHECK(run(one, 6).first == 3);  // 1 process goes on from it and saves iteration 6
+  comm->allgather_bytes("");
+  if (r < 2) {  // both ranks hold iteration 3 of their own count, but rank 0's 6 is newer
+    const auto [at, change] = run(two, 7);
+    CHECK(at == 6);
+    REQUIRE(change.has_value());
+    CHECK(change->old_size == 1);
+  }
+  comm->allgather_bytes("");
+}
+
 TEST_CASE("checkpointer: without set_scatter the interrupted epoch starts again over the new shares") {
   auto comm = world();
   if (comm->size() == 1) return;

@@ -184,9 +184,12 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
   bool same_count = !common.empty();
   for (int64_t n : comm_->allgather_obj(written)) same_count = same_count && n == comm_->size();
 
+  // A job of another count may have gone on from the checkpoints this count holds in common:
+  // rank 0's newer file says so, and its complete set is resumed from instead.
+  const bool newer = comm_->bcast_obj<int64_t>(iterations_.empty() ? 0 : iterations_.back()) > latest;
+  int64_t loaded = 0;
+  if ((!same_count || newer) && load_remapped(trainer, loaded, same_count ? latest + 1 : 0)) return loaded;
   if (!same_count) {
-    int64_t loaded = 0;
-    if (load_remapped(trainer, loaded)) return loaded;
     // Nothing to resume from, or checkpoints of another count without a complete set of them.
     std::string mismatch;
     if (!iterations_.empty()) {
@@ -281,7 +284,7 @@ std::vector<int64_t> integers(const chainer::TensorMap& entries, const std::stri
 
 }  // namespace
 
-MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap() const {
+MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) const {
   Remap plan;
   // Every checkpoint of this run in the directory: iteration -> the ranks that wrote one.
   std::map<int64_t, std::set<int64_t>> ranks_at;
@@ -295,7 +298,7 @@ MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap() const {
     if (rank >= 0 && iteration >= 0) ranks_at[iteration].insert(rank);
   }
   const int size = comm_->size();
-  for (auto at = ranks_at.rbegin(); at != ranks_at.rend(); ++at) {
+  for (auto at = ranks_at.rbegin(); at != ranks_at.rend() && at->first >= after; ++at) {
     if (!at->second.count(0)) continue;
     const auto file_of = [&](int64_t rank) { return (fs::path(path_) / str(name_, ".", rank, ".", at->first)).string(); };
     const auto read = [](const std::string& f) {
@@ -390,12 +393,12 @@ MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap() const {
   return plan;
 }
 
-bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, int64_t& loaded) {
+bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, int64_t& loaded, int64_t after) {
   // Rank 0 plans; everyone learns the plan.
   Remap plan;
   if (comm_->rank() == 0) {
     try {
-      plan = plan_remap();
+      plan = plan_remap(after);
     } catch (const std::exception& e) {
       plan.failure = e.what();
       plan.iteration = 0;

@@ -12,6 +12,8 @@
 /// another count M than the N that wrote the checkpoints:
 ///   - The iteration is the newest for which all N old ranks' files exist: rank 0 of the new job
 ///     lists and reads them (the directory must be shared with it) and broadcasts what it found.
+///     Such a set newer than the newest checkpoint of this count that every rank holds is
+///     preferred to it (a job of another count went on from there).
 ///   - The model, the optimizer state, the updater's iteration and epoch, the other extensions'
 ///     state (LogReport's log continues) and the default generator come from old rank 0's file,
 ///     after rank 0 has checked that every old rank's model and optimizer entries are bit for bit
@@ -119,10 +121,12 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   // A process count change's plan; made by rank 0.
   struct Remap;
   void collect_garbage();
-  // Rank 0: finds the newest iteration with all files of a job of another count and plans the mapping.
-  Remap plan_remap() const;
-  // Collective: resumes from a job of another process count; false when no such checkpoint exists.
-  bool load_remapped(chainer::training::Trainer& trainer, int64_t& loaded);
+  // Rank 0: finds the newest iteration from AFTER on with all files of a job of another count
+  // and plans the mapping.
+  Remap plan_remap(int64_t after) const;
+  // Collective: resumes from a job of another process count (an iteration from AFTER on); false
+  // when no such checkpoint exists.
+  bool load_remapped(chainer::training::Trainer& trainer, int64_t& loaded, int64_t after);
   // Collective: throws the same Error on every rank when FAILURE is non-empty on any (WHERE
   // says which checkpoint), naming each failing rank's reason.
   void throw_if_any(const std::string& failure, const std::string& where) const;
