@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tutorial programs as users launch them, under mpiexec: mnist_mlp with 2 and 3 processes
-# (naive/bucketed and flat/communicator), a resume of a 2-process run, and the tutorial's
+# (naive/bucketed and flat/communicator), a resume of a 2-process run (with 2 processes, and
+# from its checkpoints with 1), and the tutorial's
 # programs (docs/tutorial/tutorial.cpp: step 1, and step 2 with its rank-0 snapshot and a resume
 # of every rank from it). Each job must exit 0 and print from rank 0 only (mpiexec
 # -prepend-rank tags every line with its rank; step 1 excepted, where every worker reports), and

@@ -414,8 +414,8 @@ bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, i
   if (plan.iteration < 0) return false;
   if (!plan.failure.empty())
     throw Error(str("MultiNodeCheckpointer.maybe_load: cannot resume run '", name_, "' from iteration ",
-                    plan.iteration, " of a job of ", plan.old_size, " processes in a job of ", comm_->size(),
-                    " (nothing was loaded): ", plan.failure));
+                    plan.iteration, plan.old_size > 0 ? str(" of a job of ", plan.old_size, " processes") : "",
+                    " in a job of ", comm_->size(), " (nothing was loaded): ", plan.failure));
   plan.entries = comm_->bcast_obj(plan.entries);
   plan.rest = comm_->bcast_obj(plan.rest);
 
