@@ -3,6 +3,7 @@
 // every epoch, a log, a printed report, a progress bar, a graph dump and snapshots.
 //   mpiexec -n 2 build/apps/mnist_mlp [-b 100] [-e 20] [-u 1000] [-o result] [-r SNAPSHOT] [--data DIR]
 //   mpiexec -n 2 build/apps/mnist_mlp --checkpoint-interval 100   # rerun to resume after a failure
+//                                                                  # (with -n 2 or any other count)
 //   build/apps/mnist_mlp --gpu [ID]     # model, optimizer and data on CUDA device ID (default 0)
 //   mpiexec -n 2 build/apps/mnist_mlp --gpu   # each process on device intra_rank, pure_nccl
 // Every process trains on its share of the data with batch -b; gradients are averaged over all.
@@ -38,8 +39,10 @@ Trains the ChainerMN tutorial MLP on MNIST (data parallel: each process its shar
                       (the communicator's multi_node_mean_grad at update time, as ChainerMN)
       --checkpoint-interval N  every N iterations each process saves a checkpoint
                       (OUT/mnist_mlp.RANK.ITERATION, ChainerMN's multi-node checkpointer;
-                      the newest 5 kept), and a rerun of the same command with the same
-                      process count resumes from the newest one every process holds
+                      the newest 5 kept), and a rerun of the same command resumes from the
+                      newest one every process holds; a rerun with another process count
+                      resumes from the newest iteration all the old processes saved, with
+                      the same batch per process, and finishes the interrupted epoch
 )") + apps::common_usage(apps::CommonOptions{});
 
 Options parse(int argc, char** argv) {
@@ -83,6 +86,7 @@ int run(int argc, char** argv) {
     std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
     apps::take_subsets(train, test, o);
   }
+  const int64_t n_train = comm->bcast_obj<int64_t>(root ? int64_t(train->size()) : 0);
   train = chainermn::scatter_dataset(train, comm, 0, true, uint64_t(o.seed));
   // The test set need not be cut into equal shares (no all-reduce waits on its batches; the
   // multi-node evaluator weights each rank by its examples), so every test example counts once.
@@ -111,6 +115,8 @@ int run(int argc, char** argv) {
 
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);
   auto checkpointer = o.checkpoint_interval > 0 ? chainermn::create_multi_node_checkpointer("mnist_mlp", comm) : nullptr;
+  // The scatter's arguments, so a rerun with another process count maps the interrupted epoch.
+  if (checkpointer) checkpointer->set_scatter(n_train, true, uint64_t(o.seed));
   apps::train(updater, chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm), o,
               *comm, /*dump_graph=*/true, {}, checkpointer, o.checkpoint_interval);
   return 0;

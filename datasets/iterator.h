@@ -46,6 +46,16 @@ class Iterator {
   /// Saves or restores the position (epoch, order, random state) for snapshots.
   virtual void serialize(Serializer& serializer) = 0;
   virtual void finalize() {}  ///< Releases threads or other resources; the iterator may be destroyed next.
+  /// Makes the current epoch, from its start, a pass over INDICES (dataset indices, repeats
+  /// allowed), after which the epochs are the normal ones (IteratorState::continue_epoch_over):
+  /// how a checkpoint resumes the interrupted epoch in a job of another process count. This
+  /// default throws chainer::Error; SerialIterator and MultiprocessIterator support it.
+  virtual void continue_epoch_over(std::vector<int64_t> indices);
 };
+
+inline void Iterator::continue_epoch_over(std::vector<int64_t> /*indices*/) {
+  throw Error("continue_epoch_over: this iterator cannot run an epoch over given indices (SerialIterator and "
+              "MultiprocessIterator can)");
+}
 
 }  // namespace chainer::iterators

@@ -7,6 +7,9 @@
 /// a Generator(seed) at construction and at every epoch end, so the orders depend only on the
 /// seed and the epoch count; serialize() saves the Generator state too, so a restored state
 /// continues bit for bit.
+/// continue_epoch_over makes the current epoch a pass over a given list of indices instead (what
+/// is left of an epoch that a job of another process count interrupted); after it the epochs
+/// are the normal ones again.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -34,11 +37,21 @@ class IteratorState {
   std::vector<size_t> next_indices();
 
   int64_t epoch() const { return epoch_; }  ///< Completed passes over the dataset.
-  double epoch_detail() const;              ///< `epoch + position / size`, as Iterator::epoch_detail.
+  /// `epoch + position / size` (`/ L` during an epoch over L given indices), as Iterator::epoch_detail.
+  double epoch_detail() const;
   std::optional<double> previous_epoch_detail() const;  ///< epoch_detail() before the last batch; none at first.
   bool is_new_epoch() const { return is_new_epoch_; }   ///< Whether the last batch crossed the end of an epoch.
   int64_t current_position() const { return position_; }  ///< Position in the current epoch's order.
   int64_t batch_size() const { return batch_size_; }    ///< Examples per batch.
+
+  /// Makes the current epoch, from its start, a pass over INDICES (dataset indices, in this
+  /// order, repeats allowed, at least one): the next batches take them, epoch_detail counts
+  /// position / INDICES.size(), and the batch that reaches their end ends the epoch (is_new_epoch)
+  /// and goes on into a normal epoch (a fresh order with shuffle). The epoch count is kept.
+  /// Throws chainer::Error for an empty list or an index outside the dataset.
+  void continue_epoch_over(std::vector<int64_t> indices);
+  /// The indices of the current epoch when continue_epoch_over made it; empty otherwise.
+  const std::vector<int64_t>& epoch_indices() const;
 
   void reset();  ///< Back to the state right after construction.
   /// reset(), with every order from now on (and after each reset()) drawn from Generator(SEED):
@@ -48,11 +61,13 @@ class IteratorState {
     reset();
   }
   /// Saves or restores the state. Keys: current_position, epoch, is_new_epoch, previous_epoch_detail,
-  /// order (with shuffle), rng_state.
+  /// order (with shuffle), rng_state, epoch_indices (continue_epoch_over's list, empty when the
+  /// epoch is a normal one; a snapshot without the key has a normal epoch).
   void serialize(Serializer& serializer);
 
  private:
   size_t index_at(int64_t position) const;
+  int64_t epoch_length() const { return given_ ? int64_t(given_->size()) : size_; }
 
   std::string owner_;
   int64_t size_, batch_size_;
@@ -65,6 +80,8 @@ class IteratorState {
   double previous_epoch_detail_ = -1.0;  // -1: none yet, as Chainer stores it
   std::shared_ptr<const std::vector<int64_t>> order_;  // null without shuffle; shared by copies
   Generator gen_;
+  // continue_epoch_over's indices while its epoch lasts; null otherwise. Shared by copies.
+  std::shared_ptr<const std::vector<int64_t>> given_;
 };
 
 }  // namespace chainer::iterators

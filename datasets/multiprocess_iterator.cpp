@@ -164,4 +164,10 @@ void MultiprocessIterator::serialize(Serializer& serializer) {
   error_ = nullptr;
 }
 
+void MultiprocessIterator::continue_epoch_over(std::vector<int64_t> indices) {
+  stop();  // the prefetched batches follow the old order
+  error_ = nullptr;
+  state_.continue_epoch_over(std::move(indices));
+}
+
 }  // namespace chainer::iterators

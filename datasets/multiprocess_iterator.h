@@ -53,6 +53,11 @@ class MultiprocessIterator : public Iterator {
   /// Back to the start, with the orders drawn from Generator(SEED) (IteratorState::reseed).
   void reseed(uint64_t seed);
   void serialize(Serializer& serializer) override;
+  /// The current epoch becomes a pass over INDICES (IteratorState::continue_epoch_over); the
+  /// batches prefetched for the old order are dropped.
+  void continue_epoch_over(std::vector<int64_t> indices) override;
+  /// The indices of the current epoch when continue_epoch_over made it; empty otherwise.
+  const std::vector<int64_t>& epoch_indices() const { return state_.epoch_indices(); }
   void finalize() override { stop(); }  ///< Stops the workers; the next batch starts them again.
 
   const datasets::DatasetPtr& dataset() const { return dataset_; }  ///< The dataset iterated over.

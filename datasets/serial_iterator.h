@@ -31,6 +31,10 @@ class SerialIterator : public Iterator {
   /// Back to the start, with the orders drawn from Generator(SEED) (IteratorState::reseed).
   void reseed(uint64_t seed) { state_.reseed(seed); }
   void serialize(Serializer& serializer) override { state_.serialize(serializer); }
+  /// The current epoch becomes a pass over INDICES (IteratorState::continue_epoch_over).
+  void continue_epoch_over(std::vector<int64_t> indices) override { state_.continue_epoch_over(std::move(indices)); }
+  /// The indices of the current epoch when continue_epoch_over made it; empty otherwise.
+  const std::vector<int64_t>& epoch_indices() const { return state_.epoch_indices(); }
 
   const datasets::DatasetPtr& dataset() const { return dataset_; }  ///< The dataset iterated over.
 

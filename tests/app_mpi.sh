@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tutorial programs as users launch them, under mpiexec: mnist_mlp with 2 and 3 processes
-# (naive/bucketed and flat/communicator), a resume of a 2-process run, and the tutorial's
+# (naive/bucketed and flat/communicator), a resume of a 2-process run (with 2 processes, and
+# from its checkpoints with 1), and the tutorial's
 # programs (docs/tutorial/tutorial.cpp: step 1, and step 2 with its rank-0 snapshot and a resume
 # of every rank from it). Each job must exit 0 and print from rank 0 only (mpiexec
 # -prepend-rank tags every line with its rank; step 1 excepted, where every worker reports), and
@@ -52,7 +53,7 @@ if job "mnist_mlp, 2 processes" 2 "$app" "${common[@]}" -e 1 -o r2; then
   fi
 fi
 # The multi-node checkpointer (--checkpoint-interval): a rerun of the same command resumes from
-# the newest checkpoint both ranks hold and the log goes on; another process count is refused.
+# the newest checkpoint both ranks hold and the log goes on; so does a rerun with 1 process.
 ck=(--data "$MNIST_DIR" -u 100 --train-size 6000 --test-size 1000 --checkpoint-interval 10)
 if job "mnist_mlp, 2 processes, checkpoints every 10 iterations" 2 "$app" "${ck[@]}" -e 1 -o ck; then
   for r in 0 1; do for i in 10 20 30; do [ -f "ck/mnist_mlp.$r.$i" ] || fail "no checkpoint ck/mnist_mlp.$r.$i"; done; done
@@ -62,8 +63,17 @@ if job "mnist_mlp, 2 processes, checkpoints every 10 iterations" 2 "$app" "${ck[
     check_app_log "mnist_mlp, 2 processes, rerun to 2 epochs" ck 2 0.5
     [ -f ck/mnist_mlp.1.60 ] || fail "the rerun wrote no checkpoint ck/mnist_mlp.1.60"
   fi
-  refused "mnist_mlp, 1 process resumed from 2 processes' checkpoints" 1 \
-    "was written by a job of 2 processes; this job has 1" "$app" "${ck[@]}" -e 3 -o ck
+  # 1 process resumes the 2 processes' checkpoints of iteration 50, two thirds into epoch 2: it
+  # runs the 2000 examples they had left (20 iterations of its batch of 100), then a whole
+  # epoch 3 over all 6000 (60 iterations); the log goes on from the 2 processes' epoch 1.
+  mkdir -p ck1 && cp ck/mnist_mlp.0.50 ck/mnist_mlp.1.50 ck1/
+  if job "mnist_mlp, 1 process resumed from 2 processes' checkpoints" 1 "$app" "${ck[@]}" -e 3 -o ck1; then
+    grep -qF "MultiNodeCheckpointer: resumed from 2 processes at iteration 50 (epoch 1); the global batch was 2*100 = 200, now 1*100 = 100" "$tmp/text" ||
+      fail "1 process did not say how it resumed: $(head -n 14 "$tmp/text")"
+    check_app_log "mnist_mlp, 1 process resumed from 2 processes' checkpoints" ck1 3 0.5
+    its=$(python3 -c 'import json, sys; print(*[e["iteration"] for e in json.load(open(sys.argv[1]))])' ck1/log)
+    [ "$its" = "30 70 130" ] || fail "1 process: the log's epochs end at iterations '$its', expected '30 70 130'"
+  fi
 fi
 if job "mnist_mlp, 3 processes, flat communicator reduction" 3 "$app" "${common[@]}" -e 1 -o r3 \
   --communicator flat --reduction communicator; then

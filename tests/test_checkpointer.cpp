@@ -5,10 +5,12 @@
 // collectives use CHECK (never REQUIRE), so one rank's failure cannot leave the others waiting.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "core/npz.h"
 #include "core/random.h"
 #include "datasets/serial_iterator.h"
 #include "datasets/tuple_dataset.h"
@@ -63,8 +65,9 @@ std::set<std::string> files_in(const fs::path& dir) {
   return out;
 }
 
-// A small data-parallel job: 3 hidden units, Adam, a shuffled share of 13 * size examples in
-// batches of 4 (4 iterations per epoch), every rank with its own iterator order.
+// A small data-parallel job: 3 hidden units, Adam, a shuffled share (seed 3) of 13 * size
+// examples (or N_TOTAL) in batches of 4 (4 iterations per epoch with 13 each), every rank with
+// its own iterator order.
 struct Job {
   std::shared_ptr<L::Classifier> model;
   std::shared_ptr<mn::MultiNodeOptimizer> optimizer;
@@ -72,11 +75,12 @@ struct Job {
   std::unique_ptr<training::Trainer> trainer;
   std::shared_ptr<E::LogReport> log;
 
-  Job(const std::shared_ptr<mn::Communicator>& comm, IntervalTrigger stop, const fs::path& out, int64_t hidden = 3) {
+  Job(const std::shared_ptr<mn::Communicator>& comm, IntervalTrigger stop, const fs::path& out, int64_t hidden = 3,
+      int64_t n_total = 0) {
     datasets::DatasetPtr all;
     if (comm->rank() == 0) {
       Generator gen(7);
-      const int64_t n = 13 * comm->size();
+      const int64_t n = n_total > 0 ? n_total : 13 * comm->size();
       std::vector<int32_t> t;
       for (int64_t i = 0; i < n; ++i) t.push_back(int32_t(gen.below(2)));
       all = std::make_shared<datasets::TupleDataset>(std::vector<Tensor>{
@@ -92,6 +96,9 @@ struct Job {
     trainer = std::make_unique<training::Trainer>(updater, stop, out.string());
     log = std::make_shared<E::LogReport>(std::vector<std::string>{}, IntervalTrigger(2, Unit::Iteration));
     if (comm->rank() == 0) trainer->extend(log);  // the reports of rank 0, as the apps have them
+  }
+  iterators::SerialIterator& iterator() const {
+    return dynamic_cast<iterators::SerialIterator&>(updater->get_iterator("main"));
   }
   std::vector<std::vector<double>> parameters() const {
     std::vector<std::vector<double>> out;
@@ -219,23 +226,279 @@ TEST_CASE("checkpointer: a checkpoint of another model is an error naming the fi
   CHECK(fs::file_size(mine) == size);
 }
 
-TEST_CASE("checkpointer: checkpoints of another process count are an error on every rank saying so") {
+namespace {
+
+// IDS sorted: a multiset to compare.
+std::vector<int64_t> sorted_ids(std::vector<int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// Every rank's VALUES, concatenated in rank order (collective).
+std::vector<int64_t> concatenated(const mn::Communicator& comm, const std::vector<int64_t>& values) {
+  std::vector<int64_t> out;
+  for (const auto& v : comm.allgather_obj(values)) out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
+// A job of N ranks checkpoints 3 iterations into an epoch; a job of M ranks resumes from it. The
+// whole dataset is 37 examples (shares of 37, 19, 13 and 10 for 1 to 4 ranks), batches of 4.
+void resume_with_another_count(const std::shared_ptr<mn::Communicator>& comm, int n, int m) {
+  CAPTURE(n, m);
+  SharedDir dir(comm);
+  const int r = comm->rank();
+  constexpr int64_t kTotal = 37, kBatch = 4;
+  const auto scattered = [](int64_t size, int k) { return mn::share_indices(kTotal, int(size), k, true, 3); };
+
+  // The old job, and what its ranks had yet to visit of the epoch: U as example ids.
+  std::vector<int64_t> unvisited;
+  std::vector<std::vector<double>> old_parameters;
+  int64_t old_epoch = -1, old_t = -1;
+  auto old_comm = comm->split(r < n ? 0 : 1, r);
+  if (r < n) {
+    Job a(old_comm, IntervalTrigger(3, Unit::Iteration), dir.path, 3, kTotal);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", old_comm);
+    checkpointer->set_scatter(kTotal, true, 3);
+    a.trainer->extend(checkpointer, "", IntervalTrigger(3, Unit::Iteration));
+    a.trainer->run();
+    Serializer w = Serializer::writer();
+    a.iterator().serialize(w);
+    const auto order = w.entries().at("order").to_vector<int64_t>();
+    const int64_t position = a.iterator().current_position();
+    CHECK(position > 0);  // mid-epoch
+    const auto share = scattered(n, r);
+    for (size_t q = size_t(position); q < order.size(); ++q) unvisited.push_back(share[size_t(order[q])]);
+    old_parameters = a.parameters();
+    old_epoch = a.iterator().epoch();
+    old_t = int64_t(a.optimizer->t());
+    if (r == 0) CHECK(a.log->log().size() == 1);
+  }
+  unvisited = concatenated(*comm, unvisited);
+  old_parameters = comm->bcast_obj(old_parameters);
+  old_epoch = comm->bcast_obj(old_epoch);
+  old_t = comm->bcast_obj(old_t);
+
+  // The new job.
+  auto new_comm = comm->split(r < m ? 0 : 1, r);
+  std::vector<int64_t> rest;  // this rank's R_k as example ids
+    if (r < m) {
+    Job c(new_comm, IntervalTrigger(100, Unit::Iteration), dir.path, 3, kTotal);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", new_comm);
+    checkpointer->set_scatter(kTotal, true, 3);
+    c.trainer->extend(checkpointer, "", IntervalTrigger(3, Unit::Iteration));
+    random::seed(999);
+    CHECK(checkpointer->maybe_load(*c.trainer, c.optimizer.get()) == 3);
+    REQUIRE(checkpointer->process_count_change().has_value());
+    const mn::ProcessCountChange& change = *checkpointer->process_count_change();
+    CHECK(change.old_size == n);
+    CHECK(change.iteration == 3);
+    CHECK(change.epoch == old_epoch);
+    CHECK(change.message == "resumed from " + std::to_string(n) + " processes at iteration 3 (epoch " +
+                                std::to_string(old_epoch) + "); the global batch was " + std::to_string(n) + "*4 = " +
+                                std::to_string(4 * n) + ", now " + std::to_string(m) + "*4 = " + std::to_string(4 * m));
+    CHECK(c.updater->iteration() == 3);
+    CHECK(c.updater->epoch() == old_epoch);
+    CHECK(c.parameters() == old_parameters);  // old rank 0's replica
+    CHECK(int64_t(c.optimizer->t()) == old_t);
+    if (r == 0) CHECK(c.log->log().size() == 1);  // the log continues
+
+    // The rest of the epoch: R_k from its start, repeated up to L on every rank.
+    const auto share = scattered(m, r);
+    for (int64_t j : change.rest_of_epoch) rest.push_back(share[size_t(j)]);
+    const auto lengths = new_comm->allgather_obj(int64_t(change.rest_of_epoch.size()));
+    const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+    CHECK(change.epoch_length == longest);
+    const std::vector<int64_t>& epoch = c.iterator().epoch_indices();
+    REQUIRE(int64_t(epoch.size()) == longest);
+    for (size_t i = 0; i < epoch.size(); ++i) {
+      const auto& from = change.rest_of_epoch;
+      CHECK(epoch[i] == (from.empty() ? int64_t(i % share.size()) : from[i % from.size()]));
+    }
+    CHECK(std::is_sorted(change.rest_of_epoch.begin(), change.rest_of_epoch.end()));  // the share's order
+
+    // The epoch ends at the same iteration on every rank, after ceil(L / b) updates.
+    int64_t updates = 0;
+    do {
+      c.updater->update();
+      ++updates;
+    } while (!c.iterator().is_new_epoch());
+    CHECK(updates == (longest + kBatch - 1) / kBatch);
+    CHECK(c.iterator().epoch() == old_epoch + 1);
+    CHECK(c.iterator().epoch_indices().empty());
+    // Later epochs are normal ones over the new share.
+    Serializer w = Serializer::writer();
+    c.iterator().serialize(w);
+    CHECK(w.entries().at("order").numel() == int64_t(share.size()));
+    CHECK(c.iterator().dataset()->size() == share.size());
+    const auto iterations = new_comm->allgather_obj(int64_t(c.updater->iteration()));
+    CHECK(std::set<int64_t>(iterations.begin(), iterations.end()).size() == 1);
+  }
+  // Over all new ranks, the rest of the epoch visits exactly U (before the padding).
+  CHECK(sorted_ids(concatenated(*comm, rest)) == sorted_ids(unvisited));
+}
+
+}  // namespace
+
+TEST_CASE("checkpointer: a job of N processes resumes with M: the replica, the log, the rest of the epoch over U") {
+  auto comm = world();
+  const int size = comm->size();
+  for (const auto& [n, m] : std::vector<std::pair<int, int>>{{4, 2}, {2, 3}, {1, 2}, {3, 1}})
+    if (std::max(n, m) <= size) resume_with_another_count(comm, n, m);
+}
+
+TEST_CASE("checkpointer: a checkpoint taken at an epoch's end resumes without an interrupted epoch") {
   auto comm = world();
   if (comm->size() == 1) return;
   SharedDir dir(comm);
-  // Rank 0 alone (a job of 1 process) checkpoints; the job of n then finds checkpoints on rank 0 only.
-  auto alone = comm->split(comm->rank(), 0);
-  if (comm->rank() == 0) {
-    Job one(alone, IntervalTrigger(2, Unit::Iteration), dir.path);
-    one.trainer->extend(mn::create_multi_node_checkpointer("run", alone), "", IntervalTrigger(2, Unit::Iteration));
-    one.trainer->run();
+  const int r = comm->rank();
+  // 2 ranks, shares of 8 (16 examples), 2 iterations of 4 end epoch 0 exactly; resumed with 1.
+  auto two = comm->split(r < 2 ? 0 : 1, r);
+  if (r < 2) {
+    Job a(two, IntervalTrigger(2, Unit::Iteration), dir.path, 3, 16);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", two);
+    checkpointer->set_scatter(16, true, 3);
+    a.trainer->extend(checkpointer, "", IntervalTrigger(2, Unit::Iteration));
+    a.trainer->run();
+    CHECK(a.iterator().is_new_epoch());
+  }
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  if (r == 0) {
+    Job c(one, IntervalTrigger(100, Unit::Iteration), dir.path, 3, 16);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", one);
+    checkpointer->set_scatter(16, true, 3);
+    CHECK(checkpointer->maybe_load(*c.trainer) == 2);
+    REQUIRE(checkpointer->process_count_change().has_value());
+    CHECK(checkpointer->process_count_change()->epoch == 1);
+    CHECK(checkpointer->process_count_change()->epoch_length == 0);
+    CHECK(checkpointer->process_count_change()->rest_of_epoch.empty());
+    CHECK(c.iterator().epoch_indices().empty());
+    CHECK(c.iterator().epoch() == 1);
+    CHECK(c.iterator().current_position() == 0);
   }
   comm->allgather_bytes("");
-  Job job(comm, IntervalTrigger(4, Unit::Iteration), dir.path);
-  CHECK_THROWS_WITH(mn::create_multi_node_checkpointer("run", comm)->maybe_load(*job.trainer),
-                    Catch::Contains("was written by a job of 1 processes") &&
-                        Catch::Contains("this job has " + std::to_string(comm->size())));
-  CHECK(job.updater->iteration() == 0);
+}
+
+TEST_CASE("checkpointer: a job of another count that went on from the common checkpoints is resumed from") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank();
+  auto two = comm->split(r < 2 ? 0 : 1, r);
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  const auto run = [&](const std::shared_ptr<mn::Communicator>& c, int64_t stop) {
+    Job job(c, IntervalTrigger(double(stop), Unit::Iteration), dir.path, 3, 26);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", c);
+    checkpointer->set_scatter(26, true, 3);
+    job.trainer->extend(checkpointer, "", IntervalTrigger(3, Unit::Iteration));
+    const int64_t at = checkpointer->maybe_load(*job.trainer);
+    job.trainer->run();
+    return std::make_pair(at, checkpointer->process_count_change());
+  };
+  if (r < 2) CHECK(run(two, 3).first == 0);  // 2 processes save iteration 3
+  comm->allgather_bytes("");
+  if (r == 0) CHECK(run(one, 6).first == 3);  // 1 process goes on from it and saves iteration 6
+  comm->allgather_bytes("");
+  if (r < 2) {  // both ranks hold iteration 3 of their own count, but rank 0's 6 is newer
+    const auto [at, change] = run(two, 7);
+    CHECK(at == 6);
+    REQUIRE(change.has_value());
+    CHECK(change->old_size == 1);
+  }
+  comm->allgather_bytes("");
+}
+
+TEST_CASE("checkpointer: without set_scatter the interrupted epoch starts again over the new shares") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank();
+  auto two = comm->split(r < 2 ? 0 : 1, r);
+  if (r < 2) {
+    Job a(two, IntervalTrigger(3, Unit::Iteration), dir.path, 3, 26);
+    a.trainer->extend(mn::create_multi_node_checkpointer("run", two), "", IntervalTrigger(3, Unit::Iteration));
+    a.trainer->run();
+  }
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  if (r == 0) {
+    Job c(one, IntervalTrigger(100, Unit::Iteration), dir.path, 3, 26);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", one);
+    CHECK(checkpointer->maybe_load(*c.trainer) == 3);
+    REQUIRE(checkpointer->process_count_change().has_value());
+    CHECK_THAT(checkpointer->process_count_change()->message,
+               Catch::EndsWith("the interrupted epoch starts again over the new shares (set_scatter was not called)"));
+    CHECK(c.iterator().epoch() == 0);
+    CHECK(c.iterator().current_position() == 0);
+    CHECK(c.iterator().epoch_indices().empty());
+  }
+  comm->allgather_bytes("");
+}
+
+TEST_CASE("checkpointer: ranks whose parameters differ cannot be mapped to another count; an error on every rank") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank(), m = comm->size() >= 3 ? 3 : 1;
+  auto two = comm->split(r < 2 ? 0 : 1, r);
+  if (r < 2) {
+    Job a(two, IntervalTrigger(3, Unit::Iteration), dir.path, 3, 26);
+    a.trainer->extend(mn::create_multi_node_checkpointer("run", two), "", IntervalTrigger(3, Unit::Iteration));
+    a.trainer->run();
+  }
+  comm->allgather_bytes("");
+  const fs::path second = dir.path / "run.1.3";
+  if (r == 1) {  // as a model-parallel rank would hold: other values of the same parameter
+    TensorMap entries = load_npz(second.string());
+    const Tensor b = entries.at("updater/model:main/predictor/b");
+    std::vector<float> shifted = b.to_vector<float>();
+    shifted[1] += 1.0f;
+    entries["updater/model:main/predictor/b"] = Tensor::from_vector(shifted).reshape(b.shape());
+    save_npz(second.string(), entries);
+  }
+  comm->allgather_bytes("");
+  auto job_comm = comm->split(r < m ? 0 : 1, r);
+  if (r < m) {
+    Job c(job_comm, IntervalTrigger(100, Unit::Iteration), dir.path, 3, 26);
+    const auto before = c.parameters();
+    auto checkpointer = mn::create_multi_node_checkpointer("run", job_comm);
+    checkpointer->set_scatter(26, true, 3);
+    CHECK_THROWS_WITH(checkpointer->maybe_load(*c.trainer),
+                      "MultiNodeCheckpointer.maybe_load: cannot resume run 'run' from iteration 3 of a job of 2 "
+                      "processes in a job of " + std::to_string(m) + " (nothing was loaded): old rank 1's '" +
+                          second.string() + "' differs from old rank 0's in 'updater/model:main/predictor/b': the state "
+                          "of ranks holding different parameters (model parallelism) cannot be mapped to another "
+                          "process count");
+    CHECK(c.updater->iteration() == 0);
+    CHECK(c.parameters() == before);
+    CHECK_FALSE(checkpointer->process_count_change().has_value());
+  }
+  comm->allgather_bytes("");
+}
+
+TEST_CASE("checkpointer: checkpoints of another process count without a complete set are an error on every rank") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  // A job of 2 checkpoints, and old rank 1's file is lost: no iteration has all of them.
+  const int r = comm->rank();
+  auto two = comm->split(r < 2 ? 0 : 1, r);
+  if (r < 2) {
+    Job a(two, IntervalTrigger(2, Unit::Iteration), dir.path, 3, 26);
+    a.trainer->extend(mn::create_multi_node_checkpointer("run", two), "", IntervalTrigger(2, Unit::Iteration));
+    a.trainer->run();
+  }
+  comm->allgather_bytes("");
+  if (r == 1) fs::remove(dir.path / "run.1.2");
+  comm->allgather_bytes("");
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  if (r == 0) {
+    Job job(one, IntervalTrigger(4, Unit::Iteration), dir.path, 3, 26);
+    CHECK_THROWS_WITH(mn::create_multi_node_checkpointer("run", one)->maybe_load(*job.trainer),
+                      Catch::Contains("was written by a job of 2 processes") &&
+                          Catch::Contains("this job has 1, and rank 0 finds no iteration with the checkpoints of "
+                                          "every rank of the job that wrote them"));
+    CHECK(job.updater->iteration() == 0);
+  }
+  comm->allgather_bytes("");
 }
 
 TEST_CASE("checkpointer: bad arguments name the argument") {

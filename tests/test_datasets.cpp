@@ -510,6 +510,85 @@ TEST_CASE("SerialIterator: serialize mid-epoch and resume bit for bit") {
   REQUIRE_THROWS_WITH(smaller.serialize(reader2), Contains("order has 10 entries but the dataset has 8"));
 }
 
+TEST_CASE("SerialIterator: continue_epoch_over runs the current epoch over the given indices, then normal epochs") {
+  for (bool shuffle : {false, true}) {
+    INFO("shuffle " << shuffle);
+    SerialIterator it(range_dataset(6), 4, true, shuffle, 2);
+    it.next_batch();  // epoch 0, position 4
+    it.continue_epoch_over({5, 1, 1, 4, 0});  // repeats allowed, any length
+    CHECK(it.epoch() == 0);
+    CHECK(it.current_position() == 0);
+    CHECK(it.epoch_detail() == 0.0);
+    CHECK(ids(it.next_batch()) == std::vector<int64_t>{5, 1, 1, 4});
+    CHECK_FALSE(it.is_new_epoch());
+    CHECK(it.epoch_detail() == Approx(4.0 / 5));  // position / the list's length
+    // The crossing batch: the list's last index, then the first three of a normal epoch.
+    const std::vector<int64_t> crossing = ids(it.next_batch());
+    CHECK(crossing.size() == 4);
+    CHECK(crossing[0] == 0);
+    CHECK(it.is_new_epoch());
+    CHECK(it.epoch() == 1);
+    CHECK(it.epoch_detail() == Approx(1.0 + 3.0 / 6));
+    std::vector<int64_t> next_epoch(crossing.begin() + 1, crossing.end());
+    for (int64_t i : ids(it.next_batch())) next_epoch.push_back(i);  // 3 more end epoch 1, 1 starts epoch 2
+    CHECK(it.is_new_epoch());
+    CHECK(sorted({next_epoch.begin(), next_epoch.begin() + 6}) == iota(6));  // a normal epoch over all 6
+    if (!shuffle) CHECK(next_epoch == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 0});
+    CHECK(it.epoch_indices().empty());
+  }
+}
+
+TEST_CASE("SerialIterator: a snapshot inside an epoch over given indices resumes it exactly") {
+  auto data = range_dataset(7);
+  SerialIterator it(data, 2, true, true, 4);
+  it.continue_epoch_over({6, 0, 3});
+  it.next_batch();  // position 2 of 3
+  Serializer writer = Serializer::writer();
+  it.serialize(writer);
+  CHECK(writer.entries().at("epoch_indices").to_vector<int64_t>() == std::vector<int64_t>{6, 0, 3});
+
+  SerialIterator resumed(data, 2, true, true, 99);
+  Serializer reader = Serializer::reader(writer.entries());
+  resumed.serialize(reader);
+  CHECK(resumed.epoch_indices() == std::vector<int64_t>{6, 0, 3});
+  CHECK(resumed.epoch_detail() == Approx(2.0 / 3));
+  for (int b = 0; b < 8; ++b) {
+    INFO("batch " << b);
+    CHECK(ids(resumed.next_batch()) == ids(it.next_batch()));
+    CHECK(resumed.epoch_detail() == it.epoch_detail());
+  }
+
+  // A snapshot of a normal epoch (or one written before the key existed) clears the list.
+  SerialIterator normal(data, 2, true, true, 4);
+  Serializer plain = Serializer::writer();
+  normal.serialize(plain);
+  CHECK(plain.entries().at("epoch_indices").numel() == 0);
+  TensorMap old = plain.entries();
+  old.erase("epoch_indices");
+  SerialIterator over(data, 2, true, true, 4);
+  over.continue_epoch_over({1});
+  Serializer old_reader = Serializer::reader(old);
+  over.serialize(old_reader);
+  CHECK(over.epoch_indices().empty());
+  CHECK(ids(over.next_batch()) == ids(normal.next_batch()));
+
+  TensorMap bad = writer.entries();
+  bad["epoch_indices"] = Tensor::from_vector(std::vector<int64_t>{6, 7});
+  SerialIterator other(data, 2, true, true, 4);
+  Serializer bad_reader = Serializer::reader(bad);
+  REQUIRE_THROWS_WITH(other.serialize(bad_reader),
+                      "SerialIterator: the snapshot's epoch_indices hold 7, outside the dataset of size 7");
+}
+
+TEST_CASE("SerialIterator: continue_epoch_over checks its indices") {
+  SerialIterator it(range_dataset(4), 2);
+  REQUIRE_THROWS_WITH(it.continue_epoch_over({}), "SerialIterator.continue_epoch_over: the list of indices is empty");
+  REQUIRE_THROWS_WITH(it.continue_epoch_over({0, 4}),
+                      "SerialIterator.continue_epoch_over: index 4 is outside the dataset of size 4");
+  REQUIRE_THROWS_WITH(it.continue_epoch_over({-1}),
+                      "SerialIterator.continue_epoch_over: index -1 is outside the dataset of size 4");
+}
+
 // ---------------------------------------------------------------------------------------------
 // MultiprocessIterator
 
@@ -674,4 +753,19 @@ TEST_CASE("MultiprocessIterator: serialize and resume, also across iterator kind
   CHECK(resumed.epoch() == it.epoch());
   CHECK(serial.epoch() == it.epoch());
   REQUIRE_THROWS_WITH(MultiprocessIterator(data, 3, true, true, 0, 0), Contains("n_prefetch must be at least 1"));
+}
+
+TEST_CASE("MultiprocessIterator: continue_epoch_over drops the prefetched batches and gives SerialIterator's") {
+  auto data = range_dataset(9);
+  MultiprocessIterator it(data, 4, true, true, 5, 2, 2);
+  SerialIterator serial(data, 4, true, true, 5);
+  CHECK(ids(it.next_batch()) == ids(serial.next_batch()));  // the workers now hold batches ahead
+  it.continue_epoch_over({8, 2, 2, 7, 1, 0});
+  serial.continue_epoch_over({8, 2, 2, 7, 1, 0});
+  for (int b = 0; b < 6; ++b) {
+    INFO("batch " << b);
+    CHECK(ids(it.next_batch()) == ids(serial.next_batch()));
+    CHECK(it.epoch_detail() == serial.epoch_detail());
+    CHECK(it.is_new_epoch() == serial.is_new_epoch());
+  }
 }

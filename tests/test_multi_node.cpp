@@ -330,7 +330,7 @@ TEST_CASE("multi_node: scatter_dataset splits the root's examples evenly and los
         }
 }
 
-TEST_CASE("multi_node: share_of_dataset takes, without communication, the share scatter_dataset sends") {
+TEST_CASE("multi_node: share_of_dataset takes, without communication, the share scatter_dataset sends; share_indices names it") {
   auto comm = world();
   const int n = comm->size(), rank = comm->rank();
   for (int64_t total : {int64_t(0), int64_t(1), int64_t(5 * n - 1)})
@@ -344,7 +344,11 @@ TEST_CASE("multi_node: share_of_dataset takes, without communication, the share 
         auto share = mn::share_of_dataset(everywhere, *comm, shuffle, 77, force);
         CHECK(std::dynamic_pointer_cast<const datasets::SubDataset>(share) != nullptr);  // a view, not a copy
         CHECK(ids_of(*share, consistent) == scattered);
+        CHECK(mn::share_indices(total, n, rank, shuffle, 77, force) == scattered);  // example j is dataset[ids[j]]
       }
+  CHECK(mn::share_indices(10, 4, 1) == std::vector<int64_t>{2, 3, 4});
+  CHECK(mn::share_indices(10, 4, 3, false, 0, false) == std::vector<int64_t>{8, 9});
+  CHECK_THROWS_WITH(mn::share_indices(10, 4, 4), "share_indices: rank 4 is not a rank of a communicator of size 4");
   CHECK_THROWS_WITH(mn::share_of_dataset(nullptr, *comm), Catch::Contains("share_of_dataset: the dataset is null"));
 }
 

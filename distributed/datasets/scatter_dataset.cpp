@@ -144,7 +144,24 @@ namespace {
 std::vector<int64_t> share_order(int64_t n, bool shuffle, uint64_t seed) {
   return shuffle ? chainer::Generator(seed).permutation(n) : std::vector<int64_t>{};
 }
+
+// The indices into the whole dataset of the share RANGE of ORDER (none: the examples as they are),
+// as a SubDataset of (RANGE, ORDER) reads them.
+std::vector<int64_t> share_indices(std::pair<int64_t, int64_t> range, const std::vector<int64_t>& order) {
+  std::vector<int64_t> out;
+  out.reserve(size_t(range.second - range.first));
+  for (int64_t j = range.first; j < range.second; ++j) out.push_back(order.empty() ? j : order[size_t(j)]);
+  return out;
+}
 }  // namespace
+
+std::vector<int64_t> share_indices(int64_t n, int size, int rank, bool shuffle, uint64_t seed,
+                                   bool force_equal_length) {
+  const auto table = scatter_index_table(n, size, force_equal_length);
+  if (rank < 0 || rank >= size)
+    throw Error(chainer::str("share_indices: rank ", rank, " is not a rank of a communicator of size ", size));
+  return share_indices(table[size_t(rank)], share_order(n, shuffle, seed));
+}
 
 DatasetPtr share_of_dataset(const DatasetPtr& dataset, const Communicator& comm, bool shuffle, uint64_t seed,
                             bool force_equal_length) {
@@ -197,8 +214,7 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
             continue;
           }
           std::vector<size_t> indices;
-          indices.reserve(size_t(e - b));
-          for (int64_t j = b; j < e; ++j) indices.push_back(size_t(order.empty() ? j : order[size_t(j)]));
+          for (int64_t j : share_indices({b, e}, order)) indices.push_back(size_t(j));
           description = dataset->describe(indices);
           if (!description) rows = indices.empty() ? empty_fields(*dataset) : dataset->get_batch(indices);
           for (size_t k = 0; k < rows.size(); ++k)

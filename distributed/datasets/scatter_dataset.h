@@ -43,6 +43,14 @@ namespace chainermn {
 std::vector<std::pair<int64_t, int64_t>> scatter_index_table(int64_t n_total_samples, int size,
                                                              bool force_equal_length = true);
 
+/// The examples of rank RANK's share of N_TOTAL_SAMPLES over SIZE ranks, as indices into the
+/// whole dataset in the share's order (entry j is what the share's example j is): the table's
+/// range, taken from the permutation of Generator(SEED) with SHUFFLE. What scatter_dataset and
+/// share_of_dataset give each rank, and how a checkpoint of one process count is mapped to
+/// another. No communication.
+std::vector<int64_t> share_indices(int64_t n_total_samples, int size, int rank, bool shuffle = false,
+                                   uint64_t seed = 0, bool force_equal_length = true);
+
 /// This rank's (begin, end) of ROOT's N_TOTAL_SAMPLES (the other ranks' counts are ignored).
 /// Collective.
 std::pair<int64_t, int64_t> scatter_index(int64_t n_total_samples, const Communicator& comm, int root = 0,

@@ -9,10 +9,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <iterator>
+#include <map>
+#include <set>
 
 #include "core/error.h"
 #include "core/npz.h"
+#include "distributed/datasets/scatter_dataset.h"
 
 namespace chainermn {
 
@@ -139,6 +143,7 @@ void MultiNodeCheckpointer::collect_garbage() {
 int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, chainer::Optimizer* /*optimizer*/,
                                           const std::string& path) {
   if (path_.empty()) path_ = path.empty() ? trainer.out() : path;
+  count_change_.reset();
   // A save killed before its rename leaves only a temporary file: it is not a checkpoint. Its
   // name is tmp-NAME.RANK.ITERATION, or save_npz's own temporary name after it when the save was
   // killed while writing.
@@ -155,44 +160,61 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
     std::set_intersection(common.begin(), common.end(), other.begin(), other.end(), std::back_inserter(both));
     common = std::move(both);
   }
-  if (common.empty()) {
-    // Checkpoints on some ranks but none that all hold: a job of another process count wrote
-    // them (the ranks it did not have hold none), or a rank failed before its first save.
+
+  // Each rank reads its file of the newest iteration all hold and tells which count wrote it.
+  const int64_t latest = common.empty() ? 0 : common.back();
+  const std::string file = common.empty() ? "" : (fs::path(path_) / filename(latest)).string();
+  const std::string where = str(" from iteration ", latest, " (the newest every rank saved; nothing was loaded)");
+  chainer::TensorMap entries;
+  int64_t written = 0;
+  std::string failure;
+  if (!common.empty()) {
+    try {
+      try {
+        entries = chainer::load_npz(file);
+      } catch (const Error& e) {
+        throw Error(str("cannot read the checkpoint '", file, "': ", e.what()));
+      }
+      written = written_size(entries, file);
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+  throw_if_any(failure, where);
+  bool same_count = !common.empty();
+  for (int64_t n : comm_->allgather_obj(written)) same_count = same_count && n == comm_->size();
+
+  // A job of another count may have gone on from the checkpoints this count holds in common:
+  // rank 0's newer file says so, and its complete set is resumed from instead.
+  const bool newer = comm_->bcast_obj<int64_t>(iterations_.empty() ? 0 : iterations_.back()) > latest;
+  int64_t loaded = 0;
+  if ((!same_count || newer) && load_remapped(trainer, loaded, same_count ? latest + 1 : 0)) return loaded;
+  if (!same_count) {
+    // Nothing to resume from, or checkpoints of another count without a complete set of them.
     std::string mismatch;
     if (!iterations_.empty()) {
-      const std::string file = (fs::path(path_) / filename(iterations_.back())).string();
+      const std::string mine = (fs::path(path_) / filename(iterations_.back())).string();
       try {
-        if (const int64_t n = written_size(chainer::load_npz(file), file); n != comm_->size())
-          mismatch = str("'", file, "' was written by a job of ", n, " processes");
+        if (const int64_t n = written_size(chainer::load_npz(mine), mine); n != comm_->size())
+          mismatch = str("'", mine, "' was written by a job of ", n, " processes");
       } catch (const Error&) {
       }
     }
     throw_if_any(mismatch, "");
     return 0;
   }
-  const int64_t latest = common.back();
 
   // Each rank loads its own file; a failure anywhere reaches every rank, and the ranks that had
   // loaded put their state back, so the job stays as it was everywhere.
-  const std::string file = (fs::path(path_) / filename(latest)).string();
   chainer::Serializer backup = chainer::Serializer::writer();
   trainer.serialize(backup);
-  std::string failure;
   try {
-    chainer::TensorMap entries;
-    try {
-      entries = chainer::load_npz(file);
-    } catch (const Error& e) {
-      throw Error(str("cannot read the checkpoint '", file, "': ", e.what()));
-    }
-    if (const int64_t n = written_size(entries, file); n != comm_->size())
-      throw Error(str("'", file, "' was written by a job of ", n, " processes"));
     chainer::training::load_snapshot(std::move(entries), trainer, file);
   } catch (const Error& e) {
     failure = e.what();
   }
   try {
-    throw_if_any(failure, str(" from iteration ", latest, " (the newest every rank saved; nothing was loaded)"));
+    throw_if_any(failure, where);
   } catch (const Error&) {
     if (failure.empty()) {
       chainer::Serializer restore = chainer::Serializer::reader(backup.entries());
@@ -203,6 +225,275 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
   return latest;
 }
 
+void MultiNodeCheckpointer::set_scatter(int64_t n_total, bool shuffle, uint64_t seed, bool force_equal_length,
+                                        std::string iterator) {
+  if (n_total < 0) throw Error(str("MultiNodeCheckpointer.set_scatter: n_total must be at least 0, got ", n_total));
+  scatter_ = Scatter{n_total, shuffle, seed, force_equal_length, std::move(iterator)};
+}
+
+struct MultiNodeCheckpointer::Remap {
+  std::string failure;      // why the checkpoints cannot be mapped (empty: they can)
+  int64_t iteration = -1;   // -1: no complete set of checkpoints of another count
+  int64_t old_size = 0;
+  std::string source;       // old rank 0's file
+  chainer::TensorMap entries;  // its contents
+  std::vector<std::vector<int64_t>> rest;  // R_k of every new rank; empty when there is no interrupted epoch
+};
+
+namespace {
+
+const std::string kIteratorPrefix = "updater/iterator:";
+
+// Whether KEY is part of a data-parallel replica: the model and its optimizer's state.
+bool replica_key(const std::string& key) {
+  return key.rfind("updater/model:", 0) == 0 || key.rfind("updater/optimizer:", 0) == 0;
+}
+
+bool same_bits(const chainer::Tensor& a, const chainer::Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+// The first replica entry in which THEIRS differs from OURS (missing on either side counts); empty if none.
+std::string first_difference(const chainer::TensorMap& ours, const chainer::TensorMap& theirs) {
+  auto a = ours.begin(), b = theirs.begin();
+  while (true) {
+    while (a != ours.end() && !replica_key(a->first)) ++a;
+    while (b != theirs.end() && !replica_key(b->first)) ++b;
+    if (a == ours.end() || b == theirs.end()) break;
+    if (a->first != b->first) return std::min(a->first, b->first);
+    if (!same_bits(a->second, b->second)) return a->first;
+    ++a, ++b;
+  }
+  if (a != ours.end()) return a->first;
+  if (b != theirs.end()) return b->first;
+  return "";
+}
+
+int64_t integer(const chainer::TensorMap& entries, const std::string& key, const std::string& file) {
+  const auto it = entries.find(key);
+  if (it == entries.end() || it->second.numel() != 1)
+    throw Error(str("'", file, "' has no entry '", key, "'"));
+  return int64_t(it->second.item<double>());
+}
+
+std::vector<int64_t> integers(const chainer::TensorMap& entries, const std::string& key) {
+  const auto it = entries.find(key);
+  return it == entries.end() ? std::vector<int64_t>{} : it->second.to_vector<int64_t>();
+}
+
+}  // namespace
+
+MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) const {
+  Remap plan;
+  // Every checkpoint of this run in the directory: iteration -> the ranks that wrote one.
+  std::map<int64_t, std::set<int64_t>> ranks_at;
+  const std::string prefix = name_ + ".";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path_, ec)) {
+    const std::string f = entry.path().filename().string();
+    const size_t dot = f.find('.', prefix.size());
+    if (f.compare(0, prefix.size(), prefix) != 0 || dot == std::string::npos || !entry.is_regular_file()) continue;
+    const int64_t rank = parse_iteration(f.substr(0, dot), prefix), iteration = parse_iteration(f, f.substr(0, dot + 1));
+    if (rank >= 0 && iteration >= 0) ranks_at[iteration].insert(rank);
+  }
+  const int size = comm_->size();
+  for (auto at = ranks_at.rbegin(); at != ranks_at.rend() && at->first >= after; ++at) {
+    if (!at->second.count(0)) continue;
+    const auto file_of = [&](int64_t rank) { return (fs::path(path_) / str(name_, ".", rank, ".", at->first)).string(); };
+    const auto read = [](const std::string& f) {
+      try {
+        return chainer::load_npz(f);
+      } catch (const Error& e) {
+        throw Error(str("cannot read the checkpoint '", f, "': ", e.what()));
+      }
+    };
+    try {
+      plan.source = file_of(0);
+      plan.entries = read(plan.source);
+      plan.old_size = written_size(plan.entries, plan.source);
+      bool complete = plan.old_size != size;  // this count's own checkpoints are loaded without mapping
+      for (int64_t r = 0; r < plan.old_size; ++r) complete = complete && at->second.count(r);
+      if (!complete) continue;
+      plan.iteration = at->first;
+
+      // The replicas must agree; meanwhile, what each old rank had yet to visit of its epoch.
+      const std::string scattered = scatter_ ? kIteratorPrefix + scatter_->iterator + "/" : "";
+      if (scatter_ && !plan.entries.count(scattered + "current_position"))
+        throw Error(str("set_scatter names the iterator '", scatter_->iterator, "' but '", plan.source,
+                        "' has no entry '", scattered, "current_position'"));
+      std::vector<int64_t> unvisited;  // U, as global example ids
+      bool interrupted = false;
+      for (int64_t r = 0; r < plan.old_size; ++r) {
+        const std::string f = file_of(r);
+        chainer::TensorMap other = r == 0 ? chainer::TensorMap{} : read(f);
+        const chainer::TensorMap& entries = r == 0 ? plan.entries : other;
+        if (r > 0)
+          if (const std::string key = first_difference(plan.entries, entries); !key.empty())
+            throw Error(str("old rank ", r, "'s '", f, "' differs from old rank 0's in '", key,
+                            "': the state of ranks holding different parameters (model parallelism) cannot be "
+                            "mapped to another process count"));
+        if (!scatter_) continue;
+        const int64_t position = integer(entries, scattered + "current_position", f);
+        interrupted = interrupted || position > 0;
+        const auto [b, e] = scatter_index_table(scatter_->n_total, int(plan.old_size), scatter_->force_equal_length)[size_t(r)];
+        // The old rank's epoch: continue_epoch_over's list, or its order, or its share in order.
+        const std::vector<int64_t> given = integers(entries, scattered + "epoch_indices");
+        std::vector<int64_t> sequence = given.empty() ? integers(entries, scattered + "order") : given;
+        if (given.empty() && !sequence.empty() && int64_t(sequence.size()) != e - b)
+          throw Error(str("old rank ", r, "'s iterator '", scatter_->iterator, "' in '", f, "' has an order of ",
+                          sequence.size(), " examples, but set_scatter's n_total ", scatter_->n_total, " gives it ",
+                          e - b, " over ", plan.old_size, " processes (set_scatter must repeat scatter_dataset's "
+                          "arguments)"));
+        if (sequence.empty())
+          for (int64_t j = 0; j < e - b; ++j) sequence.push_back(j);
+        if (position > int64_t(sequence.size()))
+          throw Error(str("'", f, "' has position ", position, " in an epoch of ", sequence.size(), " examples"));
+        const std::vector<int64_t> share = share_indices(scatter_->n_total, int(plan.old_size), int(r),
+                                                         scatter_->shuffle, scatter_->seed,
+                                                         scatter_->force_equal_length);
+        for (size_t q = size_t(position); q < sequence.size(); ++q) {
+          if (sequence[q] < 0 || sequence[q] >= e - b)
+            throw Error(str("'", f, "' has index ", sequence[q], " outside its share of ", e - b, " examples"));
+          unvisited.push_back(share[size_t(sequence[q])]);
+        }
+      }
+      if (!interrupted) return plan;
+
+      // Each new rank takes, in its share's order, the unvisited examples its share holds, each
+      // occurrence once; a pass takes at most one occurrence per slot, so an example left twice
+      // (the padding of the old shares) takes a second pass.
+      std::vector<int64_t> count(size_t(scatter_->n_total), 0);
+      for (int64_t id : unvisited) ++count[size_t(id)];
+      std::vector<std::vector<int64_t>> shares, taken;
+      for (int k = 0; k < size; ++k) {
+        shares.push_back(share_indices(scatter_->n_total, size, k, scatter_->shuffle, scatter_->seed,
+                                       scatter_->force_equal_length));
+        taken.emplace_back(shares.back().size(), 0);
+      }
+      for (size_t left = unvisited.size(); left > 0;) {
+        const size_t before = left;
+        for (int k = 0; k < size; ++k)
+          for (size_t j = 0; j < shares[size_t(k)].size(); ++j)
+            if (int64_t& c = count[size_t(shares[size_t(k)][j])]; c > 0) --c, ++taken[size_t(k)][j], --left;
+        CHAINER_ASSERT(left < before, "the new shares do not cover example ids the old ones held");
+      }
+      plan.rest.resize(size_t(size));
+      for (int k = 0; k < size; ++k)
+        for (size_t j = 0; j < taken[size_t(k)].size(); ++j)
+          plan.rest[size_t(k)].insert(plan.rest[size_t(k)].end(), size_t(taken[size_t(k)][j]), int64_t(j));
+      return plan;
+    } catch (const Error& e) {
+      plan.failure = e.what();
+      plan.iteration = at->first;
+      return plan;
+    }
+  }
+  plan.iteration = -1;
+  return plan;
+}
+
+bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, int64_t& loaded, int64_t after) {
+  // Rank 0 plans; everyone learns the plan.
+  Remap plan;
+  if (comm_->rank() == 0) {
+    try {
+      plan = plan_remap(after);
+    } catch (const std::exception& e) {
+      plan.failure = e.what();
+      plan.iteration = 0;
+    }
+  }
+  using Header = std::pair<std::pair<std::string, std::string>, std::vector<int64_t>>;
+  const Header header = comm_->bcast_obj(
+      Header{{plan.failure, plan.source}, {plan.iteration, plan.old_size}});
+  plan.failure = header.first.first;
+  plan.source = header.first.second;
+  plan.iteration = header.second[0];
+  plan.old_size = header.second[1];
+  if (plan.iteration < 0) return false;
+  if (!plan.failure.empty())
+    throw Error(str("MultiNodeCheckpointer.maybe_load: cannot resume run '", name_, "' from iteration ",
+                    plan.iteration, plan.old_size > 0 ? str(" of a job of ", plan.old_size, " processes") : "",
+                    " in a job of ", comm_->size(), " (nothing was loaded): ", plan.failure));
+  plan.entries = comm_->bcast_obj(plan.entries);
+  plan.rest = comm_->bcast_obj(plan.rest);
+
+  // Old rank 0's state, but every iterator keeps this rank's own order and random state at the
+  // old epoch: its share and its length differ from any old rank's.
+  chainer::Serializer backup = chainer::Serializer::writer();
+  trainer.serialize(backup);
+  chainer::TensorMap entries = plan.entries;
+  std::set<std::string> iterators;  // "updater/iterator:NAME/"
+  for (auto it = entries.begin(); it != entries.end();)
+    it = it->first.rfind(kIteratorPrefix, 0) == 0 ? entries.erase(it) : std::next(it);
+  for (const auto& [key, value] : backup.entries())
+    if (key.rfind(kIteratorPrefix, 0) == 0) {
+      entries[key] = value;
+      iterators.insert(key.substr(0, key.find('/', kIteratorPrefix.size()) + 1));
+    }
+  for (const std::string& prefix : iterators) {
+    const auto old = [&](const char* key) { return plan.entries.find(prefix + key); };
+    if (old("epoch") == plan.entries.end() || old("current_position") == plan.entries.end()) continue;
+    entries[prefix + "epoch"] = old("epoch")->second;
+    if (old("is_new_epoch") != plan.entries.end()) entries[prefix + "is_new_epoch"] = old("is_new_epoch")->second;
+    // An interrupted epoch restarts at position 0, so the previous detail is its start.
+    if (old("current_position")->second.item<double>() > 0)
+      entries[prefix + "previous_epoch_detail"] = chainer::Tensor::scalar(old("epoch")->second.item<double>(), chainer::DType::Float64);
+    else if (old("previous_epoch_detail") != plan.entries.end())
+      entries[prefix + "previous_epoch_detail"] = old("previous_epoch_detail")->second;
+  }
+
+  const int rank = comm_->rank();
+  ProcessCountChange change;
+  change.old_size = plan.old_size;
+  change.iteration = plan.iteration;
+  std::string failure;
+  bool loaded_here = false;
+  try {
+    chainer::training::load_snapshot(std::move(entries), trainer, plan.source);
+    loaded_here = true;
+    const std::string name = scatter_ ? scatter_->iterator : "main";
+    chainer::iterators::Iterator& iterator = trainer.updater().get_iterator(name);
+    change.epoch = iterator.epoch();
+    if (!plan.rest.empty()) {
+      for (const auto& r : plan.rest) change.epoch_length = std::max(change.epoch_length, int64_t(r.size()));
+      change.rest_of_epoch = plan.rest[size_t(rank)];
+      std::vector<int64_t> from = change.rest_of_epoch;
+      if (from.empty()) {  // repeats the first examples of its share
+        const auto [b, e] = scatter_index_table(scatter_->n_total, comm_->size(), scatter_->force_equal_length)[size_t(rank)];
+        for (int64_t j = 0; j < e - b; ++j) from.push_back(j);
+        if (from.empty())
+          throw Error(str("rank ", rank, "'s share of ", scatter_->n_total, " examples is empty and cannot pad the "
+                          "interrupted epoch"));
+      }
+      std::vector<int64_t> padded;
+      for (int64_t i = 0; i < change.epoch_length; ++i) padded.push_back(from[size_t(i) % from.size()]);
+      iterator.continue_epoch_over(std::move(padded));
+    }
+    const int64_t b = iterator.batch_size(), n = plan.old_size, m = comm_->size();
+    change.message = str("resumed from ", n, " processes at iteration ", plan.iteration, " (epoch ", change.epoch,
+                         "); the global batch was ", n, "*", b, " = ", n * b, ", now ", m, "*", b, " = ", m * b);
+    if (!scatter_) change.message += "; the interrupted epoch starts again over the new shares (set_scatter was not called)";
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  try {
+    throw_if_any(failure, str(" from iteration ", plan.iteration, " of a job of ", plan.old_size,
+                              " processes (nothing was loaded)"));
+  } catch (const Error&) {
+    if (loaded_here) {
+      chainer::Serializer restore = chainer::Serializer::reader(backup.entries());
+      trainer.serialize(restore);
+    }
+    throw;
+  }
+  if (rank == 0) std::cout << "MultiNodeCheckpointer: " << change.message << std::endl;
+  count_change_ = std::move(change);
+  loaded = plan.iteration;
+  return true;
+}
+
 void MultiNodeCheckpointer::throw_if_any(const std::string& failure, const std::string& where) const {
   const std::vector<std::string> statuses = comm_->allgather_bytes(failure);
   std::string errors;
@@ -210,8 +501,9 @@ void MultiNodeCheckpointer::throw_if_any(const std::string& failure, const std::
     if (!statuses[r].empty()) errors += str(errors.empty() ? "" : "; ", "rank ", r, ": ", statuses[r]);
   if (errors.empty()) return;
   if (errors.find("was written by a job of") != std::string::npos)
-    errors += str("; this job has ", comm_->size(), ": the checkpointer resumes only with the process count that "
-                  "wrote its checkpoints");
+    errors += str("; this job has ", comm_->size(), ", and rank 0 finds no iteration with the checkpoints of every "
+                  "rank of the job that wrote them in '", path_, "' (a job of another process count resumes from a "
+                  "complete set that rank 0 reads)");
   throw Error(str("MultiNodeCheckpointer.maybe_load: cannot resume run '", name_, "'", where, ": ", errors));
 }
 

@@ -6,12 +6,39 @@
 /// (temporary file, fsync, rename, fsync of the directory), so a job killed mid-save keeps its
 /// previous checkpoint; a file that cannot be loaded is an error on every rank naming it; and
 /// finalize keeps the checkpoints (ChainerMN removes them, also when training ends by an
-/// exception, which is when they are needed). Each file also records the process count that
-/// wrote it: a restart with another count is an error on every rank (the iterators' positions
-/// are per rank), never a silent start from iteration 0 or a load of some ranks' files.
+/// exception, which is when they are needed).
+///
+/// Each file also records the process count that wrote it, and a data-parallel job resumes with
+/// another count M than the N that wrote the checkpoints:
+///   - The iteration is the newest for which all N old ranks' files exist: rank 0 of the new job
+///     lists and reads them (the directory must be shared with it) and broadcasts what it found.
+///     Such a set newer than the newest checkpoint of this count that every rank holds is
+///     preferred to it (a job of another count went on from there).
+///   - The model, the optimizer state, the updater's iteration and epoch, the other extensions'
+///     state (LogReport's log continues) and the default generator come from old rank 0's file,
+///     after rank 0 has checked that every old rank's model and optimizer entries are bit for bit
+///     rank 0's (data-parallel replicas); otherwise every rank throws chainer::Error naming the
+///     first entry that differs (model-parallel ranks hold different parameters, which cannot be
+///     mapped to another count).
+///   - The batch per process is kept, so the global batch becomes M*b and an epoch takes other
+///     iterations; rank 0 prints "resumed from N processes at iteration I (epoch E); the global
+///     batch was N*b, now M*b".
+///   - The interrupted epoch, when set_scatter told how the iterator's dataset was scattered:
+///     each old rank's iterator order and position give the multiset U of the examples (global
+///     ids, share_indices) the old ranks had yet to visit in the epoch. New rank k takes, in its
+///     new share's order, the examples of its share that are in U, each occurrence of U once over
+///     all new ranks (R_k), and runs the rest of the epoch over R_k repeated from its start up to
+///     L = max_k |R_k| (the scatter's padding: every rank ends the epoch at the same iteration; an
+///     empty R_k repeats its share's first examples). Later epochs are normal epochs over the new
+///     share. A checkpoint taken at an epoch's end (position 0) has no interrupted epoch.
+///     Without set_scatter, the interrupted epoch starts again as a full pass over each new share.
+///   - Every iterator's order and random state are this job's own (from its construction).
+/// A job of another count that cannot find such a set of files is an error on every rank saying
+/// so, never a silent start from iteration 0 or a load of some ranks' files.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +52,18 @@ namespace chainermn {
 struct CheckpointTiming {
   double begin = 0;     ///< When the save began, in seconds since the epoch ('b' in ChainerMN).
   double duration = 0;  ///< How long it took, in seconds ('d' in ChainerMN).
+};
+
+/// What maybe_load did when the checkpoints came from a job of another process count.
+struct ProcessCountChange {
+  int64_t old_size = 0;   ///< The process count that wrote the checkpoints (N).
+  int64_t iteration = 0;  ///< The iteration resumed from.
+  int64_t epoch = 0;      ///< The epoch it was in.
+  /// The indices into this rank's share that the rest of the interrupted epoch visits (R_k),
+  /// before the padding to epoch_length; empty when there is no interrupted epoch.
+  std::vector<int64_t> rest_of_epoch;
+  int64_t epoch_length = 0;  ///< The interrupted epoch's length on every rank (L); 0 when there is none.
+  std::string message;       ///< The line rank 0 printed.
 };
 
 /// Generational per-rank snapshots of a trainer (ChainerMN's _MultiNodeCheckpointer). Extend the
@@ -46,15 +85,27 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   void save(chainer::training::Trainer& trainer, int64_t iteration);
   /// If every rank holds a checkpoint of some iteration, loads the newest such one into TRAINER
   /// (collective; call after extending the trainer with every extension that has state).
+  /// Checkpoints of another process count are mapped to this one (see above).
   /// Nothing found: the trainer is left as it is (iteration 0). A rank whose file cannot be
   /// loaded (unreadable, corrupt, or of another model: names or shapes differ) throws
   /// chainer::Error on every rank naming the file and the first mismatch, as does a job of
-  /// another process count than the one that wrote the files; every rank's
+  /// another process count whose checkpoints cannot be mapped; every rank's
   /// trainer is left as it was. OPTIMIZER is ChainerMN's argument: a loaded multi-node
   /// optimizer already knows its parameters agree, so it may be null. PATH, when given and no
   /// path was set, is where the checkpoints are. Returns the loaded iteration, or 0.
   int64_t maybe_load(chainer::training::Trainer& trainer, chainer::Optimizer* optimizer = nullptr,
                      const std::string& path = "");
+  /// How the dataset of the updater's iterator ITERATOR was scattered: scatter_dataset's (or
+  /// share_of_dataset's) N_TOTAL (the whole dataset's length), SHUFFLE, SEED and
+  /// FORCE_EQUAL_LENGTH, so that maybe_load in a job of another process count maps the interrupted
+  /// epoch (see above). Call it with the same arguments on every rank before maybe_load. Throws
+  /// chainer::Error for a negative N_TOTAL.
+  void set_scatter(int64_t n_total, bool shuffle = false, uint64_t seed = 0, bool force_equal_length = true,
+                   std::string iterator = "main");
+  /// What the last maybe_load mapped from a job of another process count; none after a resume
+  /// with the same count, or nothing loaded.
+  const std::optional<ProcessCountChange>& process_count_change() const { return count_change_; }
+
   /// ChainerMN's statistics line: "Snapshot duration stats (sec): avg=..., min=..., max=...",
   /// or "No stats available" before the first save.
   std::string get_stats() const;
@@ -67,7 +118,15 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   const std::string& path() const { return path_; }  ///< The directory (empty until set by a save or load).
 
  private:
+  // A process count change's plan; made by rank 0.
+  struct Remap;
   void collect_garbage();
+  // Rank 0: finds the newest iteration from AFTER on with all files of a job of another count
+  // and plans the mapping.
+  Remap plan_remap(int64_t after) const;
+  // Collective: resumes from a job of another process count (an iteration from AFTER on); false
+  // when no such checkpoint exists.
+  bool load_remapped(chainer::training::Trainer& trainer, int64_t& loaded, int64_t after);
   // Collective: throws the same Error on every rank when FAILURE is non-empty on any (WHERE
   // says which checkpoint), naming each failing rank's reason.
   void throw_if_any(const std::string& failure, const std::string& where) const;
@@ -77,6 +136,15 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   std::string path_;
   std::vector<int64_t> iterations_;  // this rank's checkpoints known to exist, ascending
   std::vector<CheckpointTiming> timings_;
+  struct Scatter {
+    int64_t n_total;
+    bool shuffle;
+    uint64_t seed;
+    bool force_equal_length;
+    std::string iterator;
+  };
+  std::optional<Scatter> scatter_;
+  std::optional<ProcessCountChange> count_change_;
 };
 
 /// As chainermn.create_multi_node_checkpointer(name, comm, cp_interval=5, gc_interval=5, path=None):
