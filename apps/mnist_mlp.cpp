@@ -115,8 +115,10 @@ int run(int argc, char** argv) {
 
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);
   auto checkpointer = o.checkpoint_interval > 0 ? chainermn::create_multi_node_checkpointer("mnist_mlp", comm) : nullptr;
+  // [scatter]
   // The scatter's arguments, so a rerun with another process count maps the interrupted epoch.
   if (checkpointer) checkpointer->set_scatter(n_train, true, uint64_t(o.seed));
+  // [end]
   apps::train(updater, chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm), o,
               *comm, /*dump_graph=*/true, {}, checkpointer, o.checkpoint_interval);
   return 0;

@@ -8,7 +8,8 @@
 # all ranks share a host), mnist_mlp on 2 hosts x 2 ranks must match 4 ranks on one host, a
 # rank on the second host that throws or is killed ends the whole job within 10 s, and so does
 # cutting the second host's link (chainermn's watchdog, CHAINERMN_TIMEOUT=3 here); a checkpointed
-# mnist_mlp that loses the second host ends naming the lost rank, and rerun resumes to the bit.
+# mnist_mlp that loses the second host ends naming the lost rank, rerun resumes to the bit, and
+# 2 ranks on one host resume its checkpoints with the other process count.
 # Exits 77 (skipped) with the reason where namespaces cannot be made.
 #   tests/simhosts.sh SIMCLUSTER MPIEXEC MNIST_MLP MPI_FAILURE TEST_BINARY...
 set -u
@@ -161,6 +162,24 @@ if left:
     sys.exit(f"FAIL: temporary files left in the out directory: {left}")
 print(f"ok: rerun resumed from iteration {m.group(1)} and ends as the uninterrupted run to the bit "
       f"(validation accuracy {rerun[-1]['validation/main/accuracy']:.4f})")
+PY
+
+# The same checkpoints resumed by 2 ranks on one host (another process count): the 4 ranks ended
+# at iteration 80, the end of epoch 2, so a third epoch of 8000 / (2 x 50) = 80 iterations follows.
+"$mpiexec" -n 2 "$mnist_mlp" "${ckpt[@]}" -e 3 -o "$tmp/lost" >"$tmp/recount.out" 2>&1 || {
+  echo "FAIL: checkpointed mnist_mlp resumed by 2 ranks on one host: $(tail -c 600 "$tmp/recount.out")"
+  failures=$((failures + 1))
+}
+python3 - "$tmp/lost/log" "$tmp/recount.out" <<'PY' || failures=$((failures + 1))
+import json, sys
+log, out = json.load(open(sys.argv[1])), open(sys.argv[2]).read()
+want = "resumed from 4 processes at iteration 80 (epoch 2); the global batch was 4*50 = 200, now 2*50 = 100"
+if want not in out:
+    sys.exit(f"FAIL: 2 ranks on one host did not resume from the 4 ranks' iteration 80: {out[-400:]}")
+if [e["iteration"] for e in log] != [40, 80, 160]:
+    sys.exit(f"FAIL: 2 ranks after 4: the log's epochs end at {[e['iteration'] for e in log]}, expected [40, 80, 160]")
+print(f"ok: 2 ranks on one host resumed the 4 ranks' checkpoints of iteration 80 and trained epoch 3 "
+      f"(validation accuracy {log[-1]['validation/main/accuracy']:.4f})")
 PY
 
 # A cut link (`ip link set ... down` on simhost1's port of the bridge) while 2 hosts x 2 ranks keep
