@@ -205,6 +205,27 @@ TEST_CASE("checkpointer: a file that cannot be loaded is an error on every rank 
   CHECK(c.log->log().empty());
 }
 
+TEST_CASE("checkpointer: a rank that lost all its files is an error on every rank; the others' files stay") {
+  auto comm = world();
+  const int r = comm->rank(), n = comm->size();
+  if (n == 1) return;  // one rank either has checkpoints or starts afresh
+  SharedDir dir(comm);
+  {
+    Job b(comm, IntervalTrigger(4, Unit::Iteration), dir.path);
+    b.trainer->extend(mn::create_multi_node_checkpointer("run", comm), "", IntervalTrigger(2, Unit::Iteration));
+    b.trainer->run();
+  }
+  const auto lost = [&](int64_t it) { return dir.path / ("run." + std::to_string(n - 1) + "." + std::to_string(it)); };
+  if (r == n - 1) fs::remove(lost(2)), fs::remove(lost(4));
+  comm->allgather_bytes("");
+  Job c(comm, IntervalTrigger(8, Unit::Iteration), dir.path);
+  CHECK_THROWS_WITH(mn::create_multi_node_checkpointer("run", comm)->maybe_load(*c.trainer),
+                    Catch::Contains("rank " + std::to_string(n - 1) + ": holds no checkpoint in") &&
+                        Catch::Contains("a checkpoint file is missing"));
+  CHECK(c.updater->iteration() == 0);
+  if (r == 0) CHECK(fs::exists(dir.path / "run.0.4"));  // nothing was removed or overwritten
+}
+
 TEST_CASE("checkpointer: a checkpoint of another model is an error naming the first mismatch; nothing is overwritten") {
   auto comm = world();
   SharedDir dir(comm);

@@ -201,6 +201,18 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
       }
     }
     throw_if_any(mismatch, "");
+    // Checkpoints of this count on some ranks but none that every rank holds: a file was lost.
+    // Starting afresh would overwrite the other ranks' checkpoints, so every rank refuses.
+    bool any_held = false;
+    for (int64_t n : comm_->allgather_obj(int64_t(iterations_.size()))) any_held = any_held || n > 0;
+    if (any_held) {
+      const std::string missing =
+          iterations_.empty() ? str("holds no checkpoint in '", path_, "'")
+                              : str("holds iterations ", iterations_.front(), " to ", iterations_.back(),
+                                    ", none of them saved by every rank");
+      throw_if_any(missing, " (a checkpoint file is missing: nothing was loaded or overwritten; restore the file, or "
+                            "remove the run's checkpoints to start afresh)");
+    }
     return 0;
   }
 
