@@ -354,6 +354,19 @@ TEST_CASE("MultiNodeEarlyStoppingTrigger: every rank stops at the iteration the 
   }
 }
 
+TEST_CASE("MultiNodeEarlyStoppingTrigger: as the trainer's stop trigger, every rank stops after iteration 8") {
+  auto comm = world();
+  const int rank = comm->rank(), n = comm->size();
+  // The same values as above; the trainer asks its stop trigger before each iteration.
+  Trainer trainer(std::make_shared<ScriptedUpdater>(2, [&](int64_t i) { chainer::report({{"main/loss", rank_loss(rank, n, i)}}); }),
+                  mne::MultiNodeEarlyStoppingTrigger(comm, IntervalTrigger(1, Unit::Epoch), "main/loss", 2,
+                                                     "auto", false, IntervalTrigger(12, Unit::Iteration)),
+                  out_dir());
+  CHECK(trainer.stop_trigger().training_length()->length == 12);
+  trainer.run();
+  CHECK(trainer.updater().iteration() == 8);
+}
+
 TEST_CASE("MultiNodeEarlyStoppingTrigger: max_trigger bounds the training; the mode; serialize") {
   auto comm = world();
   mne::MultiNodeEarlyStoppingTrigger stop(comm, IntervalTrigger(1, Unit::Iteration), "main/loss", 3, "auto", false,
