@@ -70,6 +70,7 @@ bool read_common_option(Args& args, CommonOptions& o) {
   else if (args.is(nullptr, "--train-size")) o.train_size = args.integer(1);
   else if (args.is(nullptr, "--test-size")) o.test_size = args.integer(1);
   else if (args.is(nullptr, "--timing")) o.timing = true;
+  else if (args.is(nullptr, "--checkpoint-interval")) o.checkpoint_interval = args.integer(1);
   else if (args.is(nullptr, "--plot")) o.plot = true;
   else if (args.is(nullptr, "--no-plot")) o.plot = false;
   else return false;
@@ -86,6 +87,10 @@ std::string common_usage(const CommonOptions& d) {
              R"(  -o, --out DIR       directory for the log and snapshots (default result)
   -r, --resume FILE   resume from a snapshot written by an earlier run
   -f, --frequency N   snapshot every N epochs (default -1: once, at the end)
+      --checkpoint-interval N  every N iterations each process saves a checkpoint
+                      (OUT/APP.RANK.ITERATION, ChainerMN's multi-node checkpointer), and a
+                      rerun of the same command resumes from the newest one every process
+                      holds (docs/fault_tolerance.md)
   -g, --gpu [ID]      train on CUDA device ID (default 0): model, optimizer and data on the GPU;
                       with several processes each takes device ID + intra_rank (modulo the
                       devices it sees), as the tutorial's device = comm.intra_rank
@@ -243,7 +248,7 @@ void add_timing(chainer::training::Trainer& trainer, bool on_gpu, std::function<
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
            const chainermn::Communicator& comm, bool dump_graph, std::function<double()> data_seconds,
-           const std::shared_ptr<chainermn::MultiNodeCheckpointer>& checkpointer, int64_t checkpoint_interval) {
+           const std::shared_ptr<chainermn::MultiNodeCheckpointer>& checkpointer) {
   namespace E = chainer::training::extensions;
   using chainer::training::Unit;
   chainer::training::Trainer trainer(updater, {double(o.epoch), Unit::Epoch}, o.out);
@@ -271,7 +276,7 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
   if (checkpointer) {
     // [checkpointer]
     // After every extension with state is registered, so the reports continue too.
-    trainer.extend(checkpointer, "", chainer::training::IntervalTrigger(double(checkpoint_interval), Unit::Iteration));
+    trainer.extend(checkpointer, "", chainer::training::IntervalTrigger(double(o.checkpoint_interval), Unit::Iteration));
     if (const int64_t at = checkpointer->maybe_load(trainer); at > 0 && comm.rank() == 0)
       std::cout << "# resumed from the checkpoints of iteration " << at << " (epoch " << trainer.updater().epoch()
                 << ") in " << checkpointer->path() << "\n"
@@ -279,6 +284,14 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
     // [end]
   }
   trainer.run();
+}
+
+std::shared_ptr<chainermn::MultiNodeCheckpointer> make_checkpointer(const std::string& name, const CommonOptions& o,
+                                                                    const std::shared_ptr<chainermn::Communicator>& comm) {
+  if (o.checkpoint_interval <= 0) return nullptr;
+  if (!o.resume.empty())
+    throw Error("--checkpoint-interval resumes from its own checkpoints: give it or -r/--resume, not both");
+  return chainermn::create_multi_node_checkpointer(name, comm);
 }
 
 int app_main(const char* name, int argc, char** argv, int (*run)(int, char**)) {

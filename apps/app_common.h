@@ -51,6 +51,7 @@ struct CommonOptions {
   int64_t unit = 1000;  // 0: the app has no -u/--unit (no hidden layer of a chosen width)
   int64_t seed = 0;
   int64_t frequency = -1;  // snapshot every N epochs; -1: once, at the end
+  int64_t checkpoint_interval = 0;  // --checkpoint-interval: the multi-node checkpointer every N iterations; 0: none
   int threads = 0;  // 0: cores / processes on this node
   std::string out = "result";
   std::string resume;
@@ -107,15 +108,19 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
 // running total of the seconds the steps spent getting their batches, e.g. the training
 // iterator's data_seconds), it also has data_time, this epoch's share of train_time.
 //
-// Given CHECKPOINTER (an app with --checkpoint-interval N), it saves every N iterations and the
-// run first resumes from the newest checkpoint every rank holds, if any (maybe_load), saying so
-// on rank 0.
+// Given CHECKPOINTER (make_checkpointer: --checkpoint-interval N), it saves every N iterations
+// and the run first resumes from the newest checkpoint every rank holds, if any (maybe_load),
+// saying so on rank 0.
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
            const chainermn::Communicator& comm, bool dump_graph = false,
            std::function<double()> data_seconds = {},
-           const std::shared_ptr<chainermn::MultiNodeCheckpointer>& checkpointer = nullptr,
-           int64_t checkpoint_interval = 0);
+           const std::shared_ptr<chainermn::MultiNodeCheckpointer>& checkpointer = nullptr);
+
+// The multi-node checkpointer of app NAME (files OUT/NAME.RANK.ITERATION) when O asks for one
+// (--checkpoint-interval), else null. Throws when O also names a snapshot to resume from.
+std::shared_ptr<chainermn::MultiNodeCheckpointer> make_checkpointer(const std::string& name, const CommonOptions& o,
+                                                                    const std::shared_ptr<chainermn::Communicator>& comm);
 
 // The updater options of the model-parallel apps: on a GPU their steps run eagerly, since a
 // step that sends and receives through MPI on the host cannot be captured into a CUDA graph.

@@ -104,6 +104,7 @@ int run(int argc, char** argv) {
     apps::take_subsets(train, test, o);
     std::cout << "# data: " << train->size() << " training, " << test->size() << " test examples\n\n" << std::flush;
   }
+  const int64_t n_train = comm->bcast_obj<int64_t>(comm->rank() == 0 ? int64_t(train->size()) : 0);
   train = chainermn::scatter_dataset(train, comm, 0, true, uint64_t(o.seed));
   test = chainermn::scatter_dataset(test, comm, 0, true, uint64_t(o.seed), /*force_equal_length=*/false);
   if (o.gpu) {
@@ -124,7 +125,9 @@ int run(int argc, char** argv) {
   auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);
   auto evaluator = chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm);
-  apps::train(updater, evaluator, o, *comm);  // as mnist_mlp: log, report, snapshots, resume
+  auto checkpointer = apps::make_checkpointer("fashion_mnist_cnn", o, comm);
+  if (checkpointer) checkpointer->set_scatter(n_train, true, uint64_t(o.seed));  // as mnist_mlp
+  apps::train(updater, evaluator, o, *comm, false, {}, checkpointer);  // as mnist_mlp: log, report, snapshots, resume
   // [end]
   return 0;
 }

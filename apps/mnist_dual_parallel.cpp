@@ -86,7 +86,8 @@ int run(int argc, char** argv) {
                                                                          uint64_t(o.seed) + uint64_t(model_axis));
   auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer, nullptr, apps::kEagerSteps);
-  apps::train(updater, chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), data_comm), o, *comm);
+  apps::train(updater, chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), data_comm), o,
+              *comm, false, {}, apps::make_checkpointer("mnist_dual_parallel", o, comm));
   return 0;
 }
 

@@ -79,7 +79,8 @@ int run(int argc, char** argv) {
   optimizer->setup(model);
 
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer, nullptr, apps::kEagerSteps);
-  apps::train(updater, std::make_shared<E::Evaluator>(test_iter, model), o, *comm);
+  apps::train(updater, std::make_shared<E::Evaluator>(test_iter, model), o, *comm, false, {},
+              apps::make_checkpointer("mnist_ensemble", o, comm));
   return 0;
 }
 

@@ -24,7 +24,6 @@ namespace {
 struct Options : apps::CommonOptions {
   std::string communicator;  // default: naive on CPUs, pure_nccl on GPUs
   chainermn::Reduction reduction = chainermn::Reduction::Bucketed;
-  int64_t checkpoint_interval = 0;  // 0: no checkpointer
 };
 
 const std::string kUsage = std::string(R"(usage: mnist_mlp [options]
@@ -37,12 +36,8 @@ Trains the ChainerMN tutorial MLP on MNIST (data parallel: each process its shar
       --reduction R   how the multi-node optimizer averages gradients: bucketed (default:
                       buckets reduced while backward runs, as PyTorch DDP) or communicator
                       (the communicator's multi_node_mean_grad at update time, as ChainerMN)
-      --checkpoint-interval N  every N iterations each process saves a checkpoint
-                      (OUT/mnist_mlp.RANK.ITERATION, ChainerMN's multi-node checkpointer;
-                      the newest 5 kept), and a rerun of the same command resumes from the
-                      newest one every process holds; a rerun with another process count
-                      resumes from the newest iteration all the old processes saved, with
-                      the same batch per process, and finishes the interrupted epoch
+(--checkpoint-interval: a rerun with another process count resumes from the newest iteration all
+the old processes saved, with the same batch per process, and finishes the interrupted epoch.)
 )") + apps::common_usage(apps::CommonOptions{});
 
 Options parse(int argc, char** argv) {
@@ -52,12 +47,9 @@ Options parse(int argc, char** argv) {
     if (apps::read_common_option(args, o)) continue;
     if (args.is(nullptr, "--communicator")) o.communicator = args.value();
     else if (args.is(nullptr, "--reduction")) reduction = args.value();
-    else if (args.is(nullptr, "--checkpoint-interval")) o.checkpoint_interval = args.integer(1);
     else args.unknown();
   }
   o.reduction = chainermn::parse_reduction(reduction, "--reduction");
-  if (o.checkpoint_interval > 0 && !o.resume.empty())
-    throw Error("--checkpoint-interval resumes from its own checkpoints: give it or -r/--resume, not both");
   return o;
 }
 
@@ -114,13 +106,13 @@ int run(int argc, char** argv) {
   auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
 
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);
-  auto checkpointer = o.checkpoint_interval > 0 ? chainermn::create_multi_node_checkpointer("mnist_mlp", comm) : nullptr;
+  auto checkpointer = apps::make_checkpointer("mnist_mlp", o, comm);
   // [scatter]
   // The scatter's arguments, so a rerun with another process count maps the interrupted epoch.
   if (checkpointer) checkpointer->set_scatter(n_train, true, uint64_t(o.seed));
   // [end]
   apps::train(updater, chainermn::create_multi_node_evaluator(std::make_shared<E::Evaluator>(test_iter, model), comm), o,
-              *comm, /*dump_graph=*/true, {}, checkpointer, o.checkpoint_interval);
+              *comm, /*dump_graph=*/true, {}, checkpointer);
   return 0;
 }
 

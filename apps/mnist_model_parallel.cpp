@@ -73,7 +73,7 @@ int run(int argc, char** argv) {
   auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
   auto evaluator = std::make_shared<E::Evaluator>(test_iter, model);
   // [end]
-  apps::train(updater, evaluator, o, *comm);
+  apps::train(updater, evaluator, o, *comm, false, {}, apps::make_checkpointer("mnist_model_parallel", o, comm));
   return 0;
 }
 

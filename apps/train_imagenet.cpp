@@ -41,6 +41,9 @@ mpiexec: every process decodes its share of the images).
   -b, --val_batchsize N  validation minibatch size (default 250)
   -o, --out DIR        the log and snapshots (default result)
   -r, --resume FILE    resume from a snapshot written by an earlier run (one per rank)
+      --checkpoint-interval N  every N iterations each process saves a checkpoint
+                       (OUT/train_imagenet.RANK.ITERATION); a rerun resumes from the newest
+                       one, also with another process count (docs/fault_tolerance.md)
       --initmodel FILE initialize the model's parameters from an .npz file (save_npz)
       --communicator NAME  hierarchical (default), naive, flat, two_dimensional, single_node,
                        pure_nccl, non_cuda_aware or dummy (no averaging: times everything
@@ -78,6 +81,7 @@ Options parse(int argc, char** argv) {
     else if (args.is(nullptr, "--seed")) o.common.seed = args.integer(0);
     else if (args.is(nullptr, "--threads")) o.common.threads = int(args.integer(1, 1024));
     else if (args.is(nullptr, "--timing")) o.common.timing = true;
+    else if (args.is(nullptr, "--checkpoint-interval")) o.common.checkpoint_interval = args.integer(1);
     else if (args.is(nullptr, "--plot")) o.common.plot = true;
     else if (args.is(nullptr, "--no-plot")) o.common.plot = false;
     else if (!args.option().empty() && args.option()[0] != '-') positional.push_back(args.option());
@@ -131,6 +135,7 @@ int run(int argc, char** argv) {
     val = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
         std::make_shared<chainer::datasets::LabeledImageDataset>(o.val, o.root), mean, crop, /*random=*/false);
   }
+  const int64_t n_train = comm->bcast_obj<int64_t>(root ? int64_t(train->size()) : 0);
   const auto train_share = chainermn::scatter_dataset(train, comm, 0, /*shuffle=*/true, uint64_t(o.common.seed));
   const auto val_share = chainermn::scatter_dataset(val, comm, 0, /*shuffle=*/false, 0, /*force_equal_length=*/false);
 
@@ -144,8 +149,10 @@ int run(int argc, char** argv) {
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);  // on the model's device
   auto evaluator =
       chainermn::create_multi_node_evaluator(std::make_shared<TestModeEvaluator>(val_iter, model), comm);
+  auto checkpointer = apps::make_checkpointer("train_imagenet", o.common, comm);
+  if (checkpointer) checkpointer->set_scatter(n_train, true, uint64_t(o.common.seed));
   apps::train(updater, evaluator, o.common, *comm, /*dump_graph=*/true,
-              [train_iter] { return train_iter->data_seconds(); });
+              [train_iter] { return train_iter->data_seconds(); }, checkpointer);
   return 0;
 }
 

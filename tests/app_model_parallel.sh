@@ -3,7 +3,7 @@
 # counts each refuses (mnist_model_parallel: exactly 2; mnist_dual_parallel: even), with a clear
 # message and a non-zero exit; a small model for each (mnist_model_parallel: 2 epochs on 2
 # processes with a snapshot every epoch (-f 1: a killed run leaves something to resume) and a
-# resume from the first; one epoch of mnist_dual_parallel on 4 and mnist_ensemble on 2), which
+# resume from the first; with the multi-node checkpointer, a rerun that resumes; one epoch of mnist_dual_parallel on 4 and mnist_ensemble on 2), which
 # must exit 0, print from rank 0 only and reach test accuracy >= 0.9; and the guide's
 # program docs/model_parallel/steps on 2 and 4 processes. Needs the real MNIST in $MNIST_DIR.
 #   tests/app_model_parallel.sh MPIEXEC MODEL_PARALLEL DUAL_PARALLEL ENSEMBLE STEPS
@@ -53,6 +53,15 @@ done
 job "mnist_model_parallel, resumed from the first epoch's snapshot" 2 "$model_parallel" -e 2 -u 100 -o mp2 \
   -r mp/snapshot_iter_600 && accuracy mp2
 grep -q '"iteration": 1200' mp2/log 2>/dev/null || fail "the resumed run did not go on to iteration 1200"
+# The multi-node checkpointer on the model-parallel pipeline (each rank saves its own stage): a
+# rerun of the same command resumes from the newest iteration both ranks saved.
+ck=(-u 100 --train-size 6000 --test-size 1000 --checkpoint-interval 20 -o mpck)
+if job "mnist_model_parallel, checkpoints every 20 iterations" 2 "$model_parallel" "${ck[@]}" -e 1; then
+  job "mnist_model_parallel, rerun to 2 epochs" 2 "$model_parallel" "${ck[@]}" -e 2 &&
+    { grep -qF "# resumed from the checkpoints of iteration 60 (epoch 1)" "$tmp/text" ||
+        fail "the model-parallel rerun did not resume from iteration 60: $(head -c 400 "$tmp/text")"; }
+  grep -q '"iteration": 120' mpck/log 2>/dev/null || fail "the model-parallel rerun did not go on to iteration 120"
+fi
 job "mnist_dual_parallel, 4 processes" 4 "$dual_parallel" -e 1 -u 100 -o dual && accuracy dual
 job "mnist_ensemble, 2 processes" 2 "$ensemble" -e 1 -u 100 -o ensemble && accuracy ensemble
 for n in 2 4; do
