@@ -122,8 +122,7 @@ void MultiNodeCheckpointer::save(chainer::training::Trainer& trainer, int64_t it
   if (int64_t(iterations_.size()) > cp_interval_ + gc_interval_) collect_garbage();
 }
 
-void MultiNodeCheckpointer::collect_garbage() {
-  // Only iterations every rank holds are kept, so no rank deletes the checkpoint a restart needs.
+std::vector<int64_t> MultiNodeCheckpointer::iterations_every_rank_holds() const {
   const std::vector<std::vector<int64_t>> all = comm_->allgather_obj(iterations_);
   std::vector<int64_t> common = all[0];
   for (const auto& other : all) {
@@ -131,6 +130,12 @@ void MultiNodeCheckpointer::collect_garbage() {
     std::set_intersection(common.begin(), common.end(), other.begin(), other.end(), std::back_inserter(both));
     common = std::move(both);
   }
+  return common;
+}
+
+void MultiNodeCheckpointer::collect_garbage() {
+  // Only iterations every rank holds are kept, so no rank deletes the checkpoint a restart needs.
+  std::vector<int64_t> common = iterations_every_rank_holds();
   if (int64_t(common.size()) > cp_interval_) common.erase(common.begin(), common.end() - cp_interval_);
   for (int64_t it : iterations_)
     if (!std::binary_search(common.begin(), common.end(), it)) {
@@ -153,13 +158,7 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
     if (entry.path().filename().string().rfind(temporary, 0) == 0) fs::remove(entry.path(), ec);
 
   iterations_ = local_iterations();
-  const std::vector<std::vector<int64_t>> all = comm_->allgather_obj(iterations_);
-  std::vector<int64_t> common = all[0];
-  for (const auto& other : all) {
-    std::vector<int64_t> both;
-    std::set_intersection(common.begin(), common.end(), other.begin(), other.end(), std::back_inserter(both));
-    common = std::move(both);
-  }
+  std::vector<int64_t> common = iterations_every_rank_holds();
 
   // Each rank reads its file of the newest iteration all hold and tells which count wrote it.
   const int64_t latest = common.empty() ? 0 : common.back();

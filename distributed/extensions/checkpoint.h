@@ -121,6 +121,8 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   // A process count change's plan; made by rank 0.
   struct Remap;
   void collect_garbage();
+  // Collective: the iterations of iterations_ that every rank holds, ascending.
+  std::vector<int64_t> iterations_every_rank_holds() const;
   // Rank 0: finds the newest iteration from AFTER on with all files of a job of another count
   // and plans the mapping.
   Remap plan_remap(int64_t after) const;
