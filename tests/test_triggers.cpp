@@ -144,6 +144,20 @@ TEST_CASE("Trigger: holds an IntervalTrigger, {period, unit} or any callable, st
   CHECK(stop.updater->iteration() == 4);
 }
 
+TEST_CASE("Trainer::extend takes a trigger as Chainer's (period, unit): {2, Unit::Iteration}") {
+  TempDir dir("trigger_braces");
+  Run run(IntervalTrigger(6, Unit::Iteration), dir.path);
+  std::vector<int64_t> every_two, every_three, every_time;
+  run.trainer->extend([&](Trainer& t) { every_two.push_back(t.updater().iteration()); }, "two", {2, Unit::Iteration});
+  run.trainer->extend(training::make_extension([&](Trainer& t) { every_three.push_back(t.updater().iteration()); }), "three",
+                      {3, Unit::Iteration});
+  run.trainer->extend([&](Trainer& t) { every_time.push_back(t.updater().iteration()); }, "default", std::nullopt);
+  run.trainer->run();
+  CHECK(every_two == std::vector<int64_t>{2, 4, 6});
+  CHECK(every_three == std::vector<int64_t>{3, 6});
+  CHECK(every_time == std::vector<int64_t>{1, 2, 3, 4, 5, 6});  // unset: the extension's default, every iteration
+}
+
 TEST_CASE("ManualScheduleTrigger: fires at the iteration that reaches each point") {
   using training::ManualScheduleTrigger;
   // Iterations: fires at 3, 5 and 8; 0 is never crossed (previous < point), a repeated point fires once.

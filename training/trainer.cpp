@@ -19,7 +19,7 @@ Trainer::Trainer(std::shared_ptr<Updater> updater, Trigger stop_trigger, std::st
   }
 }
 
-void Trainer::extend(std::shared_ptr<Extension> ext, std::string name, std::optional<Trigger> trigger,
+void Trainer::extend(std::shared_ptr<Extension> ext, std::string name, OptionalTrigger trigger,
                      std::optional<int> priority) {
   if (!ext) throw Error("Trainer.extend: the extension is null");
   if (name.empty()) name = ext->default_name();
@@ -31,7 +31,7 @@ void Trainer::extend(std::shared_ptr<Extension> ext, std::string name, std::opti
   std::stable_sort(extensions_.begin(), extensions_.end(), [](const Entry& a, const Entry& b) { return a.priority > b.priority; });
 }
 
-void Trainer::extend(std::function<void(Trainer&)> function, std::string name, std::optional<Trigger> trigger,
+void Trainer::extend(std::function<void(Trainer&)> function, std::string name, OptionalTrigger trigger,
                      std::optional<int> priority) {
   if (!function) throw Error("Trainer.extend: the function is empty");
   extend(make_extension(std::move(function)), std::move(name), std::move(trigger), priority);

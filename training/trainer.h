@@ -26,13 +26,13 @@ class Trainer {
 
   /// Registers EXT under NAME (its default name when empty; "_1", "_2" appended on clashes),
   /// with TRIGGER (its default when unset) and PRIORITY (its default when unset).
-  void extend(std::shared_ptr<Extension> ext, std::string name = "", std::optional<Trigger> trigger = {},
+  void extend(std::shared_ptr<Extension> ext, std::string name = "", OptionalTrigger trigger = {},
               std::optional<int> priority = {});
   /// Registers FUNCTION, run on this trainer when TRIGGER fires, as Chainer's
   /// `trainer.extend(lambda trainer: ..., trigger=...)`: make_extension(function) with NAME (else
   /// "<lambda>"), TRIGGER (else every iteration) and PRIORITY (else PRIORITY_READER).
   void extend(std::function<void(Trainer&)> function, std::string name = "",
-              std::optional<Trigger> trigger = {}, std::optional<int> priority = {});
+              OptionalTrigger trigger = {}, std::optional<int> priority = {});
   /// Runs the training loop until the stop trigger fires; extensions are initialized first and finalized last.
   void run();
 

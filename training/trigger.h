@@ -144,4 +144,19 @@ class Trigger {
   std::unique_ptr<Concept> self_;
 };
 
+/// A trigger argument that may be left out (Trainer::extend's): unset by default or with
+/// std::nullopt, else any Trigger, including Chainer's `(1, 'epoch')` written `{1, Unit::Epoch}`
+/// (which a std::optional<Trigger> parameter would take as two arguments of its own).
+class OptionalTrigger : public std::optional<Trigger> {
+ public:
+  OptionalTrigger() = default;  ///< Unset.
+  OptionalTrigger(std::nullopt_t) {}  // NOLINT: nullopt converts; unset
+  /// An IntervalTrigger(PERIOD, UNIT), from `{period, unit}`.
+  OptionalTrigger(double period, Unit unit) : std::optional<Trigger>(Trigger(period, unit)) {}  // NOLINT: braces convert
+  /// TRIGGER as a Trigger (an IntervalTrigger, a Trigger, or any TriggerFunction).
+  template <class T>
+    requires(!std::same_as<std::remove_cvref_t<T>, OptionalTrigger> && std::constructible_from<Trigger, T>)
+  OptionalTrigger(T&& trigger) : std::optional<Trigger>(Trigger(std::forward<T>(trigger))) {}  // NOLINT: converts
+};
+
 }  // namespace chainer::training
