@@ -150,7 +150,8 @@ class Trigger {
 class OptionalTrigger : public std::optional<Trigger> {
  public:
   OptionalTrigger() = default;  ///< Unset.
-  OptionalTrigger(std::nullopt_t) {}  // NOLINT: nullopt converts; unset
+  /// Unset, from std::nullopt.
+  OptionalTrigger(std::nullopt_t) {}  // NOLINT: nullopt converts
   /// An IntervalTrigger(PERIOD, UNIT), from `{period, unit}`.
   OptionalTrigger(double period, Unit unit) : std::optional<Trigger>(Trigger(period, unit)) {}  // NOLINT: braces convert
   /// TRIGGER as a Trigger (an IntervalTrigger, a Trigger, or any TriggerFunction).
