@@ -260,8 +260,13 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
   if (comm.rank() == 0) {  // reports from rank 0 only
     if (dump_graph) trainer.extend(E::dump_graph("main/loss"));
     trainer.extend(std::make_shared<E::LogReport>());
-    trainer.extend(std::make_shared<E::PrintReport>(std::vector<std::string>{
-        "epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
+    std::vector<std::string> columns{"epoch",         "main/loss", "validation/main/loss", "main/accuracy",
+                                     "validation/main/accuracy", "elapsed_time"};
+    if (o.observe_lr) {
+      trainer.extend(E::observe_lr());
+      columns.push_back("lr");
+    }
+    trainer.extend(std::make_shared<E::PrintReport>(columns));
     trainer.extend(std::make_shared<E::ProgressBar>());
     if (o.plot.value_or(E::PlotReport::available())) {  // as Chainer's train_mnist.py
       trainer.extend(std::make_shared<E::PlotReport>(std::vector<std::string>{"main/loss", "validation/main/loss"},

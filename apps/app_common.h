@@ -62,6 +62,7 @@ struct CommonOptions {
   bool timing = false;  // --timing: log each epoch's training seconds and the peak RSS
   // --plot, --no-plot: loss.png and accuracy.png; unset: whenever PlotReport::available()
   std::optional<bool> plot;
+  bool observe_lr = false;  // set by an app: report the optimizer's lr (observe_lr) and print its column
 };
 // Sizes the CPU math team: --threads, else CHAINER_NUM_THREADS (throws naming a bad value,
 // before any data is read), else the default (core/parallel.h).

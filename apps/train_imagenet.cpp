@@ -61,6 +61,7 @@ mpiexec: every process decodes its share of the images).
 Options parse(int argc, char** argv) {
   Options o;
   o.common.batchsize = 32;
+  o.common.observe_lr = true;  // the example's observe_lr and its 'lr' column
   o.common.epoch = 10;
   std::vector<std::string> positional;
   for (apps::Args args(argc, argv, kUsage); args.next();) {

@@ -41,7 +41,7 @@ expect_app_error "a missing mean" "nowhere.npy" "${nin[@]}" --mean nowhere.npy
 # One process, one epoch of 4 iterations (timed: the log splits off the time spent waiting for
 # batches); then resumed from its snapshot to a second epoch.
 if "$app" "${nin[@]}" -E 1 -o r1 --communicator naive --timing >"$tmp/out" 2>"$tmp/err"; then
-  check_app_log "nin, 1 process" r1 1 0 train_time data_time peak_rss_mib
+  check_app_log "nin, 1 process" r1 1 0 train_time data_time peak_rss_mib lr
   if "$app" "${nin[@]}" -E 2 -o r1 -r r1/snapshot_iter_4 --communicator naive >"$tmp/out" 2>"$tmp/err"; then
     check_app_log "nin, 1 process, resumed" r1 2 0
   else
