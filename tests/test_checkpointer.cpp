@@ -74,9 +74,11 @@ struct Job {
   std::shared_ptr<training::StandardUpdater> updater;
   std::unique_ptr<training::Trainer> trainer;
   std::shared_ptr<E::LogReport> log;
+  std::shared_ptr<mn::Communicator> comm;
 
   Job(const std::shared_ptr<mn::Communicator>& comm, IntervalTrigger stop, const fs::path& out, int64_t hidden = 3,
-      int64_t n_total = 0) {
+      int64_t n_total = 0)
+      : comm(comm) {
     datasets::DatasetPtr all;
     if (comm->rank() == 0) {
       Generator gen(7);
@@ -96,6 +98,11 @@ struct Job {
     trainer = std::make_unique<training::Trainer>(updater, stop, out.string());
     log = std::make_shared<E::LogReport>(std::vector<std::string>{}, IntervalTrigger(2, Unit::Iteration));
     if (comm->rank() == 0) trainer->extend(log);  // the reports of rank 0, as the apps have them
+  }
+  // Trains to the stop trigger, every rank saving checkpoints of run "run" every EVERY iterations.
+  void run_saving_every(double every) {
+    trainer->extend(mn::create_multi_node_checkpointer("run", comm), "", IntervalTrigger(every, Unit::Iteration));
+    trainer->run();
   }
   iterators::SerialIterator& iterator() const {
     return dynamic_cast<iterators::SerialIterator&>(updater->get_iterator("main"));
@@ -151,8 +158,7 @@ TEST_CASE("checkpointer: maybe_load resumes from the newest iteration every rank
   // and a save killed before its rename left a temporary file.
   {
     Job b(comm, IntervalTrigger(6, Unit::Iteration), dir.path / "b");
-    b.trainer->extend(mn::create_multi_node_checkpointer("run", comm), "", IntervalTrigger(2, Unit::Iteration));
-    b.trainer->run();
+    b.run_saving_every(2);
   }
   if (r == n - 1) fs::remove(dir.path / "b" / ("run." + std::to_string(r) + ".6"));
   // What saves killed mid-way leave: the checkpointer's temporary file, and save_npz's own.
@@ -189,8 +195,7 @@ TEST_CASE("checkpointer: a file that cannot be loaded is an error on every rank 
   const int r = comm->rank(), n = comm->size();
   {
     Job b(comm, IntervalTrigger(2, Unit::Iteration), dir.path);
-    b.trainer->extend(mn::create_multi_node_checkpointer("run", comm), "", IntervalTrigger(2, Unit::Iteration));
-    b.trainer->run();
+    b.run_saving_every(2);
   }
   const std::string bad = (dir.path / ("run." + std::to_string(n - 1) + ".2")).string();
   if (r == n - 1) fs::resize_file(bad, fs::file_size(bad) / 2);  // a torn file
@@ -212,8 +217,7 @@ TEST_CASE("checkpointer: a rank that lost all its files is an error on every ran
   SharedDir dir(comm);
   {
     Job b(comm, IntervalTrigger(4, Unit::Iteration), dir.path);
-    b.trainer->extend(mn::create_multi_node_checkpointer("run", comm), "", IntervalTrigger(2, Unit::Iteration));
-    b.trainer->run();
+    b.run_saving_every(2);
   }
   const auto lost = [&](int64_t it) { return dir.path / ("run." + std::to_string(n - 1) + "." + std::to_string(it)); };
   if (r == n - 1) fs::remove(lost(2)), fs::remove(lost(4));
@@ -231,8 +235,7 @@ TEST_CASE("checkpointer: a checkpoint of another model is an error naming the fi
   SharedDir dir(comm);
   {
     Job b(comm, IntervalTrigger(2, Unit::Iteration), dir.path);
-    b.trainer->extend(mn::create_multi_node_checkpointer("run", comm), "", IntervalTrigger(2, Unit::Iteration));
-    b.trainer->run();
+    b.run_saving_every(2);
   }
   const fs::path mine = dir.path / ("run." + std::to_string(comm->rank()) + ".2");
   const auto size = fs::file_size(mine);
@@ -436,8 +439,7 @@ TEST_CASE("checkpointer: without set_scatter the interrupted epoch starts again 
   auto two = comm->split(r < 2 ? 0 : 1, r);
   if (r < 2) {
     Job a(two, IntervalTrigger(3, Unit::Iteration), dir.path, 3, 26);
-    a.trainer->extend(mn::create_multi_node_checkpointer("run", two), "", IntervalTrigger(3, Unit::Iteration));
-    a.trainer->run();
+    a.run_saving_every(3);
   }
   auto one = comm->split(r == 0 ? 0 : 1, r);
   if (r == 0) {
@@ -462,8 +464,7 @@ TEST_CASE("checkpointer: ranks whose parameters differ cannot be mapped to anoth
   auto two = comm->split(r < 2 ? 0 : 1, r);
   if (r < 2) {
     Job a(two, IntervalTrigger(3, Unit::Iteration), dir.path, 3, 26);
-    a.trainer->extend(mn::create_multi_node_checkpointer("run", two), "", IntervalTrigger(3, Unit::Iteration));
-    a.trainer->run();
+    a.run_saving_every(3);
   }
   comm->allgather_bytes("");
   const fs::path second = dir.path / "run.1.3";
@@ -504,8 +505,7 @@ TEST_CASE("checkpointer: checkpoints of another process count without a complete
   auto two = comm->split(r < 2 ? 0 : 1, r);
   if (r < 2) {
     Job a(two, IntervalTrigger(2, Unit::Iteration), dir.path, 3, 26);
-    a.trainer->extend(mn::create_multi_node_checkpointer("run", two), "", IntervalTrigger(2, Unit::Iteration));
-    a.trainer->run();
+    a.run_saving_every(2);
   }
   comm->allgather_bytes("");
   if (r == 1) fs::remove(dir.path / "run.1.2");
