@@ -2,6 +2,7 @@
 // does; we read stored and deflated members (numpy.savez_compressed), little-endian only.
 #include "core/npz.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -117,7 +119,19 @@ std::string inflate_raw(const std::string& path, const std::string& in, size_t o
 }
 }  // namespace
 
-void save_npz(const std::string& path, const TensorMap& entries) {
+namespace {
+// fsync of PATH (a file or a directory): what was written or renamed there survives a crash of
+// the machine. The error, or empty.
+std::string sync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return str("save_npz: cannot open '", path, "' to sync it: ", std::strerror(errno));
+  const int rc = ::fsync(fd), err = errno;
+  ::close(fd);
+  return rc == 0 ? std::string() : str("save_npz: fsync of '", path, "' failed: ", std::strerror(err));
+}
+}  // namespace
+
+void save_npz(const std::string& path, const TensorMap& entries, bool durable) {
   std::string archive, central;
   uint32_t count = 0;
   for (const auto& [key, tensor] : entries) {
@@ -158,11 +172,16 @@ void save_npz(const std::string& path, const TensorMap& entries) {
     f.write(archive.data(), std::streamsize(archive.size()));
     if (!f.flush()) failure = str("save_npz: writing '", tmp, "' failed (disk full?)");
   }
+  if (failure.empty() && durable) failure = sync_path(tmp);
   if (failure.empty() && std::rename(tmp.c_str(), path.c_str()) != 0)
     failure = str("save_npz: cannot rename '", tmp, "' to '", path, "': ", std::strerror(errno));
   if (!failure.empty()) {
     std::remove(tmp.c_str());  // nothing half-written is left behind
     throw Error(failure);
+  }
+  if (durable) {
+    const std::string parent = std::filesystem::path(path).parent_path().string();
+    if (const std::string err = sync_path(parent.empty() ? "." : parent); !err.empty()) throw Error(err);
   }
 }
 

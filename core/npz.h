@@ -9,8 +9,11 @@
 
 namespace chainer {
 
-/// Writes ENTRIES to PATH as an NPZ file, one array per key (numpy.savez).
-void save_npz(const std::string& path, const TensorMap& entries);
+/// Writes ENTRIES to PATH as an NPZ file, one array per key (numpy.savez). The file is written as
+/// `PATH.tmp.<pid>.<n>` and renamed to PATH, so PATH only ever holds a whole file; a save killed
+/// mid-way leaves that temporary file. DURABLE also syncs the file before the rename and the
+/// directory after it, so the new file survives a crash of the machine (checkpoints).
+void save_npz(const std::string& path, const TensorMap& entries, bool durable = false);
 /// Reads the NPZ file at PATH (numpy.load). Throws chainer::Error naming the file and the problem.
 TensorMap load_npz(const std::string& path);
 

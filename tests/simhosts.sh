@@ -157,7 +157,7 @@ if not m or int(m.group(1)) < 10:
 strip = lambda log: [{k: v for k, v in e.items() if k != "elapsed_time"} for e in log]
 if strip(whole) != strip(rerun):
     sys.exit(f"FAIL: the resumed run's log differs from the uninterrupted one's: {strip(rerun)[-1]} against {strip(whole)[-1]}")
-left = [f for f in os.listdir(folder) if f.startswith("tmp")]
+left = [f for f in os.listdir(folder) if f.startswith("tmp") or ".tmp." in f]
 if left:
     sys.exit(f"FAIL: temporary files left in the out directory: {left}")
 print(f"ok: rerun resumed from iteration {m.group(1)} and ends as the uninterrupted run to the bit "

@@ -1,8 +1,5 @@
 #include "distributed/extensions/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -25,15 +22,6 @@ using chainer::str;
 namespace fs = std::filesystem;
 
 namespace {
-
-// fsync of PATH (a file or a directory), so what was written or renamed survives a crash of the machine.
-void sync_path(const std::string& path, const char* what) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw Error(str("MultiNodeCheckpointer: cannot open ", what, " '", path, "' to sync it: ", std::strerror(errno)));
-  const int rc = ::fsync(fd), err = errno;
-  ::close(fd);
-  if (rc != 0) throw Error(str("MultiNodeCheckpointer: fsync of ", what, " '", path, "' failed: ", std::strerror(err)));
-}
 
 // The iteration of FILE when it is `<prefix><digits>` exactly; -1 otherwise.
 int64_t parse_iteration(const std::string& file, const std::string& prefix) {
@@ -99,24 +87,14 @@ void MultiNodeCheckpointer::save(chainer::training::Trainer& trainer, int64_t it
   if (path_.empty()) path_ = trainer.out();
   const double begin = now_seconds();
   fs::create_directories(path_);
-  const std::string final_path = (fs::path(path_) / filename(iteration)).string();
-  // Written whole under a name the checkpoint pattern never matches, synced, then renamed: the
-  // final name only ever holds a complete file, and syncing the directory makes the rename last.
-  const std::string tmp = (fs::path(path_) / ("tmp-" + filename(iteration))).string();
   chainer::Serializer s = chainer::Serializer::writer();
   trainer.serialize(s);
   chainer::TensorMap entries = s.entries();
   entries[kSizeKey] = chainer::Tensor::scalar(double(comm_->size()), chainer::DType::Int64);
-  chainer::save_npz(tmp, entries);
-  try {
-    sync_path(tmp, "the checkpoint");
-    if (std::rename(tmp.c_str(), final_path.c_str()) != 0)
-      throw Error(str("MultiNodeCheckpointer: cannot rename '", tmp, "' to '", final_path, "': ", std::strerror(errno)));
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  sync_path(path_, "the directory");
+  // Durable: written whole under a temporary name (which the checkpoint pattern never matches),
+  // synced, renamed, and the directory synced, so the final name only ever holds a complete file
+  // and the rename lasts.
+  chainer::save_npz((fs::path(path_) / filename(iteration)).string(), entries, /*durable=*/true);
   timings_.push_back({begin, now_seconds() - begin});
   if (iterations_.empty() || iterations_.back() != iteration) iterations_.push_back(iteration);
   if (int64_t(iterations_.size()) > cp_interval_ + gc_interval_) collect_garbage();
@@ -149,13 +127,15 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
                                           const std::string& path) {
   if (path_.empty()) path_ = path.empty() ? trainer.out() : path;
   count_change_.reset();
-  // A save killed before its rename leaves only a temporary file: it is not a checkpoint. Its
-  // name is tmp-NAME.RANK.ITERATION, or save_npz's own temporary name after it when the save was
-  // killed while writing.
+  // A save killed before its rename leaves only save_npz's temporary file,
+  // NAME.RANK.ITERATION.tmp.PID.N: it is not a checkpoint.
   std::error_code ec;
-  const std::string temporary = str("tmp-", name_, ".", comm_->rank(), ".");
-  for (const auto& entry : fs::directory_iterator(path_, ec))
-    if (entry.path().filename().string().rfind(temporary, 0) == 0) fs::remove(entry.path(), ec);
+  const std::string prefix = str(name_, ".", comm_->rank(), ".");
+  for (const auto& entry : fs::directory_iterator(path_, ec)) {
+    const std::string file = entry.path().filename().string();
+    const size_t tmp = file.find(".tmp.", prefix.size());
+    if (tmp != std::string::npos && parse_iteration(file.substr(0, tmp), prefix) >= 0) fs::remove(entry.path(), ec);
+  }
 
   iterations_ = local_iterations();
   std::vector<int64_t> common = iterations_every_rank_holds();
