@@ -35,6 +35,15 @@ int64_t parse_iteration(const std::string& file, const std::string& prefix) {
   return value;
 }
 
+// The entries of the checkpoint FILE; an unreadable one throws naming it.
+chainer::TensorMap read_checkpoint(const std::string& file) {
+  try {
+    return chainer::load_npz(file);
+  } catch (const Error& e) {
+    throw Error(str("cannot read the checkpoint '", file, "': ", e.what()));
+  }
+}
+
 // The process count of the job that wrote a checkpoint, stored beside the trainer's entries.
 const std::string kSizeKey = "chainermn_checkpointer/size";
 
@@ -149,11 +158,7 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
   std::string failure;
   if (!common.empty()) {
     try {
-      try {
-        entries = chainer::load_npz(file);
-      } catch (const Error& e) {
-        throw Error(str("cannot read the checkpoint '", file, "': ", e.what()));
-      }
+      entries = read_checkpoint(file);
       written = written_size(entries, file);
     } catch (const Error& e) {
       failure = e.what();
@@ -292,16 +297,9 @@ MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) co
   for (auto at = ranks_at.rbegin(); at != ranks_at.rend() && at->first >= after; ++at) {
     if (!at->second.count(0)) continue;
     const auto file_of = [&](int64_t rank) { return (fs::path(path_) / str(name_, ".", rank, ".", at->first)).string(); };
-    const auto read = [](const std::string& f) {
-      try {
-        return chainer::load_npz(f);
-      } catch (const Error& e) {
-        throw Error(str("cannot read the checkpoint '", f, "': ", e.what()));
-      }
-    };
     try {
       plan.source = file_of(0);
-      plan.entries = read(plan.source);
+      plan.entries = read_checkpoint(plan.source);
       plan.old_size = written_size(plan.entries, plan.source);
       bool complete = plan.old_size != size;  // this count's own checkpoints are loaded without mapping
       for (int64_t r = 0; r < plan.old_size; ++r) complete = complete && at->second.count(r);
@@ -317,7 +315,7 @@ MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) co
       bool interrupted = false;
       for (int64_t r = 0; r < plan.old_size; ++r) {
         const std::string f = file_of(r);
-        chainer::TensorMap other = r == 0 ? chainer::TensorMap{} : read(f);
+        chainer::TensorMap other = r == 0 ? chainer::TensorMap{} : read_checkpoint(f);
         const chainer::TensorMap& entries = r == 0 ? plan.entries : other;
         if (r > 0)
           if (const std::string key = first_difference(plan.entries, entries); !key.empty())
