@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -200,25 +201,30 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
     return 0;
   }
 
-  // Each rank loads its own file; a failure anywhere reaches every rank, and the ranks that had
-  // loaded put their state back, so the job stays as it was everywhere.
+  // Each rank loads its own file.
   chainer::Serializer backup = chainer::Serializer::writer();
   trainer.serialize(backup);
+  load_on_every_rank(trainer, backup.entries(),
+                     [&] { chainer::training::load_snapshot(std::move(entries), trainer, file); }, where);
+  return latest;
+}
+
+void MultiNodeCheckpointer::load_on_every_rank(chainer::training::Trainer& trainer, const chainer::TensorMap& backup,
+                                               const std::function<void()>& load, const std::string& where) const {
+  std::string failure;
   try {
-    chainer::training::load_snapshot(std::move(entries), trainer, file);
+    load();
   } catch (const Error& e) {
     failure = e.what();
   }
   try {
     throw_if_any(failure, where);
   } catch (const Error&) {
-    if (failure.empty()) {
-      chainer::Serializer restore = chainer::Serializer::reader(backup.entries());
-      trainer.serialize(restore);
-    }
+    // Every rank puts its state back, also one whose load failed part of the way.
+    chainer::Serializer restore = chainer::Serializer::reader(backup);
+    trainer.serialize(restore);
     throw;
   }
-  return latest;
 }
 
 void MultiNodeCheckpointer::set_scatter(int64_t n_total, bool shuffle, uint64_t seed, bool force_equal_length,
@@ -437,11 +443,8 @@ bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, i
   ProcessCountChange change;
   change.old_size = plan.old_size;
   change.iteration = plan.iteration;
-  std::string failure;
-  bool loaded_here = false;
-  try {
+  load_on_every_rank(trainer, backup.entries(), [&] {
     chainer::training::load_snapshot(std::move(entries), trainer, plan.source);
-    loaded_here = true;
     const std::string name = scatter_ ? scatter_->iterator : "main";
     chainer::iterators::Iterator& iterator = trainer.updater().get_iterator(name);
     change.epoch = iterator.epoch();
@@ -464,19 +467,7 @@ bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, i
     change.message = str("resumed from ", n, " processes at iteration ", plan.iteration, " (epoch ", change.epoch,
                          "); the global batch was ", n, "*", b, " = ", n * b, ", now ", m, "*", b, " = ", m * b);
     if (!scatter_) change.message += "; the interrupted epoch starts again over the new shares (set_scatter was not called)";
-  } catch (const Error& e) {
-    failure = e.what();
-  }
-  try {
-    throw_if_any(failure, str(" from iteration ", plan.iteration, " of a job of ", plan.old_size,
-                              " processes (nothing was loaded)"));
-  } catch (const Error&) {
-    if (loaded_here) {
-      chainer::Serializer restore = chainer::Serializer::reader(backup.entries());
-      trainer.serialize(restore);
-    }
-    throw;
-  }
+  }, str(" from iteration ", plan.iteration, " of a job of ", plan.old_size, " processes (nothing was loaded)"));
   if (rank == 0) std::cout << "MultiNodeCheckpointer: " << change.message << std::endl;
   count_change_ = std::move(change);
   loaded = plan.iteration;

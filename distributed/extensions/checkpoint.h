@@ -37,6 +37,7 @@
 /// so, never a silent start from iteration 0 or a load of some ranks' files.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -132,6 +133,11 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   // Collective: throws the same Error on every rank when FAILURE is non-empty on any (WHERE
   // says which checkpoint), naming each failing rank's reason.
   void throw_if_any(const std::string& failure, const std::string& where) const;
+  // Collective: runs LOAD (into TRAINER) on every rank; when it throws on any rank, every rank
+  // throws (WHERE says which checkpoint) and puts BACKUP (the trainer's entries before) back, so
+  // the job stays as it was everywhere.
+  void load_on_every_rank(chainer::training::Trainer& trainer, const chainer::TensorMap& backup,
+                          const std::function<void()>& load, const std::string& where) const;
   std::string name_;
   std::shared_ptr<Communicator> comm_;
   int64_t cp_interval_, gc_interval_;
