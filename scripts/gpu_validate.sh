@@ -1,83 +1,288 @@
 #!/usr/bin/env bash
-# Runs every GPU check on the machine with the GPU, from the folder scripts/gpu_prepare.sh made:
-# the GPU test binaries, the CPU unit tests, mnist_mlp --gpu for 20 epochs, and bench_epoch --gpu
-# (graphs and eager) against the PyTorch peer (eager, whole-step CUDA graphs, torch.compile) in
-# the same run, then the CNN app against its PyTorch peer. Everything goes to $OUT/validate.log
-# (or .gpurun/out/), one line per step to $OUT/summary.txt; the apps' result folders to
-# .gpurun/runs/.
-#   bash .gpurun/validate.sh [--quick]      # --quick: 2 epochs of the app, 2 of each benchmark
+# The GPU validation, run on the lent GPU machine from the folder scripts/gpu_prepare.sh packs
+# (there it is .gpurun/validate.sh). One call, under one deadline: the steps below run in order,
+# each under its own budget, and a step whose budget no longer fits before the deadline is
+# skipped. Correctness first (stage A), then speed and the apps (stage B), then extras that run
+# only if time remains. docs/gpu-validation.md says what each step proves.
+#   bash .gpurun/validate.sh                                  # deadline 420 s
+#   bash .gpurun/validate.sh --continue .gpurun/state.txt     # only what an earlier call did not pass
+#   bash .gpurun/validate.sh --rehearse                       # here, without a GPU: the plumbing
+# Options: --deadline S (default 420), --scale F (multiply every budget, e.g. 2 on a rerun of
+# steps that ran out of time), --only NAME,NAME, --continue STATE (a state.txt an earlier call
+# wrote; its passed steps are not run again), --list (print the table and exit).
+#
+# Writes to $OUT (the device tool brings at most 8 files back): summary.txt (one line per step),
+# state.txt (one line per step: name, status, exit code, seconds; what --continue reads) and
+# validate.log (every step's output). The apps' result folders and the Catch2 reports stay in
+# the unpacked folder. Exit status 0 when every step run passed.
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+here=$(dirname "$self")
+
+# ---- The steps: NAME STAGE BUDGET_S KIND, run by the function of the same name below.
+# Kinds: host (no GPU needed: must pass everywhere), gpu (our CUDA code: without a GPU it must
+# say so), peer (PyTorch on the GPU). Stages A and B are planned within the deadline; rows that
+# do not fit go to the summary's "next lease" list. Stage X runs only if time remains.
+table="
+libcheck              A  15  host
+test_cuda_ops         A  75  gpu
+test_cuda_training    A  45  gpu
+gpu_nccl              A  20  gpu
+gpu_communicators_np1 A  15  gpu
+gpu_communicators_np2 A  25  gpu
+sum_timing            A  10  gpu
+rerun_failures        A  30  host
+cudnn_autotune        B  25  gpu
+bench_graphs          B  15  gpu
+bench_eager           B  15  gpu
+torch_eager           B  20  peer
+torch_graphs          B  20  peer
+cnn_gpu               B  20  gpu
+torch_cnn             B  20  peer
+mlp_pure_nccl         B  10  gpu
+mlp_np2_flat          B  15  gpu
+model_parallel        B  10  gpu
+ensemble              B  10  gpu
+torch_compile         X  90  peer
+mlp_accuracy          X  60  gpu
+"
+
+# ---- What each step runs. $U: the unpacked programs and libraries; $R: the result folders.
+B() { echo "$U/bin/$1"; }
+data=$here/data/mnist
+# catch NAME NP PROGRAM ARGS...: a Catch2 binary (under mpiexec -n NP when NP > 0) writing one XML
+# report per rank to $R/NAME.RANK.xml, then the failures, read from the reports, into the log.
+catch() {
+  local name=$1 np=$2 prog=$3 rc
+  shift 3
+  rm -f "$R/$name".*.xml
+  if ((np > 0)); then
+    REPORT="$R/$name" mpiexec -n "$np" bash -c 'exec "$@" -r xml -o "$REPORT.${PMI_RANK:-0}.xml"' run "$(B "$prog")" "$@"
+  else
+    "$(B "$prog")" "$@" -r xml -o "$R/$name.0.xml"
+  fi
+  rc=$?
+  echo "$np $prog $*" >"$R/$name.command"
+  env | grep -E '^CHAINER_(AUTOTUNE|CUDNN_DETERMINISTIC)=' >"$R/$name.env"
+  ((rc == 77)) && return 77  # no GPU: the binary said why before Catch2 ran
+  local reports=("$R/$name".*.xml)
+  python3 "$U/catch_failures.py" "$R/$name.failed" "${reports[@]}"
+  local parsed=$?
+  ((rc == 0 && parsed != 0)) && rc=1
+  return "$rc"
+}
+libcheck() {
+  "$U/devrt/check.sh" "$U/bin" "$U/lib" || return 1
+  if command -v nvidia-smi >/dev/null; then
+    env PATH="$DEVRT_ORIG_PATH" LD_LIBRARY_PATH="$DEVRT_ORIG_LD_LIBRARY_PATH" nvidia-smi
+  fi
+  # MPI, CUDA, cuDNN and NCCL as our programs see them: versions first, before any step uses them.
+  mpiexec -n 1 "$(B chainermn_check)"
+}
+test_cuda_ops() { catch test_cuda_ops 0 test_cuda_ops; }
+test_cuda_training() { catch test_cuda_training 0 test_cuda_training; }
+gpu_nccl() { catch gpu_nccl 1 test_gpu_nccl; }
+gpu_communicators_np1() { catch gpu_communicators_np1 1 test_gpu_communicators; }
+gpu_communicators_np2() { catch gpu_communicators_np2 2 test_gpu_communicators; }
+# A full sum of 10M floats split over the whole device: expected well under 100 us on an H100
+# (~15-25 us: 40 MB at 3.35 TB/s, plus a second tiny pass).
+sum_timing() { catch sum_timing 0 test_cuda_ops "[timing]"; }
+# The failed cases of this call's Catch2 steps again, alone and verbose (-s: every assertion).
+rerun_failures() {
+  local f name prog args np any=0 vars
+  for f in "$R"/*.failed; do
+    [[ -s $f ]] || continue
+    any=1
+    name=$(basename "$f" .failed)
+    read -r np prog args <"$R/$name.command"
+    vars=$(cat "$R/$name.env" 2>/dev/null)
+    echo "== $name: $(wc -l <"$f") failed cases, verbose${vars:+, with $vars}"
+    # shellcheck disable=SC2086  # ARGS and VARS are the step's own words
+    if ((np > 0)); then
+      env $vars mpiexec -n "$np" "$(B "$prog")" $args -f "$f" -s 2>&1 | head -c 2000000
+    else
+      env $vars "$(B "$prog")" $args -f "$f" -s 2>&1 | head -c 2000000
+    fi
+  done
+  ((any)) || echo "nothing to rerun: no Catch2 case failed in this call"
+  return 0
+}
+# Every convolution case again with every algorithm timed and non-deterministic ones allowed.
+cudnn_autotune() {
+  CHAINER_AUTOTUNE=1 CHAINER_CUDNN_DETERMINISTIC=0 catch cudnn_autotune 0 test_cuda_ops "[convolution]"
+}
+bench_graphs() { "$(B bench_epoch)" --gpu --epochs 3 --data "$data"; }
+bench_eager() { "$(B bench_epoch)" --gpu --eager --epochs 3 --data "$data"; }
+# The peers run with the machine's own libraries: the bundle's Debian ones must not come first.
+peer() {
+  local py=(env PATH="$DEVRT_ORIG_PATH" LD_LIBRARY_PATH="$DEVRT_ORIG_LD_LIBRARY_PATH" python3)
+  "${py[@]}" -c 'import torch' 2>/dev/null || { echo "no GPU: PyTorch cannot be imported here"; return 77; }
+  "${py[@]}" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 77)' ||
+    { echo "no GPU: torch.cuda.is_available() is False"; return 77; }
+  "${py[@]}" "$@"
+}
+torch_eager() { peer "$U/peers/torch_gpu.py" --mode eager --epochs 3 --data "$data"; }
+torch_graphs() { peer "$U/peers/torch_gpu.py" --mode graphs --epochs 3 --data "$data"; }
+torch_compile() { peer "$U/peers/torch_gpu.py" --mode compile --epochs 3 --data "$data"; }
+# The CNN (cuDNN convolutions, our pooling and batch normalization) on MNIST's files, which have
+# Fashion-MNIST's layout: the same shapes, so the same times, as Fashion-MNIST.
+cnn_gpu() { "$(B fashion_mnist_cnn)" --gpu -e 1 --timing --no-plot -o "$R/cnn" --data "$data"; }
+torch_cnn() { peer "$U/peers/fashion_mnist_cnn.py" --device cuda --epochs 1 --data "$data"; }
+# The apps train with the multi-node optimizer, which is not captured into CUDA graphs (its
+# all-reduce is between backward and the update): their steps are eager; bench_epoch measures graphs.
+mlp_pure_nccl() { mpiexec -n 1 "$(B mnist_mlp)" --gpu --communicator pure_nccl -e 1 --no-plot -o "$R/mlp_nccl" --data "$data"; }
+mlp_np2_flat() { mpiexec -n 2 "$(B mnist_mlp)" --gpu --communicator flat -e 1 --no-plot -o "$R/mlp_np2" --data "$data"; }
+model_parallel() { mpiexec -n 2 "$(B mnist_model_parallel)" --gpu -e 1 -o "$R/mp" --data "$data"; }
+ensemble() { mpiexec -n 2 "$(B mnist_ensemble)" --gpu -e 1 -o "$R/ens" --data "$data"; }
+mlp_accuracy() { "$(B mnist_mlp)" --gpu -e 20 --no-plot -o "$R/mlp_accuracy" --data "$data"; }
+
+# ---- A single step, in its own process (the runner's timeout ends its whole process group).
+if [[ ${1:-} == --run-step ]]; then
+  "$2"
+  exit $?
+fi
+
+# ---- Options
+deadline=420 scale=1 only="" continue_from="" rehearse=0 list=0
+while (($#)); do
+  case $1 in
+    --deadline) deadline=${2:?}; shift 2 ;;
+    --scale) scale=${2:?}; shift 2 ;;
+    --only) only=",${2:?},"; shift 2 ;;
+    --continue) continue_from=${2:?}; shift 2 ;;
+    --rehearse) rehearse=1; shift ;;
+    --list) list=1; shift ;;
+    -h|--help) sed -n '2,18p' "$self" | cut -c3-; exit 0 ;;
+    *) echo "validate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+names=() stages=() budgets=() kinds=()
+while read -r n s b k; do
+  [[ -n $n ]] || continue
+  names+=("$n") stages+=("$s") kinds+=("$k")
+  budgets+=("$(awk -v b="$b" -v f="$scale" 'BEGIN { printf "%d", b * f + 0.5 }')")
+done <<<"$table"
+if ((list)); then
+  for i in "${!names[@]}"; do printf '%-22s %s %4d s  %s\n' "${names[i]}" "${stages[i]}" "${budgets[i]}" "${kinds[i]}"; done
+  exit 0
+fi
+
+start=$SECONDS
 out=${OUT:-$here/out}
 mkdir -p "$out"
-epochs_app=20 epochs_bench=5
-[[ ${1:-} == --quick ]] && epochs_app=2 epochs_bench=2
+log=$out/validate.log summary=$out/summary.txt state=$out/state.txt
+: >"$log"
+: >"$summary"
+: >"$state"
+say() { echo "$*" | tee -a "$summary"; }
+mode=$([[ $rehearse == 1 ]] && echo "rehearsal (no GPU expected)" || echo "validation")
+say "GPU $mode: $(date -u '+%Y-%m-%d %H:%M UTC'), pack $(cat "$here/pack-id"), deadline ${deadline} s, budgets x$scale"
+
+# ---- Unpacking: once per pack into a temporary folder; a rerun on the same machine reuses it.
+U=${GPURUN_UNPACK_DIR:-${TMPDIR:-/tmp}/chainermn-gpurun-$(cat "$here/pack-id")}
+if [[ ! -f $U/.complete ]]; then
+  tmp=$(mktemp -d "$U.XXXXXX") || { say "unpack: cannot create a folder beside $U"; exit 1; }
+  if command -v xz >/dev/null; then
+    xz -dc "$here/payload.tar.xz" | tar -C "$tmp" -xf -
+  else  # Python's tarfile reads xz without the xz program
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' "$here/payload.tar.xz" "$tmp"
+  fi || { say "unpack: cannot unpack $here/payload.tar.xz into $tmp"; exit 1; }
+  : >"$tmp/.complete"
+  mv -T "$tmp" "$U" 2>/dev/null || rm -rf "$tmp"  # another call was quicker
+fi
+say "unpacked: $U ($(du -sh "$U" | cut -f1)) in $((SECONDS - start)) s"
+R=$U/runs
+mkdir -p "$R"
 # shellcheck disable=SC1091
-source "$here/devrt/env.sh"
-export LD_LIBRARY_PATH="$here/lib:${LD_LIBRARY_PATH:-}" MNIST_DIR="$here/data/mnist" PYTHONUNBUFFERED=1
-"$here/devrt/check.sh" "$here/bin" "$here/lib" >"$out/validate.log" 2>&1
-nvidia-smi >>"$out/validate.log" 2>&1
-# The apps' result folders (logs, snapshots) stay beside, not in $OUT: the device tool brings
-# back at most 8 files from it, and validate.log and summary.txt must be among them.
-runs=$here/runs
-mkdir -p "$runs"
-cd "$runs" || exit 1
+source "$U/devrt/env.sh" || { say "devrt/env.sh failed"; exit 1; }
+export LD_LIBRARY_PATH="$U/lib:$LD_LIBRARY_PATH" U R PYTHONUNBUFFERED=1
+# A hang (NCCL's initialization, an MPI singleton, a collective) ends a program within a minute
+# instead of eating the lease.
+export CHAINERMN_TIMEOUT=60
 
-step() {  # step NAME TIMEOUT COMMAND...: logs the output and one summary line
-  local name=$1 limit=$2
-  shift 2
-  echo "===== $name: $*" >>"$out/validate.log"
-  local start=$SECONDS
-  timeout "$limit" "$@" >>"$out/validate.log" 2>&1
-  local rc=$?
-  echo "$name: exit $rc in $((SECONDS - start)) s" | tee -a "$out/summary.txt"
-}
+# ---- Planning: stages A and B in table order while their budgets fit; the rest is next lease's.
+declare -A earlier=()
+if [[ -n $continue_from ]]; then
+  [[ -f $continue_from ]] || { say "--continue: no file $continue_from"; exit 2; }
+  while read -r n st _; do [[ $st == pass ]] && earlier[$n]=1; done <"$continue_from"
+fi
+planned=0 next_lease=()
+declare -A plan=()
+for i in "${!names[@]}"; do
+  n=${names[i]}
+  [[ -z $only || $only == *",$n,"* ]] || continue
+  [[ -z ${earlier[$n]:-} ]] || continue
+  if [[ ${stages[i]} == X ]]; then plan[$n]=extra; continue; fi
+  if ((planned + budgets[i] <= deadline)); then
+    plan[$n]=run
+    planned=$((planned + budgets[i]))
+  else
+    next_lease+=("$n")
+  fi
+done
+say "planned: $planned s of budgets in stages A and B; the deadline is ${deadline} s from the start"
 
-step test_cuda_ops 600 "$here/bin/test_cuda_ops"
-# A full sum of 10M floats split over the whole device: expected well under 100 us on an H100
-# (~15-25 us: 40 MB at 3.35 TB/s, plus a second tiny pass); on one block it took 0.5-1 ms.
-step cuda_sum_timing 120 "$here/bin/test_cuda_ops" "[timing]"
-grep -E '^a sum of 10M floats' "$out/validate.log" | tail -n 1 >>"$out/summary.txt"
-# The convolutions on cuDNN (core/cuda/conv.cu), expected exit 0 each: once as by default
-# (cuDNN's heuristic, deterministic algorithms only: the CPU=GPU rows over groups, depthwise,
-# dilation, stride 2, cover_all, an empty batch and deconvolution in float32 and float64; a shape
-# first met inside a graph capture under autotune; gradients repeating bit for bit), then with
-# every algorithm timed (CHAINER_AUTOTUNE=1: cudnnFind*AlgorithmEx on each new shape) and
-# non-deterministic ones allowed (CHAINER_CUDNN_DETERMINISTIC=0).
-step cudnn_convolutions 600 "$here/bin/test_cuda_ops" "[convolution],[functions]"
-step cudnn_autotune 600 env CHAINER_AUTOTUNE=1 CHAINER_CUDNN_DETERMINISTIC=0 "$here/bin/test_cuda_ops" "[convolution],[functions]"
-step test_cuda_training 600 "$here/bin/test_cuda_training"
-for t in tensor autograd functions serialization links optimizers training caching_allocator cuda_runtime nccl_logic blas_handles cudnn_policy; do
-  step "test_$t" 300 "$here/bin/test_$t"
+# ---- The runner
+no_gpu='skipped: no CUDA device|no GPU:|CUDA driver version is insufficient|no NVIDIA driver|cudaGetDeviceCount'
+failures=0
+for i in "${!names[@]}"; do
+  n=${names[i]} kind=${kinds[i]} budget=${budgets[i]}
+  if [[ -n ${earlier[$n]:-} ]]; then
+    status=pass rc=0 took=0 note="passed in an earlier call"
+  elif [[ -z ${plan[$n]:-} ]]; then
+    continue
+  else
+    left=$((deadline - (SECONDS - start)))
+    if ((budget > left)); then
+      status=skipped rc=- took=0 note="the deadline is near (${left} s left, budget ${budget} s)"
+    else
+      echo "===== $n (stage ${stages[i]}, budget ${budget} s, $((SECONDS - start)) s in)" >>"$log"
+      t0=$SECONDS
+      timeout -k 5 "$budget" bash "$self" --run-step "$n" >"$R/$n.out" 2>&1
+      rc=$?
+      took=$((SECONDS - t0))
+      cat "$R/$n.out" >>"$log"
+      # Whatever a killed step left behind (MPI ranks in other process groups).
+      pkill -KILL -f -- "$U/bin/" 2>/dev/null
+      pkill -KILL -f -- "$U/peers/" 2>/dev/null
+      said_no_gpu=$(grep -Em1 -- "$no_gpu" "$R/$n.out")
+      note=""
+      if ((rc == 124 || rc == 137)); then
+        status=FAIL note="ran out of its budget (${budget} s)"
+      elif [[ $kind != host ]] && { ((rc == 77)) || [[ -n $said_no_gpu ]]; }; then
+        if ((rehearse)); then
+          status=no-gpu note=$(echo "${said_no_gpu:-exit 77}" | cut -c1-120)
+        else
+          # Here a GPU is expected: 77 (skipped) means the CUDA plugin or the device was not usable.
+          status=FAIL note="no GPU seen: $(echo "${said_no_gpu:-exit 77}" | cut -c1-200)"
+        fi
+      elif ((rc == 0)); then
+        status=pass
+        if ((rehearse)) && [[ $kind != host ]]; then status=FAIL note="passed without a GPU"; fi
+      else
+        status=FAIL note="exit $rc: $(grep -Ev '^\s*$' "$R/$n.out" | grep -Ei 'error|fail|abort' | tail -n 1 | cut -c1-200)"
+      fi
+      # What the figures and checks are, on the step's own line.
+      case $n in
+        sum_timing) note+=$(grep -Em1 '^a sum of 10M floats' "$R/$n.out" | sed 's/^/ /') ;;
+        bench_*|torch_*) note+=$(grep -E '^\{' "$R/$n.out" | tail -n 1 | sed 's/^/ /') ;;
+        mlp_*|cnn_gpu|model_parallel|ensemble) note+=$(grep -E '^ *[0-9]+ ' "$R/$n.out" | tail -n 1 | tr -s ' ' | sed 's/^/ last epoch:/') ;;
+      esac
+      [[ $n == mlp_* || $n == cnn_gpu ]] && [[ $status == pass ]] && note+=" (eager steps: the multi-node optimizer is not captured)"
+    fi
+  fi
+  [[ $status == FAIL ]] && failures=$((failures + 1))
+  echo "$n $status $rc $took" >>"$state"
+  say "$(printf '%-22s %-7s %4s s of %3d  %s' "$n" "$status" "$took" "$budget" "$note")"
 done
-# NCCL's real calls at one rank, expected exit 0: the non-blocking init completes, a sum polled
-# while running leaves the next kernel launch clean, cuda::synchronize() waits for NCCL's stream,
-# reduce_scatter/allgather (ncclReduceScatter/ncclAllGather) keep the values, under a 5 s limit;
-# a blocking allreduce returns before the device runs it; the watchdog spares a healthy job.
-step gpu_nccl 300 mpiexec -n 1 "$here/bin/test_gpu_nccl"
-# The communicators on GPU gradients: one rank (the NCCL paths), two sharing the GPU (MPI paths).
-for np in 1 2; do
-  step "gpu_communicators_np$np" 300 mpiexec -n "$np" "$here/bin/test_gpu_communicators"
-done
-step mnist_mlp_gpu_pure_nccl 600 mpiexec -n 1 "$here/bin/mnist_mlp" --gpu --communicator pure_nccl -e 2 -o "$runs/mnist_nccl" --data "$MNIST_DIR"
-step mnist_mlp_gpu_np2_flat 600 mpiexec -n 2 "$here/bin/mnist_mlp" --gpu --communicator flat -e 2 -o "$runs/mnist_np2" --data "$MNIST_DIR"
-# The model-parallel apps on GPU tensors (send/recv and allgather staged through the host; two
-# ranks may share the one GPU, since no NCCL is involved).
-step mnist_model_parallel_gpu 600 mpiexec -n 2 "$here/bin/mnist_model_parallel" --gpu -e 1 -o "$runs/mp" --data "$MNIST_DIR"
-step mnist_ensemble_gpu 600 mpiexec -n 2 "$here/bin/mnist_ensemble" --gpu -e 1 -o "$runs/ens" --data "$MNIST_DIR"
-step mnist_mlp_gpu 900 "$here/bin/mnist_mlp" --gpu -e "$epochs_app" -o "$runs/mnist_result" --data "$MNIST_DIR"
-grep -E '^ *[0-9]+ ' "$out/validate.log" | tail -n 1 | sed 's/^/mnist_mlp_gpu last epoch: /' >>"$out/summary.txt"
-step bench_graphs 600 "$here/bin/bench_epoch" --gpu --epochs "$epochs_bench" --data "$MNIST_DIR"
-step bench_eager 600 "$here/bin/bench_epoch" --gpu --eager --epochs "$epochs_bench" --data "$MNIST_DIR"
-for mode in eager graphs compile; do
-  step "torch_$mode" 900 python3 "$here/peers/torch_gpu.py" --mode "$mode" --epochs "$epochs_bench" --data "$MNIST_DIR"
-done
-# The CNN (apps/fashion_mnist_cnn: cuDNN convolutions, our pooling and batch normalization)
-# against the same network in PyTorch (cuDNN, benchmark off), in the same run. On MNIST's files
-# (the same IDX layout): Fashion-MNIST's 30 MB would not fit the carried folder; the shapes, and
-# so the times, are the same.
-step cnn_gpu 900 "$here/bin/fashion_mnist_cnn" --gpu -e "$epochs_bench" --timing -o "$runs/cnn_result" --data "$MNIST_DIR"
-grep -E '^ *[0-9]+ ' "$out/validate.log" | tail -n 1 | sed 's/^/fashion_mnist_cnn_gpu last epoch: /' >>"$out/summary.txt"
-python3 -c 'import json, sys; print("fashion_mnist_cnn_gpu train_time", [round(e["train_time"], 2) for e in json.load(open(sys.argv[1]))])' "$runs/cnn_result/log" >>"$out/summary.txt"
-step torch_cnn_gpu 900 python3 "$here/peers/fashion_mnist_cnn.py" --device cuda --epochs "$epochs_bench" --data "$MNIST_DIR"
-grep -E '^\{' "$out/validate.log" >>"$out/summary.txt"
+((${#next_lease[@]})) && say "next lease (did not fit the deadline): ${next_lease[*]}"
+
+# ---- What comes back: the device tool returns at most 8 files of at most 16 MiB from $OUT.
+if (($(stat -c %s "$log") > 15 * 1048576)); then
+  tail -c $((15 * 1048576)) "$log" >"$log.tail" && mv "$log.tail" "$log"
+fi
+files=$(find "$out" -type f | wc -l)
+say "to come back: $files files in $out: $(find "$out" -type f -printf '%f %s B, ' | sed 's/, $//')"
+if ((files > 8)); then say "ERROR: more than 8 files in $out: the device tool would leave some behind"; failures=$((failures + 1)); fi
+say "done in $((SECONDS - start)) s: $failures failed"
+((failures == 0))
