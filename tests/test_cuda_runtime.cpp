@@ -282,6 +282,32 @@ TEST_CASE("cuda runtime: no device because the driver is older than the runtime 
         "13.0 at most");
 }
 
+TEST_CASE("cuda runtime: every refusal of a stream capture (900 to 908) is a CaptureError and does not stay the last error") {
+  FakeCuda fake;
+  // CaptureError ends the capture and the step runs eagerly instead; chainer::Error ends training.
+  auto throws_capture_error = [&fake](int status) {
+    try {
+      throw_device_error(fake, status, "cudaStreamEndCapture(stream, &graph)", "runtime.cu", 1);
+    } catch (const CaptureError&) {
+      return true;
+    } catch (const Error&) {
+    }
+    return false;
+  };
+  // Unsupported, Invalidated, Merge, Unmatched, Unjoined, Isolation, Implicit, CapturedEvent,
+  // WrongThread: cudaError_t's values (runtime.cu checks them).
+  for (int status = 900; status <= 908; ++status) {
+    INFO("status " << status);
+    fake.last_error = status;
+    CHECK(throws_capture_error(status));
+    CHECK(fake.last_error == kDeviceSuccess);
+  }
+  for (int status : {int(kErrorNotReady), 700, 899, 909}) {
+    INFO("status " << status);
+    CHECK_FALSE(throws_capture_error(status));
+  }
+}
+
 TEST_CASE("cuda runtime: the device-error record is cleared on the compute stream and not on the legacy default stream") {
   Setup t;
   t.runtime.set_device(0);

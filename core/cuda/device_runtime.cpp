@@ -29,8 +29,7 @@
 namespace chainer::cuda {
 
 void throw_device_error(DeviceApi& cuda, int status, const char* call, const char* file, int line) {
-  if (status == kErrorStreamCaptureUnsupported || status == kErrorStreamCaptureInvalidated ||
-      status == kErrorStreamCaptureImplicit) {
+  if (is_stream_capture_error(status)) {
     cuda.get_last_error();  // not sticky: the capture is abandoned, the device stays usable
     throw CaptureError(
         str("a CUDA graph cannot capture ", call, " (", cuda.get_error_string(status), ") at ", file, ":", line));
