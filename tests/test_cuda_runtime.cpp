@@ -551,6 +551,27 @@ TEST_CASE("cuda runtime: the eager scalar ring waits only when it comes back to 
   CHECK(t.fake.last_error() == kDeviceSuccess);
 }
 
+TEST_CASE("cuda runtime: the scalar ring's wrap never overwrites bytes of a copy still queued") {
+  Setup t;
+  t.runtime.set_device(0);
+  t.fake.defer_copies = true;  // each copy reads its host bytes only when a wait reaches it
+  constexpr size_t kSegment = DeviceRuntime::kRingBytes / DeviceRuntime::kRingSegments;
+  auto write = [&](size_t bytes, unsigned char value) {
+    t.runtime.step_scalars(bytes, [bytes, value](void* host) { std::memset(host, value, bytes); });
+  };
+  SECTION("the write that wraps starts in the segment still open") {
+    write(kSegment / 2, 1);  // queued, in segment 0, which stays open for the next writes
+    write(DeviceRuntime::kRingBytes - kSegment / 4, 2);  // does not fit after it: back to offset 0
+  }
+  SECTION("the write that wraps starts elsewhere") {
+    write(kSegment * 3 / 2, 1);  // through segment 0 into segment 1
+    write(DeviceRuntime::kRingBytes - kSegment, 2);
+  }
+  t.runtime.synchronize(0);  // runs every copy
+  CHECK(t.fake.sources_overwritten == 0);
+  CHECK(t.fake.last_error() == kDeviceSuccess);
+}
+
 TEST_CASE("cuda runtime: a replayed graph refills all its per-step scalars with one copy") {
   Setup t;
   t.runtime.set_device(0);

@@ -227,13 +227,16 @@ class DeviceRuntime::ScalarRing {
   void* write(size_t bytes, const std::function<void(void* host)>& fill, void* dst, DeviceApi::Stream stream) {
     const size_t slot = std::max<size_t>(kScalarAlign, (bytes + kScalarAlign - 1) / kScalarAlign * kScalarAlign);
     CHAINER_ASSERT(slot <= kRingBytes, "step_scalars: ", bytes, " bytes do not fit the ring");
-    const size_t start = at_ + slot > kRingBytes ? 0 : at_;
+    const bool wrap = at_ + slot > kRingBytes;
+    const size_t start = wrap ? 0 : at_;
     const int first = int(start / kSegmentBytes), last = int((start + slot - 1) / kSegmentBytes);
     // Entering segments the previous write did not touch: the last segment written is done with
-    // (its copies are queued), and each segment entered must have been read on the last lap.
-    if (first != segment_) close(segment_, stream);
+    // (its copies are queued), and each segment entered must have been read on the last lap. A
+    // write that wraps goes back over bytes of the open segment too (when that is segment 0, the
+    // bytes its queued copies have not read yet): it closes it and waits for it like the others.
+    if (wrap || first != segment_) close(segment_, stream);
     for (int k = first; k <= last; ++k) {
-      if (k == segment_ && k == first) continue;
+      if (!wrap && k == segment_ && k == first) continue;  // going on after the previous write
       if (recorded_[k]) {
         CHAINER_DEVICE_CHECK(cuda_.event_synchronize(done_[k]));
         recorded_[k] = false;
