@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -601,6 +602,88 @@ TEST_CASE("cuda runtime: a replayed graph refills all its per-step scalars with 
   }
   CHECK(copies_before_end == 0);  // nothing is copied while capturing: the fills run at each replay
   CHECK(t.runtime.launch_counts().graphs == 2);
+}
+
+TEST_CASE("cuda runtime: while a thread captures a device, other threads' work on it is refused, not joined to the graph") {
+  Setup t(2);
+  t.runtime.set_device(1);
+  t.runtime.set_device(0);
+  std::shared_ptr<void> block = t.runtime.allocate(0, 256), other = t.runtime.allocate(1, 256);
+  std::vector<char> host(256, 5);
+  t.runtime.begin_capture(0);
+  std::shared_ptr<void> earlier = t.runtime.end_capture(0);  // a graph to replay
+  t.runtime.begin_capture(0);
+  const int steps_before = t.fake.begin_captures;
+
+  // What each call from another thread did (Catch's assertions stay on this thread).
+  std::map<std::string, std::string> outcome;
+  auto attempt = [&outcome](const std::string& op, const std::function<void()>& call) {
+    try {
+      call();
+      outcome[op] = "not refused";
+    } catch (const CaptureError& e) {
+      outcome[op] = std::string("CaptureError: ") + e.what();
+    } catch (const Error& e) {
+      outcome[op] = e.what();
+    } catch (const std::exception& e) {
+      outcome[op] = std::string("not chainer::Error: ") + e.what();
+    }
+  };
+  std::thread worker([&] {
+    t.runtime.set_device(0);
+    attempt("allocate", [&] { t.runtime.allocate(0, 64); });
+    attempt("upload", [&] { t.runtime.upload(host.data(), host.size()); });
+    attempt("copy_from_host", [&] { t.runtime.copy_from_host(0, block.get(), host.data(), host.size()); });
+    attempt("copy_to_host", [&] { t.runtime.copy_to_host(0, host.data(), block.get(), host.size()); });
+    attempt("copy_between", [&] { t.runtime.copy_between(0, block.get(), 0, block.get(), 0); });
+    attempt("copy_between devices", [&] { t.runtime.copy_between(1, other.get(), 0, block.get(), 64); });
+    attempt("step_scalars", [&] { t.runtime.step_scalars(8, [](void*) {}); });
+    attempt("a kernel launch", [&] { t.runtime.compute_stream(); });
+    attempt("native_stream", [&] { t.runtime.native_stream(0); });
+    attempt("synchronize", [&] { t.runtime.synchronize(0); });
+    attempt("replay", [&] { t.runtime.replay(earlier); });
+    attempt("begin_capture", [&] { t.runtime.begin_capture(0); });
+    attempt("end_capture", [&] { t.runtime.end_capture(0); });
+    t.runtime.abort_capture(0);  // not this thread's capture: left alone
+    // Another device is not being captured.
+    t.runtime.set_device(1);
+    attempt("on cuda:1", [&] {
+      t.runtime.copy_from_host(1, other.get(), host.data(), host.size());
+      t.runtime.step_scalars(8, [](void*) {});
+      t.runtime.compute_stream();
+      t.runtime.synchronize(1);
+    });
+  });
+  worker.join();
+
+  CHECK(outcome.size() == 14);
+  for (const auto& [op, what] : outcome) {
+    INFO(op << ": " << what);
+    if (op == "on cuda:1") {
+      CHECK(what == "not refused");
+    } else {
+      CHECK_THAT(what, Catch::StartsWith("cuda:0: ") &&
+                           Catch::Contains("another thread is capturing a CUDA graph on this device") &&
+                           Catch::Contains("before that capture begins or after it ends"));
+    }
+  }
+  CHECK_THAT(outcome["a kernel launch"], Catch::StartsWith("cuda:0: a kernel launch refused"));
+  CHECK(t.fake.joined_from_other_threads == 0);
+  CHECK(t.fake.begin_captures == steps_before);
+
+  // The capture went on, undisturbed; then the other thread's work is taken again.
+  CHECK(t.runtime.end_capture(0) != nullptr);
+  std::thread after([&] {
+    t.runtime.set_device(0);
+    attempt("after", [&] {
+      t.runtime.copy_from_host(0, block.get(), host.data(), host.size());
+      t.runtime.step_scalars(8, [](void*) {});
+      t.runtime.synchronize(0);
+    });
+  });
+  after.join();
+  CHECK(outcome["after"] == "not refused");
+  CHECK(t.fake.capture_violations.empty());
 }
 
 TEST_CASE("cuda runtime: an event that is not ready does not stay the thread's last error") {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <thread>
 #include <vector>
 
 #include "core/caching_allocator.h"
@@ -55,6 +56,12 @@ bool event_completed(DeviceApi& cuda_, DeviceApi::Event event) {
 std::string version_text(int v) { return str(v / 1000, ".", v % 1000 / 10); }
 
 std::string device_name(int device) { return str("cuda:", device); }
+
+[[noreturn]] void refuse_while_another_thread_captures(int device, const char* op) {
+  throw Error(str(device_name(device), ": ", op, " refused: another thread is capturing a CUDA graph on this device, ",
+                  "and work queued from this thread meanwhile would join the graph (do it before that capture begins ",
+                  "or after it ends)"));
+}
 
 }  // namespace
 
@@ -301,6 +308,10 @@ struct DeviceRuntime::DeviceState {
   // first queues a copy of the record into pinned memory, read once the wait is over.
   DeviceErrorRecord* error_device = nullptr;
   DeviceErrorRecord* error_host = nullptr;
+  // The thread capturing a graph on the device (std::thread::id() while none is). Only that
+  // thread touches CAPTURE; any other thread's work on the device is refused meanwhile (it would
+  // go to the captured stream and join the graph): see own_capture.
+  std::atomic<std::thread::id> capturing{};
   std::unique_ptr<CaptureRecord> capture;  // set between begin_capture and end_capture
 };
 
@@ -339,6 +350,16 @@ DeviceRuntime::DeviceState& DeviceRuntime::state(int device) {
   DeviceState* s = devices_[device].load(std::memory_order_acquire);
   CHAINER_ASSERT(s, device_name(device), " used before set_device");
   return *s;
+}
+
+// On every call that queues work on S's stream, kernel launches included: one atomic load and a
+// compare while nothing is captured. A call already past this check when another thread begins
+// a capture is not stopped.
+DeviceRuntime::CaptureRecord* DeviceRuntime::own_capture(DeviceState& s, const char* op) {
+  const std::thread::id capturing = s.capturing.load(std::memory_order_acquire);
+  if (capturing == std::thread::id()) return nullptr;
+  if (capturing != std::this_thread::get_id()) refuse_while_another_thread_captures(s.device, op);
+  return s.capture.get();
 }
 
 int DeviceRuntime::current_device() {
@@ -413,12 +434,13 @@ void DeviceRuntime::wait_and_check(DeviceState& s) {
 
 void DeviceRuntime::synchronize(int device) {
   DeviceState& s = state(device);
-  if (s.capture) throw CaptureError("synchronize() waits for the device, which a CUDA graph cannot capture");
+  if (own_capture(s, "synchronize")) throw CaptureError("synchronize() waits for the device, which a CUDA graph cannot capture");
   wait_and_check(s);
 }
 
 std::shared_ptr<void> DeviceRuntime::allocate(int device, size_t bytes) {
   DeviceState& s = state(device);
+  own_capture(s, "allocate");  // during this thread's capture, the allocator serves the graph's pool
   CachingAllocator* allocator = s.allocator.get();
   void* p = allocator->allocate(bytes, s.stream);
   return std::shared_ptr<void>(p, [this, allocator](void* q) {
@@ -439,6 +461,7 @@ void DeviceRuntime::empty_cache() {
 
 void DeviceRuntime::copy_from_host(int device, void* dst, const void* src, size_t bytes) {
   DeviceState& s = state(device);
+  CaptureRecord* capture = own_capture(s, "copy_from_host");
   if (bytes > kMaxStagedBytes) {
     // A data set going to the device once: no pinned buffer that large is kept for it. CUDA
     // waits for the stream first and returns once SRC has been read.
@@ -448,13 +471,13 @@ void DeviceRuntime::copy_from_host(int device, void* dst, const void* src, size_
   PinnedStaging::Buffer b = s.staging.acquire(bytes);
   std::memcpy(b.ptr, src, bytes);
   CHAINER_DEVICE_CHECK(cuda_.memcpy_async(dst, b.ptr, bytes, DeviceApi::Copy::host_to_device, s.stream));
-  if (s.capture) s.capture->pinned.push_back(b);  // every replay copies from it again
+  if (capture) capture->pinned.push_back(b);  // every replay copies from it again
   else s.staging.release(b, s.stream);
 }
 
 void DeviceRuntime::copy_to_host(int device, void* dst, const void* src, size_t bytes) {
   DeviceState& s = state(device);
-  if (s.capture)
+  if (own_capture(s, "copy_to_host"))
     throw CaptureError("the step reads a device value on the host (item(), to_vector(), printing or Tensor::to(cpu)), "
                        "which a CUDA graph cannot capture");
   CHAINER_DEVICE_CHECK(cuda_.memcpy_async(dst, src, bytes, DeviceApi::Copy::device_to_host, s.stream));
@@ -463,12 +486,13 @@ void DeviceRuntime::copy_to_host(int device, void* dst, const void* src, size_t 
 
 void DeviceRuntime::copy_between(int dst_device, void* dst, int src_device, const void* src, size_t bytes) {
   DeviceState& to = state(dst_device);
+  const bool captured = own_capture(to, "copy_between");
   if (dst_device == src_device) {
     CHAINER_DEVICE_CHECK(cuda_.memcpy_async(dst, src, bytes, DeviceApi::Copy::device_to_device, to.stream));
     return;
   }
   DeviceState& from = state(src_device);
-  if (to.capture || from.capture) throw CaptureError("a copy between two devices cannot be captured");
+  if (own_capture(from, "copy_between") || captured) throw CaptureError("a copy between two devices cannot be captured");
   // The copy runs on the destination's stream once the source's queued work is done; later work
   // on the source must not overwrite SRC before the copy has read it. Each event is made and
   // recorded with its stream's device current, whichever device the caller made current.
@@ -493,33 +517,49 @@ void DeviceRuntime::copy_between(int dst_device, void* dst, int src_device, cons
 
 LaunchCounts DeviceRuntime::launch_counts() { return {kernel_launches_.load(), graph_launches_.load()}; }
 
-void* DeviceRuntime::native_stream(int device) { return state(device).stream; }
+void* DeviceRuntime::native_stream(int device) {
+  DeviceState& s = state(device);
+  own_capture(s, "native_stream (a library queueing work on the compute stream)");
+  return s.stream;
+}
 
 void DeviceRuntime::begin_capture(int device) {
   DeviceState& s = state(device);
-  CHAINER_ASSERT(!s.capture, "begin_capture: cuda:", device, " is already capturing");
-  // Anything still queued must not be mistaken for part of the step.
-  wait_and_check(s);
-  auto record = std::make_unique<CaptureRecord>();
-  record->device = device;
-  record->pool = s.allocator->begin_capture(s.stream);
-  s.capture = std::move(record);
-  const int status = cuda_.stream_begin_capture(s.stream);
-  if (status != kDeviceSuccess) {
-    s.allocator->end_capture(s.stream);
-    s.allocator->release_pool(s.capture->pool);
-    s.capture.reset();
-    CHAINER_DEVICE_CHECK(status);
+  // The device is this thread's from here on: other threads' work on it is refused.
+  std::thread::id none;
+  if (!s.capturing.compare_exchange_strong(none, std::this_thread::get_id(), std::memory_order_acq_rel)) {
+    CHAINER_ASSERT(none != std::this_thread::get_id(), "begin_capture: cuda:", device, " is already capturing");
+    refuse_while_another_thread_captures(device, "begin_capture");
+  }
+  try {
+    // Anything still queued must not be mistaken for part of the step.
+    wait_and_check(s);
+    auto record = std::make_unique<CaptureRecord>();
+    record->device = device;
+    record->pool = s.allocator->begin_capture(s.stream);
+    s.capture = std::move(record);
+    const int status = cuda_.stream_begin_capture(s.stream);
+    if (status != kDeviceSuccess) {
+      s.allocator->end_capture(s.stream);
+      s.allocator->release_pool(s.capture->pool);
+      s.capture.reset();
+      CHAINER_DEVICE_CHECK(status);
+    }
+  } catch (...) {
+    s.capturing.store(std::thread::id(), std::memory_order_release);
+    throw;
   }
 }
 
 std::shared_ptr<void> DeviceRuntime::end_capture(int device) {
   DeviceState& s = state(device);
-  CHAINER_ASSERT(s.capture, "end_capture: cuda:", device, " is not capturing");
+  const CaptureRecord* capture = own_capture(s, "end_capture");
+  CHAINER_ASSERT(capture, "end_capture: cuda:", device, " is not capturing");
   DeviceApi::Graph graph = nullptr;
   const int ended = cuda_.stream_end_capture(s.stream, &graph);
   s.allocator->end_capture(s.stream);
   std::shared_ptr<CaptureRecord> record(s.capture.release(), [this](CaptureRecord* r) { destroy(r); });
+  s.capturing.store(std::thread::id(), std::memory_order_release);
   CHAINER_DEVICE_CHECK(ended);
   const int instantiated = cuda_.graph_instantiate(&record->exec, graph);
   CHAINER_DEVICE_CHECK(cuda_.graph_destroy(graph));
@@ -529,18 +569,21 @@ std::shared_ptr<void> DeviceRuntime::end_capture(int device) {
 
 void DeviceRuntime::abort_capture(int device) {
   DeviceState& s = state(device);
-  if (!s.capture) return;
+  // This thread's capture only: another thread's is left alone.
+  if (s.capturing.load(std::memory_order_acquire) != std::this_thread::get_id()) return;
   DeviceApi::Graph graph = nullptr;
   cuda_.stream_end_capture(s.stream, &graph);  // fails when the capture was invalidated; either way it is over
   cuda_.get_last_error();
   if (graph) CHAINER_DEVICE_CHECK_QUIETLY(*this, cuda_.graph_destroy(graph));
   s.allocator->end_capture(s.stream);
   destroy(s.capture.release());
+  s.capturing.store(std::thread::id(), std::memory_order_release);
 }
 
 void DeviceRuntime::replay(const std::shared_ptr<void>& graph) {
   auto* record = static_cast<CaptureRecord*>(graph.get());
   DeviceState& s = state(record->device);
+  own_capture(s, "replay");
   for (CaptureRecord::Arena& arena : record->arenas) {
     s.scalars.write(
         arena.used,
@@ -585,10 +628,14 @@ DeviceProperties DeviceRuntime::device_properties(int device) {
 
 // ---- What the kernel files use ----
 
-void* DeviceRuntime::compute_stream() { return current().stream; }
+void* DeviceRuntime::compute_stream() {
+  DeviceState& s = current();
+  own_capture(s, "a kernel launch");
+  return s.stream;
+}
 
 void DeviceRuntime::count_launch() {
-  if (!current().capture) ++kernel_launches_;
+  if (!own_capture(current(), "a kernel launch")) ++kernel_launches_;
 }
 
 DeviceErrorRecord* DeviceRuntime::device_error_record() { return current().error_device; }
@@ -605,9 +652,10 @@ const void* DeviceRuntime::step_scalars(size_t bytes, std::function<void(void* h
   DeviceState& s = state(device);
   const size_t slot = std::max<size_t>(kScalarAlign, (bytes + kScalarAlign - 1) / kScalarAlign * kScalarAlign);
   CHAINER_ASSERT(slot <= kRingBytes, "step_scalars: ", bytes, " bytes do not fit the ring");
-  if (!s.capture) return s.scalars.write(bytes, fill, nullptr, s.stream);
+  CaptureRecord* capture = own_capture(s, "step_scalars");
+  if (!capture) return s.scalars.write(bytes, fill, nullptr, s.stream);
   // Captured: a slot of the graph's arena, refilled before every replay.
-  std::vector<CaptureRecord::Arena>& arenas = s.capture->arenas;
+  std::vector<CaptureRecord::Arena>& arenas = capture->arenas;
   if (arenas.empty() || arenas.back().used + slot > arenas.back().bytes) {
     CaptureRecord::Arena arena;
     arena.bytes = std::min(kRingBytes, std::max(slot, kArenaBytes << std::min<size_t>(arenas.size(), 2)));

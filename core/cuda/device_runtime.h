@@ -15,6 +15,11 @@
 //   cudaSetDevice, and a kernel must go to the stream of the device it runs on.
 // - Events are created and recorded with their stream's device current (CUDA requires the
 //   same device), whichever device the caller has made current.
+// - A capture is its thread's: while one thread captures a device, every call of another thread
+//   that would queue work on that device's stream (memory, copies, scalars, kernel launches
+//   through compute_stream, synchronize, replay) is refused with chainer::Error, since the work
+//   would join the graph. The check is one atomic load at each call's start: a call of another
+//   thread already under way when the capture begins is not stopped.
 // - Per-step scalars cost one copy: each eager call is one copy through an event-guarded pinned
 //   ring; a replayed graph's scalars are refilled with one copy per replay (its scalars share
 //   one device arena).
@@ -101,6 +106,9 @@ class DeviceRuntime final : public Runtime {
 
   DeviceState& state(int device);
   DeviceState& current() { return state(current_device()); }
+  // The capture this thread runs on S (nullptr: none); throws chainer::Error naming OP while
+  // another thread captures S.
+  CaptureRecord* own_capture(DeviceState& s, const char* op);
   void wait_and_check(DeviceState& s);
   void destroy(CaptureRecord* record) noexcept;
   // A failure on a free path (a CUDA call's STATUS, or E while freeing FREEING): reported once
