@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -571,6 +572,50 @@ TEST_CASE("cuda runtime: the scalar ring's wrap never overwrites bytes of a copy
   t.runtime.synchronize(0);  // runs every copy
   CHECK(t.fake.sources_overwritten == 0);
   CHECK(t.fake.last_error() == kDeviceSuccess);
+}
+
+TEST_CASE("cuda runtime: threads queueing eager scalars and copies on one device each get their own slots and bytes") {
+  Setup t;
+  t.runtime.set_device(0);
+  constexpr int kThreads = 4;
+  static constexpr size_t kBytes = 200;  // one slot each
+  // All within one lap of the ring, so no slot is legitimately reused.
+  constexpr int kPerThread = int(DeviceRuntime::kRingBytes / DeviceRuntime::kScalarAlign) / kThreads / 2;
+  std::vector<std::vector<const unsigned char*>> slots(kThreads);
+  std::vector<int> copies_wrong(kThreads, 0);
+  std::vector<std::shared_ptr<void>> dst(kThreads);
+  for (auto& d : dst) d = t.runtime.allocate(0, kBytes);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      t.runtime.set_device(0);
+      std::vector<unsigned char> host(kBytes);
+      for (int n = 0; n < kPerThread; ++n) {
+        const auto value = static_cast<unsigned char>(i * 50 + n % 50);
+        slots[i].push_back(static_cast<const unsigned char*>(t.runtime.step_scalars(kBytes, [value](void* p) {
+          std::this_thread::yield();  // other threads' writes may come meanwhile
+          std::memset(p, value, kBytes);
+        })));
+        std::fill(host.begin(), host.end(), value);
+        t.runtime.copy_from_host(0, dst[i].get(), host.data(), host.size());
+        copies_wrong[i] += std::memcmp(dst[i].get(), host.data(), kBytes) != 0;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  std::set<const unsigned char*> distinct;
+  int slots_wrong = 0;
+  for (int i = 0; i < kThreads; ++i) {
+    for (int n = 0; n < kPerThread; ++n) {
+      distinct.insert(slots[i][n]);
+      const auto value = static_cast<unsigned char>(i * 50 + n % 50);
+      slots_wrong += std::count(slots[i][n], slots[i][n] + kBytes, value) != kBytes;
+    }
+    CHECK(copies_wrong[i] == 0);
+  }
+  CHECK(distinct.size() == size_t(kThreads * kPerThread));
+  CHECK(slots_wrong == 0);
+  CHECK(t.fake.copies_of(DeviceApi::Copy::host_to_device) == 2 * kThreads * kPerThread);
 }
 
 TEST_CASE("cuda runtime: a replayed graph refills all its per-step scalars with one copy") {

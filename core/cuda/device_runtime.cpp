@@ -216,7 +216,8 @@ class DeviceRuntime::StagingNative : public PinnedStaging::Native {
 // on the host and queues one copy of it; the host waits only when it comes back to a segment
 // whose copies have not run yet, a whole ring ahead of the device. Eager writes go to the same
 // offset of a device ring (rewritten only by a copy queued after the kernels that read it);
-// a replay's go to its graph's arena.
+// a replay's go to its graph's arena. Threads queueing work on the device share it: a write
+// holds its lock, a wait for a segment included.
 class DeviceRuntime::ScalarRing {
  public:
   static constexpr size_t kSegmentBytes = kRingBytes / kRingSegments;
@@ -229,11 +230,12 @@ class DeviceRuntime::ScalarRing {
     for (DeviceApi::Event& e : done_) CHAINER_DEVICE_CHECK(cuda_.event_create(&e));
   }
 
-  // Fills BYTES through FILL and queues one copy of them on STREAM to DST (nullptr: the
-  // device ring); returns where they will be on the device.
+  // Fills BYTES through FILL (with the lock held: it only writes them) and queues one copy of
+  // them on STREAM to DST (nullptr: the device ring); returns where they will be on the device.
   void* write(size_t bytes, const std::function<void(void* host)>& fill, void* dst, DeviceApi::Stream stream) {
     const size_t slot = std::max<size_t>(kScalarAlign, (bytes + kScalarAlign - 1) / kScalarAlign * kScalarAlign);
     CHAINER_ASSERT(slot <= kRingBytes, "step_scalars: ", bytes, " bytes do not fit the ring");
+    std::lock_guard<std::mutex> lock(mutex_);
     const bool wrap = at_ + slot > kRingBytes;
     const size_t start = wrap ? 0 : at_;
     const int first = int(start / kSegmentBytes), last = int((start + slot - 1) / kSegmentBytes);
@@ -266,6 +268,7 @@ class DeviceRuntime::ScalarRing {
   }
 
   DeviceApi& cuda_;
+  std::mutex mutex_;
   char* device_ = nullptr;
   char* host_ = nullptr;
   size_t at_ = 0;
@@ -276,7 +279,8 @@ class DeviceRuntime::ScalarRing {
 
 // What a captured graph needs besides its executable: its private pool, its per-step scalars
 // (arenas of device memory refilled with one copy each before every replay) and the staging
-// buffers its copies read.
+// buffers its copies read. No lock: until end_capture only the capturing thread reaches it
+// (DeviceState::capturing), and then it is only read until destroyed.
 struct DeviceRuntime::CaptureRecord {
   struct Writer {
     size_t offset = 0;
