@@ -731,6 +731,49 @@ TEST_CASE("cuda runtime: while a thread captures a device, other threads' work o
   CHECK(t.fake.capture_violations.empty());
 }
 
+TEST_CASE("cuda runtime: begin_capture first prepares the device on the capturing thread, with it current") {
+  FakeCuda fake;
+  fake.devices = 2;
+  struct Call {
+    int device, current, begin_captures, stream_synchronizes;
+    std::thread::id thread;
+  };
+  std::vector<Call> calls;
+  bool fail = false;
+  DeviceRuntime runtime(fake, Kernels{}, {}, [&](int device) {
+    calls.push_back({device, fake.current(), fake.begin_captures, fake.stream_synchronizes, std::this_thread::get_id()});
+    if (fail) throw Error("cuBLAS: cublasCreate failed");
+  });
+  runtime.set_device(0);
+  runtime.set_device(1);
+  runtime.set_device(0);  // the caller's device is not the one captured
+  std::thread::id capturing_thread;
+  std::thread capturing([&] {
+    capturing_thread = std::this_thread::get_id();
+    fake.current() = 0;
+    runtime.begin_capture(1);
+    runtime.end_capture(1);
+  });
+  capturing.join();
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].device == 1);
+  CHECK(calls[0].current == 1);
+  CHECK(calls[0].begin_captures == 0);       // before the capture begins
+  CHECK(calls[0].stream_synchronizes == 0);  // and before the wait for the device
+  CHECK(calls[0].thread == capturing_thread);
+  CHECK(fake.begin_captures == 1);
+
+  // A preparation that fails fails begin_capture; nothing was captured, the device is free.
+  fail = true;
+  CHECK_THROWS_WITH(runtime.begin_capture(0), "cuBLAS: cublasCreate failed");
+  CHECK(fake.current() == 0);
+  CHECK(fake.begin_captures == 1);
+  fail = false;
+  runtime.begin_capture(0);
+  CHECK(runtime.end_capture(0) != nullptr);
+  CHECK(calls.size() == 3);
+}
+
 TEST_CASE("cuda runtime: an event that is not ready does not stay the thread's last error") {
   Setup t;
   t.runtime.set_device(0);

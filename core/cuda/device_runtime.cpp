@@ -321,8 +321,8 @@ struct DeviceRuntime::DeviceState {
 
 // ---- The runtime ----
 
-DeviceRuntime::DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn)
-    : cuda_(cuda), kernels_(kernels), warn_(std::move(warn)) {
+DeviceRuntime::DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn, PrepareCapture prepare_capture)
+    : cuda_(cuda), kernels_(kernels), warn_(std::move(warn)), prepare_capture_(std::move(prepare_capture)) {
   if (!warn_) warn_ = [](const std::string& message) { std::fprintf(stderr, "%s\n", message.c_str()); };
 }
 
@@ -536,6 +536,10 @@ void DeviceRuntime::begin_capture(int device) {
     refuse_while_another_thread_captures(device, "begin_capture");
   }
   try {
+    if (prepare_capture_) {
+      DeviceGuard on(*this, device);
+      prepare_capture_(device);
+    }
     // Anything still queued must not be mistaken for part of the step.
     wait_and_check(s);
     auto record = std::make_unique<CaptureRecord>();

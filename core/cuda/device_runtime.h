@@ -20,6 +20,8 @@
 //   through compute_stream, synchronize, replay) is refused with chainer::Error, since the work
 //   would join the graph. The check is one atomic load at each call's start: a call of another
 //   thread already under way when the capture begins is not stopped.
+// - What a capture cannot do is done before it begins: begin_capture first calls PREPARE_CAPTURE
+//   (the CUDA libraries' handles are made there), then waits for the device.
 // - Per-step scalars cost one copy: each eager call is one copy through an event-guarded pinned
 //   ring; a replayed graph's scalars are refilled with one copy per replay (its scalars share
 //   one device arena).
@@ -50,6 +52,11 @@ std::string insufficient_driver_reason(int driver, int runtime);
 class DeviceRuntime final : public Runtime {
  public:
   using Warn = std::function<void(const std::string& message)>;
+  // What must be ready before a capture of DEVICE begins, for a capture cannot do it: creating a
+  // library's handles (cuBLAS, cuDNN), which allocate and synchronize. begin_capture calls it
+  // first, on the capturing thread with DEVICE current, before it waits for the device and
+  // begins capturing; a throw from it fails begin_capture.
+  using PrepareCapture = std::function<void(int device)>;
   static constexpr int kMaxDevices = 64;
   static constexpr size_t kRingBytes = size_t(1) << 20;  // eager per-step scalars in flight
   static constexpr int kRingSegments = 16;                // each guarded by one event
@@ -59,7 +66,8 @@ class DeviceRuntime final : public Runtime {
 
   // Calls CUDA through CUDA (which must outlive this runtime); KERNELS is what kernels() returns.
   // WARN receives the first failure that could not be thrown (default: standard error).
-  DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn = {});
+  // PREPARE_CAPTURE (none by default) runs at the start of every begin_capture.
+  DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn = {}, PrepareCapture prepare_capture = {});
   ~DeviceRuntime() override;  // leaves the device state alone (see above)
   DeviceRuntime(const DeviceRuntime&) = delete;
   DeviceRuntime& operator=(const DeviceRuntime&) = delete;
@@ -119,6 +127,7 @@ class DeviceRuntime final : public Runtime {
   DeviceApi& cuda_;
   const Kernels kernels_;
   Warn warn_;
+  PrepareCapture prepare_capture_;
   std::atomic<DeviceState*> devices_[kMaxDevices] = {};
   std::mutex init_mutex_;
   std::atomic<int64_t> kernel_launches_{0}, graph_launches_{0}, ignored_errors_{0};
