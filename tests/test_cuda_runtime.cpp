@@ -802,6 +802,28 @@ TEST_CASE("cuda runtime: pinned staging stays bounded when the host runs ahead o
   CHECK(t.fake.last_error() == kDeviceSuccess);
 }
 
+TEST_CASE("cuda runtime: a copy from the host while capturing frees no pinned memory and waits for no copy; the pool is trimmed after") {
+  Setup t;
+  t.runtime.set_device(0);
+  constexpr size_t kBytes = PinnedStaging::kDefaultLimit / 4;  // staged; four fill the pool
+  std::shared_ptr<void> dst = t.runtime.allocate(0, kBytes);
+  const std::vector<char> src(kBytes, 1);
+  t.fake.events_ready = false;  // no copy ever seen complete
+  for (int i = 0; i < 4; ++i) t.runtime.copy_from_host(0, dst.get(), src.data(), src.size());
+  const int host_allocs = t.fake.host_allocs, host_frees = t.fake.host_frees;
+
+  t.runtime.begin_capture(0);
+  // Outside a capture this would wait for the oldest copy and free its buffer to make room.
+  REQUIRE_NOTHROW(t.runtime.copy_from_host(0, dst.get(), src.data(), src.size()));
+  CHECK(t.fake.host_allocs == host_allocs + 1);  // past the limit
+  CHECK(t.fake.host_frees == host_frees);
+  std::shared_ptr<void> graph = t.runtime.end_capture(0);
+  CHECK(t.fake.capture_violations.empty());
+  // Once the capture is over, back under the limit (the graph keeps its buffer).
+  CHECK(t.fake.host_frees == host_frees + 1);
+  CHECK(t.fake.last_error() == kDeviceSuccess);
+}
+
 TEST_CASE("cuda runtime: a free that fails is reported once and never thrown") {
   Setup t;
   t.runtime.set_device(0);

@@ -472,7 +472,8 @@ void DeviceRuntime::copy_from_host(int device, void* dst, const void* src, size_
     CHAINER_DEVICE_CHECK(cuda_.memcpy_async(dst, src, bytes, DeviceApi::Copy::host_to_device, s.stream));
     return;
   }
-  PinnedStaging::Buffer b = s.staging.acquire(bytes);
+  // A capture may not free pinned memory or wait for a copy, as making room in the pool may.
+  PinnedStaging::Buffer b = capture ? s.staging.acquire_while_capturing(bytes) : s.staging.acquire(bytes);
   std::memcpy(b.ptr, src, bytes);
   CHAINER_DEVICE_CHECK(cuda_.memcpy_async(dst, b.ptr, bytes, DeviceApi::Copy::host_to_device, s.stream));
   if (capture) capture->pinned.push_back(b);  // every replay copies from it again
@@ -568,10 +569,11 @@ std::shared_ptr<void> DeviceRuntime::end_capture(int device) {
   s.allocator->end_capture(s.stream);
   std::shared_ptr<CaptureRecord> record(s.capture.release(), [this](CaptureRecord* r) { destroy(r); });
   s.capturing.store(std::thread::id(), std::memory_order_release);
-  CHAINER_DEVICE_CHECK(ended);
+  CHAINER_DEVICE_CHECK(ended);  // a failure: RECORD's destruction trims the staging pool
   const int instantiated = cuda_.graph_instantiate(&record->exec, graph);
   CHAINER_DEVICE_CHECK(cuda_.graph_destroy(graph));
   CHAINER_DEVICE_CHECK(instantiated);
+  trim_staging(s);
   return record;
 }
 
@@ -584,8 +586,9 @@ void DeviceRuntime::abort_capture(int device) {
   cuda_.get_last_error();
   if (graph) CHAINER_DEVICE_CHECK_QUIETLY(*this, cuda_.graph_destroy(graph));
   s.allocator->end_capture(s.stream);
-  destroy(s.capture.release());
+  CaptureRecord* record = s.capture.release();
   s.capturing.store(std::thread::id(), std::memory_order_release);
+  destroy(record);
 }
 
 void DeviceRuntime::replay(const std::shared_ptr<void>& graph) {
@@ -604,20 +607,34 @@ void DeviceRuntime::replay(const std::shared_ptr<void>& graph) {
   ++graph_launches_;
 }
 
+// A capture may have taken the staging pool past its limit (it may not free pinned memory);
+// once it is over, the excess goes back. A free path: never throws.
+void DeviceRuntime::trim_staging(DeviceState& s) noexcept {
+  try {
+    s.staging.trim();
+  } catch (const std::exception& e) {
+    ignore(e, "pinned staging buffers");
+  }
+}
+
 // Frees what a capture held, in stream order: the pool goes back to ordinary use behind the
 // graph's last launch, and staging buffers once that launch has read them. Never throws.
 void DeviceRuntime::destroy(CaptureRecord* r) noexcept {
   std::unique_ptr<CaptureRecord> owned(r);
+  DeviceState* s = nullptr;
   try {
-    DeviceState& s = state(r->device);
+    s = &state(r->device);
     DeviceGuard on(*this, r->device, /*quiet=*/true);
     if (r->exec) CHAINER_DEVICE_CHECK_QUIETLY(*this, cuda_.graph_exec_destroy(r->exec));  // after a launch in flight
     r->arenas.clear();
-    s.allocator->release_pool(r->pool);
-    for (PinnedStaging::Buffer& b : r->pinned) s.staging.release(b, s.stream);  // a throw: caught below
+    s->allocator->release_pool(r->pool);
+    for (PinnedStaging::Buffer& b : r->pinned) s->staging.release(b, s->stream);  // a throw: caught below
   } catch (const std::exception& e) {
     ignore(e, "a CUDA graph");
   }
+  // The buffers given back may leave the pool past its limit; not while the device is being
+  // captured (a graph dropped during a step), whose end trims instead.
+  if (s && s->capturing.load(std::memory_order_acquire) == std::thread::id()) trim_staging(*s);
 }
 
 RuntimeVersions DeviceRuntime::versions() {

@@ -20,8 +20,10 @@
 //   through compute_stream, synchronize, replay) is refused with chainer::Error, since the work
 //   would join the graph. The check is one atomic load at each call's start: a call of another
 //   thread already under way when the capture begins is not stopped.
-// - What a capture cannot do is done before it begins: begin_capture first calls PREPARE_CAPTURE
-//   (the CUDA libraries' handles are made there), then waits for the device.
+// - What a capture cannot do is done before it begins or after it ends: begin_capture first calls
+//   PREPARE_CAPTURE (the CUDA libraries' handles are made there), then waits for the device;
+//   during a capture no pinned memory is freed and no copy waited for or queried (the staging
+//   pool passes its limit instead, and is trimmed once the capture is over).
 // - Per-step scalars cost one copy: each eager call is one copy through an event-guarded pinned
 //   ring; a replayed graph's scalars are refilled with one copy per replay (its scalars share
 //   one device arena).
@@ -119,6 +121,7 @@ class DeviceRuntime final : public Runtime {
   CaptureRecord* own_capture(DeviceState& s, const char* op);
   void wait_and_check(DeviceState& s);
   void destroy(CaptureRecord* record) noexcept;
+  void trim_staging(DeviceState& s) noexcept;
   // A failure on a free path (a CUDA call's STATUS, or E while freeing FREEING): reported once
   // through WARN, cleared, never thrown.
   void ignore(int status, const char* call, const char* file, int line) noexcept;
