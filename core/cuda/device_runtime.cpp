@@ -318,6 +318,8 @@ struct DeviceRuntime::DeviceState {
   std::atomic<std::thread::id> capturing{};
   std::unique_ptr<CaptureRecord> capture;  // set between begin_capture and end_capture
 };
+// Every kernel launch reads DeviceState::capturing: a plain load, not a lock.
+static_assert(std::atomic<std::thread::id>::is_always_lock_free);
 
 // ---- The runtime ----
 
