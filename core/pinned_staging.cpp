@@ -52,15 +52,37 @@ PinnedStaging::Buffer PinnedStaging::acquire(size_t bytes) {
   // Room under the limit: the oldest buffers go back to the host, each once its copy is done; one
   // that fits is taken instead.
   while (stats_.held_bytes + size > limit_ && !free_.empty()) {
-    if (!native_->event_done(free_.front().done)) {
-      native_->wait_event(free_.front().done);
-      ++stats_.waits;
-    }
+    wait_for_oldest();
     if (free_.front().bytes >= size) return take(free_.begin());
     const Buffer old = free_.front();
     free_.pop_front();
     return_buffer(old);
   }
+  return pin(size);
+}
+
+PinnedStaging::Buffer PinnedStaging::acquire_while_capturing(size_t bytes) {
+  std::lock_guard lock(mutex_);
+  return pin(buffer_size(bytes));
+}
+
+void PinnedStaging::trim() {
+  std::lock_guard lock(mutex_);
+  while (stats_.held_bytes > limit_ && !free_.empty()) {
+    wait_for_oldest();
+    const Buffer old = free_.front();
+    free_.pop_front();
+    return_buffer(old);
+  }
+}
+
+void PinnedStaging::wait_for_oldest() {
+  if (native_->event_done(free_.front().done)) return;
+  native_->wait_event(free_.front().done);
+  ++stats_.waits;
+}
+
+PinnedStaging::Buffer PinnedStaging::pin(size_t size) {
   Buffer b;
   b.ptr = native_->allocate(size);
   b.bytes = size;

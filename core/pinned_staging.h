@@ -13,7 +13,9 @@
 //   that would pass it first returns free buffers to the host, oldest first, waiting for the copy
 //   that read one when it is still in flight: a host that runs ahead of the device by more than
 //   the limit is held back by its oldest copy instead of pinning ever more memory. Only buffers
-//   handed out and not given back (a captured graph's) can take it past the limit.
+//   handed out and not given back (a captured graph's) can take it past the limit, and buffers
+//   for copies being captured: a capture may not free pinned memory nor wait for (or even ask
+//   about) a copy, so each gets a new buffer, and trim() returns the excess once it is over.
 // - Never throws from its destructor: buffers are returned as far as the device allows.
 // Thread-safe (one mutex; a wait for a copy holds it).
 #pragma once
@@ -69,12 +71,20 @@ class PinnedStaging {
 
   // A buffer of at least BYTES, free to be written at once.
   Buffer acquire(size_t bytes);
+  // The same for a copy that a CUDA graph captures: always a new buffer, past the limit if need
+  // be; no buffer is returned and no copy waited for or asked about.
+  Buffer acquire_while_capturing(size_t bytes);
+  // Returns free buffers to the host, oldest first (waiting for the copy that read one), until
+  // the pool is back under its limit or has none left: after a capture passed it.
+  void trim();
   // B is read by work queued on STREAM so far (a copy); it is handed out again once that completes.
   void release(Buffer b, Stream stream);
   Stats stats() const;
 
  private:
   void return_buffer(const Buffer& b);
+  void wait_for_oldest();    // until the copy that read the oldest free buffer is done
+  Buffer pin(size_t size);  // a new buffer
   std::unique_ptr<Native> native_;
   size_t limit_;
   mutable std::mutex mutex_;

@@ -701,7 +701,7 @@ struct FakePinned {
   int64_t recorded = 0;
   std::map<void*, size_t> live;
   std::vector<std::unique_ptr<FakeEvent>> events;
-  int64_t waits = 0;
+  int64_t waits = 0, queries = 0;
   bool failing = false;  // every call fails (the CUDA runtime is gone)
   void complete(Stream s) {
     for (auto& e : events)
@@ -735,7 +735,10 @@ class FakePinnedNative : public PinnedStaging::Native {
     event->recorded = true;
     event->done = false;
   }
-  bool event_done(Event e) override { return live_event(e)->done; }
+  bool event_done(Event e) override {
+    ++d_->queries;
+    return live_event(e)->done;
+  }
   void wait_event(Event e) override {
     ++d_->waits;
     const FakePinned::FakeEvent& until = *live_event(e);
@@ -830,4 +833,35 @@ TEST_CASE("pinned staging: buffers handed out (to a graph) may pass the limit; t
   }
   CHECK(d->live.size() == 2);  // the second pool returned its own
   for (auto& [ptr, bytes] : d->live) std::free(ptr);
+}
+
+TEST_CASE("pinned staging: a captured copy's buffer is pinned anew past the limit, with no wait, free or query; trim brings the pool back") {
+  auto d = std::make_shared<FakePinned>();
+  PinnedStaging staging(std::make_unique<FakePinnedNative>(d), 16 * KiB);
+  PinnedStaging::Buffer a = staging.acquire(8 * KiB), b = staging.acquire(8 * KiB);
+  staging.release(a, s1);
+  staging.release(b, s1);  // at the limit, both copies in flight
+  const int64_t queries = d->queries;
+  // CUDA forbids freeing pinned memory and waiting for (or asking about) a copy while capturing.
+  PinnedStaging::Buffer captured = staging.acquire_while_capturing(8 * KiB);
+  CHECK(captured.bytes == 8 * KiB);
+  CHECK(captured.ptr != a.ptr);
+  CHECK(captured.ptr != b.ptr);
+  CHECK(d->queries == queries);
+  CHECK(d->waits == 0);
+  CHECK(staging.stats().host_frees == 0);
+  CHECK(staging.stats().held_bytes == 24 * KiB);
+  // After the capture (the graph keeps CAPTURED): the oldest free buffer goes, once its copy is done.
+  staging.trim();
+  CHECK(staging.stats().held_bytes == 16 * KiB);
+  CHECK(staging.stats().host_frees == 1);
+  CHECK(d->waits == 1);
+  CHECK(d->live.count(a.ptr) == 0);
+  staging.trim();  // under the limit: nothing more
+  CHECK(staging.stats().host_frees == 1);
+  // The graph is destroyed: under the limit still, its buffer is kept for reuse.
+  staging.release(captured, s1);
+  staging.trim();
+  CHECK(staging.stats().held_bytes == 16 * KiB);
+  CHECK(staging.stats().free_bytes == 16 * KiB);
 }

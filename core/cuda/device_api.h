@@ -25,10 +25,25 @@ enum DeviceStatus : int {
   kErrorNoDevice = 100,
   kErrorInvalidResourceHandle = 400,  // a stream or event of another device, say
   kErrorNotReady = 600,               // event_query: the work before the event is still running
+  // What a stream capture refused (cudaErrorStreamCapture*, cudaErrorCapturedEvent): the capture
+  // is over and the device stays usable, so the step can run eagerly instead.
   kErrorStreamCaptureUnsupported = 900,
   kErrorStreamCaptureInvalidated = 901,
+  kErrorStreamCaptureMerge = 902,
+  kErrorStreamCaptureUnmatched = 903,
+  kErrorStreamCaptureUnjoined = 904,
+  kErrorStreamCaptureIsolation = 905,
   kErrorStreamCaptureImplicit = 906,
+  kErrorCapturedEvent = 907,
+  kErrorStreamCaptureWrongThread = 908,
+  kFirstStreamCaptureError = kErrorStreamCaptureUnsupported,
+  kLastStreamCaptureError = kErrorStreamCaptureWrongThread,
 };
+
+// Whether STATUS is one of the capture's refusals above.
+constexpr bool is_stream_capture_error(int status) {
+  return status >= kFirstStreamCaptureError && status <= kLastStreamCaptureError;
+}
 
 class DeviceApi {
  public:

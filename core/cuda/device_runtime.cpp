@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <thread>
 #include <vector>
 
 #include "core/caching_allocator.h"
@@ -29,8 +30,7 @@
 namespace chainer::cuda {
 
 void throw_device_error(DeviceApi& cuda, int status, const char* call, const char* file, int line) {
-  if (status == kErrorStreamCaptureUnsupported || status == kErrorStreamCaptureInvalidated ||
-      status == kErrorStreamCaptureImplicit) {
+  if (is_stream_capture_error(status)) {
     cuda.get_last_error();  // not sticky: the capture is abandoned, the device stays usable
     throw CaptureError(
         str("a CUDA graph cannot capture ", call, " (", cuda.get_error_string(status), ") at ", file, ":", line));
@@ -56,6 +56,12 @@ bool event_completed(DeviceApi& cuda_, DeviceApi::Event event) {
 std::string version_text(int v) { return str(v / 1000, ".", v % 1000 / 10); }
 
 std::string device_name(int device) { return str("cuda:", device); }
+
+[[noreturn]] void refuse_while_another_thread_captures(int device, const char* op) {
+  throw Error(str(device_name(device), ": ", op, " refused: another thread is capturing a CUDA graph on this device, ",
+                  "and work queued from this thread meanwhile would join the graph (do it before that capture begins ",
+                  "or after it ends)"));
+}
 
 }  // namespace
 
@@ -210,7 +216,8 @@ class DeviceRuntime::StagingNative : public PinnedStaging::Native {
 // on the host and queues one copy of it; the host waits only when it comes back to a segment
 // whose copies have not run yet, a whole ring ahead of the device. Eager writes go to the same
 // offset of a device ring (rewritten only by a copy queued after the kernels that read it);
-// a replay's go to its graph's arena.
+// a replay's go to its graph's arena. Threads queueing work on the device share it: a write
+// holds its lock, a wait for a segment included.
 class DeviceRuntime::ScalarRing {
  public:
   static constexpr size_t kSegmentBytes = kRingBytes / kRingSegments;
@@ -223,18 +230,22 @@ class DeviceRuntime::ScalarRing {
     for (DeviceApi::Event& e : done_) CHAINER_DEVICE_CHECK(cuda_.event_create(&e));
   }
 
-  // Fills BYTES through FILL and queues one copy of them on STREAM to DST (nullptr: the
-  // device ring); returns where they will be on the device.
+  // Fills BYTES through FILL (with the lock held: it only writes them) and queues one copy of
+  // them on STREAM to DST (nullptr: the device ring); returns where they will be on the device.
   void* write(size_t bytes, const std::function<void(void* host)>& fill, void* dst, DeviceApi::Stream stream) {
     const size_t slot = std::max<size_t>(kScalarAlign, (bytes + kScalarAlign - 1) / kScalarAlign * kScalarAlign);
     CHAINER_ASSERT(slot <= kRingBytes, "step_scalars: ", bytes, " bytes do not fit the ring");
-    const size_t start = at_ + slot > kRingBytes ? 0 : at_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool wrap = at_ + slot > kRingBytes;
+    const size_t start = wrap ? 0 : at_;
     const int first = int(start / kSegmentBytes), last = int((start + slot - 1) / kSegmentBytes);
     // Entering segments the previous write did not touch: the last segment written is done with
-    // (its copies are queued), and each segment entered must have been read on the last lap.
-    if (first != segment_) close(segment_, stream);
+    // (its copies are queued), and each segment entered must have been read on the last lap. A
+    // write that wraps goes back over bytes of the open segment too (when that is segment 0, the
+    // bytes its queued copies have not read yet): it closes it and waits for it like the others.
+    if (wrap || first != segment_) close(segment_, stream);
     for (int k = first; k <= last; ++k) {
-      if (k == segment_ && k == first) continue;
+      if (!wrap && k == segment_ && k == first) continue;  // going on after the previous write
       if (recorded_[k]) {
         CHAINER_DEVICE_CHECK(cuda_.event_synchronize(done_[k]));
         recorded_[k] = false;
@@ -257,6 +268,7 @@ class DeviceRuntime::ScalarRing {
   }
 
   DeviceApi& cuda_;
+  std::mutex mutex_;
   char* device_ = nullptr;
   char* host_ = nullptr;
   size_t at_ = 0;
@@ -267,7 +279,8 @@ class DeviceRuntime::ScalarRing {
 
 // What a captured graph needs besides its executable: its private pool, its per-step scalars
 // (arenas of device memory refilled with one copy each before every replay) and the staging
-// buffers its copies read.
+// buffers its copies read. No lock: until end_capture only the capturing thread reaches it
+// (DeviceState::capturing), and then it is only read until destroyed.
 struct DeviceRuntime::CaptureRecord {
   struct Writer {
     size_t offset = 0;
@@ -299,13 +312,19 @@ struct DeviceRuntime::DeviceState {
   // first queues a copy of the record into pinned memory, read once the wait is over.
   DeviceErrorRecord* error_device = nullptr;
   DeviceErrorRecord* error_host = nullptr;
+  // The thread capturing a graph on the device (std::thread::id() while none is). Only that
+  // thread touches CAPTURE; any other thread's work on the device is refused meanwhile (it would
+  // go to the captured stream and join the graph): see own_capture.
+  std::atomic<std::thread::id> capturing{};
   std::unique_ptr<CaptureRecord> capture;  // set between begin_capture and end_capture
 };
+// Every kernel launch reads DeviceState::capturing: a plain load, not a lock.
+static_assert(std::atomic<std::thread::id>::is_always_lock_free);
 
 // ---- The runtime ----
 
-DeviceRuntime::DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn)
-    : cuda_(cuda), kernels_(kernels), warn_(std::move(warn)) {
+DeviceRuntime::DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn, PrepareCapture prepare_capture)
+    : cuda_(cuda), kernels_(kernels), warn_(std::move(warn)), prepare_capture_(std::move(prepare_capture)) {
   if (!warn_) warn_ = [](const std::string& message) { std::fprintf(stderr, "%s\n", message.c_str()); };
 }
 
@@ -337,6 +356,16 @@ DeviceRuntime::DeviceState& DeviceRuntime::state(int device) {
   DeviceState* s = devices_[device].load(std::memory_order_acquire);
   CHAINER_ASSERT(s, device_name(device), " used before set_device");
   return *s;
+}
+
+// On every call that queues work on S's stream, kernel launches included: one atomic load and a
+// compare while nothing is captured. A call already past this check when another thread begins
+// a capture is not stopped.
+DeviceRuntime::CaptureRecord* DeviceRuntime::own_capture(DeviceState& s, const char* op) {
+  const std::thread::id capturing = s.capturing.load(std::memory_order_acquire);
+  if (capturing == std::thread::id()) return nullptr;
+  if (capturing != std::this_thread::get_id()) refuse_while_another_thread_captures(s.device, op);
+  return s.capture.get();
 }
 
 int DeviceRuntime::current_device() {
@@ -411,12 +440,13 @@ void DeviceRuntime::wait_and_check(DeviceState& s) {
 
 void DeviceRuntime::synchronize(int device) {
   DeviceState& s = state(device);
-  if (s.capture) throw CaptureError("synchronize() waits for the device, which a CUDA graph cannot capture");
+  if (own_capture(s, "synchronize")) throw CaptureError("synchronize() waits for the device, which a CUDA graph cannot capture");
   wait_and_check(s);
 }
 
 std::shared_ptr<void> DeviceRuntime::allocate(int device, size_t bytes) {
   DeviceState& s = state(device);
+  own_capture(s, "allocate");  // during this thread's capture, the allocator serves the graph's pool
   CachingAllocator* allocator = s.allocator.get();
   void* p = allocator->allocate(bytes, s.stream);
   return std::shared_ptr<void>(p, [this, allocator](void* q) {
@@ -437,22 +467,24 @@ void DeviceRuntime::empty_cache() {
 
 void DeviceRuntime::copy_from_host(int device, void* dst, const void* src, size_t bytes) {
   DeviceState& s = state(device);
+  CaptureRecord* capture = own_capture(s, "copy_from_host");
   if (bytes > kMaxStagedBytes) {
     // A data set going to the device once: no pinned buffer that large is kept for it. CUDA
     // waits for the stream first and returns once SRC has been read.
     CHAINER_DEVICE_CHECK(cuda_.memcpy_async(dst, src, bytes, DeviceApi::Copy::host_to_device, s.stream));
     return;
   }
-  PinnedStaging::Buffer b = s.staging.acquire(bytes);
+  // A capture may not free pinned memory or wait for a copy, as making room in the pool may.
+  PinnedStaging::Buffer b = capture ? s.staging.acquire_while_capturing(bytes) : s.staging.acquire(bytes);
   std::memcpy(b.ptr, src, bytes);
   CHAINER_DEVICE_CHECK(cuda_.memcpy_async(dst, b.ptr, bytes, DeviceApi::Copy::host_to_device, s.stream));
-  if (s.capture) s.capture->pinned.push_back(b);  // every replay copies from it again
+  if (capture) capture->pinned.push_back(b);  // every replay copies from it again
   else s.staging.release(b, s.stream);
 }
 
 void DeviceRuntime::copy_to_host(int device, void* dst, const void* src, size_t bytes) {
   DeviceState& s = state(device);
-  if (s.capture)
+  if (own_capture(s, "copy_to_host"))
     throw CaptureError("the step reads a device value on the host (item(), to_vector(), printing or Tensor::to(cpu)), "
                        "which a CUDA graph cannot capture");
   CHAINER_DEVICE_CHECK(cuda_.memcpy_async(dst, src, bytes, DeviceApi::Copy::device_to_host, s.stream));
@@ -461,12 +493,13 @@ void DeviceRuntime::copy_to_host(int device, void* dst, const void* src, size_t 
 
 void DeviceRuntime::copy_between(int dst_device, void* dst, int src_device, const void* src, size_t bytes) {
   DeviceState& to = state(dst_device);
+  const bool captured = own_capture(to, "copy_between");
   if (dst_device == src_device) {
     CHAINER_DEVICE_CHECK(cuda_.memcpy_async(dst, src, bytes, DeviceApi::Copy::device_to_device, to.stream));
     return;
   }
   DeviceState& from = state(src_device);
-  if (to.capture || from.capture) throw CaptureError("a copy between two devices cannot be captured");
+  if (own_capture(from, "copy_between") || captured) throw CaptureError("a copy between two devices cannot be captured");
   // The copy runs on the destination's stream once the source's queued work is done; later work
   // on the source must not overwrite SRC before the copy has read it. Each event is made and
   // recorded with its stream's device current, whichever device the caller made current.
@@ -491,54 +524,79 @@ void DeviceRuntime::copy_between(int dst_device, void* dst, int src_device, cons
 
 LaunchCounts DeviceRuntime::launch_counts() { return {kernel_launches_.load(), graph_launches_.load()}; }
 
-void* DeviceRuntime::native_stream(int device) { return state(device).stream; }
+void* DeviceRuntime::native_stream(int device) {
+  DeviceState& s = state(device);
+  own_capture(s, "native_stream (a library queueing work on the compute stream)");
+  return s.stream;
+}
 
 void DeviceRuntime::begin_capture(int device) {
   DeviceState& s = state(device);
-  CHAINER_ASSERT(!s.capture, "begin_capture: cuda:", device, " is already capturing");
-  // Anything still queued must not be mistaken for part of the step.
-  wait_and_check(s);
-  auto record = std::make_unique<CaptureRecord>();
-  record->device = device;
-  record->pool = s.allocator->begin_capture(s.stream);
-  s.capture = std::move(record);
-  const int status = cuda_.stream_begin_capture(s.stream);
-  if (status != kDeviceSuccess) {
-    s.allocator->end_capture(s.stream);
-    s.allocator->release_pool(s.capture->pool);
-    s.capture.reset();
-    CHAINER_DEVICE_CHECK(status);
+  // The device is this thread's from here on: other threads' work on it is refused.
+  std::thread::id none;
+  if (!s.capturing.compare_exchange_strong(none, std::this_thread::get_id(), std::memory_order_acq_rel)) {
+    CHAINER_ASSERT(none != std::this_thread::get_id(), "begin_capture: cuda:", device, " is already capturing");
+    refuse_while_another_thread_captures(device, "begin_capture");
+  }
+  try {
+    if (prepare_capture_) {
+      DeviceGuard on(*this, device);
+      prepare_capture_(device);
+    }
+    // Anything still queued must not be mistaken for part of the step.
+    wait_and_check(s);
+    auto record = std::make_unique<CaptureRecord>();
+    record->device = device;
+    record->pool = s.allocator->begin_capture(s.stream);
+    s.capture = std::move(record);
+    const int status = cuda_.stream_begin_capture(s.stream);
+    if (status != kDeviceSuccess) {
+      s.allocator->end_capture(s.stream);
+      s.allocator->release_pool(s.capture->pool);
+      s.capture.reset();
+      CHAINER_DEVICE_CHECK(status);
+    }
+  } catch (...) {
+    s.capturing.store(std::thread::id(), std::memory_order_release);
+    throw;
   }
 }
 
 std::shared_ptr<void> DeviceRuntime::end_capture(int device) {
   DeviceState& s = state(device);
-  CHAINER_ASSERT(s.capture, "end_capture: cuda:", device, " is not capturing");
+  const CaptureRecord* capture = own_capture(s, "end_capture");
+  CHAINER_ASSERT(capture, "end_capture: cuda:", device, " is not capturing");
   DeviceApi::Graph graph = nullptr;
   const int ended = cuda_.stream_end_capture(s.stream, &graph);
   s.allocator->end_capture(s.stream);
   std::shared_ptr<CaptureRecord> record(s.capture.release(), [this](CaptureRecord* r) { destroy(r); });
-  CHAINER_DEVICE_CHECK(ended);
+  s.capturing.store(std::thread::id(), std::memory_order_release);
+  CHAINER_DEVICE_CHECK(ended);  // a failure: RECORD's destruction trims the staging pool
   const int instantiated = cuda_.graph_instantiate(&record->exec, graph);
   CHAINER_DEVICE_CHECK(cuda_.graph_destroy(graph));
   CHAINER_DEVICE_CHECK(instantiated);
+  trim_staging(s);
   return record;
 }
 
 void DeviceRuntime::abort_capture(int device) {
   DeviceState& s = state(device);
-  if (!s.capture) return;
+  // This thread's capture only: another thread's is left alone.
+  if (s.capturing.load(std::memory_order_acquire) != std::this_thread::get_id()) return;
   DeviceApi::Graph graph = nullptr;
   cuda_.stream_end_capture(s.stream, &graph);  // fails when the capture was invalidated; either way it is over
   cuda_.get_last_error();
   if (graph) CHAINER_DEVICE_CHECK_QUIETLY(*this, cuda_.graph_destroy(graph));
   s.allocator->end_capture(s.stream);
-  destroy(s.capture.release());
+  CaptureRecord* record = s.capture.release();
+  s.capturing.store(std::thread::id(), std::memory_order_release);
+  destroy(record);
 }
 
 void DeviceRuntime::replay(const std::shared_ptr<void>& graph) {
   auto* record = static_cast<CaptureRecord*>(graph.get());
   DeviceState& s = state(record->device);
+  own_capture(s, "replay");
   for (CaptureRecord::Arena& arena : record->arenas) {
     s.scalars.write(
         arena.used,
@@ -551,20 +609,34 @@ void DeviceRuntime::replay(const std::shared_ptr<void>& graph) {
   ++graph_launches_;
 }
 
+// A capture may have taken the staging pool past its limit (it may not free pinned memory);
+// once it is over, the excess goes back. A free path: never throws.
+void DeviceRuntime::trim_staging(DeviceState& s) noexcept {
+  try {
+    s.staging.trim();
+  } catch (const std::exception& e) {
+    ignore(e, "pinned staging buffers");
+  }
+}
+
 // Frees what a capture held, in stream order: the pool goes back to ordinary use behind the
 // graph's last launch, and staging buffers once that launch has read them. Never throws.
 void DeviceRuntime::destroy(CaptureRecord* r) noexcept {
   std::unique_ptr<CaptureRecord> owned(r);
+  DeviceState* s = nullptr;
   try {
-    DeviceState& s = state(r->device);
+    s = &state(r->device);
     DeviceGuard on(*this, r->device, /*quiet=*/true);
     if (r->exec) CHAINER_DEVICE_CHECK_QUIETLY(*this, cuda_.graph_exec_destroy(r->exec));  // after a launch in flight
     r->arenas.clear();
-    s.allocator->release_pool(r->pool);
-    for (PinnedStaging::Buffer& b : r->pinned) s.staging.release(b, s.stream);  // a throw: caught below
+    s->allocator->release_pool(r->pool);
+    for (PinnedStaging::Buffer& b : r->pinned) s->staging.release(b, s->stream);  // a throw: caught below
   } catch (const std::exception& e) {
     ignore(e, "a CUDA graph");
   }
+  // The buffers given back may leave the pool past its limit; not while the device is being
+  // captured (a graph dropped during a step), whose end trims instead.
+  if (s && s->capturing.load(std::memory_order_acquire) == std::thread::id()) trim_staging(*s);
 }
 
 RuntimeVersions DeviceRuntime::versions() {
@@ -583,10 +655,14 @@ DeviceProperties DeviceRuntime::device_properties(int device) {
 
 // ---- What the kernel files use ----
 
-void* DeviceRuntime::compute_stream() { return current().stream; }
+void* DeviceRuntime::compute_stream() {
+  DeviceState& s = current();
+  own_capture(s, "a kernel launch");
+  return s.stream;
+}
 
 void DeviceRuntime::count_launch() {
-  if (!current().capture) ++kernel_launches_;
+  if (!own_capture(current(), "a kernel launch")) ++kernel_launches_;
 }
 
 DeviceErrorRecord* DeviceRuntime::device_error_record() { return current().error_device; }
@@ -603,9 +679,10 @@ const void* DeviceRuntime::step_scalars(size_t bytes, std::function<void(void* h
   DeviceState& s = state(device);
   const size_t slot = std::max<size_t>(kScalarAlign, (bytes + kScalarAlign - 1) / kScalarAlign * kScalarAlign);
   CHAINER_ASSERT(slot <= kRingBytes, "step_scalars: ", bytes, " bytes do not fit the ring");
-  if (!s.capture) return s.scalars.write(bytes, fill, nullptr, s.stream);
+  CaptureRecord* capture = own_capture(s, "step_scalars");
+  if (!capture) return s.scalars.write(bytes, fill, nullptr, s.stream);
   // Captured: a slot of the graph's arena, refilled before every replay.
-  std::vector<CaptureRecord::Arena>& arenas = s.capture->arenas;
+  std::vector<CaptureRecord::Arena>& arenas = capture->arenas;
   if (arenas.empty() || arenas.back().used + slot > arenas.back().bytes) {
     CaptureRecord::Arena arena;
     arena.bytes = std::min(kRingBytes, std::max(slot, kArenaBytes << std::min<size_t>(arenas.size(), 2)));

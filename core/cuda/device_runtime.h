@@ -15,6 +15,15 @@
 //   cudaSetDevice, and a kernel must go to the stream of the device it runs on.
 // - Events are created and recorded with their stream's device current (CUDA requires the
 //   same device), whichever device the caller has made current.
+// - A capture is its thread's: while one thread captures a device, every call of another thread
+//   that would queue work on that device's stream (memory, copies, scalars, kernel launches
+//   through compute_stream, synchronize, replay) is refused with chainer::Error, since the work
+//   would join the graph. The check is one atomic load at each call's start: a call of another
+//   thread already under way when the capture begins is not stopped.
+// - What a capture cannot do is done before it begins or after it ends: begin_capture first calls
+//   PREPARE_CAPTURE (the CUDA libraries' handles are made there), then waits for the device;
+//   during a capture no pinned memory is freed and no copy waited for or queried (the staging
+//   pool passes its limit instead, and is trimmed once the capture is over).
 // - Per-step scalars cost one copy: each eager call is one copy through an event-guarded pinned
 //   ring; a replayed graph's scalars are refilled with one copy per replay (its scalars share
 //   one device arena).
@@ -45,6 +54,11 @@ std::string insufficient_driver_reason(int driver, int runtime);
 class DeviceRuntime final : public Runtime {
  public:
   using Warn = std::function<void(const std::string& message)>;
+  // What must be ready before a capture of DEVICE begins, for a capture cannot do it: creating a
+  // library's handles (cuBLAS, cuDNN), which allocate and synchronize. begin_capture calls it
+  // first, on the capturing thread with DEVICE current, before it waits for the device and
+  // begins capturing; a throw from it fails begin_capture.
+  using PrepareCapture = std::function<void(int device)>;
   static constexpr int kMaxDevices = 64;
   static constexpr size_t kRingBytes = size_t(1) << 20;  // eager per-step scalars in flight
   static constexpr int kRingSegments = 16;                // each guarded by one event
@@ -54,7 +68,8 @@ class DeviceRuntime final : public Runtime {
 
   // Calls CUDA through CUDA (which must outlive this runtime); KERNELS is what kernels() returns.
   // WARN receives the first failure that could not be thrown (default: standard error).
-  DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn = {});
+  // PREPARE_CAPTURE (none by default) runs at the start of every begin_capture.
+  DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn = {}, PrepareCapture prepare_capture = {});
   ~DeviceRuntime() override;  // leaves the device state alone (see above)
   DeviceRuntime(const DeviceRuntime&) = delete;
   DeviceRuntime& operator=(const DeviceRuntime&) = delete;
@@ -101,8 +116,12 @@ class DeviceRuntime final : public Runtime {
 
   DeviceState& state(int device);
   DeviceState& current() { return state(current_device()); }
+  // The capture this thread runs on S (nullptr: none); throws chainer::Error naming OP while
+  // another thread captures S.
+  CaptureRecord* own_capture(DeviceState& s, const char* op);
   void wait_and_check(DeviceState& s);
   void destroy(CaptureRecord* record) noexcept;
+  void trim_staging(DeviceState& s) noexcept;
   // A failure on a free path (a CUDA call's STATUS, or E while freeing FREEING): reported once
   // through WARN, cleared, never thrown.
   void ignore(int status, const char* call, const char* file, int line) noexcept;
@@ -111,6 +130,7 @@ class DeviceRuntime final : public Runtime {
   DeviceApi& cuda_;
   const Kernels kernels_;
   Warn warn_;
+  PrepareCapture prepare_capture_;
   std::atomic<DeviceState*> devices_[kMaxDevices] = {};
   std::mutex init_mutex_;
   std::atomic<int64_t> kernel_launches_{0}, graph_launches_{0}, ignored_errors_{0};

@@ -18,7 +18,17 @@ static_assert(int(cudaSuccess) == kDeviceSuccess && int(cudaErrorMemoryAllocatio
               int(cudaErrorNotReady) == kErrorNotReady &&
               int(cudaErrorStreamCaptureUnsupported) == kErrorStreamCaptureUnsupported &&
               int(cudaErrorStreamCaptureInvalidated) == kErrorStreamCaptureInvalidated &&
-              int(cudaErrorStreamCaptureImplicit) == kErrorStreamCaptureImplicit);
+              int(cudaErrorStreamCaptureMerge) == kErrorStreamCaptureMerge &&
+              int(cudaErrorStreamCaptureUnmatched) == kErrorStreamCaptureUnmatched &&
+              int(cudaErrorStreamCaptureUnjoined) == kErrorStreamCaptureUnjoined &&
+              int(cudaErrorStreamCaptureIsolation) == kErrorStreamCaptureIsolation &&
+              int(cudaErrorStreamCaptureImplicit) == kErrorStreamCaptureImplicit &&
+              int(cudaErrorCapturedEvent) == kErrorCapturedEvent &&
+              int(cudaErrorStreamCaptureWrongThread) == kErrorStreamCaptureWrongThread);
+// The capture's refusals are that range and no more: the next code, cudaErrorTimeout, is not one.
+static_assert(kFirstStreamCaptureError == int(cudaErrorStreamCaptureUnsupported) &&
+              kLastStreamCaptureError == int(cudaErrorStreamCaptureWrongThread) &&
+              int(cudaErrorTimeout) == kLastStreamCaptureError + 1);
 static_assert(int(cudaStreamCaptureModeGlobal) == DeviceApi::kCaptureGlobal &&
               int(cudaStreamCaptureModeThreadLocal) == DeviceApi::kCaptureThreadLocal &&
               int(cudaStreamCaptureModeRelaxed) == DeviceApi::kCaptureRelaxed);

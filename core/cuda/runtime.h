@@ -45,10 +45,11 @@ class Runtime {
   // against it (the NCCL communicators: distributed/communicators/nccl_backend.h).
   virtual void* native_stream(int device) = 0;
 
-  // Graphs (core/cuda.h, Graph): capture on DEVICE's compute stream from this thread.
+  // Graphs (core/cuda.h, Graph): capture on DEVICE's compute stream from this thread. Meanwhile
+  // other threads' calls that would queue work on DEVICE throw chainer::Error.
   virtual void begin_capture(int device) = 0;
   virtual std::shared_ptr<void> end_capture(int device) = 0;  // the executable graph and what it needs
-  virtual void abort_capture(int device) = 0;                 // discards a capture that failed
+  virtual void abort_capture(int device) = 0;                 // discards this thread's capture that failed
   virtual void replay(const std::shared_ptr<void>& graph) = 0;
 
   // Diagnostics (core/cuda.h): versions() works without a device; device_properties() needs a
