@@ -60,25 +60,44 @@ ChannelSplit channel_split(const ChannelView& v) {
 }
 
 // The elements of piece J of channel C that thread T (of kThreads) adds, in the order it adds
-// them: F(flat index). The piece's rows [p0, p1) and elements [q0, q1) of each are covered by the
-// threads as a TP x TQ grid, TQ consecutive threads on consecutive elements of a row (coalesced
-// loads, no division per element): TQ = kThreads over wide rows, else the row's width, with
-// kThreads / TQ rows at a time (the last kThreads % TQ threads idle). Host code can call it too,
-// to check on a machine without a GPU that the pieces cover every element once.
+// them: F(flat index). Consecutive threads take consecutive elements of a row (coalesced loads),
+// and no element costs a division. A piece of rows of W <= kThreads elements is covered by the
+// threads as a grid of kThreads / W rows of W (the last kThreads % W threads idle), each thread
+// walking its column down the rows. A wider piece is read as its rows laid end to end,
+// kThreads elements at a time: a step crosses at most one row end, so (row, element) advances
+// by a compare, and every thread gets the same count to within one. The loops are unrolled so
+// that a thread has several loads in flight. Host code can call it too, to check on a machine
+// without a GPU that the pieces cover every element once.
+#ifdef __CUDA_ARCH__
+#define UNROLL_ON_DEVICE _Pragma("unroll 4")
+#else
+#define UNROLL_ON_DEVICE  // the host compiler has no such pragma
+#endif
 template <class F>
 __host__ __device__ void for_each_in_piece(const ChannelSplit& s, int64_t outer, int64_t channels, int64_t inner,
                                            int64_t c, int64_t j, int t, F&& f) {
   const int64_t rp = j / s.col_pieces, cp = j - rp * s.col_pieces;
   const int64_t p0 = rp * s.rows, p1 = p0 + s.rows < outer ? p0 + s.rows : outer;
   const int64_t q0 = cp * s.width, q1 = q0 + s.width < inner ? q0 + s.width : inner;
-  const int tq = q1 - q0 < kThreads ? int(q1 - q0) : kThreads, tp = kThreads / tq;
-  const int ty = t / tq, tx = t - ty * tq;
-  if (ty >= tp) return;
-  for (int64_t p = p0 + ty; p < p1; p += tp) {
-    const int64_t row = (p * channels + c) * inner;
-    for (int64_t q = q0 + tx; q < q1; q += tq) f(row + q);
+  const int64_t w = q1 - q0, row_step = channels * inner;  // >= 1; between a channel's rows
+  if (w <= kThreads) {
+    const int tp = kThreads / int(w), ty = t / int(w), tx = t - ty * int(w);
+    if (ty >= tp) return;
+    int64_t at = ((p0 + ty) * channels + c) * inner + q0 + tx;
+UNROLL_ON_DEVICE
+    for (int64_t p = p0 + ty; p < p1; p += tp, at += tp * row_step) f(at);
+  } else {
+    // Element k of the rows laid end to end is element q of a row at AT; q < q1 as t < kThreads < w.
+    int64_t q = q0 + t, at = (p0 * channels + c) * inner + q;
+UNROLL_ON_DEVICE
+    for (int64_t k = t; k < (p1 - p0) * w; k += kThreads) {
+      f(at);
+      q += kThreads, at += kThreads;
+      if (q >= q1) q -= w, at += row_step - w;  // q was below q1 + kThreads, so now below q0 + kThreads < q1
+    }
   }
 }
+#undef UNROLL_ON_DEVICE
 
 // Block (c, j) sums piece j of channel c: [sum a, sum a (b - center[c])], or [sum a, sum a^2]
 // without B, into OUT[c * gridDim.y + j] and OUT[(channels + c) * gridDim.y + j]: with one piece
