@@ -598,6 +598,119 @@ TEST_CASE("cuda ops: a sum of 10M floats takes well under 100 us", "[.][timing]"
   CHECK(us < 100);
 }
 
+// Batch normalization's per-channel sums of an (outer, channels, inner) view, split over several
+// blocks per channel (core/cuda/normalization.cu, "Channel sums"): pieces of whole rows, or runs
+// of one row when a channel has fewer rows than pieces, then the pieces' partials added in a
+// second pass. The views cut into pieces that do not divide the rows or the row evenly: a CNN
+// layer (32 channels of 128 rows of 784: 22 pieces of 6 rows, the last of 2), one row per
+// channel cut in runs (1 x 1000003, 7 x 10007), inner 1 (100003 rows 3 apart), one channel
+// (4097 rows, 33 rows of 4099), rows narrower than a block (49 and 3: several rows per pass of the
+// block), and one piece a channel, in one pass: many channels, a tiny view, one element. Each in
+// the three modes: [sum a, sum a^2], [sum a, sum a (b - center)], and B without a center.
+TEST_CASE("cuda ops: channel_sums over channels split into many pieces, in every mode, the same bits when repeated",
+          "[cuda][ops][normalization]") {
+  const std::vector<ChannelView> views = {{128, 32, 784}, {1, 2, 1000003}, {7, 3, 10007}, {100003, 3, 1},
+                                          {4097, 1, 1},   {33, 1, 4099},   {512, 100, 49}, {5001, 2, 3},
+                                          {3, 2049, 1},   {2, 3, 4},       {1, 1, 1}};
+  Generator gen(44);
+  for (DType dtype : kFloatTypes)
+    for (const ChannelView& v : views) {
+      const Shape shape{v.outer, v.channels, v.inner};
+      const Tensor a = random_tensor(shape, dtype, gen), b = random_tensor(shape, dtype, gen);
+      const Tensor center = random_tensor({v.channels}, dtype, gen, -0.5, 0.5);
+      const Tensor ag = a.to(kGpu), bg = b.to(kGpu), cg = center.to(kGpu);
+      // float64 sums of OUTER x INNER terms, of float32 or float64 values alike
+      const Tol tol = tol_for(kF64, std::max(1.0, double(v.outer * v.inner) / 100));
+      const std::vector<std::pair<std::string, std::pair<Tensor, Tensor>>> modes = {
+          {"[sum a, sum a^2]", {Tensor(), Tensor()}},
+          {"[sum a, sum a (b - center)]", {b, center}},
+          {"[sum a, sum a b]", {b, Tensor()}}};
+      for (const auto& [mode, operands] : modes) {
+        INFO("channel_sums " << mode << " of " << shape_str(shape) << " " << dtype_name(dtype));
+        run_case([&] {
+          const Tensor bd = operands.first.defined() ? bg : Tensor(), cd = operands.second.defined() ? cg : Tensor();
+          const Tensor got = ops::channel_sums(ag, bd, cd, v);
+          expect_close(ops::channel_sums(a, operands.first, operands.second, v), got, tol);
+          // The partition is fixed by the shape: the same bits every time.
+          expect_same_bits(got, ops::channel_sums(ag, bd, cd, v));
+        });
+      }
+    }
+}
+
+// Batch normalization forward and backward where its channel sums take many pieces (above):
+// the statistics are [sum x, sum x^2], x's gradient uses [sum gy, sum gy (x - mean)], and those
+// are gamma's and beta's gradients. The channels apart (axis 1 of 3-D x) go through a transposed
+// copy: a view of inner 1. Float32 as the functions' table (values O(1)); float64 per sum length.
+TEST_CASE("cuda ops: batch_normalization at CNN sizes, forward and backward, equals the CPU's and repeats its bits",
+          "[cuda][ops][normalization]") {
+  struct BnCase {
+    std::string name;
+    Shape x, gamma;
+    F::Axes axis;
+  };
+  const std::vector<BnCase> cases = {
+      {"a CNN layer: 32 channels of 128 x 28 x 28", {128, 32, 28, 28}, {32}, {}},
+      {"a batch of one large image", {1, 2, 300, 301}, {2}, {}},
+      {"100 channels of 512 x 7 x 7", {512, 100, 7, 7}, {100}, {}},
+      {"a linear layer's output: 100003 rows of 3", {100003, 3}, {3}, {}},
+      {"one channel of 4097", {4097, 1}, {1}, {}},
+      {"channels apart: (3, 20011, 2) over axis 1", {3, 20011, 2}, {3, 2}, F::Axes(1)},
+  };
+  Generator gen(45);
+  for (DType dtype : kFloatTypes)
+    for (const BnCase& c : cases) {
+      INFO("batch_normalization: " << c.name << ", x " << shape_str(c.x) << " " << dtype_name(dtype));
+      const Tensor x = random_tensor(c.x, dtype, gen), gy = random_tensor(c.x, dtype, gen, -1, 1);
+      const Tensor gamma = random_tensor(c.gamma, dtype, gen, 0.5, 2), beta = random_tensor(c.gamma, dtype, gen);
+      const int64_t count = shape_numel(c.x) / shape_numel(c.gamma);
+      const Tol tol = dtype == kF32 ? Tol{1e-5, 1e-5} : tol_for(kF64, std::max(1.0, double(count) / 100));
+      // y, then the gradients of x, gamma and beta
+      const auto run = [&](Device device) {
+        Variable xv(x.to(device), true), gv(gamma.to(device), true), bv(beta.to(device), true);
+        F::BatchNormalizationOptions options;
+        options.axis = c.axis;
+        Variable y = F::batch_normalization(xv, gv, bv, options);
+        y.set_grad(gy.to(device));
+        y.backward();
+        return std::vector<Tensor>{y.data(), xv.grad(), gv.grad(), bv.grad()};
+      };
+      run_case([&] {
+        const std::vector<Tensor> want = run(kCpu), got = run(kGpu), again = run(kGpu);
+        const char* const names[] = {"y", "the gradient of x", "the gradient of gamma", "the gradient of beta"};
+        for (size_t i = 0; i < want.size(); ++i) {
+          INFO(names[i]);
+          expect_close(want[i], got[i], tol);
+          expect_same_bits(got[i], again[i]);
+        }
+      });
+    }
+}
+
+// Hidden (run by name with "[timing]", as scripts/gpu_validate.sh does): batch normalization's
+// statistics of a CNN layer, the channel sums of 32 channels of 128 x 28 x 28 floats, must use
+// the whole device: reading 12.8 MB takes ~4 us at an H100's 3.35 TB/s, where one block per
+// channel kept 100 of its 132 SMs idle and each thread waited on ~400 loads in turn. As for the
+// sum above, the mean over calls queued back to back is the device's time unless the host cannot
+// queue them as fast.
+TEST_CASE("cuda ops: the channel sums of 32 channels of 128 x 28 x 28 floats take well under 100 us",
+          "[.][timing]") {
+  Generator gen(46);
+  const ChannelView view{128, 32, 784};
+  const Tensor x = random_tensor({128, 32, 28, 28}, kF32, gen).to(kGpu);
+  for (int i = 0; i < 10; ++i) ops::channel_sums(x, Tensor(), Tensor(), view);  // warm-up
+  cuda::synchronize();
+  constexpr int kCalls = 200;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kCalls; ++i) ops::channel_sums(x, Tensor(), Tensor(), view);
+  cuda::synchronize();
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / kCalls;
+  std::cout << "channel sums of (128, 32, 784) floats: " << std::fixed << std::setprecision(1) << us
+            << " us (mean of " << kCalls << ")\n";
+  CHECK(us < 100);
+}
+
 TEST_CASE("cuda ops: max, argmax, min, argmin along every axis, ties to the first; amax, amin over several axes",
           "[cuda][ops][reduction]") {
   Generator gen(5);
