@@ -849,12 +849,14 @@ TEST_CASE("cuda ops: convolution_2d and its data and filter gradients over geome
     }
 }
 
-// cuDNN's algorithm choice (core/cuda/cudnn_algorithms.h) on the device: a shape first met
-// inside a graph capture, on a thread whose cuDNN handle is made there too, with autotune on,
-// takes the heuristic's algorithm (nothing is timed while capturing) and replays right; outside
-// the capture the same shape is timed and agrees; with deterministic algorithms (the default)
-// the gradients, summed over the batch, repeat bit for bit.
-TEST_CASE("cuda ops: a convolution first met inside a graph capture under autotune, and deterministic gradients",
+// A new thread whose first convolution is inside a graph capture, under autotune. The runtime's
+// begin_capture first makes the capturing thread's library handles: cuBLAS's, and cuDNN's once a
+// convolution has loaded cuDNN (a capture never loads it), so one of another shape runs here first.
+// Nothing is made inside the capture: it succeeds and its replay gives the CPU's result. The shape,
+// first met inside the capture, takes cuDNN's heuristic algorithm (core/cuda/cudnn_algorithms.h:
+// nothing is timed while capturing); outside the capture the same shape is timed and agrees. With
+// deterministic algorithms (the default) the gradients, summed over the batch, repeat bit for bit.
+TEST_CASE("cuda ops: a thread's first convolution inside a graph capture under autotune, and deterministic gradients",
           "[cuda][ops][convolution]") {
   Generator gen(43);
   const ops::Conv2dParams p{.ph = 1, .pw = 1};
@@ -862,6 +864,9 @@ TEST_CASE("cuda ops: a convolution first met inside a graph capture under autotu
   const Tensor b = random_tensor({7}, kF32, gen, -1, 1);
   const Tensor want = ops::convolution_2d(x, W, b, p);
   const Tensor xg = x.to(kGpu), Wg = W.to(kGpu), bg = b.to(kGpu);
+  ops::convolution_2d(random_tensor({1, 2, 4, 4}, kF32, gen).to(kGpu), random_tensor({3, 2, 1, 1}, kF32, gen).to(kGpu),
+                      Tensor(), {});
+  cuda::synchronize();
   Tensor captured, timed;
   std::string error;
   std::thread first([&] {
@@ -891,11 +896,13 @@ TEST_CASE("cuda ops: a convolution first met inside a graph capture under autotu
                    ops::convolution_2d_grad_data(gy, Wg, 11, 13, p).to(kCpu));
 }
 
-// cuBLAS handles are per thread (core/cuda/blas_handles.h): products from several threads at
-// once on the one compute stream, and a thread whose first product (creating its handle and its
-// workspace) is inside a graph capture. Catch2's checks are not thread-safe: the threads keep
-// their results and the checks run here.
-TEST_CASE("cuda ops: matmul from four threads at once, and first called inside a graph capture",
+// cuBLAS handles are per thread (core/cuda/blas_handles.h): products from several threads at once
+// on the one compute stream; then a new thread whose first product is inside a graph capture. The
+// runtime's begin_capture first gives the thread its handle and workspace, outside the graph, so
+// nothing is made inside it: the capture succeeds, its replay gives the CPU's product, and with
+// the graph gone the thread's products still equal the CPU's. Catch2's checks are not thread-safe:
+// the threads keep their results and the checks run here.
+TEST_CASE("cuda ops: matmul from four threads at once, and a thread's first product inside a graph capture",
           "[cuda][ops][matmul]") {
   constexpr int kThreads = 4, kRounds = 20;
   Generator gen(41);
@@ -924,25 +931,28 @@ TEST_CASE("cuda ops: matmul from four threads at once, and first called inside a
     for (const Tensor& g : got[size_t(t)]) expect_close(want, g, tol_for(kF32, 300));
   }
 
-  // The threads above loaded cuBLAS's kernels: inside this capture only the new thread's handle
-  // and workspace are made.
-  Tensor captured;
+  Tensor captured, after;
   std::string error;
   std::thread first([&] {
     try {
-      const std::unique_ptr<cuda::Graph> graph =
+      std::unique_ptr<cuda::Graph> graph =
           cuda::Graph::capture(kGpu, [&] { captured = ops::matmul(as[0].gpu, bs[0].gpu); });
       captured.fill_(0.0);  // the replay must write it again
       graph->replay();
       cuda::synchronize();
       captured = captured.to(kCpu).to(kGpu);  // a copy that outlives the graph
+      graph.reset();
+      after = ops::matmul(as[1].gpu, bs[1].gpu);
+      cuda::synchronize();
     } catch (const std::exception& e) {
       error = e.what();
     }
   });
   first.join();
   CHECK(error == "");
-  if (error.empty()) expect_close(ops::matmul(as[0].cpu, bs[0].cpu), captured, tol_for(kF32, 300));
+  if (!error.empty()) return;
+  expect_close(ops::matmul(as[0].cpu, bs[0].cpu), captured, tol_for(kF32, 300));
+  expect_close(ops::matmul(as[1].cpu, bs[1].cpu), after, tol_for(kF32, 300));
 }
 
 TEST_CASE("cuda ops: concat and stack along each axis, empty and non-contiguous pieces", "[cuda][ops]") {
