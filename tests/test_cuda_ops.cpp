@@ -67,6 +67,27 @@ Tol tol_for(DType dtype, double atol_scale = 1.0) {
   return {0, 0};
 }
 
+// Whether cuDNN may have run any of its algorithms for this thread's convolutions, not only
+// those its heuristic proposes among the deterministic ones (the default): timing them
+// (config::autotune) keeps the fastest, and non-deterministic ones widen the choice.
+bool any_conv_algorithm() { return config::autotune() || !config::cudnn_deterministic(); }
+
+// TOL for a float32 result of cuDNN's convolutions when ANY_ALGORITHM, times 100. The fastest
+// algorithms are often FFT or Winograd ones, whose transforms spread rounding error over a whole
+// tile, so an output's error follows the outputs' overall magnitude rather than its own sum of
+// products. Measured elsewhere: for typical sizes 1e-3 to 1e-2 with FFT where the GEMM-based
+// algorithms give 1e-5 to 1e-4, a factor of 100 (NVIDIA's answer in PyTorch's issue 52983);
+// cuDNN's fp32 FFT algorithm off from fp64 by up to 1e-4 of the outputs' typical magnitude
+// (gpu-mode/reference-kernels issue 164); a float32 Winograd 3x3 convolution 8 times as far from
+// the reference as implicit GEMM (MLX's pull request 4242). Times 100 reads rtol 1e-3 and atol
+// 1e-4 per summed term, the order of Chainer's own tests of cuDNN's float32 convolutions with
+// autotune and non-deterministic algorithms (atol 5e-4, rtol 5e-3). Float64 keeps its tolerance
+// (its rounding is 2^29 times finer), and so does the default run.
+Tol for_convolution(Tol tol, DType dtype, bool any_algorithm = any_conv_algorithm()) {
+  if (dtype == kF32 && any_algorithm) tol.rtol *= 100, tol.atol *= 100;
+  return tol;
+}
+
 std::string fmt(double v) {
   std::ostringstream os;
   os << std::setprecision(17) << v;
@@ -838,13 +859,14 @@ TEST_CASE("cuda ops: convolution_2d and its data and filter gradients over geome
         const Tensor y = ops::convolution_2d(x, W, b, c.p);
         const Tensor gy = random_tensor(y.shape(), dtype, gen, -1, 1);
         const double depth = double(c.W[1] * c.W[2] * c.W[3]);
-        expect_close(y, ops::convolution_2d(x.to(kGpu), W.to(kGpu), b.to(kGpu), c.p), tol_for(dtype, depth));
+        expect_close(y, ops::convolution_2d(x.to(kGpu), W.to(kGpu), b.to(kGpu), c.p),
+                     for_convolution(tol_for(dtype, depth), dtype));
         expect_close(ops::convolution_2d_grad_data(gy, W, c.x[2], c.x[3], c.p),
                      ops::convolution_2d_grad_data(gy.to(kGpu), W.to(kGpu), c.x[2], c.x[3], c.p),
-                     tol_for(dtype, double(c.W[0] * c.W[2] * c.W[3])));
+                     for_convolution(tol_for(dtype, double(c.W[0] * c.W[2] * c.W[3])), dtype));
         expect_close(ops::convolution_2d_grad_filter(x, gy, c.W[2], c.W[3], c.p),
                      ops::convolution_2d_grad_filter(x.to(kGpu), gy.to(kGpu), c.W[2], c.W[3], c.p),
-                     tol_for(dtype, double(y.numel() / y.size(1))));
+                     for_convolution(tol_for(dtype, double(y.numel() / y.size(1))), dtype));
       });
     }
 }
@@ -885,8 +907,9 @@ TEST_CASE("cuda ops: a thread's first convolution inside a graph capture under a
   });
   first.join();
   REQUIRE(error == "");
-  expect_close(want, captured, tol_for(kF32, 54));
-  expect_close(want, timed, tol_for(kF32, 54));
+  // The captured convolution ran the heuristic's choice, the later one the fastest timed.
+  expect_close(want, captured, for_convolution(tol_for(kF32, 54), kF32, !config::cudnn_deterministic()));
+  expect_close(want, timed, for_convolution(tol_for(kF32, 54), kF32, true));
 
   if (!config::cudnn_deterministic()) return;  // CHAINER_CUDNN_DETERMINISTIC=0 (scripts/gpu_validate.sh)
   const Tensor gy = random_tensor(want.shape(), kF32, gen, -1, 1).to(kGpu);
@@ -2047,10 +2070,12 @@ TEST_CASE("cuda functions: gradients on the GPU match finite differences (float6
 
 TEST_CASE("cuda functions: forward and backward on the GPU equal the CPU's (float32)", "[cuda][functions]") {
   // Small graphs of O(1) values with sums of up to ~35 terms: float32 1e-5 relative with a
-  // floor of 1e-5.
-  const Tol tol{1e-5, 1e-5};
+  // floor of 1e-5; the cases on cuDNN's convolutions (convolution_2d, depthwise_convolution_2d,
+  // deconvolution_2d) as for_convolution says.
   for (const FnCase& c : function_cases()) {
     INFO("function: " << c.name << " of " << shapes_of(c.inputs) << ", float32");
+    const bool on_cudnn = c.name.find("convolution_2d") != std::string::npos;
+    const Tol tol = on_cudnn ? for_convolution({1e-5, 1e-5}, kF32) : Tol{1e-5, 1e-5};
     run_case([&] {
       const auto want = forward_backward(c, kCpu), got = forward_backward(c, kGpu);
       CHECK(got.size() == want.size());
