@@ -623,11 +623,12 @@ TEST_CASE("cuda ops: a sum of 10M floats takes well under 100 us", "[.][timing]"
 // blocks per channel (core/cuda/normalization.cu, "Channel sums"): pieces of whole rows, or runs
 // of one row when a channel has fewer rows than pieces, then the pieces' partials added in a
 // second pass. The views cut into pieces that do not divide the rows or the row evenly: a CNN
-// layer (32 channels of 128 rows of 784: 22 pieces of 6 rows, the last of 2), one row per
-// channel cut in runs (1 x 1000003, 7 x 10007), inner 1 (100003 rows 3 apart), one channel
-// (4097 rows, 33 rows of 4099), rows narrower than a block (49 and 3: several rows per pass of the
-// block), and one piece a channel, in one pass: many channels, a tiny view, one element. Each in
-// the three modes: [sum a, sum a^2], [sum a, sum a (b - center)], and B without a center.
+// layer (32 channels of 128 rows of 784: 22 pieces of 6 rows, the last of 2), rows cut in runs
+// where a channel has fewer rows than pieces (1 x 1000003, 7 x 10007), inner 1 (100003 rows 3
+// apart), one channel (4097 rows; 33 rows of 4099, cut in runs), rows narrower than a block (49
+// and 3: several rows per pass of the block), and one piece a channel, in one pass: many
+// channels, a tiny view, one element. Each in the three modes: [sum a, sum a^2],
+// [sum a, sum a (b - center)], and B without a center.
 TEST_CASE("cuda ops: channel_sums over channels split into many pieces, in every mode, the same bits when repeated",
           "[cuda][ops][normalization]") {
   const std::vector<ChannelView> views = {{128, 32, 784}, {1, 2, 1000003}, {7, 3, 10007}, {100003, 3, 1},
