@@ -97,11 +97,11 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
     const float al = float(alpha), be = float(beta);
     CHAINER_CUBLAS_CHECK(cublasSgemm_64(handle(), op_b, op_a, n, m, k, &al, b.data<float>(), ldb, a.data<float>(), lda,
                                         &be, c.data<float>(), n));
-    CHAINER_CUDA_CHECK_LAUNCH(cublasSgemm);
+    count_library_launch();
   } else {
     CHAINER_CUBLAS_CHECK(cublasDgemm_64(handle(), op_b, op_a, n, m, k, &alpha, b.data<double>(), ldb,
                                         a.data<double>(), lda, &beta, c.data<double>(), n));
-    CHAINER_CUDA_CHECK_LAUNCH(cublasDgemm);
+    count_library_launch();
   }
 }
 

@@ -286,14 +286,14 @@ void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Con
   const std::shared_ptr<void> workspace = c.workspace(bytes);
   CHAINER_CUDNN_CHECK(cudnnConvolutionForward(h, c.scale_.one(), c.x_, xs.raw_data(), c.w_, W.raw_data(), c.conv_,
                                               algo, workspace.get(), bytes, c.scale_.zero(), c.y_, y.raw_data()));
-  CHAINER_CUDA_CHECK_LAUNCH(cudnnConvolutionForward);
+  count_library_launch();
   if (b.defined()) {
     TensorDescriptor bias;
     CHAINER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW,
                                                    x.dtype() == DType::Float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE,
                                                    1, int(y.size(1)), 1, 1));
     CHAINER_CUDNN_CHECK(cudnnAddTensor(h, c.scale_.one(), bias, b.raw_data(), c.scale_.one(), c.y_, y.raw_data()));
-    CHAINER_CUDA_CHECK_LAUNCH(cudnnAddTensor);
+    count_library_launch();
   }
 }
 
@@ -333,7 +333,7 @@ void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeo
   CHAINER_CUDNN_CHECK(cudnnConvolutionBackwardData(h, c.scale_.one(), c.w_, W.raw_data(), c.y_, gy.raw_data(), c.conv_,
                                                    algo, workspace.get(), bytes, c.scale_.zero(), c.x_,
                                                    gxs.raw_data()));
-  CHAINER_CUDA_CHECK_LAUNCH(cudnnConvolutionBackwardData);
+  count_library_launch();
   if (gxs.raw_data() != gx.raw_data()) copy(gxs.narrow(2, 0, gx.size(2)).narrow(3, 0, gx.size(3)), gx);
 }
 
@@ -369,7 +369,7 @@ void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dG
   CHAINER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, c.scale_.one(), c.x_, xs.raw_data(), c.y_, gy.raw_data(),
                                                      c.conv_, algo, workspace.get(), bytes, c.scale_.zero(), c.w_,
                                                      gW.raw_data()));
-  CHAINER_CUDA_CHECK_LAUNCH(cudnnConvolutionBackwardFilter);
+  count_library_launch();
 }
 
 }  // namespace chainer::cuda
