@@ -1,9 +1,12 @@
 // The CUDA plugin's runtime: the real CUDA calls behind core/cuda/device_api.h, the kernel table,
 // and the one DeviceRuntime (core/cuda/device_runtime.h, where the logic is) that
-// chainer_cuda_runtime() returns and the kernel files reach through core/cuda/common.cuh.
+// chainer_cuda_runtime() returns and the kernel files reach through core/cuda/common.cuh. The
+// table's convolutions load the cuDNN plugin at their first call (core/cuda/cudnn_plugin.h).
 #include <cuda_runtime.h>
+#include <cudnn_version.h>  // CUDNN_MAJOR only: the library the cuDNN plugin needs, for messages
 
 #include "core/cuda/common.cuh"
+#include "core/cuda/cudnn_plugin.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/device_runtime.h"
 #include "core/cuda/kernels.h"
@@ -113,6 +116,32 @@ DeviceApi& cuda_api() {
   static CudaApi* api = new CudaApi;  // never destroyed, as the runtime that uses it
   return *api;
 }
+
+// The cuDNN plugin, beside this library, opened at the first convolution. Never destroyed: the
+// convolutions may run during static destruction.
+CudnnLoader& cudnn_loader() {
+  static CudnnLoader* loader = new CudnnLoader(str("libcudnn.so.", CUDNN_MAJOR), [](std::string& why_not) {
+    return open_cudnn_plugin(reinterpret_cast<const void*>(&chainer_cuda_runtime), "libchainer_cudnn.so", why_not);
+  });
+  return *loader;
+}
+
+const CudnnPlugin& cudnn(const char* op) { return cudnn_loader().get(op, current_device_index()); }
+
+}  // namespace
+
+// The kernel table's convolutions: the cuDNN plugin's, loaded once.
+void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
+  cudnn("convolution_2d").convolution_2d(x, W, b, g, y);
+}
+void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
+  cudnn("convolution_2d_grad_data").convolution_2d_grad_data(gy, W, g, gx);
+}
+void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
+  cudnn("convolution_2d_grad_filter").convolution_2d_grad_filter(x, gy, g, gW);
+}
+
+namespace {
 
 const Kernels kernel_table{
     .fill = cuda::fill,
