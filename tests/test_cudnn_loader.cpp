@@ -169,4 +169,5 @@ TEST_CASE("cudnn loader: the real plugin resolves against the libchainer_cuda.so
   CHECK(p->convolution_2d != nullptr);
   CHECK(p->convolution_2d_grad_data != nullptr);
   CHECK(p->convolution_2d_grad_filter != nullptr);
+  CHECK(p->prepare_handle != nullptr);
 }

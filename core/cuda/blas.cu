@@ -80,6 +80,8 @@ cublasHandle_t handle() {
 
 }  // namespace
 
+void prepare_blas_handle() { handle(); }
+
 // Row-major C (m, n) is column-major C^T (n, m) = op(B)^T op(A)^T: cuBLAS multiplies B's view by
 // A's view. A row-major (r, c) array read column-major is its transpose with leading dimension c,
 // so each operand keeps its flag and its row length as leading dimension.

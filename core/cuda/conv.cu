@@ -381,6 +381,8 @@ void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dG
   count_library_launch();
 }
 
+void prepare_handle() { handle(); }
+
 size_t library_version() { return cudnnGetVersion(); }
 
 }  // namespace cudnn
@@ -394,6 +396,7 @@ extern "C" const chainer::cuda::CudnnPlugin* chainer_cudnn_plugin() {
                                         .library_version = cuda::cudnn::library_version,
                                         .convolution_2d = cuda::cudnn::convolution_2d,
                                         .convolution_2d_grad_data = cuda::cudnn::convolution_2d_grad_data,
-                                        .convolution_2d_grad_filter = cuda::cudnn::convolution_2d_grad_filter};
+                                        .convolution_2d_grad_filter = cuda::cudnn::convolution_2d_grad_filter,
+                                        .prepare_handle = cuda::cudnn::prepare_handle};
   return &plugin;
 }

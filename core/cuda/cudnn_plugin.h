@@ -32,6 +32,9 @@ struct CudnnPlugin {
                                    Tensor& gx) = nullptr;
   void (*convolution_2d_grad_filter)(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g,
                                      Tensor& gW) = nullptr;
+  // Creates the calling thread's cuDNN handle for its current device now, if it has none: a
+  // graph capture is about to begin, and cudnnCreate is no call to make while capturing.
+  void (*prepare_handle)() = nullptr;
 };
 
 // Opens FILE from the folder of the library that holds ANCHOR (the cuDNN plugin lies beside

@@ -304,8 +304,8 @@ struct DeviceRuntime::DeviceState {
 
 // ---- The runtime ----
 
-DeviceRuntime::DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn)
-    : cuda_(cuda), kernels_(kernels), warn_(std::move(warn)) {
+DeviceRuntime::DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn, PrepareCapture prepare_capture)
+    : cuda_(cuda), kernels_(kernels), warn_(std::move(warn)), prepare_capture_(std::move(prepare_capture)) {
   if (!warn_) warn_ = [](const std::string& message) { std::fprintf(stderr, "%s\n", message.c_str()); };
 }
 
@@ -496,6 +496,8 @@ void* DeviceRuntime::native_stream(int device) { return state(device).stream; }
 void DeviceRuntime::begin_capture(int device) {
   DeviceState& s = state(device);
   CHAINER_ASSERT(!s.capture, "begin_capture: cuda:", device, " is already capturing");
+  // Before the graph's memory pool: what it allocates (a library's workspace) is for good.
+  if (prepare_capture_) prepare_capture_(device);
   // Anything still queued must not be mistaken for part of the step.
   wait_and_check(s);
   auto record = std::make_unique<CaptureRecord>();

@@ -45,6 +45,9 @@ std::string insufficient_driver_reason(int driver, int runtime);
 class DeviceRuntime final : public Runtime {
  public:
   using Warn = std::function<void(const std::string& message)>;
+  // Called by begin_capture on the capturing thread with DEVICE current, before anything of the
+  // capture (its memory pool included) begins: what must not happen while capturing happens here.
+  using PrepareCapture = std::function<void(int device)>;
   static constexpr int kMaxDevices = 64;
   static constexpr size_t kRingBytes = size_t(1) << 20;  // eager per-step scalars in flight
   static constexpr int kRingSegments = 16;                // each guarded by one event
@@ -53,8 +56,9 @@ class DeviceRuntime final : public Runtime {
   static constexpr size_t kMaxStagedBytes = size_t(64) << 20;  // larger host copies are not staged
 
   // Calls CUDA through CUDA (which must outlive this runtime); KERNELS is what kernels() returns.
-  // WARN receives the first failure that could not be thrown (default: standard error).
-  DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn = {});
+  // WARN receives the first failure that could not be thrown (default: standard error);
+  // PREPARE_CAPTURE (default: nothing) is called at the start of every begin_capture.
+  DeviceRuntime(DeviceApi& cuda, const Kernels& kernels, Warn warn = {}, PrepareCapture prepare_capture = {});
   ~DeviceRuntime() override;  // leaves the device state alone (see above)
   DeviceRuntime(const DeviceRuntime&) = delete;
   DeviceRuntime& operator=(const DeviceRuntime&) = delete;
@@ -111,6 +115,7 @@ class DeviceRuntime final : public Runtime {
   DeviceApi& cuda_;
   const Kernels kernels_;
   Warn warn_;
+  PrepareCapture prepare_capture_;
   std::atomic<DeviceState*> devices_[kMaxDevices] = {};
   std::mutex init_mutex_;
   std::atomic<int64_t> kernel_launches_{0}, graph_launches_{0}, ignored_errors_{0};

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <cudnn_version.h>  // CUDNN_MAJOR only: the library the cuDNN plugin needs, for messages
 
+#include "core/cuda/blas_handles.h"
 #include "core/cuda/common.cuh"
 #include "core/cuda/cudnn_plugin.h"
 #include "core/cuda/device_api.h"
@@ -128,6 +129,18 @@ CudnnLoader& cudnn_loader() {
 
 const CudnnPlugin& cudnn(const char* op) { return cudnn_loader().get(op, current_device_index()); }
 
+// Before a graph capture begins, on the capturing thread with DEVICE current: the thread's
+// library handles for the device are made now. cublasCreate and cudnnCreate make CUDA calls that
+// a capture forbids (the pools also switch to relaxed capture mode for them, but a handle made
+// inside the capture would then take its cuBLAS workspace from the graph's private pool, tied to
+// the graph's life). cuDNN is prepared only when some convolution has loaded it: a step without
+// convolutions must not need libcudnn.
+void prepare_capture(int device) {
+  CHAINER_ASSERT(current_device_index() == device, "prepare_capture: cuda:", device, " is not the current device");
+  prepare_blas_handle();
+  if (const CudnnPlugin* p = cudnn_loader().loaded()) p->prepare_handle();
+}
+
 }  // namespace
 
 // The kernel table's convolutions: the cuDNN plugin's, loaded once.
@@ -193,7 +206,7 @@ const Kernels kernel_table{
 // The plugin's runtime. Never destroyed: tensors may outlive static destruction, and the device
 // state must not be torn down after the CUDA runtime has shut down (device_runtime.h).
 DeviceRuntime& the_runtime() {
-  static DeviceRuntime* runtime = new DeviceRuntime(cuda_api(), kernel_table);
+  static DeviceRuntime* runtime = new DeviceRuntime(cuda_api(), kernel_table, {}, prepare_capture);
   return *runtime;
 }
 
