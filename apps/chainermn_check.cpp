@@ -1,8 +1,10 @@
 // ChainerMN's troubleshooting guide ("Step-by-step troubleshooting") as one program: it checks,
 // in the guide's order, the MPI library, that every rank runs and where, that the launcher and
 // the library agree on the job, the communicator's host topology, what CUDA this machine has
-// (devices, driver, runtime, NCCL, cuDNN, whether MPI is CUDA-aware), and then a small
-// all-reduce with a known result on every communicator that can run here.
+// (devices, driver, runtime, NCCL, cuDNN, each as loaded and as compiled against, whether MPI is
+// CUDA-aware) and, where there is a device, that cuBLAS, cuDNN and NCCL run on it, and then a small
+// all-reduce with a known result on every communicator that can run here. Alone, it is the first
+// check of a GPU machine: every CUDA library the framework loads, loaded and run once.
 //   mpiexec -n 4 build/apps/chainermn_check        (or without mpiexec: a 1-process job)
 // Rank 0 prints; every verdict is agreed by all ranks, so rank 0 reports what any rank saw.
 // Exit status: 0 when every check passed, 1 when one failed, 2 for a bad command line.
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -23,6 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda/cudnn_plugin.h"
+#include "core/plugin.h"
+#include "distributed/communicators/nccl_api.h"
+#include "distributed/communicators/nccl_backend.h"
 #include "distributed/mpi_library.h"
 
 using chainer::DType;
@@ -41,7 +48,10 @@ from rank 0, one section per step:
      mpiexec runs every process alone as rank 0 of 1);
   4. each rank's intra_rank/intra_size (on its host) and inter_rank/inter_size (hosts);
   5. CUDA, in a build with CUDA: devices, driver and runtime versions, NCCL and cuDNN (found
-     at run time: libnccl.so.2, libcudnn.so.9), whether MPI is CUDA-aware;
+     at run time: libnccl.so.2, libcudnn.so.9, next to the versions of the headers the plugins
+     were compiled with), whether MPI is CUDA-aware; where a rank has a device, that a matrix
+     product (cuBLAS) and a convolution with its gradients (cuDNN) on it match the CPU, and
+     that its libnccl is new enough for the NCCL communicators;
   6. on every communicator this build has and this placement suits (naive, flat, hierarchical,
      two_dimensional, single_node, ...): multi_node_mean_grad, allreduce and bcast_data
      against results known in closed form.
@@ -183,8 +193,12 @@ bool check_launcher(Tally& tally) {
 
 // ---- 4: topology ----
 
-// Returns this rank's intra_size.
-int check_topology(Tally& tally, const std::vector<std::string>& hosts) {
+// Where this rank runs on its host.
+struct Placement {
+  int intra_rank = 0, intra_size = 1;
+};
+
+Placement check_topology(Tally& tally, const std::vector<std::string>& hosts) {
   section("4. Topology (a naive communicator)");
   auto comm = chainermn::create_communicator("naive");
   const std::vector<std::string> rows = gather_text(str(comm->intra_rank(), " ", comm->intra_size(), " ",
@@ -224,7 +238,7 @@ int check_topology(Tally& tally, const std::vector<std::string>& hosts) {
   tally.decide("intra and inter ranks match the host names", finding,
                "every host needs a distinct host name (`hostname` on each; MPI_Get_processor_name is what counts)");
   flush();
-  return comm->intra_size();
+  return {comm->intra_rank(), comm->intra_size()};
 }
 
 // ---- 5: CUDA ----
@@ -261,17 +275,53 @@ std::string dlopen_version(const std::vector<const char*>& sonames, const char* 
   return str("not found (", why, ")");
 }
 
+// The NCCL found at run time, then the nccl.h the NCCL plugin was compiled with.
 std::string nccl_version() {
-  return dlopen_version({"libnccl.so.2"}, "ncclGetVersion", [](void* fn) {
+  std::string out = dlopen_version({"libnccl.so.2"}, "ncclGetVersion", [](void* fn) {
     int v = 0;
     const int status = reinterpret_cast<int (*)(int*)>(fn)(&v);  // ncclResult_t, 0: ncclSuccess
     return status == 0 ? library_version(v) : str("unknown (ncclGetVersion returned ", status, ")");
   });
+  const int header = chainermn::nccl::header_version();
+  if (header == 0) return str(out, "; no NCCL plugin: ", chainermn::nccl::unavailable_reason());
+  return str(out, "; compiled with nccl.h ", library_version(header), " (libchainermn_nccl.so), needs ",
+             library_version(chainermn::nccl::kMinNcclVersion), " or newer");
 }
 
+// The cuDNN plugin, opened as libchainer_cuda.so opens it (core/cuda/cudnn_plugin.h): beside the
+// libraries, which libchainer's folder is. Null with WHY_NOT set when it cannot be loaded.
+const chainer::cuda::CudnnPlugin* cudnn_plugin(std::string& why_not) {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<const void*>(&chainer::load_plugin_entry), &info) || !info.dli_fname) {
+    why_not = "libchainer's folder is unknown (dladdr)";
+    return nullptr;
+  }
+  const std::string path = str(std::filesystem::path(info.dli_fname).parent_path().string(), "/libchainer_cudnn.so");
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* e = dlerror();
+    why_not = e ? e : path + ": unknown error";
+    return nullptr;
+  }
+  auto entry = reinterpret_cast<const chainer::cuda::CudnnPlugin* (*)()>(dlsym(handle, "chainer_cudnn_plugin"));
+  const chainer::cuda::CudnnPlugin* plugin = entry ? entry() : nullptr;
+  if (!plugin || plugin->interface != chainer::cuda::kCudnnPluginInterface) {
+    why_not = str(path, " has no chainer_cudnn_plugin entry of this build's interface");
+    return nullptr;
+  }
+  return plugin;
+}
+
+// The cuDNN found at run time (loaded by the cuDNN plugin first, so it is the plugin's), then the
+// cudnn.h the plugin was compiled with.
 std::string cudnn_version() {
-  return dlopen_version({"libcudnn.so.9", "libcudnn.so.8"}, "cudnnGetVersion",
-                        [](void* fn) { return library_version(long(reinterpret_cast<size_t (*)()>(fn)())); });
+  std::string why_not;
+  const chainer::cuda::CudnnPlugin* plugin = cudnn_plugin(why_not);
+  const std::string found = dlopen_version({"libcudnn.so.9", "libcudnn.so.8"}, "cudnnGetVersion", [](void* fn) {
+    return library_version(long(reinterpret_cast<size_t (*)()>(fn)()));
+  });
+  if (!plugin) return str(found, "; the cuDNN plugin could not be loaded (the convolutions will fail): ", why_not);
+  return str(found, "; compiled with cudnn.h ", library_version(plugin->header_version), " (libchainer_cudnn.so)");
 }
 
 // This rank's CUDA, as lines of text (ranks of one host normally print the same).
@@ -446,6 +496,117 @@ std::string attempt(const std::function<std::string()>& check) {
   }
 }
 
+// The device this rank uses for the library checks (as section 6 picks a GPU: cuda:intra_rank,
+// shared when a host has more ranks than devices), or -1 with none.
+int library_check_device(const Placement& placement) {
+  const int devices = chainer::cuda::device_count();
+  return devices == 0 ? -1 : placement.intra_rank % devices;
+}
+
+// Deterministic values in [-1, 1) for a tensor of SHAPE: exact in float32.
+Tensor pattern(const chainer::Shape& shape, DType dtype, int seed) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double((i * 37 + seed * 11) % 64 - 32) / 32.0;
+  return Tensor::from_vector(v, shape).astype(dtype);
+}
+
+// "" when GOT (on a device) matches EXPECTED (on the CPU) within the products' rounding.
+std::string compare_to_cpu(const std::string& name, const Tensor& got, const Tensor& expected, DType dtype) {
+  return compare(name, got.to(chainer::Device::cpu()).astype(DType::Float64).to_vector<double>(),
+                 expected.astype(DType::Float64).to_vector<double>(), dtype == DType::Float32 ? 1e-4 : 1e-10);
+}
+
+std::string check_matmul(chainer::Device device) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const Tensor a = pattern({37, 53}, dtype, 1), b = pattern({53, 29}, dtype, 2);
+    const Tensor expected = chainer::ops::matmul(a, b);
+    if (std::string wrong = compare_to_cpu(str(chainer::dtype_name(dtype), " product"),
+                                           chainer::ops::matmul(a.to(device), b.to(device)), expected, dtype);
+        !wrong.empty())
+      return wrong;
+  }
+  return "";
+}
+
+std::string check_convolution(chainer::Device device) {
+  namespace ops = chainer::ops;
+  const ops::Conv2dParams params{.sy = 2, .sx = 1, .ph = 1, .pw = 1};
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const Tensor x = pattern({2, 3, 9, 11}, dtype, 3), W = pattern({4, 3, 3, 3}, dtype, 4), b = pattern({4}, dtype, 5);
+    const Tensor y = ops::convolution_2d(x, W, b, params);
+    const Tensor gy = pattern(y.shape(), dtype, 6);
+    const std::string kind = chainer::dtype_name(dtype);
+    if (std::string wrong = compare_to_cpu(kind + " convolution_2d",
+                                           ops::convolution_2d(x.to(device), W.to(device), b.to(device), params), y,
+                                           dtype);
+        !wrong.empty())
+      return wrong;
+    if (std::string wrong = compare_to_cpu(kind + " convolution_2d_grad_data",
+                                           ops::convolution_2d_grad_data(gy.to(device), W.to(device), 9, 11, params),
+                                           ops::convolution_2d_grad_data(gy, W, 9, 11, params), dtype);
+        !wrong.empty())
+      return wrong;
+    if (std::string wrong = compare_to_cpu(kind + " convolution_2d_grad_filter",
+                                           ops::convolution_2d_grad_filter(x.to(device), gy.to(device), 3, 3, params),
+                                           ops::convolution_2d_grad_filter(x, gy, 3, 3, params), dtype);
+        !wrong.empty())
+      return wrong;
+  }
+  return "";
+}
+
+// Where any rank has a device: each runs cuBLAS and cuDNN on its device against the CPU, and
+// checks that its libnccl can run the NCCL communicators (a rank without a device fails these).
+// Run alone, this is what a GPU machine is checked with first.
+void check_cuda_libraries(Tally& tally, const Placement& placement) {
+  if (!chainer::cuda::built_with_cuda()) return;
+  const int device = library_check_device(placement);
+  int any = device >= 0 ? 1 : 0;
+  CHAINERMN_MPI_CHECK(chainermn::mpi::allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (any == 0) {
+    if (root()) std::cout << "(no rank has a CUDA device: cuBLAS, cuDNN and NCCL are not run)\n";
+    return;
+  }
+  const std::string none = device < 0 ? str("no CUDA device on ", chainermn::host_name(), " (",
+                                            chainer::cuda::unavailable_reason(), ")")
+                                      : std::string();
+  const chainer::Device d = chainer::Device::cuda(std::max(device, 0));
+  auto on_device = [&](const std::function<std::string()>& check) {
+    return device < 0 ? none : attempt([&] {
+      chainer::cuda::get_device(device).use();
+      std::string finding = check();
+      chainer::cuda::synchronize();  // a device error is this check's
+      return finding;
+    });
+  };
+  const std::string where = str("cuda:intra_rank", placement.intra_size > 1 ? " (each rank's)" : "");
+  tally.decide(str("cuBLAS: float32 and float64 matrix products on ", where, " match the CPU"),
+               on_device([&] { return check_matmul(d); }));
+  tally.decide(str("cuDNN: convolution_2d and its gradients on ", where, " match the CPU"),
+               on_device([&] { return check_convolution(d); }),
+               "the cuDNN plugin (libchainer_cudnn.so) needs libcudnn.so.9: section 5's cuDNN line says what was found");
+  // NCCL: where no rank has the NCCL plugin (a build without NCCL, or no libnccl: section 5 says
+  // which) there is nothing to check; otherwise every rank's libnccl must be new enough.
+  const bool has_plugin = chainermn::nccl::header_version() != 0;
+  int any_plugin = has_plugin ? 1 : 0;
+  CHAINERMN_MPI_CHECK(chainermn::mpi::allreduce(MPI_IN_PLACE, &any_plugin, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (any_plugin == 1) {
+    const int loaded = chainermn::nccl::version();
+    const std::string needed = library_version(chainermn::nccl::kMinNcclVersion);
+    tally.decide(str("NCCL: the loaded libnccl is ", needed, " or newer"),
+                 !has_plugin ? str("the NCCL plugin could not be loaded: ", chainermn::nccl::unavailable_reason())
+                 : loaded >= chainermn::nccl::kMinNcclVersion
+                     ? std::string()
+                     : str("libnccl.so.2 is ", loaded == 0 ? std::string("of unknown version") : library_version(loaded),
+                           ", older than ", needed),
+                 str("install NCCL ", needed, " or newer (ideally the version section 5 says the plugin was compiled "
+                     "with) where the dynamic loader finds libnccl.so.2"));
+  }
+  flush();
+}
+
 void check_communicators(Tally& tally, int intra_size) {
   section("6. Communicators: multi_node_mean_grad, allreduce, bcast_data against closed forms");
   int not_applicable = 0, not_available = 0;
@@ -545,9 +706,10 @@ int run(int argc, char** argv) {
   const std::vector<std::string> hosts = check_ranks(tally);
   if (!check_launcher(tally)) return finish(tally, "; the later steps were not run: fix the launch first");
   flush();
-  const int intra_size = check_topology(tally, hosts);
+  const Placement placement = check_topology(tally, hosts);
   print_cuda(hosts);
-  check_communicators(tally, intra_size);
+  check_cuda_libraries(tally, placement);
+  check_communicators(tally, placement.intra_size);
   return finish(tally);
 }
 

@@ -47,6 +47,8 @@ struct FakeDevice {
   std::atomic<int> stream_not_ready{0};     // the next this many stream queries say "not ready"
   std::atomic<int> init_in_progress{2};     // after init, ncclCommGetAsyncError says "in progress" this many times
   std::atomic<bool> async_error{false};     // ncclCommGetAsyncError reports kNcclRemoteError
+  std::atomic<int> version{22809};          // what ncclGetVersion answers (NCCL 2.28.9)
+  std::atomic<int> version_status{0};       // what ncclGetVersion returns
 
   // Observed.
   std::mutex mu;
@@ -155,6 +157,12 @@ class FakeApi final : public NcclApi {
   }
   std::string cuda_error_text(int code) override { return "cudaError " + std::to_string(code); }
 
+  int ncclGetVersion(int* version) override {
+    log("ncclGetVersion");
+    if (d_.version_status != kNcclSuccess) return d_.version_status;
+    *version = d_.version;
+    return kNcclSuccess;
+  }
   int ncclGetUniqueId(UniqueId* id) override {
     std::memset(id->bytes, 7, sizeof id->bytes);
     return log("ncclGetUniqueId");
@@ -677,4 +685,47 @@ TEST_CASE("nccl: shares that do not cover the buffer are an internal error") {
   std::vector<float> v{1, 2, 3};
   CHECK_THROWS_AS(nccl->reduce_scatter(span(v), {1, 1}), chainer::InternalError);
   CHECK_THROWS_AS(nccl->allgather(span(v), {3}), chainer::InternalError);
+}
+
+TEST_CASE("nccl: a libnccl older than the calls need is refused at communicator creation, naming both versions") {
+  using chainermn::nccl::check_nccl_version;
+  using chainermn::nccl::nccl_version_problem;
+  constexpr int kHeader = 22809;  // the nccl.h the plugin was compiled with: 2.28.9
+  FakeDevice d;
+  FakeApi api(d);
+  SECTION("2.13.4: no ncclCommInitRankConfig yet") {
+    d.version = 21304;
+    try {
+      check_nccl_version(api, kHeader, "NCCL communicator");
+      FAIL("NCCL 2.13.4 was accepted");
+    } catch (const chainer::Error& e) {
+      const std::string m = e.what();
+      INFO(m);
+      CHECK(m.rfind("NCCL communicator: ", 0) == 0);
+      CHECK(m.find("NCCL 2.13.4") != std::string::npos);  // loaded
+      CHECK(m.find("NCCL 2.14.3") != std::string::npos);  // needed
+      CHECK(m.find("2.28.9") != std::string::npos);       // compiled with
+      CHECK(m.find("ncclCommInitRankConfig") != std::string::npos);
+    }
+    CHECK(d.called("ncclGetVersion") == 1);
+    CHECK(d.called("ncclCommInitRankConfig") == 0);
+  }
+  SECTION("2.8.4, in the encoding before 2.9") {
+    d.version = 2804;
+    CHECK(nccl_version_problem(api, kHeader).find("NCCL 2.8.4, older than") != std::string::npos);
+  }
+  SECTION("2.14.3 and later work, older than the header included") {
+    for (int v : {21403, 21805, 22809, 22901}) {
+      d.version = v;
+      CHECK_NOTHROW(check_nccl_version(api, kHeader, "NCCL communicator"));
+    }
+    CHECK(nccl_version_problem(api, kHeader).empty());
+  }
+  SECTION("ncclGetVersion fails") {
+    d.version_status = 3;  // ncclInternalError
+    const std::string m = nccl_version_problem(api, kHeader);
+    CHECK(m.find("ncclGetVersion(&loaded) failed: ncclResult 3") != std::string::npos);
+    CHECK_THROWS_AS(check_nccl_version(api, kHeader, "NCCL communicator"), chainer::Error);
+  }
+  CHECK(chainermn::nccl::nccl_version_text(chainermn::nccl::kMinNcclVersion) == "2.14.3");
 }

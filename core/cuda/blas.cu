@@ -80,6 +80,8 @@ cublasHandle_t handle() {
 
 }  // namespace
 
+void prepare_blas_handle() { handle(); }
+
 // Row-major C (m, n) is column-major C^T (n, m) = op(B)^T op(A)^T: cuBLAS multiplies B's view by
 // A's view. A row-major (r, c) array read column-major is its transpose with leading dimension c,
 // so each operand keeps its flag and its row length as leading dimension.
@@ -97,11 +99,11 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
     const float al = float(alpha), be = float(beta);
     CHAINER_CUBLAS_CHECK(cublasSgemm_64(handle(), op_b, op_a, n, m, k, &al, b.data<float>(), ldb, a.data<float>(), lda,
                                         &be, c.data<float>(), n));
-    CHAINER_CUDA_CHECK_LAUNCH(cublasSgemm);
+    count_library_launch();
   } else {
     CHAINER_CUBLAS_CHECK(cublasDgemm_64(handle(), op_b, op_a, n, m, k, &alpha, b.data<double>(), ldb,
                                         a.data<double>(), lda, &beta, c.data<double>(), n));
-    CHAINER_CUDA_CHECK_LAUNCH(cublasDgemm);
+    count_library_launch();
   }
 }
 

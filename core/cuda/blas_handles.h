@@ -11,7 +11,8 @@
 //   they are never destroyed (at exit the CUDA runtime may already be gone).
 // - Created in relaxed capture mode. A thread's first product may come inside a graph capture,
 //   and cublasCreate makes CUDA calls that the default (global) capture mode forbids there: the
-//   call fails and the capture is invalidated.
+//   call fails and the capture is invalidated. (The runtime makes the capturing thread's handle
+//   before a capture begins, prepare_blas_handle below; this rule covers any other way in.)
 // - The workspace is set again after every cublasSetStream, which resets a handle's workspace to
 //   cuBLAS's default pool. Without it our workspace is dead weight: cuBLAS allocates its own with
 //   cudaMallocAsync, outside the caching allocator, which adds allocation nodes to every captured
@@ -74,5 +75,11 @@ class BlasHandlePool {
   Entry* lease(int device);
   std::shared_ptr<State> state_;
 };
+
+// The calling thread's cuBLAS handle for its current device, made now if it has none, bound to
+// the compute stream with its workspace (core/cuda/blas.cu). Called before a graph capture
+// begins (core/cuda/runtime.cu), so that the workspace comes from the caching allocator's
+// ordinary pool rather than the graph's, and the handle outlives the graph.
+void prepare_blas_handle();
 
 }  // namespace chainer::cuda

@@ -30,13 +30,25 @@ void count_launch();  // one kernel queued (not counted while a graph is being c
       ::chainer::cuda::throw_cuda_error(chainer_status_, #call, __FILE__, __LINE__);          \
   } while (0)
 
-// After a <<<...>>> launch (or a library call that launches): a bad configuration or a sticky
-// error from an earlier kernel; the launch is counted (core/cuda.h, launch_counts).
+// After one of our own <<<...>>> launches: a bad configuration or a sticky error from an
+// earlier kernel; the launch is counted (core/cuda.h, launch_counts). Not after a library call:
+// see count_library_launch below.
 #define CHAINER_CUDA_CHECK_LAUNCH(kernel_name)                  \
   do {                                                          \
     CHAINER_CUDA_CHECK(cudaGetLastError() /* kernel_name */);   \
     ::chainer::cuda::count_launch();                            \
   } while (0)
+
+namespace chainer::cuda {
+
+// After a cuBLAS or cuDNN call that queued work, once its returned status was checked (each
+// library's check macro names the call and file:line): counts the launch, and checks nothing
+// more. The status is the library's verdict; cudaGetLastError here would also report, and
+// clear, an error the library left behind from a CUDA call of its own that it handled (a
+// failed probe), throwing for a call that succeeded.
+inline void count_library_launch() { count_launch(); }
+
+}  // namespace chainer::cuda
 
 namespace chainer::cuda {
 

@@ -1,3 +1,7 @@
+// libchainer_cudnn.so, the cuDNN plugin (core/cuda/cudnn_plugin.h): loaded by libchainer_cuda.so
+// at the first convolution, linked with it for the compute stream, the caching allocator, the
+// handle pool and our kernels. It exports chainer_cudnn_plugin(), the table of the functions below.
+//
 // 2-D convolutions through cuDNN's convolution API (cudnnConvolutionForward, BackwardData and
 // BackwardFilter over tensor, filter and convolution descriptors; docs/design.md says why not
 // the graph API). Groups (depthwise included) go to cudnnSetConvolutionGroupCount, dilation to
@@ -21,6 +25,7 @@
 #include "core/cuda/blas_handles.h"
 #include "core/cuda/common.cuh"
 #include "core/cuda/cudnn_algorithms.h"
+#include "core/cuda/cudnn_plugin.h"
 #include "core/cuda/kernels.h"
 #include "core/cuda/runtime.h"
 
@@ -256,6 +261,10 @@ void fill_with_bias(const Tensor& b, Tensor& y) {
 
 }  // namespace
 
+// The table's entries: the kernel table's convolutions (core/kernels.h), forwarded to by
+// libchainer_cuda.so (core/cuda/runtime.cu).
+namespace cudnn {
+
 void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
   if (y.numel() == 0) return;
   if (x.numel() == 0 || W.numel() == 0) return fill_with_bias(b, y);
@@ -286,14 +295,14 @@ void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Con
   const std::shared_ptr<void> workspace = c.workspace(bytes);
   CHAINER_CUDNN_CHECK(cudnnConvolutionForward(h, c.scale_.one(), c.x_, xs.raw_data(), c.w_, W.raw_data(), c.conv_,
                                               algo, workspace.get(), bytes, c.scale_.zero(), c.y_, y.raw_data()));
-  CHAINER_CUDA_CHECK_LAUNCH(cudnnConvolutionForward);
+  count_library_launch();
   if (b.defined()) {
     TensorDescriptor bias;
     CHAINER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW,
                                                    x.dtype() == DType::Float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE,
                                                    1, int(y.size(1)), 1, 1));
     CHAINER_CUDNN_CHECK(cudnnAddTensor(h, c.scale_.one(), bias, b.raw_data(), c.scale_.one(), c.y_, y.raw_data()));
-    CHAINER_CUDA_CHECK_LAUNCH(cudnnAddTensor);
+    count_library_launch();
   }
 }
 
@@ -333,7 +342,7 @@ void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeo
   CHAINER_CUDNN_CHECK(cudnnConvolutionBackwardData(h, c.scale_.one(), c.w_, W.raw_data(), c.y_, gy.raw_data(), c.conv_,
                                                    algo, workspace.get(), bytes, c.scale_.zero(), c.x_,
                                                    gxs.raw_data()));
-  CHAINER_CUDA_CHECK_LAUNCH(cudnnConvolutionBackwardData);
+  count_library_launch();
   if (gxs.raw_data() != gx.raw_data()) copy(gxs.narrow(2, 0, gx.size(2)).narrow(3, 0, gx.size(3)), gx);
 }
 
@@ -369,7 +378,25 @@ void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dG
   CHAINER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, c.scale_.one(), c.x_, xs.raw_data(), c.y_, gy.raw_data(),
                                                      c.conv_, algo, workspace.get(), bytes, c.scale_.zero(), c.w_,
                                                      gW.raw_data()));
-  CHAINER_CUDA_CHECK_LAUNCH(cudnnConvolutionBackwardFilter);
+  count_library_launch();
 }
 
+void prepare_handle() { handle(); }
+
+size_t library_version() { return cudnnGetVersion(); }
+
+}  // namespace cudnn
+
 }  // namespace chainer::cuda
+
+extern "C" const chainer::cuda::CudnnPlugin* chainer_cudnn_plugin() {
+  namespace cuda = chainer::cuda;
+  static const cuda::CudnnPlugin plugin{.interface = cuda::kCudnnPluginInterface,
+                                        .header_version = CUDNN_VERSION,
+                                        .library_version = cuda::cudnn::library_version,
+                                        .convolution_2d = cuda::cudnn::convolution_2d,
+                                        .convolution_2d_grad_data = cuda::cudnn::convolution_2d_grad_data,
+                                        .convolution_2d_grad_filter = cuda::cudnn::convolution_2d_grad_filter,
+                                        .prepare_handle = cuda::cudnn::prepare_handle};
+  return &plugin;
+}

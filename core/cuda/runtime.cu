@@ -1,9 +1,13 @@
 // The CUDA plugin's runtime: the real CUDA calls behind core/cuda/device_api.h, the kernel table,
 // and the one DeviceRuntime (core/cuda/device_runtime.h, where the logic is) that
-// chainer_cuda_runtime() returns and the kernel files reach through core/cuda/common.cuh.
+// chainer_cuda_runtime() returns and the kernel files reach through core/cuda/common.cuh. The
+// table's convolutions load the cuDNN plugin at their first call (core/cuda/cudnn_plugin.h).
 #include <cuda_runtime.h>
+#include <cudnn_version.h>  // CUDNN_MAJOR only: the library the cuDNN plugin needs, for messages
 
+#include "core/cuda/blas_handles.h"
 #include "core/cuda/common.cuh"
+#include "core/cuda/cudnn_plugin.h"
 #include "core/cuda/device_api.h"
 #include "core/cuda/device_runtime.h"
 #include "core/cuda/kernels.h"
@@ -124,6 +128,44 @@ DeviceApi& cuda_api() {
   return *api;
 }
 
+// The cuDNN plugin, beside this library, opened at the first convolution. Never destroyed: the
+// convolutions may run during static destruction.
+CudnnLoader& cudnn_loader() {
+  static CudnnLoader* loader = new CudnnLoader(str("libcudnn.so.", CUDNN_MAJOR), [](std::string& why_not) {
+    return open_cudnn_plugin(reinterpret_cast<const void*>(&chainer_cuda_runtime), "libchainer_cudnn.so", why_not);
+  });
+  return *loader;
+}
+
+const CudnnPlugin& cudnn(const char* op) { return cudnn_loader().get(op, current_device_index()); }
+
+// Before a graph capture begins, on the capturing thread with DEVICE current: the thread's
+// library handles for the device are made now. cublasCreate and cudnnCreate make CUDA calls that
+// a capture forbids (the pools also switch to relaxed capture mode for them, but a handle made
+// inside the capture would then take its cuBLAS workspace from the graph's private pool, tied to
+// the graph's life). cuDNN is prepared only when some convolution has loaded it: a step without
+// convolutions must not need libcudnn.
+void prepare_capture(int device) {
+  CHAINER_ASSERT(current_device_index() == device, "prepare_capture: cuda:", device, " is not the current device");
+  prepare_blas_handle();
+  if (const CudnnPlugin* p = cudnn_loader().loaded()) p->prepare_handle();
+}
+
+}  // namespace
+
+// The kernel table's convolutions: the cuDNN plugin's, loaded once.
+void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
+  cudnn("convolution_2d").convolution_2d(x, W, b, g, y);
+}
+void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
+  cudnn("convolution_2d_grad_data").convolution_2d_grad_data(gy, W, g, gx);
+}
+void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
+  cudnn("convolution_2d_grad_filter").convolution_2d_grad_filter(x, gy, g, gW);
+}
+
+namespace {
+
 const Kernels kernel_table{
     .fill = cuda::fill,
     .copy = cuda::copy,
@@ -174,7 +216,7 @@ const Kernels kernel_table{
 // The plugin's runtime. Never destroyed: tensors may outlive static destruction, and the device
 // state must not be torn down after the CUDA runtime has shut down (device_runtime.h).
 DeviceRuntime& the_runtime() {
-  static DeviceRuntime* runtime = new DeviceRuntime(cuda_api(), kernel_table);
+  static DeviceRuntime* runtime = new DeviceRuntime(cuda_api(), kernel_table, {}, prepare_capture);
   return *runtime;
 }
 

@@ -53,6 +53,8 @@ class NcclApi {
   virtual std::string cuda_error_text(int code) = 0;  // "cudaErrorX: description"
 
   // ---- NCCL (sums only)
+  // The loaded libnccl's version, as NCCL_VERSION_CODE encodes it (22809 for 2.28.9).
+  virtual int ncclGetVersion(int* version) = 0;
   virtual int ncclGetUniqueId(UniqueId* id) = 0;
   // With ncclConfig_t's blocking = 0: returns at once (kNcclInProgress), and
   // ncclCommGetAsyncError says when the communicator is ready.
@@ -78,5 +80,23 @@ class NcclApi {
   // BYTES of device memory from the caching allocator, for use on the compute stream.
   virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
 };
+
+// The oldest libnccl the calls above work with: ncclCommInitRankConfig, ncclConfig_t and its
+// blocking field (the non-blocking communicator, ncclInProgress) came in NCCL 2.14.3 (NVIDIA/nccl,
+// tag v2.14.3-1: "non-blocking mode, new init function with config"; 2.13.4's nccl.h has none of
+// them). A newer nccl.h's larger ncclConfig_t is fine for it: from 2.14.3 on, NCCL reads only the
+// part of the struct its own version knows (it takes the smaller of the caller's size and its
+// own).
+constexpr int kMinNcclVersion = 21403;
+
+// "2.28.9" from an NCCL version code: major * 10000 + minor * 100 + patch since NCCL 2.9,
+// major * 1000 + minor * 100 + patch before.
+std::string nccl_version_text(int code);
+// Empty when API's libnccl is new enough for the calls above; otherwise why not, naming the
+// loaded version, the oldest one that works and HEADER_VERSION (the nccl.h the plugin was compiled
+// with). Also says so when ncclGetVersion itself fails. (Defined in nccl_backend.cpp.)
+std::string nccl_version_problem(NcclApi& api, int header_version);
+// Throws chainer::Error naming OP and nccl_version_problem's reason, if any.
+void check_nccl_version(NcclApi& api, int header_version, const char* op);
 
 }  // namespace chainermn::nccl

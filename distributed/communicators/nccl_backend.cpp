@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/plugin.h"
+#include "distributed/communicators/nccl_api.h"
 
 namespace chainermn::nccl {
 
@@ -41,6 +42,34 @@ const Loaded& loaded() {
 std::string unavailable_reason() { return loaded().why_not; }
 
 int version() { return loaded().plugin ? loaded().plugin->version() : 0; }
+
+int header_version() { return loaded().plugin ? loaded().plugin->header_version() : 0; }
+
+std::string nccl_version_text(int code) {
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? code % 10000 / 100 : code % 1000 / 100;
+  return str(major, ".", minor, ".", code % 100);
+}
+
+std::string nccl_version_problem(NcclApi& api, int header_version) {
+  int loaded = 0;
+  const int status = api.ncclGetVersion(&loaded);
+  if (status != NcclApi::kNcclSuccess)
+    return str("ncclGetVersion(&loaded) failed: ", api.nccl_error_text(status, nullptr), " at ", __FILE__, ":",
+               __LINE__);
+  if (loaded >= kMinNcclVersion) return "";
+  return str("the NCCL library loaded (libnccl.so.2) is NCCL ", nccl_version_text(loaded),
+             ", older than the oldest this build works with, NCCL ", nccl_version_text(kMinNcclVersion),
+             " (non-blocking communicators through ncclCommInitRankConfig; the NCCL plugin was compiled with "
+             "nccl.h of NCCL ",
+             nccl_version_text(header_version), "): install NCCL ", nccl_version_text(kMinNcclVersion),
+             " or newer where the dynamic loader finds libnccl.so.2");
+}
+
+void check_nccl_version(NcclApi& api, int header_version, const char* op) {
+  const std::string problem = nccl_version_problem(api, header_version);
+  if (!problem.empty()) throw chainer::Error(str(op, ": ", problem));
+}
 
 std::unique_ptr<CollectiveBackend> backend(MPI_Comm comm, int device, const char* op) {
   const Loaded& l = loaded();

@@ -23,10 +23,13 @@
 namespace chainermn::nccl {
 
 // Empty when NCCL can be used here; otherwise why not (a build without CUDA or NCCL, the plugin
-// or libnccl not loadable, no CUDA device).
+// or libnccl not loadable, a libnccl older than the calls need, no CUDA device).
 std::string unavailable_reason();
 // NCCL's version as ncclGetVersion gives it (22803 for 2.28.3); 0 when unavailable.
 int version();
+// The version of the nccl.h the NCCL plugin was compiled with (NCCL_VERSION_CODE, encoded as
+// version()); 0 when the plugin cannot be loaded.
+int header_version();
 // Throws chainer::Error with unavailable_reason() naming OP when NCCL cannot be used.
 std::unique_ptr<CollectiveBackend> backend(MPI_Comm comm, int device, const char* op);
 
@@ -35,7 +38,8 @@ class Plugin {
  public:
   virtual ~Plugin() = default;
   virtual int version() = 0;
-  virtual std::string unavailable_reason() = 0;  // no device, say
+  virtual int header_version() = 0;
+  virtual std::string unavailable_reason() = 0;  // no device, or a libnccl too old, say
   virtual std::unique_ptr<CollectiveBackend> backend(MPI_Comm comm, int device) = 0;
 };
 

@@ -15,6 +15,13 @@
 #include "distributed/mpi_check.h"
 #include "distributed/mpi_wait.h"
 
+// The two calls newer than the rest (ncclGetLastError: NCCL 2.13, ncclCommInitRankConfig: 2.14.3)
+// are weak references, so that the plugin still loads with an older libnccl (the loader binds
+// every symbol at dlopen, RTLD_NOW) and says which versions are loaded and needed
+// (check_nccl_version, nccl_api.h) instead of "undefined symbol".
+#pragma weak ncclGetLastError
+#pragma weak ncclCommInitRankConfig
+
 namespace chainermn::nccl {
 
 using chainer::DType;
@@ -77,6 +84,7 @@ class CudaNcclApi final : public NcclApi {
     return str(cudaGetErrorName(e), ": ", cudaGetErrorString(e));
   }
 
+  int ncclGetVersion(int* version) override { return ::ncclGetVersion(version); }
   int ncclGetUniqueId(UniqueId* id) override {
     ncclUniqueId u{};
     const ncclResult_t r = ::ncclGetUniqueId(&u);
@@ -84,6 +92,9 @@ class CudaNcclApi final : public NcclApi {
     return r;
   }
   int ncclCommInitRankConfig(Comm* comm, int nranks, const UniqueId& id, int rank) override {
+    // The backend checked the version first (NcclPlugin::backend).
+    if (!&::ncclCommInitRankConfig)
+      throw chainer::InternalError("ncclCommInitRankConfig is missing from a libnccl that passed the version check");
     ncclUniqueId u{};
     std::memcpy(&u, id.bytes, sizeof u);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -119,7 +130,7 @@ class CudaNcclApi final : public NcclApi {
     return ::ncclAllGather(send, recv, send_count, nccl_type(type), C(comm), S(stream));
   }
   std::string nccl_error_text(int code, Comm comm) override {
-    const char* last = ::ncclGetLastError(C(comm));
+    const char* last = &::ncclGetLastError ? ::ncclGetLastError(C(comm)) : nullptr;
     return str(::ncclGetErrorString(ncclResult_t(code)), last && *last ? str(" (", last, ")") : std::string());
   }
 
@@ -135,9 +146,9 @@ class CudaNcclApi final : public NcclApi {
 // NcclCollectives as a CollectiveBackend on the tensors of one device.
 class NcclBackend final : public CollectiveBackend {
  public:
-  NcclBackend(MPI_Comm comm, int device, int rank, int size)
+  NcclBackend(std::unique_ptr<NcclApi> api, MPI_Comm comm, int device, int rank, int size)
       : device_(device),
-        nccl_(std::make_unique<CudaNcclApi>(device), device, rank, size, [comm](NcclApi::UniqueId& id) {
+        nccl_(std::move(api), device, rank, size, [comm](NcclApi::UniqueId& id) {
           CHAINERMN_MPI_CHECK(mpi::bcast(id.bytes, int(sizeof id.bytes), MPI_BYTE, 0, comm));
         }) {}
   int rank() const override { return nccl_.rank(); }
@@ -172,7 +183,10 @@ class NcclPlugin final : public Plugin {
     int v = 0;
     return ::ncclGetVersion(&v) == ncclSuccess ? v : 0;
   }
+  int header_version() override { return NCCL_VERSION_CODE; }
   std::string unavailable_reason() override {
+    CudaNcclApi api(0);  // the version query uses no device
+    if (std::string old = nccl_version_problem(api, NCCL_VERSION_CODE); !old.empty()) return old;
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) return str("no CUDA device can be used (", cudaGetErrorString(e), ")");
@@ -183,7 +197,9 @@ class NcclPlugin final : public Plugin {
     int rank = 0, size = 1;
     CHAINERMN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
     CHAINERMN_MPI_CHECK(MPI_Comm_size(comm, &size));
-    return std::make_unique<NcclBackend>(comm, device, rank, size);
+    auto api = std::make_unique<CudaNcclApi>(device);
+    check_nccl_version(*api, NCCL_VERSION_CODE, "NCCL communicator");
+    return std::make_unique<NcclBackend>(std::move(api), comm, device, rank, size);
   }
 };
 
