@@ -15,11 +15,23 @@ void* load_plugin_entry(const void* anchor, const char* file, const char* entry,
   if (dladdr(anchor, &info) && info.dli_fname)
     path = (std::filesystem::path(info.dli_fname).parent_path() / file).string();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* e = dlerror();
-    why_not = str(what, " could not be loaded (", path, "): ", e ? e : "unknown error");
-    return nullptr;
+    std::string first = e ? e : "unknown error";
+    // Where the file is there but does not load (a library it needs is missing), that is the
+    // reason to report: the loader's search would only add "not found" on top of it.
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        e = dlerror();
+        first = str("no such file there, and the loader's search found none: ", e ? e : "unknown error");
+      }
+    }
+    if (!handle) {
+      why_not = str(what, " could not be loaded (", path, "): ", first);
+      return nullptr;
+    }
   }
   void* symbol = dlsym(handle, entry);
   if (!symbol) why_not = str(path, " has no ", entry, " entry point");

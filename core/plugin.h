@@ -6,9 +6,10 @@
 
 namespace chainer {
 
-// Opens FILE from the folder of the library that contains ANCHOR (any function of it), else by
-// the dynamic loader's search, and returns its symbol ENTRY. On failure returns nullptr and sets
-// WHY_NOT, naming WHAT ("the CUDA support library") and the path tried.
+// Opens FILE from the folder of the library that contains ANCHOR (any function of it), else,
+// where no such file lies there, by the dynamic loader's search, and returns its symbol ENTRY. On
+// failure returns nullptr and sets WHY_NOT, naming WHAT ("the CUDA support library"), the path
+// tried and the loader's reason (for a file that is there, its own: a library it needs, say).
 void* load_plugin_entry(const void* anchor, const char* file, const char* entry, const char* what,
                         std::string& why_not);
 

@@ -171,3 +171,22 @@ TEST_CASE("cudnn loader: the real plugin resolves against the libchainer_cuda.so
   CHECK(p->convolution_2d_grad_filter != nullptr);
   CHECK(p->prepare_handle != nullptr);
 }
+
+// The CUDA and NCCL plugins' loader (core/plugin.h): a plugin file beside libchainer that does
+// not load keeps the loader's own reason (a library it needs is missing, say), rather than the
+// "not found" of a second search by bare name; a file that is not there is looked for by the
+// loader's search, and the message says both. The build folder beside libchainer holds meson's
+// log folder, which is there and cannot be loaded.
+TEST_CASE("plugin loader: a plugin that is there but does not load keeps its own reason") {
+  std::string why;
+  CHECK(chainer::load_plugin_entry(libchainer_anchor(), "meson-logs", "entry", "the test plugin", why) == nullptr);
+  INFO(why);
+  CHECK(why.find("the test plugin could not be loaded (") == 0);
+  CHECK(why.find("meson-logs") != std::string::npos);
+  CHECK(why.find("no such file there") == std::string::npos);
+  why.clear();
+  CHECK(chainer::load_plugin_entry(libchainer_anchor(), "libchainer_no_such_plugin.so", "entry", "the test plugin", why) ==
+        nullptr);
+  CHECK(why.find("no such file there, and the loader's search found none: libchainer_no_such_plugin.so") !=
+        std::string::npos);
+}
