@@ -824,6 +824,23 @@ TEST_CASE("cuda runtime: a copy from the host while capturing frees no pinned me
   CHECK(t.fake.last_error() == kDeviceSuccess);
 }
 
+// A copy too large to stage through pinned memory goes straight from the caller's memory: a
+// graph would read that memory again at every replay, after the caller has freed it. So it
+// ends the capture, and the step runs eagerly.
+TEST_CASE("cuda runtime: a copy from the host too large to stage is not captured") {
+  Setup t;
+  t.runtime.set_device(0);
+  constexpr size_t kBytes = DeviceRuntime::kMaxStagedBytes + 1;
+  std::shared_ptr<void> dst = t.runtime.allocate(0, kBytes);
+  const std::vector<char> src(kBytes, 1);
+  REQUIRE_NOTHROW(t.runtime.copy_from_host(0, dst.get(), src.data(), src.size()));  // eager: copied at once
+  t.runtime.begin_capture(0);
+  CHECK_THROWS_AS(t.runtime.copy_from_host(0, dst.get(), src.data(), src.size()), CaptureError);
+  t.runtime.abort_capture(0);
+  CHECK(t.fake.capture_violations.empty());
+  CHECK(t.fake.last_error() == kDeviceSuccess);
+}
+
 TEST_CASE("cuda runtime: a free that fails is reported once and never thrown") {
   Setup t;
   t.runtime.set_device(0);

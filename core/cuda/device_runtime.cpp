@@ -469,6 +469,10 @@ void DeviceRuntime::copy_from_host(int device, void* dst, const void* src, size_
   DeviceState& s = state(device);
   CaptureRecord* capture = own_capture(s, "copy_from_host");
   if (bytes > kMaxStagedBytes) {
+    // Captured, the copy would read SRC again at every replay, long after the caller freed it.
+    if (capture)
+      throw CaptureError(str("a copy of ", bytes, " bytes from the host (more than the ", kMaxStagedBytes >> 20,
+                             " MiB staged through pinned memory) cannot be captured into a CUDA graph"));
     // A data set going to the device once: no pinned buffer that large is kept for it. CUDA
     // waits for the stream first and returns once SRC has been read.
     CHAINER_DEVICE_CHECK(cuda_.memcpy_async(dst, src, bytes, DeviceApi::Copy::host_to_device, s.stream));
