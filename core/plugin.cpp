@@ -8,12 +8,16 @@
 
 namespace chainer {
 
-void* load_plugin_entry(const void* anchor, const char* file, const char* entry, const char* what,
-                        std::string& why_not) {
-  std::string path = file;
+std::string path_beside(const void* anchor, const char* file) {
   Dl_info info{};
   if (dladdr(anchor, &info) && info.dli_fname)
-    path = (std::filesystem::path(info.dli_fname).parent_path() / file).string();
+    return (std::filesystem::path(info.dli_fname).parent_path() / file).string();
+  return file;
+}
+
+void* load_plugin_entry(const void* anchor, const char* file, const char* entry, const char* what,
+                        std::string& why_not) {
+  const std::string path = path_beside(anchor, file);
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* e = dlerror();

@@ -2,18 +2,15 @@
 
 #include <dlfcn.h>
 
-#include <filesystem>
 #include <utility>
 
 #include "core/error.h"
+#include "core/plugin.h"
 
 namespace chainer::cuda {
 
 const CudnnPlugin* open_cudnn_plugin(const void* anchor, const char* file, std::string& why_not) {
-  std::string path = file;
-  Dl_info info{};
-  if (dladdr(anchor, &info) && info.dli_fname)
-    path = (std::filesystem::path(info.dli_fname).parent_path() / file).string();
+  const std::string path = path_beside(anchor, file);
   // RTLD_LOCAL: nothing else resolves symbols against the plugin. Never closed: its table and
   // its handles are used until exit.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
