@@ -49,6 +49,9 @@ mlp_accuracy          X  60  gpu
 
 # ---- What each step runs. $U: the unpacked programs and libraries; $R: the result folders.
 B() { echo "$U/bin/$1"; }
+# host COMMAND...: one of the machine's own programs (Python, nvidia-smi) with the machine's own
+# libraries: the bundle's Debian ones, first on LD_LIBRARY_PATH for our programs, must not be.
+host() { env PATH="$DEVRT_ORIG_PATH" LD_LIBRARY_PATH="$DEVRT_ORIG_LD_LIBRARY_PATH" "$@"; }
 data=$here/data/mnist
 # catch NAME NP PROGRAM ARGS...: a Catch2 binary (under mpiexec -n NP when NP > 0) writing one XML
 # report per rank to $R/NAME.RANK.xml, then the failures, read from the reports, into the log.
@@ -66,16 +69,14 @@ catch() {
   env | grep -E '^CHAINER_(AUTOTUNE|CUDNN_DETERMINISTIC)=' >"$R/$name.env"
   ((rc == 77)) && return 77  # no GPU: the binary said why before Catch2 ran
   local reports=("$R/$name".*.xml)
-  python3 "$U/catch_failures.py" "$R/$name.failed" "${reports[@]}"
+  host python3 "$U/catch_failures.py" "$R/$name.failed" "${reports[@]}"
   local parsed=$?
   ((rc == 0 && parsed != 0)) && rc=1
   return "$rc"
 }
 libcheck() {
   "$U/devrt/check.sh" "$U/bin" "$U/lib" || return 1
-  if command -v nvidia-smi >/dev/null; then
-    env PATH="$DEVRT_ORIG_PATH" LD_LIBRARY_PATH="$DEVRT_ORIG_LD_LIBRARY_PATH" nvidia-smi
-  fi
+  if command -v nvidia-smi >/dev/null; then host nvidia-smi; fi
   # MPI, CUDA, cuDNN and NCCL as our programs see them: versions first, before any step uses them.
   mpiexec -n 1 "$(B chainermn_check)"
 }
@@ -116,7 +117,7 @@ bench_graphs() { "$(B bench_epoch)" --gpu --epochs 3 --data "$data"; }
 bench_eager() { "$(B bench_epoch)" --gpu --eager --epochs 3 --data "$data"; }
 # The peers run with the machine's own libraries: the bundle's Debian ones must not come first.
 peer() {
-  local py=(env PATH="$DEVRT_ORIG_PATH" LD_LIBRARY_PATH="$DEVRT_ORIG_LD_LIBRARY_PATH" python3)
+  local py=(host python3)
   "${py[@]}" -c 'import torch' 2>/dev/null || { echo "no GPU: PyTorch cannot be imported here"; return 77; }
   "${py[@]}" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 77)' ||
     { echo "no GPU: torch.cuda.is_available() is False"; return 77; }
