@@ -23,6 +23,8 @@ VariableNode* Variable::node() const {
 
 void Variable::unchain() const { node()->creator.reset(); }
 
+Variable Variable::detach() const { return Variable(node()->data, false, node()->name); }
+
 void Variable::unchain_backward() const {
   // Iterative, so arbitrarily deep graphs cannot overflow the stack.
   std::vector<std::shared_ptr<FunctionNode>> stack;

@@ -88,6 +88,10 @@ class Variable {
   void backward(const BackwardOptions& options = {}) const;
   /// Cuts the link to the creator: this variable becomes a leaf.
   void unchain() const;
+  /// A new leaf over the same data, needing no gradient (PyTorch's detach): what is computed from
+  /// it does not reach this variable's graph, which stays as it is (a GAN's discriminator step on
+  /// the generator's output). The data is shared, not copied.
+  Variable detach() const;
   /// Cuts every creator link reachable from this variable, freeing the graph behind it.
   void unchain_backward() const;
   /// Adds HOOK to the node's grad_hooks.

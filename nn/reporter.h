@@ -46,6 +46,8 @@ class Reporter {
  public:
   /// Registers OBSERVER (any object, by address) under NAME ("main").
   void add_observer(const std::string& name, const void* observer);
+  /// Registers OBSERVER under NAME unless it already has a name.
+  void add_observer_once(const std::string& name, const void* observer) { names_.try_emplace(observer, name); }
   /// Registers each (suffix, observer) pair under PREFIX + suffix ("main" + "/predictor").
   template <class Ptr>
   void add_observers(const std::string& prefix, const std::vector<std::pair<std::string, Ptr>>& observers) {

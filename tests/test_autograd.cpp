@@ -128,6 +128,22 @@ TEST_CASE("autograd: recording only when needed; no_backprop_mode; unchain") {
   REQUIRE(inner.expired());  // the graph behind h is freed
 }
 
+TEST_CASE("autograd: detach is a leaf over the same data; the graph it came from is left as it is") {
+  Variable x(vec({1, 2}), true);
+  Variable h = square(x);
+  Variable d = h.detach();
+  REQUIRE(d.is_leaf());
+  REQUIRE_FALSE(d.requires_grad());
+  REQUIRE(d.data().raw_data() == h.data().raw_data());  // shared, not copied
+  REQUIRE_FALSE(h.is_leaf());  // h keeps its creator
+  // A loss through the detached copy reaches neither h nor x; one through h still reaches x.
+  Variable through_detached = sum(square(d));
+  REQUIRE(through_detached.is_leaf());  // nothing needs a gradient: no graph is recorded
+  Variable through_h = sum(h);
+  through_h.backward();
+  REQUIRE(x.grad().to_vector<double>() == std::vector<double>{2, 4});
+}
+
 TEST_CASE("autograd: leaf hooks fire once, with the final gradient, before backward ends") {
   Variable x(vec({3}), true);
   std::vector<double> seen;

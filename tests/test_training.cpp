@@ -1017,3 +1017,76 @@ TEST_CASE("training: a graph step's signature follows the persistent values a re
   CHECK(G::signature(adam, batch) != before);
   CHECK(G::signature(adam, {Tensor::zeros({2, 4})}) != G::signature(adam, batch));
 }
+
+namespace {
+// A GAN-shaped updater: its own update_core steps two optimizers, "gen" and "dis", each of which
+// reports its loss as its target (chainer.report(..., gen)); no optimizer is called "main".
+struct TwoOptimizerUpdater : training::StandardUpdater {
+  using StandardUpdater::StandardUpdater;
+  void update_core() override {
+    const std::vector<Tensor> batch = get_iterator("main").next_batch();
+    for (const char* name : {"gen", "dis"}) {
+      Optimizer& opt = get_optimizer(name);
+      auto& net = static_cast<Net&>(opt.target());
+      opt.update([&] {
+        Variable loss = F::softmax_cross_entropy(net(Variable(batch[0])), Variable(batch[1]));
+        report({{"loss", loss}}, &net);
+        return loss;
+      });
+    }
+  }
+};
+}  // namespace
+
+TEST_CASE("training: an updater that overrides update_core needs no 'main' optimizer; each reports under its own name") {
+  TempDir dir("two_optimizers");
+  random::seed(0);
+  auto it = std::make_shared<iterators::SerialIterator>(make_dataset(64, 1), 16, true, true, 7);
+  std::map<std::string, std::shared_ptr<Optimizer>> optimizers;
+  for (const char* name : {"gen", "dis"}) {
+    auto opt = std::make_shared<optimizers::Adam>();
+    opt->setup(std::make_shared<Net>(8, 0.0));
+    optimizers[name] = opt;
+  }
+  auto updater = std::make_shared<TwoOptimizerUpdater>(
+      std::map<std::string, std::shared_ptr<iterators::Iterator>>{{"main", it}}, optimizers);
+  Trainer trainer(updater, IntervalTrigger(2, Unit::Epoch), dir.path.string());
+  auto log = std::make_shared<E::LogReport>();
+  trainer.extend(log);
+  trainer.run();
+  REQUIRE(log->log().size() == 2);
+  const std::set<std::string> keys = keys_of(log->log()[0]);
+  CHECK(keys.count("gen/loss") == 1);
+  CHECK(keys.count("dis/loss") == 1);
+}
+
+TEST_CASE("training: the default update_core without a 'main' optimizer names the ones registered") {
+  auto it = std::make_shared<iterators::SerialIterator>(make_dataset(32, 1), 16, true, true, 7);
+  auto opt = std::make_shared<optimizers::Adam>();
+  opt->setup(std::make_shared<L::Classifier>(std::make_shared<Net>(8, 0.0)));
+  training::StandardUpdater updater(std::map<std::string, std::shared_ptr<iterators::Iterator>>{{"main", it}},
+                                    std::map<std::string, std::shared_ptr<Optimizer>>{{"dis", opt}});
+  REQUIRE_THROWS_WITH(updater.update(), Catch::Contains("the default update_core needs an optimizer registered as "
+                                                        "'main', and there is none (registered: dis)"));
+  CHECK(it->epoch_detail() == 0);  // no batch was taken
+  REQUIRE_THROWS_WITH(training::StandardUpdater(it, nullptr), Catch::Contains("optimizer 'main' is null"));
+}
+
+TEST_CASE("training: a second optimizer over the main model's links leaves the main entries of the log where they are") {
+  TempDir dir("shared_links");
+  Setup s(make_dataset(64, 1), nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  // "second" sorts after "main" and reaches the same links: the log keeps "main/loss".
+  auto second = std::make_shared<optimizers::Adam>();
+  second->setup(s.model);
+  auto updater = std::make_shared<training::StandardUpdater>(
+      std::map<std::string, std::shared_ptr<iterators::Iterator>>{{"main", s.train_iter}},
+      std::map<std::string, std::shared_ptr<Optimizer>>{{"main", s.optimizer}, {"second", second}});
+  Trainer trainer(updater, IntervalTrigger(1, Unit::Epoch), dir.path.string());
+  auto log = std::make_shared<E::LogReport>();
+  trainer.extend(log);
+  trainer.run();
+  REQUIRE(log->log().size() == 1);
+  const std::set<std::string> keys = keys_of(log->log()[0]);
+  CHECK(keys.count("main/loss") == 1);
+  CHECK(keys.count("second/loss") == 0);
+}

@@ -12,10 +12,18 @@ namespace chainer::training {
 Trainer::Trainer(std::shared_ptr<Updater> updater, Trigger stop_trigger, std::string out)
     : updater_(std::move(updater)), stop_trigger_(std::move(stop_trigger)), out_(std::move(out)) {
   if (!updater_) throw Error("Trainer: the updater is null");
-  for (auto& [name, opt] : updater_->get_all_optimizers()) {
+  // Each optimizer's target and its links report under the optimizer's name ("gen/loss"). A link
+  // reachable from two optimizers keeps the first name it got, "main" first: registering
+  // another optimizer must not move the main model's entries of the log.
+  std::map<std::string, Optimizer*> optimizers = updater_->get_all_optimizers();
+  std::vector<std::pair<std::string, Optimizer*>> order;
+  if (auto main = optimizers.find("main"); main != optimizers.end()) order.emplace_back(*main);
+  for (auto& entry : optimizers)
+    if (entry.first != "main") order.push_back(entry);
+  for (auto& [name, opt] : order) {
     Link& target = opt->target();
-    reporter_.add_observer(name, &target);
-    for (auto& [path, link] : target.namedlinks(true)) reporter_.add_observer(name + path, link);
+    reporter_.add_observer_once(name, &target);
+    for (auto& [path, link] : target.namedlinks(true)) reporter_.add_observer_once(name + path, link);
   }
 }
 

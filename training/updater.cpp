@@ -13,10 +13,14 @@ StandardUpdater::StandardUpdater(std::map<std::string, std::shared_ptr<iterators
                                  UpdaterOptions options)
     : iterators_(std::move(iterators)), optimizers_(std::move(optimizers)), loss_func_(std::move(loss_func)),
       options_(std::move(options)) {
+  // The "main" iterator counts the epochs; a "main" optimizer is needed only by the default
+  // update_core (a GAN's updater overrides it and names its optimizers "gen" and "dis").
   if (!iterators_.count("main") || !iterators_.at("main")) throw Error("StandardUpdater: a 'main' iterator is required");
-  if (!optimizers_.count("main") || !optimizers_.at("main")) throw Error("StandardUpdater: a 'main' optimizer is required");
-  for (auto& [name, opt] : optimizers_)
+  if (optimizers_.empty()) throw Error("StandardUpdater: no optimizer is registered");
+  for (auto& [name, opt] : optimizers_) {
+    if (!opt) throw Error(str("StandardUpdater: optimizer '", name, "' is null"));
     if (!opt->target_ptr()) throw Error(str("StandardUpdater: optimizer '", name, "' has no target; call setup(model) first"));
+  }
 }
 
 void StandardUpdater::update() {
@@ -24,12 +28,23 @@ void StandardUpdater::update() {
   ++iteration_;
 }
 
-Device StandardUpdater::device() const { return options_.device.value_or(optimizers_.at("main")->target().device()); }
+Optimizer& StandardUpdater::main_optimizer(const char* what) const {
+  auto it = optimizers_.find("main");
+  if (it != optimizers_.end()) return *it->second;
+  std::string names;
+  for (const auto& [name, opt] : optimizers_) names += (names.empty() ? "" : ", ") + name;
+  throw Error(str("StandardUpdater: ", what, " needs an optimizer registered as 'main', and there is none (registered: ",
+                  names, "); override update_core, or register one as 'main'"));
+}
+
+Device StandardUpdater::device() const {
+  return options_.device ? *options_.device : main_optimizer("the batch's device").target().device();
+}
 
 void StandardUpdater::update_core() {
+  Optimizer& opt = main_optimizer("the default update_core");  // before a batch is taken
   iterators::Iterator& it = *iterators_.at("main");
   const std::vector<Tensor> arrays = it.next_batch();
-  Optimizer& opt = *optimizers_.at("main");
   const auto step = [&](const std::vector<Variable>& inputs) {
     opt.update([&] { return loss_func_ ? loss_func_(inputs) : opt.target().forward_args(inputs).at(0); });
   };

@@ -52,7 +52,9 @@ class StandardUpdater : public Updater {
   /// An updater with a single iterator and optimizer, both registered as "main".
   StandardUpdater(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Optimizer> optimizer,
                   LossFunction loss_func = {}, UpdaterOptions options = {});
-  /// An updater over named iterators and optimizers; both maps need a "main" entry.
+  /// An updater over named iterators and optimizers. The iterators need a "main" entry (it
+  /// counts the epochs); the optimizers need one only for the default update_core and device():
+  /// an updater that overrides update_core may name them as it likes ("gen", "dis").
   StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators,
                   std::map<std::string, std::shared_ptr<Optimizer>> optimizers, LossFunction loss_func = {},
                   UpdaterOptions options = {});
@@ -67,7 +69,8 @@ class StandardUpdater : public Updater {
   iterators::Iterator& get_iterator(const std::string& name) override;
   void serialize(Serializer& s) override;
   void finalize() override;
-  /// The device batches go to this iteration.
+  /// The device batches go to this iteration: the options' device, else the "main" optimizer's
+  /// target's (an error naming the registered optimizers when there is none).
   Device device() const;
   /// The CUDA graph runner of the steps, with its capture and replay counts.
   const CudaGraphStep& cuda_graph_step() const { return graph_step_; }
@@ -77,6 +80,8 @@ class StandardUpdater : public Updater {
   virtual void update_core();
 
  private:
+  // The "main" optimizer; throws naming WHAT needs it and the optimizers registered.
+  Optimizer& main_optimizer(const char* what) const;
   std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators_;
   std::map<std::string, std::shared_ptr<Optimizer>> optimizers_;
   LossFunction loss_func_;
