@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/parse.h"
 
 namespace chainer {
 namespace {
@@ -24,11 +25,8 @@ size_t size_class(size_t bytes) {
 }
 
 size_t limit_from_environment() {
-  if (const char* mb = std::getenv("CHAINER_ALLOCATOR_CACHE_MB")) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(mb, &end, 10);
-    if (end != mb && *end == '\0') return size_t(v) << 20;
-  }
+  if (const char* mb = std::getenv("CHAINER_ALLOCATOR_CACHE_MB"); mb && *mb)
+    return size_t(parse_integer(mb, "CHAINER_ALLOCATOR_CACHE_MB", 0, int64_t(1) << 30)) << 20;
   return size_t(2) << 30;
 }
 

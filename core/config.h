@@ -39,9 +39,10 @@ bool cudnn_deterministic();
 /// Sets this thread's cudnn_deterministic.
 void set_cudnn_deterministic(bool deterministic);
 
-/// A yes/no setting from environment variable NAME: FALLBACK when unset or empty, false for "0"
-/// or "false", true for anything else. One rule for every switch (CHAINER_HUGEPAGES,
-/// CHAINERMN_SHARED_MEMORY, CHAINERMN_DEBUG, ...).
+/// A yes/no setting from environment variable NAME: FALLBACK when unset or empty; true for 1,
+/// true, yes or on, false for 0, false, no or off (any case); anything else is a chainer::Error
+/// naming NAME and the value, since a mistyped switch must not silently mean "on". One rule for
+/// every switch (CHAINER_HUGEPAGES, CHAINERMN_SHARED_MEMORY, CHAINERMN_DEBUG, ...).
 bool env_flag(const char* name, bool fallback);
 
 }  // namespace chainer::config

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -184,7 +185,11 @@ void enable_flush_denormal() {
 int default_num_threads() {
   if (const char* text = std::getenv("CHAINER_NUM_THREADS"); text && *text)
     return int(parse_integer(text, "CHAINER_NUM_THREADS", 1, kMaxThreads));
-  if (int n = env_int("OMP_NUM_THREADS"); n > 0) return std::min(n, kMaxThreads);
+  // OpenMP's own syntax: a list of counts per nesting level ("4,2"), of which the first is ours.
+  if (const char* text = std::getenv("OMP_NUM_THREADS"); text && *text) {
+    const std::string first(text, std::strcspn(text, ","));
+    return int(parse_integer(first, "OMP_NUM_THREADS", 1, kMaxThreads));
+  }
   const int ranks = std::max({env_int("MPI_LOCALNRANKS"), env_int("OMPI_COMM_WORLD_LOCAL_SIZE"), 1});
   return std::max(1, usable_cores() / ranks);
 }

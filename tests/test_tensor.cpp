@@ -197,6 +197,24 @@ TEST_CASE("threads: CHAINER_NUM_THREADS is an integer from 1 to kMaxThreads, or 
   else unsetenv("CHAINER_NUM_THREADS");
 }
 
+TEST_CASE("threads: OMP_NUM_THREADS, read when CHAINER_NUM_THREADS is unset, is OpenMP's list or an error naming it") {
+  const char* saved_chainer = std::getenv("CHAINER_NUM_THREADS");
+  const char* saved_omp = std::getenv("OMP_NUM_THREADS");
+  const std::string restore_chainer = saved_chainer ? saved_chainer : "", restore_omp = saved_omp ? saved_omp : "";
+  unsetenv("CHAINER_NUM_THREADS");
+  setenv("OMP_NUM_THREADS", "3", 1);
+  CHECK(default_num_threads() == 3);
+  setenv("OMP_NUM_THREADS", "4,2", 1);  // threads per nesting level: the first is the team's
+  CHECK(default_num_threads() == 4);
+  for (const char* bad : {"abc", "0", "-2", "3x", ",4", "1025"}) {
+    setenv("OMP_NUM_THREADS", bad, 1);
+    CHECK_THROWS_WITH(default_num_threads(), Catch::StartsWith("OMP_NUM_THREADS "));
+  }
+  if (saved_chainer) setenv("CHAINER_NUM_THREADS", restore_chainer.c_str(), 1);
+  if (saved_omp) setenv("OMP_NUM_THREADS", restore_omp.c_str(), 1);
+  else unsetenv("OMP_NUM_THREADS");
+}
+
 TEST_CASE("threads: parallel_tasks runs every task exactly once, for any count and team size") {
   const int saved = num_threads();
   for (int team : {1, 2, 3, 8}) {  // 8: more threads than this machine's cores
@@ -379,7 +397,7 @@ TEST_CASE("random: seeded streams repeat and restore") {
   REQUIRE(var == Approx(4).epsilon(0.05));
 }
 
-TEST_CASE("config: env_flag reads yes/no switches one way") {
+TEST_CASE("config: env_flag reads yes/no switches one way, and anything else is an error naming the variable") {
   const char* name = "CHAINER_TEST_ENV_FLAG";
   unsetenv(name);
   CHECK(config::env_flag(name, true));
@@ -391,9 +409,18 @@ TEST_CASE("config: env_flag reads yes/no switches one way") {
     setenv(name, off, 1);
     CHECK_FALSE(config::env_flag(name, true));
   }
-  for (const char* on : {"1", "yes", "true"}) {
+  for (const char* off : {"no", "off", "FALSE", "Off"}) {
+    setenv(name, off, 1);
+    CHECK_FALSE(config::env_flag(name, true));
+  }
+  for (const char* on : {"1", "yes", "true", "on", "TRUE", "Yes"}) {
     setenv(name, on, 1);
     CHECK(config::env_flag(name, false));
+  }
+  for (const char* bad : {"abc", "2", "enabled", "0 "}) {
+    setenv(name, bad, 1);
+    CHECK_THROWS_WITH(config::env_flag(name, true),
+                      Catch::StartsWith("CHAINER_TEST_ENV_FLAG expects a yes/no value") && Catch::Contains(bad));
   }
   unsetenv(name);
 }
