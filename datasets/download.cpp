@@ -9,6 +9,8 @@
 
 #include <cctype>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -17,6 +19,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/parse.h"
 
 namespace chainer::dataset {
 
@@ -131,12 +134,62 @@ class TempFile {
   int fd_ = -1;
 };
 
-// What one transfer has written so far.
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// Seconds as a message shows them: "1.3".
+std::string seconds_text(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", seconds);
+  return buf;
+}
+
+// A limit from the environment variable NAME, FALLBACK when it is unset or empty; a value that is
+// not a whole number in [MIN, 10^9] is an error naming OP, the variable, the value, what it means
+// and its default. 10^9 bounds a product of two limits well inside int64_t.
+int64_t limit_from_environment(const char* op, const char* name, int64_t fallback, int64_t min, const char* meaning) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  try {
+    return parse_integer(text, name, min, 1000000000);
+  } catch (const Error& e) {
+    throw Error(str(op, ": ", e.what(), " (", meaning, "; default ", fallback, ")"));
+  }
+}
+
+DownloadLimits limits_from_environment(const char* op) {
+  const DownloadLimits defaults;
+  DownloadLimits limits;
+  limits.timeout = limit_from_environment(op, "CHAINER_DOWNLOAD_TIMEOUT", defaults.timeout, 0,
+                                          "the seconds one file's transfer may take, 0 for no deadline");
+  limits.min_rate = limit_from_environment(op, "CHAINER_DOWNLOAD_MIN_RATE", defaults.min_rate, 0,
+                                           "the bytes per second a transfer must average, 0 for no minimum");
+  limits.min_rate_time = limit_from_environment(op, "CHAINER_DOWNLOAD_MIN_RATE_TIME", defaults.min_rate_time, 1,
+                                                "the seconds over which CHAINER_DOWNLOAD_MIN_RATE is measured");
+  return limits;
+}
+
+// Which limit ended a transfer.
+enum class Abandoned { no, deadline, min_rate };
+
+// What one transfer has written so far, and its progress against the limits.
 struct Transfer {
+  Transfer(TempFile* file, Sha256* sum, const DownloadLimits& limits)
+      : file(file), sum(sum), limits(limits), start(Clock::now()), window_start(start) {}
   TempFile* file;
   Sha256* sum;
+  DownloadLimits limits;
+  Clock::time_point start;
+  Clock::time_point window_start;  // the stretch of min_rate_time seconds being measured
   uint64_t bytes = 0;
-  int write_errno = 0;  // set when the disk refused the data
+  uint64_t window_bytes = 0;  // bytes when the stretch began
+  int write_errno = 0;        // set when the disk refused the data
+  Abandoned abandoned = Abandoned::no;
+  uint64_t window_got = 0;    // the bytes of the stretch that fell below min_rate
+  double window_seconds = 0;  // and its length: min_rate_time, or up to a second more
 };
 
 // curl's write callback: returning fewer bytes than given ends the transfer (CURLE_WRITE_ERROR).
@@ -155,6 +208,32 @@ size_t on_data(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+// curl's progress callback, called while data flows and about once a second while none does:
+// a nonzero return ends the transfer (CURLE_ABORTED_BY_CALLBACK). The limits are checked here
+// rather than with CURLOPT_LOW_SPEED_*, whose timeout is the same error code as a connection
+// timeout, so the message can say which limit ended the transfer.
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  Transfer& t = *static_cast<Transfer*>(user);
+  const Clock::time_point now = Clock::now();
+  if (t.limits.timeout > 0 && seconds_between(t.start, now) >= double(t.limits.timeout)) {
+    t.abandoned = Abandoned::deadline;
+    return 1;
+  }
+  const double window = seconds_between(t.window_start, now);
+  if (t.limits.min_rate > 0 && window >= double(t.limits.min_rate_time)) {
+    const uint64_t got = t.bytes - t.window_bytes;
+    if (got < uint64_t(t.limits.min_rate * t.limits.min_rate_time)) {
+      t.abandoned = Abandoned::min_rate;
+      t.window_got = got;
+      t.window_seconds = window;
+      return 1;
+    }
+    t.window_start = now;
+    t.window_bytes = t.bytes;
+  }
+  return 0;
+}
+
 void init_curl() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -164,13 +243,13 @@ void init_curl() {
 }
 
 // Downloads URL to PATH checked against SHA256; returns what went wrong, or nothing on success.
-std::optional<std::string> try_download(const std::string& url, const fs::path& path, const std::string& sha256) {
+std::optional<std::string> try_download(const std::string& url, const fs::path& path, const std::string& sha256,
+                                        const DownloadLimits& limits) {
   init_curl();
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
   if (!curl) return "libcurl cannot create a transfer (out of memory?)";
   TempFile file(path);
   Sha256 sum;
-  Transfer transfer{&file, &sum};
   char curl_message[CURL_ERROR_SIZE] = "";
   CURL* h = curl.get();
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
@@ -180,16 +259,40 @@ std::optional<std::string> try_download(const std::string& url, const fs::path& 
   curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);  // an HTTP status of 400 or more is an error, not a body
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);     // no SIGALRM for timeouts: safe in threaded programs
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);  // under 1 byte/s for 60 s: the transfer stalled
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+  // The deadline also as curl's own timeout: it holds where the progress callback is not called
+  // on time (a slow name lookup), and ends the transfer to the millisecond.
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, long(limits.timeout * 1000));
   curl_easy_setopt(h, CURLOPT_USERAGENT, "chainermn-cpp");
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_message);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   std::cerr << "Downloading from " << url << "..." << std::endl;  // as Chainer: the first call is slow
+  Transfer transfer(&file, &sum, limits);  // its clock starts here
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &transfer);
   const CURLcode code = curl_easy_perform(h);
+  const double elapsed = seconds_between(transfer.start, Clock::now());
 
   const std::string curl_error = str("curl error ", int(code), ": ", *curl_message ? curl_message : curl_easy_strerror(code));
+  curl_off_t length = -1;  // the Content-Length, -1 when unknown
+  curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+  const std::string arrived =
+      str(transfer.bytes, " bytes", length >= 0 ? str(" of ", length) : std::string(), " had arrived in all");
+  // curl's copy of the deadline ended it, not its 30 s for connecting. curl times by the
+  // millisecond and may end a hair before this clock reaches the deadline.
+  if (code == CURLE_OPERATION_TIMEDOUT && limits.timeout > 0 && elapsed >= double(limits.timeout) - 0.1)
+    transfer.abandoned = Abandoned::deadline;
+  if (transfer.abandoned == Abandoned::deadline)
+    return str("abandoned after ", seconds_text(elapsed), " s at the deadline of ", limits.timeout,
+               " s for one file (CHAINER_DOWNLOAD_TIMEOUT=", limits.timeout, "); ", arrived,
+               "; on a slow but working link raise CHAINER_DOWNLOAD_TIMEOUT (0: no deadline)");
+  if (transfer.abandoned == Abandoned::min_rate)
+    return str("abandoned after ", seconds_text(elapsed), " s: ", transfer.window_got, " bytes arrived in the last ",
+               seconds_text(transfer.window_seconds), " s, under the minimum rate of ", limits.min_rate,
+               " bytes/s over ", limits.min_rate_time, " s (CHAINER_DOWNLOAD_MIN_RATE=", limits.min_rate,
+               ", CHAINER_DOWNLOAD_MIN_RATE_TIME=", limits.min_rate_time, "); ", arrived,
+               "; on a slow but working link lower CHAINER_DOWNLOAD_MIN_RATE (0: no minimum)");
   switch (code) {
     case CURLE_OK:
       break;
@@ -198,12 +301,9 @@ std::optional<std::string> try_download(const std::string& url, const fs::path& 
       curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
       return str("the server answered HTTP status ", status, status == 404 ? " (Not Found)" : "");
     }
-    case CURLE_PARTIAL_FILE: {
-      curl_off_t length = -1;
-      curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    case CURLE_PARTIAL_FILE:
       return str("the transfer was cut short: ", transfer.bytes, " bytes arrived",
                  length >= 0 ? str(" of ", length) : std::string(), " (", curl_error, ")");
-    }
     case CURLE_WRITE_ERROR:
       if (transfer.write_errno)
         return str("cannot write ", quoted(file.path()), ": ", std::strerror(transfer.write_errno));
@@ -282,18 +382,22 @@ std::string sha256_file(const fs::path& path) {
   return sum.hex();
 }
 
+DownloadLimits download_limits() { return limits_from_environment("download_limits"); }
+
 void download_file(const std::string& url, const fs::path& path, const std::string& sha256) {
+  const DownloadLimits limits = limits_from_environment("download_file");
   if (!is_sha256(sha256))
     throw Error(str("download_file: sha256 must be 64 hex digits, got '", sha256, "' (", sha256.size(),
                     " characters)"));
   if (path.filename().empty()) throw Error(str("download_file: path ", quoted(path), " names no file"));
   if (!path.parent_path().empty()) create_directories(path.parent_path(), "download_file");
-  if (std::optional<std::string> failure = try_download(url, path, sha256))
+  if (std::optional<std::string> failure = try_download(url, path, sha256, limits))
     throw Error(str("download_file: cannot download '", url, "': ", *failure, ". Nothing was written to ",
                     quoted(path), "; try again later, or get the file by other means and put it there"));
 }
 
 fs::path download_dataset(const DatasetSource& source) {
+  const DownloadLimits limits = limits_from_environment("download_dataset");
   if (source.mirrors.empty()) throw Error(str("download_dataset: ", source.name, " has no mirrors to download from"));
   for (const RemoteFile& file : source.files)
     if (!is_sha256(file.sha256))
@@ -307,7 +411,7 @@ fs::path download_dataset(const DatasetSource& source) {
     std::string failures;
     bool done = false;
     for (const std::string& mirror : source.mirrors) {
-      const std::optional<std::string> failure = try_download(mirror + file.name, path, file.sha256);
+      const std::optional<std::string> failure = try_download(mirror + file.name, path, file.sha256, limits);
       if (!failure) {
         done = true;
         break;

@@ -1,6 +1,7 @@
 // Downloading data sets (datasets/download.h) against an HTTP server in this process on
-// 127.0.0.1, whose answers each test chooses: whole files, files cut short, wrong bytes, 404, and
-// a port where nothing listens. No test touches the network outside this machine.
+// 127.0.0.1, whose answers each test chooses: whole files, files cut short, wrong bytes, 404,
+// bytes trickled slowly, a connection that stalls, and a port where nothing listens. No test
+// touches the network outside this machine.
 #include <arpa/inet.h>
 #include <catch2/catch.hpp>
 #include <netinet/in.h>
@@ -10,11 +11,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,7 +41,15 @@ struct Route {
   std::string body;
   bool content_length = true;              // send a Content-Length header (of the whole body)
   size_t send = std::string::npos;         // bytes of the body sent before the connection is closed
+  size_t chunk = 0;                        // body bytes per send, with a pause between sends (0: all at once)
+  int pause_ms = 0;                        // the pause between chunks
+  size_t stall = std::string::npos;        // body bytes sent before the server goes silent, holding the connection
+  bool respond = true;                     // false: read the request, then hold the connection without a word
 };
+
+// How long the server holds a connection at most (stalled, or trickling): a client that never
+// gives up fails its test after this instead of hanging it.
+constexpr auto kServerPatience = std::chrono::seconds(8);
 
 // An HTTP server on 127.0.0.1 at a port the kernel picks, answering each GET from a table of
 // routes (404 for anything else) on one thread, one connection at a time, closing after each.
@@ -110,14 +121,50 @@ class LocalServer {
       auto it = routes_.find(path);
       r = it != routes_.end() ? it->second : Route{404, "no such file", true, std::string::npos};
     }
+    const auto deadline = std::chrono::steady_clock::now() + kServerPatience;
+    if (!r.respond) return hold(client, deadline);
     std::string head = "HTTP/1.1 " + std::to_string(r.status) + (r.status == 200 ? " OK" : " Not Found") + "\r\n";
     if (r.content_length) head += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
     head += "Connection: close\r\n\r\n";
-    const std::string out = head + r.body.substr(0, std::min(r.send, r.body.size()));
+    if (!send_all(client, head)) return;
+    const size_t end = std::min({r.send, r.stall, r.body.size()});
+    const size_t step = r.chunk ? r.chunk : end;
+    for (size_t at = 0; at < end; at += step) {
+      if (at > 0 && !wait_for(client, std::chrono::milliseconds(r.pause_ms), deadline)) return;
+      if (!send_all(client, r.body.substr(at, std::min(step, end - at)))) return;
+    }
+    if (r.stall < r.body.size() && r.stall < r.send) hold(client, deadline);
+  }
+
+  static bool send_all(int client, const std::string& out) {
     for (size_t done = 0; done < out.size();) {
       const ssize_t n = ::send(client, out.data() + done, out.size() - done, MSG_NOSIGNAL);
-      if (n <= 0) return;
+      if (n <= 0) return false;
       done += size_t(n);
+    }
+    return true;
+  }
+
+  // Waits FOR (at most until DEADLINE); false when the client has closed the connection (it gave
+  // up), the deadline has passed, or the server is stopping.
+  bool wait_for(int client, std::chrono::milliseconds for_, std::chrono::steady_clock::time_point deadline) {
+    const auto until = std::min(std::chrono::steady_clock::now() + for_, deadline);
+    for (;;) {
+      const auto now = std::chrono::steady_clock::now();
+      if (stop_ || now >= deadline) return false;
+      if (now >= until) return true;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
+      pollfd p{client, POLLIN, 0};
+      if (::poll(&p, 1, int(std::min<long long>(left + 1, 50))) > 0) {
+        char buf[256];
+        if (::recv(client, buf, sizeof buf, MSG_DONTWAIT) <= 0) return false;  // closed by the client
+      }
+    }
+  }
+
+  // Sends nothing more, until the client closes the connection or DEADLINE.
+  void hold(int client, std::chrono::steady_clock::time_point deadline) {
+    while (wait_for(client, std::chrono::milliseconds(50), deadline)) {
     }
   }
 
@@ -175,6 +222,34 @@ std::vector<std::string> listing(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// Sets an environment variable for one scope, restoring what it was.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
@@ -363,4 +438,121 @@ TEST_CASE("mnist_source and fashion_mnist_source: Chainer's directories, the off
   const char* dir = std::getenv("MNIST_DIR");
   if (!dir || !fs::is_directory(dir)) FAIL("MNIST_DIR " << (dir ? dir : "(unset)") << " is not a directory");
   for (const RemoteFile& file : mnist.files) CHECK(sha256_file(fs::path(dir) / file.name) == file.sha256);
+}
+
+TEST_CASE("download limits: documented defaults, each changed by its environment variable, read strictly") {
+  ScopedEnv timeout("CHAINER_DOWNLOAD_TIMEOUT", nullptr);
+  ScopedEnv rate("CHAINER_DOWNLOAD_MIN_RATE", nullptr);
+  ScopedEnv rate_time("CHAINER_DOWNLOAD_MIN_RATE_TIME", nullptr);
+  DownloadLimits limits = download_limits();
+  CHECK(limits.timeout == 1800);
+  CHECK(limits.min_rate == 1024);
+  CHECK(limits.min_rate_time == 60);
+
+  ::setenv("CHAINER_DOWNLOAD_TIMEOUT", "90", 1);
+  ::setenv("CHAINER_DOWNLOAD_MIN_RATE", "0", 1);  // 0 turns the minimum off
+  ::setenv("CHAINER_DOWNLOAD_MIN_RATE_TIME", "5", 1);
+  limits = download_limits();
+  CHECK(limits.timeout == 90);
+  CHECK(limits.min_rate == 0);
+  CHECK(limits.min_rate_time == 5);
+  ::setenv("CHAINER_DOWNLOAD_TIMEOUT", "", 1);  // empty: as if unset
+  CHECK(download_limits().timeout == 1800);
+
+  // A bad value is an error naming the variable and the value, also where a download would
+  // otherwise start: nothing is asked of the server.
+  TempDir tmp;
+  LocalServer server;
+  server.route("/data.gz", {200, "bytes"});
+  const std::string sum(64, '0');
+  for (const char* bad : {"10s", "1.5", "-1", " 5", "ten"}) {
+    ::setenv("CHAINER_DOWNLOAD_TIMEOUT", bad, 1);
+    REQUIRE_THROWS_WITH(download_limits(), Contains("CHAINER_DOWNLOAD_TIMEOUT") && Contains(bad) &&
+                                               Contains("seconds") && Contains("default 1800"));
+    REQUIRE_THROWS_WITH(download_file(server.url("data.gz"), tmp.path / "data.gz", sum),
+                        Contains("download_file: CHAINER_DOWNLOAD_TIMEOUT") && Contains(bad));
+  }
+  CHECK(server.requests("/data.gz") == 0);
+  ::unsetenv("CHAINER_DOWNLOAD_TIMEOUT");
+  ::setenv("CHAINER_DOWNLOAD_MIN_RATE", "fast", 1);
+  REQUIRE_THROWS_WITH(download_limits(), Contains("CHAINER_DOWNLOAD_MIN_RATE expects an integer, got 'fast'") &&
+                                             Contains("bytes per second") && Contains("default 1024"));
+  ::unsetenv("CHAINER_DOWNLOAD_MIN_RATE");
+  ::setenv("CHAINER_DOWNLOAD_MIN_RATE_TIME", "0", 1);
+  REQUIRE_THROWS_WITH(download_limits(), Contains("CHAINER_DOWNLOAD_MIN_RATE_TIME must be at least 1, got 0") &&
+                                             Contains("default 60"));
+}
+
+TEST_CASE("download_file: a server slower than the minimum rate is abandoned, naming the URL, what arrived and the limit") {
+  TempDir tmp;
+  LocalServer server;
+  const std::string bytes = payload(3);
+  const std::string sum = sha256_of(bytes, tmp.path / "scratch");
+  const fs::path path = tmp.path / "data.gz";
+  ScopedEnv timeout("CHAINER_DOWNLOAD_TIMEOUT", nullptr);
+  ScopedEnv rate("CHAINER_DOWNLOAD_MIN_RATE", "1000");
+  ScopedEnv rate_time("CHAINER_DOWNLOAD_MIN_RATE_TIME", "1");
+  const auto start = std::chrono::steady_clock::now();
+
+  SECTION("trickling: 2 bytes every 100 ms") {
+    server.route("/data.gz", {200, bytes, true, std::string::npos, 2, 100});
+    REQUIRE_THROWS_WITH(
+        download_file(server.url("data.gz"), path, sum),
+        Contains("download_file: cannot download '" + server.url("data.gz") + "': abandoned after ") &&
+            Contains("bytes arrived in the last 1.") &&
+            Contains("s, under the minimum rate of 1000 bytes/s over 1 s "
+                     "(CHAINER_DOWNLOAD_MIN_RATE=1000, CHAINER_DOWNLOAD_MIN_RATE_TIME=1)") &&
+            Contains("of 100000 had arrived") && Contains("Nothing was written to '" + path.string() + "'"));
+  }
+  SECTION("stalled after 500 bytes, the connection held open") {
+    server.route("/data.gz", {200, bytes, true, std::string::npos, 0, 0, 500});
+    REQUIRE_THROWS_WITH(download_file(server.url("data.gz"), path, sum),
+                        Contains(server.url("data.gz")) && Contains("500 bytes of 100000 had arrived") &&
+                            Contains("CHAINER_DOWNLOAD_MIN_RATE=1000"));
+  }
+  SECTION("stalled before answering") {
+    server.route("/data.gz", {200, bytes, true, std::string::npos, 0, 0, std::string::npos, false});
+    REQUIRE_THROWS_WITH(download_file(server.url("data.gz"), path, sum),
+                        Contains(server.url("data.gz")) && Contains(": 0 bytes arrived in the last 1.") &&
+                            Contains("; 0 bytes had arrived in all"));
+  }
+  // Abandoned after the 1 s window, not when the server gave up on the client.
+  CHECK(seconds_since(start) < 3);
+  CHECK(listing(tmp.path).empty());  // the partial file is gone with the transfer
+}
+
+TEST_CASE("download_file: a slow transfer above the minimum rate and within the deadline completes") {
+  TempDir tmp;
+  LocalServer server;
+  const std::string bytes = payload(4);
+  const std::string sum = sha256_of(bytes, tmp.path / "scratch");
+  ScopedEnv timeout("CHAINER_DOWNLOAD_TIMEOUT", "5");
+  ScopedEnv rate("CHAINER_DOWNLOAD_MIN_RATE", "1000");
+  ScopedEnv rate_time("CHAINER_DOWNLOAD_MIN_RATE_TIME", "1");
+  // 100 kB in 1.2 s: several windows of the minimum rate.
+  server.route("/data.gz", {200, bytes, true, std::string::npos, 10000, 120});
+  download_file(server.url("data.gz"), tmp.path / "data.gz", sum);
+  CHECK(read_file(tmp.path / "data.gz") == bytes);
+}
+
+TEST_CASE("download_file: a transfer that outlasts the deadline is abandoned at the deadline, naming it") {
+  TempDir tmp;
+  LocalServer server;
+  const std::string bytes = payload(5);
+  const std::string sum = sha256_of(bytes, tmp.path / "scratch");
+  const fs::path path = tmp.path / "data.gz";
+  ScopedEnv timeout("CHAINER_DOWNLOAD_TIMEOUT", "1");
+  ScopedEnv rate("CHAINER_DOWNLOAD_MIN_RATE", "100");
+  ScopedEnv rate_time("CHAINER_DOWNLOAD_MIN_RATE_TIME", "1");
+  // 50 kB/s, far above the minimum rate, but 2 s for the whole file.
+  server.route("/data.gz", {200, bytes, true, std::string::npos, 1000, 20});
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_WITH(download_file(server.url("data.gz"), path, sum),
+                      Contains("cannot download '" + server.url("data.gz") + "': abandoned after 1.") &&
+                          Contains("s at the deadline of 1 s for one file (CHAINER_DOWNLOAD_TIMEOUT=1)") &&
+                          Contains("bytes of 100000 had arrived") && Contains("Nothing was written"));
+  const double took = seconds_since(start);
+  CHECK(took >= 0.9);  // curl times by the millisecond, and may end a hair early
+  CHECK(took < 1.9);
+  CHECK(listing(tmp.path).empty());
 }
