@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -83,21 +84,92 @@ class Sha256 {
   EVP_MD_CTX* ctx_;
 };
 
-// A new file beside FINAL_PATH under a unique hidden name, removed unless commit() renames it
-// to FINAL_PATH: a reader never sees a partial file under the final name.
+// Partial files: a download writes to "." NAME ".download-" and mkstemp's six letters and digits,
+// beside NAME, and holds an open-file-description lock (F_OFD_SETLK) on it while it writes. The
+// kernel drops the lock when the writer's process ends in any way (killed included), so a partial
+// that can be locked has no writer left, however recent; one whose lock is held is being written,
+// however old. OFD locks, not POSIX record locks: those belong to the process, so a downloader in
+// another thread of the same process would see them as free, and would drop them on closing the
+// file. Where the file system has no locks (an NFS mount without a lock manager), a partial is
+// judged by age alone.
+constexpr const char* kPartialInfix = ".download-";
+constexpr std::chrono::hours kPartialAgeWithoutLocks{24};
+
+// Takes FD's write lock without waiting: 0, or errno (EAGAIN: held by another open file).
+int lock_partial(int fd) {
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;  // l_start = l_len = 0: the whole file, however long it grows
+  if (fcntl(fd, F_OFD_SETLK, &lock) == 0) return 0;
+  return errno == EACCES ? EAGAIN : errno;  // POSIX allows either for a held lock
+}
+
+// Whether NAME is a partial file of a download of FILE_NAME (the pattern above, exactly).
+bool is_partial_of(const std::string& name, const std::string& file_name) {
+  const std::string prefix = "." + file_name + kPartialInfix;
+  if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) return false;
+  return std::all_of(name.end() - 6, name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+}
+
+// Removes the partial files of downloads of FINAL_PATH whose writer is gone (a killed process),
+// and no others: not another name's, not a live writer's (in this process or another), not a
+// file merely named alike (wrong length, another owner's that this user cannot open).
+void remove_stale_partials(const fs::path& final_path) {
+  const fs::path dir = final_path.parent_path().empty() ? fs::path(".") : final_path.parent_path();
+  const std::string file_name = final_path.filename().string();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path partial = it->path();
+    if (!is_partial_of(partial.filename().string(), file_name)) continue;
+    const int fd = open(partial.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);  // a write lock needs write access
+    if (fd < 0) continue;
+    struct stat held {};
+    bool stale = false;
+    if (fstat(fd, &held) == 0 && S_ISREG(held.st_mode)) {
+      const int error = lock_partial(fd);
+      if (error == 0)
+        stale = true;
+      else if (error != EAGAIN)  // no locks on this file system
+        stale = std::chrono::system_clock::now() - std::chrono::system_clock::from_time_t(held.st_mtime) >
+                kPartialAgeWithoutLocks;
+    }
+    // Only while the name still leads to the file judged: had its writer renamed it into place
+    // and another file taken the name since, that one is not ours to judge.
+    struct stat named {};
+    if (stale && lstat(partial.c_str(), &named) == 0 && named.st_dev == held.st_dev && named.st_ino == held.st_ino)
+      unlink(partial.c_str());
+    close(fd);
+  }
+}
+
+// A new partial file beside FINAL_PATH (named and locked as above), removed unless commit()
+// renames it to FINAL_PATH: a reader never sees a partial file under the final name.
 class TempFile {
  public:
   explicit TempFile(const fs::path& final_path) {
-    std::string name = (final_path.parent_path() / ("." + final_path.filename().string() + ".download-XXXXXX")).string();
-    fd_ = mkstemp(name.data());
-    if (fd_ < 0)
-      throw Error(str("cannot create a temporary file in ", quoted(final_path.parent_path()), ": ",
-                      std::strerror(errno)));
-    path_ = name;
+    const std::string pattern =
+        (final_path.parent_path() / ("." + final_path.filename().string() + kPartialInfix + "XXXXXX")).string();
+    for (;;) {
+      std::string name = pattern;
+      fd_ = mkstemp(name.data());
+      if (fd_ < 0)
+        throw Error(str("cannot create a temporary file in ", quoted(final_path.parent_path()), ": ",
+                        std::strerror(errno)));
+      // Between mkstemp and the lock another download's remove_stale_partials can take the
+      // lock, judge the file stale and remove it: then this one starts over with a new file
+      // rather than write to one that has lost its name. Any other failure means that the file
+      // system has no locks: the partial is written unlocked, judged by its age.
+      if (lock_partial(fd_) != EAGAIN) {
+        path_ = name;
+        break;
+      }
+      close(fd_);
+    }
   }
   ~TempFile() {
-    if (fd_ >= 0) close(fd_);
+    // Unlinked before it is closed, so that its lock guards it to the end.
     if (!path_.empty()) unlink(path_.c_str());
+    if (fd_ >= 0) close(fd_);
   }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
@@ -119,14 +191,16 @@ class TempFile {
   // Makes the data durable and moves it to FINAL_PATH (replacing what is there) in one step.
   void commit(const fs::path& final_path) {
     // mkstemp makes the file 0600; a cached data set is as readable as any other download.
-    if (fchmod(fd_, 0644) != 0 || fsync(fd_) != 0 || close(fd_) != 0) {
-      fd_ = -1;
+    if (fchmod(fd_, 0644) != 0 || fsync(fd_) != 0)
       throw Error(str("cannot write ", quoted(path_), ": ", std::strerror(errno)));
-    }
-    fd_ = -1;
+    // Renamed while still open and locked: closed first, it would be an unlocked partial that
+    // another download could remove before the rename.
     if (std::rename(path_.c_str(), final_path.c_str()) != 0)
       throw Error(str("cannot rename ", quoted(path_), " to ", quoted(final_path), ": ", std::strerror(errno)));
     path_.clear();
+    // fsync has reported any error of writing; close's result adds nothing once the data are in place.
+    close(fd_);
+    fd_ = -1;
   }
 
  private:
@@ -248,6 +322,7 @@ std::optional<std::string> try_download(const std::string& url, const fs::path& 
   init_curl();
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
   if (!curl) return "libcurl cannot create a transfer (out of memory?)";
+  remove_stale_partials(path);
   TempFile file(path);
   Sha256 sum;
   char curl_message[CURL_ERROR_SIZE] = "";

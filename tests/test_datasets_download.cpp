@@ -5,8 +5,11 @@
 #include <arpa/inet.h>
 #include <catch2/catch.hpp>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -247,6 +250,24 @@ class ScopedEnv {
   const char* name_;
   std::optional<std::string> old_;
 };
+
+// The partial files in DIR: names with ".download-" in them.
+std::vector<std::string> partials(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const std::string& name : listing(dir))
+    if (name.find(".download-") != std::string::npos) names.push_back(name);
+  return names;
+}
+
+// Waits (at most 5 s) until DIR holds a partial file; its name, or "" if none came.
+std::string wait_for_partial(const fs::path& dir) {
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    if (const std::vector<std::string> found = partials(dir); !found.empty()) return found[0];
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return "";
+}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -555,4 +576,103 @@ TEST_CASE("download_file: a transfer that outlasts the deadline is abandoned at 
   CHECK(took >= 0.9);  // curl times by the millisecond, and may end a hair early
   CHECK(took < 1.9);
   CHECK(listing(tmp.path).empty());
+}
+
+TEST_CASE("download_file: the partial file of a download killed midway is removed by the next download of that file") {
+  TempDir tmp;
+  LocalServer server;
+  const std::string bytes = payload(6);
+  const std::string sum = sha256_of(bytes, tmp.path / "scratch");
+  const fs::path path = tmp.path / "data.gz";
+  ScopedEnv rate("CHAINER_DOWNLOAD_MIN_RATE", "0");  // the child waits until it is killed
+  server.route("/data.gz", {200, bytes, true, std::string::npos, 0, 0, 1000});
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    try {
+      download_file(server.url("data.gz"), path, sum);
+    } catch (...) {
+    }
+    ::_exit(0);
+  }
+  const std::string partial = wait_for_partial(tmp.path);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(partial != "");
+  CHECK(WIFSIGNALED(status));
+  CHECK(partials(tmp.path) == std::vector<std::string>{partial});  // what a killed download leaves
+
+  server.route("/data.gz", {200, bytes});
+  download_file(server.url("data.gz"), path, sum);
+  CHECK(listing(tmp.path) == std::vector<std::string>{"data.gz"});
+}
+
+TEST_CASE("download_file: only its own file's partials whose writer is gone are removed, however young or old") {
+  TempDir tmp;
+  LocalServer server;
+  const std::string bytes = payload(7);
+  const std::string sum = sha256_of(bytes, tmp.path / "scratch");
+  server.route("/data.gz", {200, bytes});
+  const auto two_days_ago = fs::file_time_type::clock::now() - std::chrono::hours(48);
+  for (const char* name : {".data.gz.download-Fresh1", ".data.gz.download-Old999", ".data.gz.download-Live42",
+                           ".other.gz.download-Fresh1", "data.gz.download-Fresh1", ".data.gz.download-Short",
+                           ".data.gz.download-Fresh1.txt", ".data.gz.download-Odd_12"}) {
+    write_file(tmp.path / name, "partial");
+    if (std::string(name).find("Fresh") == std::string::npos) fs::last_write_time(tmp.path / name, two_days_ago);
+  }
+  // A download still writing .data.gz.download-Live42 (in this process, as another thread's would
+  // be) holds its lock, as download_file does.
+  const int live = ::open((tmp.path / ".data.gz.download-Live42").c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(live >= 0);
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  REQUIRE(::fcntl(live, F_OFD_SETLK, &lock) == 0);
+
+  download_file(server.url("data.gz"), tmp.path / "data.gz", sum);
+  CHECK(listing(tmp.path) == std::vector<std::string>{".data.gz.download-Fresh1.txt", ".data.gz.download-Live42",
+                                                      ".data.gz.download-Odd_12", ".data.gz.download-Short",
+                                                      ".other.gz.download-Fresh1", "data.gz",
+                                                      "data.gz.download-Fresh1"});
+
+  // Its writer gone, the live one is stale too.
+  ::close(live);
+  download_file(server.url("data.gz"), tmp.path / "data.gz", sum);
+  const std::vector<std::string> after = listing(tmp.path);
+  CHECK(std::find(after.begin(), after.end(), ".data.gz.download-Live42") == after.end());
+  CHECK(after.size() == 6);
+}
+
+TEST_CASE("download_file: two downloads of one file at once both succeed, neither removing the other's partial") {
+  TempDir tmp;
+  LocalServer server;
+  const std::string bytes = payload(8);
+  const std::string sum = sha256_of(bytes, tmp.path / "scratch");
+  const fs::path path = tmp.path / "data.gz";
+  // 0.4 s a download; the server answers one at a time, so the second waits for the first.
+  server.route("/data.gz", {200, bytes, true, std::string::npos, 12500, 50});
+  std::exception_ptr first_error;
+  std::thread first([&] {
+    try {
+      download_file(server.url("data.gz"), path, sum);
+    } catch (...) {
+      first_error = std::current_exception();
+    }
+  });
+  // The second starts while the first writes its partial file.
+  const bool overlapped = wait_for_partial(tmp.path) != "";
+  std::exception_ptr second_error;
+  try {
+    download_file(server.url("data.gz"), path, sum);
+  } catch (...) {
+    second_error = std::current_exception();
+  }
+  first.join();
+  CHECK(overlapped);
+  if (first_error) std::rethrow_exception(first_error);
+  if (second_error) std::rethrow_exception(second_error);
+  CHECK(read_file(path) == bytes);
+  CHECK(server.requests("/data.gz") == 2);
+  CHECK(listing(tmp.path) == std::vector<std::string>{"data.gz"});
 }
