@@ -316,9 +316,17 @@ void init_curl() {
   });
 }
 
-// Downloads URL to PATH checked against SHA256; returns what went wrong, or nothing on success.
+// " (expected SIZE bytes: cut short)" and the like for a file of ACTUAL bytes, "" when SIZE is
+// not known (0) or is ACTUAL.
+std::string size_note(uint64_t actual, uint64_t size) {
+  if (size == 0 || actual == size) return "";
+  return str(" (expected ", size, actual < size ? " bytes: cut short)" : " bytes: too long)");
+}
+
+// Downloads URL to PATH checked against SHA256 (and SIZE where known, for the message); returns
+// what went wrong, or nothing on success.
 std::optional<std::string> try_download(const std::string& url, const fs::path& path, const std::string& sha256,
-                                        const DownloadLimits& limits) {
+                                        uint64_t size, const DownloadLimits& limits) {
   init_curl();
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
   if (!curl) return "libcurl cannot create a transfer (out of memory?)";
@@ -398,9 +406,27 @@ std::optional<std::string> try_download(const std::string& url, const fs::path& 
   const std::string got = sum.hex();
   if (got != lower(sha256))
     return str("checksum mismatch: expected SHA-256 ", lower(sha256), ", got ", got, " over the ", transfer.bytes,
-               " bytes that arrived (a corrupted transfer, or the server holds another file)");
+               " bytes that arrived", size_note(transfer.bytes, size),
+               " (a corrupted transfer, or the server holds another file)");
   file.commit(path);
   return std::nullopt;
+}
+
+// What is wrong with the cached copy PATH of FILE ("the cached file '...' is 300 bytes (expected
+// 9912422 bytes: cut short), SHA-256 ... (expected ...)"), or "" when it is whole.
+std::string cached_file_damage(const fs::path& path, const RemoteFile& file) {
+  std::error_code ec;
+  const uint64_t actual = fs::file_size(path, ec);
+  if (ec) return str("the cached file ", quoted(path), " cannot be read: ", ec.message());
+  std::string sum;
+  try {
+    sum = sha256_file(path);
+  } catch (const Error& e) {
+    return str("the cached file ", quoted(path), " cannot be read (", e.what(), ")");
+  }
+  if (sum == lower(file.sha256)) return "";  // the sum decides; the size only names a short file
+  return str("the cached file ", quoted(path), " is ", actual, " bytes", size_note(actual, file.size), ", SHA-256 ",
+             sum, " (expected ", lower(file.sha256), ")");
 }
 
 void create_directories(const fs::path& dir, const char* function) {
@@ -466,7 +492,7 @@ void download_file(const std::string& url, const fs::path& path, const std::stri
                     " characters)"));
   if (path.filename().empty()) throw Error(str("download_file: path ", quoted(path), " names no file"));
   if (!path.parent_path().empty()) create_directories(path.parent_path(), "download_file");
-  if (std::optional<std::string> failure = try_download(url, path, sha256, limits))
+  if (std::optional<std::string> failure = try_download(url, path, sha256, 0, limits))
     throw Error(str("download_file: cannot download '", url, "': ", *failure, ". Nothing was written to ",
                     quoted(path), "; try again later, or get the file by other means and put it there"));
 }
@@ -482,11 +508,19 @@ fs::path download_dataset(const DatasetSource& source) {
   for (const RemoteFile& file : source.files) {
     const fs::path path = dir / file.name;
     std::error_code ec;
-    if (fs::is_regular_file(path, ec)) continue;
+    std::string damaged;  // what is wrong with the file already there
+    if (fs::is_regular_file(path, ec)) {
+      // Checked each time, not trusted as Chainer trusts its cache: a file cut short (a full disk,
+      // a copy by hand) would otherwise fail when read, with no way out but deleting it by hand.
+      damaged = cached_file_damage(path, file);
+      if (damaged.empty()) continue;
+      std::cerr << source.name << ": " << damaged << "; downloading it again" << std::endl;
+    }
     std::string failures;
     bool done = false;
     for (const std::string& mirror : source.mirrors) {
-      const std::optional<std::string> failure = try_download(mirror + file.name, path, file.sha256, limits);
+      const std::optional<std::string> failure =
+          try_download(mirror + file.name, path, file.sha256, file.size, limits);
       if (!failure) {
         done = true;
         break;
@@ -497,7 +531,10 @@ fs::path download_dataset(const DatasetSource& source) {
       std::string names;
       for (const RemoteFile& f : source.files) names += (names.empty() ? "" : ", ") + f.name;
       throw Error(str(source.name, ": cannot download ", file.name, " from any of its ", source.mirrors.size(),
-                      source.mirrors.size() == 1 ? " mirror:" : " mirrors:", failures, "\nPut the files (", names,
+                      source.mirrors.size() == 1 ? " mirror:" : " mirrors:", failures,
+                      damaged.empty() ? std::string() : str("\nIt was downloaded again because ", damaged,
+                                                            "; that file was left as it was"),
+                      "\nPut the files (", names,
                       ") into ", quoted(dir), " by hand, or set CHAINER_DATASET_ROOT to a directory whose ",
                       source.directory, " holds them"));
     }

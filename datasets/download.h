@@ -61,11 +61,12 @@ DownloadLimits download_limits();
 /// cannot be made in 30 seconds, and on a transfer past download_limits().
 void download_file(const std::string& url, const std::filesystem::path& path, const std::string& sha256);
 
-/// One file of a data set: its name (in the data set's directory and at the end of its URLs)
-/// and the SHA-256 of its bytes.
+/// One file of a data set: its name (in the data set's directory and at the end of its URLs),
+/// the SHA-256 of its bytes, and their number where known.
 struct RemoteFile {
   std::string name;    ///< "train-images-idx3-ubyte.gz".
   std::string sha256;  ///< 64 hex digits.
+  uint64_t size = 0;   ///< Bytes; 0: not known. Lets messages call a short file cut short.
 };
 
 /// Where a data set is cached and where it is downloaded from.
@@ -77,9 +78,12 @@ struct DatasetSource {
 };
 
 /// SOURCE's directory under the dataset root, after downloading each of its files that is not
-/// there yet, trying the mirrors in order. A file already there is used as it is (as Chainer
-/// does). When no mirror serves a file, the error lists each mirror's failure and says where to
-/// put the files by hand.
+/// there yet, trying the mirrors in order. A file already there is checked against its SHA-256
+/// (a few tens of milliseconds for MNIST); one that fails (cut short by a full disk, or damaged)
+/// is downloaded again, once, and replaced only by a download that passes. When no
+/// mirror serves a file, the error lists each mirror's failure, describes the damaged file if
+/// there was one (its size and SHA-256 against those expected), and says where to put the files
+/// by hand.
 std::filesystem::path download_dataset(const DatasetSource& source);
 
 }  // namespace chainer::dataset

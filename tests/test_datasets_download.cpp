@@ -409,15 +409,6 @@ TEST_CASE("download_dataset: tries the mirrors in order, downloads each missing 
   CHECK(download_dataset(source) == dir);
   for (const RemoteFile& file : source.files) CHECK(server.requests("/" + file.name) == 1);
 
-  // get_mnist without a directory reads the same place (its files are all there, so it
-  // downloads nothing from the real mirrors).
-  auto [train, test] = datasets::get_mnist(/*withlabel=*/false, /*ndim=*/3);
-  CHECK(train->size() == 3);
-  CHECK(test->size() == 2);
-  REQUIRE(train->fields().size() == 1);
-  CHECK(train->fields()[0].shape() == Shape{3, 1, 28, 28});
-  REQUIRE_THROWS_WITH(datasets::get_mnist(true, 0), Contains("get_mnist: ndim must be 1"));
-
   // A missing file is downloaded again; a file that no mirror serves is an error that lists
   // each mirror's failure and says where the files go.
   fs::remove(dir / "t10k-labels-idx1-ubyte.gz");
@@ -443,6 +434,24 @@ TEST_CASE("download_dataset: tries the mirrors in order, downloads each missing 
   set_dataset_root("");
 }
 
+TEST_CASE("get_mnist without a directory reads the dataset root's files, checked against the official sums") {
+  const char* mnist = std::getenv("MNIST_DIR");
+  if (!mnist || !fs::is_directory(mnist)) FAIL("MNIST_DIR " << (mnist ? mnist : "(unset)") << " is not a directory");
+  TempDir tmp;
+  set_dataset_root(tmp.path / "root");
+  REQUIRE_THROWS_WITH(datasets::get_mnist(true, 0), Contains("get_mnist: ndim must be 1"));  // before any download
+  // The real files, so that the check passes and nothing is downloaded from the real mirrors.
+  const fs::path dir = get_dataset_directory("pfnet/chainer/mnist");
+  for (const RemoteFile& file : datasets::mnist_source().files)
+    fs::create_symlink(fs::path(mnist) / file.name, dir / file.name);
+  auto [train, test] = datasets::get_mnist(/*withlabel=*/false, /*ndim=*/3);
+  CHECK(train->size() == 60000);
+  CHECK(test->size() == 10000);
+  REQUIRE(train->fields().size() == 1);
+  CHECK(train->fields()[0].shape() == Shape{60000, 1, 28, 28});
+  set_dataset_root("");
+}
+
 TEST_CASE("mnist_source and fashion_mnist_source: Chainer's directories, the official sums") {
   const DatasetSource& mnist = datasets::mnist_source();
   CHECK(mnist.directory == "pfnet/chainer/mnist");
@@ -458,7 +467,11 @@ TEST_CASE("mnist_source and fashion_mnist_source: Chainer's directories, the off
   // The MNIST sums are those of the original files the suite reads.
   const char* dir = std::getenv("MNIST_DIR");
   if (!dir || !fs::is_directory(dir)) FAIL("MNIST_DIR " << (dir ? dir : "(unset)") << " is not a directory");
-  for (const RemoteFile& file : mnist.files) CHECK(sha256_file(fs::path(dir) / file.name) == file.sha256);
+  for (const RemoteFile& file : mnist.files) {
+    CHECK(sha256_file(fs::path(dir) / file.name) == file.sha256);
+    CHECK(fs::file_size(fs::path(dir) / file.name) == file.size);
+  }
+  for (const RemoteFile& file : fashion.files) CHECK(file.size > 0);
 }
 
 TEST_CASE("download limits: documented defaults, each changed by its environment variable, read strictly") {
@@ -675,4 +688,69 @@ TEST_CASE("download_file: two downloads of one file at once both succeed, neithe
   CHECK(read_file(path) == bytes);
   CHECK(server.requests("/data.gz") == 2);
   CHECK(listing(tmp.path) == std::vector<std::string>{"data.gz"});
+}
+
+TEST_CASE("download_dataset: a cached file cut short or corrupted is downloaded again, once; then an error names it") {
+  TempDir tmp;
+  LocalServer server;
+  set_dataset_root(tmp.path / "root");
+  fs::create_directories(tmp.path / "served");
+  write_small_mnist(tmp.path / "served");
+  DatasetSource source = datasets::mnist_source();
+  source.mirrors = {server.base_url()};
+  for (RemoteFile& file : source.files) {
+    const std::string bytes = read_file(tmp.path / "served" / file.name);
+    server.route("/" + file.name, {200, bytes});
+    file.sha256 = sha256_file(tmp.path / "served" / file.name);
+    file.size = bytes.size();
+  }
+  const fs::path dir = download_dataset(source);
+  const RemoteFile& images = source.files[0];
+  const RemoteFile& labels = source.files[3];
+  const std::string whole = read_file(dir / images.name);
+
+  // Cut short (as by a full disk): downloaded again, the others left alone.
+  write_file(dir / images.name, whole.substr(0, 100));
+  CHECK(download_dataset(source) == dir);
+  CHECK(read_file(dir / images.name) == whole);
+  CHECK(server.requests("/" + images.name) == 2);
+  for (size_t i = 1; i < 4; ++i) CHECK(server.requests("/" + source.files[i].name) == 1);
+
+  // Corrupted in place, its size unchanged: downloaded again.
+  std::string flipped = whole;
+  flipped[flipped.size() / 2] ^= 1;
+  write_file(dir / images.name, flipped);
+  download_dataset(source);
+  CHECK(read_file(dir / images.name) == whole);
+  CHECK(server.requests("/" + images.name) == 3);
+
+  // The server's copy is wrong too: one more request, then an error naming the cached file, its
+  // size and SHA-256 against those expected, and the URL with what it served. The damaged file
+  // stays as it was, and the next call tries again.
+  const std::string good_labels = read_file(dir / labels.name);
+  const std::string short_labels = good_labels.substr(0, 10);
+  write_file(dir / labels.name, short_labels);
+  std::string served = good_labels;
+  served[0] ^= 1;
+  server.route("/" + labels.name, {200, served});
+  const std::string short_sum = sha256_of(short_labels, tmp.path / "scratch");
+  const std::string served_sum = sha256_of(served, tmp.path / "scratch");
+  try {
+    download_dataset(source);
+    FAIL("no error");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK_THAT(what, Contains("MNIST: cannot download " + labels.name + " from any of its 1 mirror:\n  " +
+                              server.url(labels.name) + ": checksum mismatch: expected SHA-256 " + labels.sha256 +
+                              ", got " + served_sum + " over the " + std::to_string(served.size()) +
+                              " bytes that arrived"));
+    CHECK_THAT(what, Contains("\nIt was downloaded again because the cached file '" + (dir / labels.name).string() +
+                              "' is 10 bytes (expected " + std::to_string(labels.size) + " bytes: cut short), SHA-256 " +
+                              short_sum + " (expected " + labels.sha256 + "); that file was left as it was"));
+    CHECK_THAT(what, Contains("by hand"));
+  }
+  CHECK(server.requests("/" + labels.name) == 2);
+  CHECK(read_file(dir / labels.name) == short_labels);
+  CHECK(partials(dir).empty());
+  set_dataset_root("");
 }
