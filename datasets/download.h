@@ -4,8 +4,11 @@
 /// set_dataset_root's path, else $CHAINER_DATASET_ROOT, else ~/.chainer/dataset. Files come
 /// through libcurl (http and https, proxies from the usual environment variables) and each is
 /// checked against its SHA-256 (OpenSSL's libcrypto) before it appears under its name: it is
-/// written to a temporary file in the same directory and renamed, so a file under its final
-/// name is always complete, also when several processes download it at once. A transfer is
+/// written to a partial file in the same directory, "." NAME ".download-" and six letters and
+/// digits, and renamed, so a file under its final name is always complete, also when several
+/// processes download it at once. Every failure removes the partial file; one left by a killed
+/// process is removed by the next download of that file, never one still being written (its
+/// writer holds a lock on it, which ends with the writer's process). A transfer is
 /// abandoned past a deadline or below a minimum rate (DownloadLimits), so a server that trickles
 /// or stalls cannot hang the caller. A failure (offline, HTTP error status, cut-short transfer,
 /// abandoned transfer, checksum mismatch) raises chainer::Error naming the URL, what went wrong,
