@@ -32,16 +32,16 @@ const char* fashion_mnist_files_help() {
 }
 
 const dataset::DatasetSource& fashion_mnist_source() {
-  // The sums of the files Zalando serves, as TensorFlow Datasets records them (its url_checksums);
-  // not those of Debian's package, whose files are compressed anew.
+  // The sums and sizes of the files Zalando serves, as TensorFlow Datasets records them (its
+  // url_checksums); not those of Debian's package, whose files are compressed anew.
   static const dataset::DatasetSource source{
       "Fashion-MNIST",
       "pfnet/chainer/fashion-mnist",
       {"http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"},
-      {{detail::kMnistFileNames[0], "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84"},
-       {detail::kMnistFileNames[1], "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845"},
-       {detail::kMnistFileNames[2], "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073"},
-       {detail::kMnistFileNames[3], "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5"}}};
+      {{detail::kMnistFileNames[0], "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84", 26421880},
+       {detail::kMnistFileNames[1], "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845", 29515},
+       {detail::kMnistFileNames[2], "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073", 4422102},
+       {detail::kMnistFileNames[3], "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5", 5148}}};
   return source;
 }
 

@@ -25,15 +25,15 @@ const char* mnist_files_help() {
 }
 
 const dataset::DatasetSource& mnist_source() {
-  // The sums of the original files (the same bytes on both mirrors).
+  // The sums and sizes of the original files (the same bytes on both mirrors).
   static const dataset::DatasetSource source{
       "MNIST",
       "pfnet/chainer/mnist",
       {"http://yann.lecun.com/exdb/mnist/", "https://ossci-datasets.s3.amazonaws.com/mnist/"},
-      {{detail::kMnistFileNames[0], "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"},
-       {detail::kMnistFileNames[1], "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"},
-       {detail::kMnistFileNames[2], "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"},
-       {detail::kMnistFileNames[3], "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"}}};
+      {{detail::kMnistFileNames[0], "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609", 9912422},
+       {detail::kMnistFileNames[1], "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c", 28881},
+       {detail::kMnistFileNames[2], "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6", 1648877},
+       {detail::kMnistFileNames[3], "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542}}};
   return source;
 }
 
