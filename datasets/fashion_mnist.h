@@ -6,7 +6,8 @@
 ///     in Debian 12), found at run time through dpkg's list of the package's files,
 ///     /var/lib/dpkg/info/dataset-fashion-mnist.list (fashion_mnist_package_directory());
 ///  3. in get_dataset_root() / "pfnet/chainer/fashion-mnist" (Chainer's place), where the
-///     missing files are downloaded from Zalando's server (fashion_mnist_source()).
+///     files that are missing or fail their SHA-256 are downloaded from Zalando's server
+///     (fashion_mnist_source()).
 /// The package's files are the same images and labels gzip-compressed anew, so their bytes
 /// (and SHA-256) differ from the downloaded ones; both read the same.
 #pragma once

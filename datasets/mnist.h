@@ -36,7 +36,8 @@ inline TupleDatasetPair get_mnist(const char* dir, bool withlabel = true, int nd
 }
 
 /// MNIST as Chainer's get_mnist(withlabel, ndim, scale) finds it: in get_dataset_root() /
-/// "pfnet/chainer/mnist", downloading the files that are missing there first (see mnist_source).
+/// "pfnet/chainer/mnist", downloading first the files that are missing there or fail their
+/// SHA-256 (a cached file cut short or damaged is downloaded again once; see mnist_source).
 TupleDatasetPair get_mnist(bool withlabel = true, int ndim = 1, double scale = 1.0);
 
 }  // namespace chainer::datasets
