@@ -21,6 +21,7 @@ namespace {
 struct Options {
   std::string train, val, arch = "nin", mean = "mean.npy", root = ".", communicator = "hierarchical", initmodel;
   int64_t val_batchsize = 250, loaderjob = 0, n_class = 1000;
+  bool allow_outside_root = false;
   std::optional<int64_t> insize;
   apps::CommonOptions common;
 };
@@ -38,6 +39,8 @@ mpiexec: every process decodes its share of the images).
   -j, --loaderjob N    image-loading worker threads per process (default: its compute threads)
   -m, --mean PATH      the mean image, from compute_mean (default mean.npy)
   -R, --root DIR       the directory the lists' paths start from (default .)
+      --allow-outside-root  let the lists name files outside --root (absolute paths, or
+                       paths climbing out with ..); refused by default
   -b, --val_batchsize N  validation minibatch size (default 250)
   -o, --out DIR        the log and snapshots (default result)
   -r, --resume FILE    resume from a snapshot written by an earlier run (one per rank)
@@ -73,6 +76,7 @@ Options parse(int argc, char** argv) {
     else if (args.is("-j", "--loaderjob")) o.loaderjob = args.integer(1);
     else if (args.is("-m", "--mean")) o.mean = args.value();
     else if (args.is("-R", "--root")) o.root = args.value();
+    else if (args.is(nullptr, "--allow-outside-root")) o.allow_outside_root = true;
     else if (args.is("-b", "--val_batchsize")) o.val_batchsize = args.integer(1);
     else if (args.is("-o", "--out")) o.common.out = args.value();
     else if (args.is("-r", "--resume")) o.common.resume = args.value();
@@ -131,10 +135,13 @@ int run(int argc, char** argv) {
   if (root) {
     const chainer::Tensor mean = chainer::load_npy(o.mean);
     train = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
-        std::make_shared<chainer::datasets::LabeledImageDataset>(o.train, o.root), mean, crop, /*random=*/true,
-        uint64_t(o.common.seed));
+        std::make_shared<chainer::datasets::LabeledImageDataset>(o.train, o.root, chainer::DType::Float32,
+                                                                 chainer::DType::Int32, o.allow_outside_root),
+        mean, crop, /*random=*/true, uint64_t(o.common.seed));
     val = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
-        std::make_shared<chainer::datasets::LabeledImageDataset>(o.val, o.root), mean, crop, /*random=*/false);
+        std::make_shared<chainer::datasets::LabeledImageDataset>(o.val, o.root, chainer::DType::Float32,
+                                                                 chainer::DType::Int32, o.allow_outside_root),
+        mean, crop, /*random=*/false);
   }
   const int64_t n_train = comm->bcast_obj<int64_t>(root ? int64_t(train->size()) : 0);
   const auto train_share = chainermn::scatter_dataset(train, comm, 0, /*shuffle=*/true, uint64_t(o.common.seed));

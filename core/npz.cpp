@@ -3,16 +3,23 @@
 #include "core/npz.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <functional>
+#include <vector>
+
+#include "core/parse.h"
 
 namespace chainer {
 
@@ -57,17 +64,153 @@ std::string npy_bytes(const std::string& what, const Tensor& t) {
   return out;
 }
 
-// WHAT names the array in errors: "load_npz: f.npz: member 'w'", "load_npy: 'mean.npy'".
-Tensor parse_npy(const std::string& what, const std::string& b) {
-  auto bad = [&](const std::string& why) { return Error(str(what, " ", why)); };
-  if (b.size() < 10 || b.compare(0, 6, "\x93NUMPY") != 0) throw bad("is not an NPY array");
-  const unsigned major = static_cast<unsigned char>(b[6]);
-  size_t hlen, start;
-  if (major == 1) hlen = get16(reinterpret_cast<const unsigned char*>(b.data()) + 8), start = 10;
-  else if (b.size() >= 12) hlen = get32(reinterpret_cast<const unsigned char*>(b.data()) + 8), start = 12;
-  else throw bad("has a truncated header");
-  if (start + hlen > b.size()) throw bad("has a truncated header");
-  const std::string header = b.substr(start, hlen);
+// Deflate's largest expansion: at best a run of 258 bytes costs 2 bits (a 1-bit length code and a
+// 1-bit distance code), 1032 bytes out of each byte in; a deflated entry declaring more than this
+// times its compressed size (plus a little slack for the stream's ends) lies about its size.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+// A * B, or UINT64_MAX when that overflows (sizes computed from declared shapes).
+uint64_t mul_saturated(uint64_t a, uint64_t b) {
+  uint64_t p;
+  return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+
+// The bytes of one array, read in order: a stored entry or a whole .npy file as they lie in the
+// file, a deflated entry through zlib, a chunk of its compressed bytes at a time. Nothing is
+// allocated for a declared size: reads stop at it, and the caller allocates only what the NPY
+// header declares once that matches the bytes there are. WHAT names the array in errors.
+class ArrayStream {
+ public:
+  ArrayStream(const InputFile& file, std::string what, uint64_t at, uint64_t stored, uint64_t size, bool deflated)
+      : file_(file), what_(std::move(what)), at_(at), stored_left_(stored), size_(size), deflated_(deflated) {
+    if (deflated_ && inflateInit2(&zs_, -MAX_WBITS) != Z_OK) throw Error(str(what_, ": zlib could not start"));
+  }
+  ~ArrayStream() {
+    if (deflated_) inflateEnd(&zs_);
+  }
+  ArrayStream(const ArrayStream&) = delete;
+  ArrayStream& operator=(const ArrayStream&) = delete;
+
+  uint64_t size() const { return size_; }          // the bytes it declares
+  uint64_t left() const { return size_ - done_; }  // the bytes not read yet
+  uint32_t crc() const { return crc_; }            // CRC-32 of the bytes read so far
+  const std::string& what() const { return what_; }
+
+  // Reads N <= left() bytes into DST.
+  void read(void* dst, size_t n) {
+    CHAINER_ASSERT(n <= left(), "reading past the declared size");
+    if (!deflated_) {
+      file_.read_at(at_, dst, n);
+      at_ += n;
+    } else {
+      inflate_into(static_cast<unsigned char*>(dst), n);
+    }
+    for (size_t off = 0; off < n;) {  // crc32 takes at most a uInt at a time
+      const size_t chunk = std::min<size_t>(n - off, size_t(1) << 30);
+      crc_ = uint32_t(crc32(crc_, static_cast<const Bytef*>(dst) + off, uInt(chunk)));
+      off += chunk;
+    }
+    done_ += n;
+  }
+
+  // After the last read of a deflated entry: its stream must end exactly there.
+  void finish() {
+    if (!deflated_ || ended_) return;
+    unsigned char extra;
+    inflate_into(&extra, 1, /*at_end=*/true);
+  }
+
+ private:
+  void inflate_into(unsigned char* dst, size_t n, bool at_end = false) {
+    size_t got = 0;
+    while (got < n) {
+      if (ended_)
+        throw Error(str(what_, " inflates to fewer than the ", size_,
+                        " bytes its ZIP header declares (the archive is corrupt)"));
+      if (zs_.avail_in == 0 && stored_left_ > 0) {
+        in_.resize(size_t(std::min<uint64_t>(stored_left_, 1 << 20)));
+        file_.read_at(at_, in_.data(), in_.size());
+        at_ += in_.size(), stored_left_ -= in_.size();
+        zs_.next_in = in_.data();
+        zs_.avail_in = uInt(in_.size());
+      }
+      zs_.next_out = dst + got;
+      zs_.avail_out = uInt(std::min<size_t>(n - got, size_t(1) << 30));
+      const uInt before = zs_.avail_out;
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      got += before - zs_.avail_out;
+      if (rc == Z_STREAM_END) ended_ = true;
+      else if (rc == Z_BUF_ERROR && stored_left_ == 0 && zs_.avail_in == 0)
+        throw Error(str(what_, "'s compressed bytes end early (the archive is truncated or corrupt)"));
+      else if (rc != Z_OK && rc != Z_BUF_ERROR)
+        throw Error(str(what_, " is corrupt (zlib: ", zs_.msg ? zs_.msg : "error", ")"));
+      if (at_end && got > 0)
+        throw Error(str(what_, " inflates to more than the ", size_,
+                        " bytes its ZIP header declares (the archive is corrupt)"));
+      if (at_end && ended_) return;
+    }
+  }
+
+  const InputFile& file_;
+  std::string what_;
+  uint64_t at_, stored_left_, size_, done_ = 0;
+  bool deflated_, ended_ = false;
+  uint32_t crc_ = 0;
+  z_stream zs_{};
+  std::vector<unsigned char> in_;
+};
+
+// numpy's shape tuple, "(3, 4)", "(3,)" or "()", each extent a non-negative decimal (old files
+// write "3L"). Throws BAD naming the text otherwise.
+Shape parse_shape(const std::string& text, const std::function<Error(const std::string&)>& bad) {
+  const size_t open = text.find('('), close = text.find(')');
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    throw bad("has a 'shape' that is not a tuple: " + text.substr(0, 40));
+  Shape shape;
+  const std::string inside = text.substr(open + 1, close - open - 1);
+  for (size_t pos = 0; pos <= inside.size();) {
+    const size_t comma = std::min(inside.find(',', pos), inside.size());
+    std::string item = inside.substr(pos, comma - pos);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \tL") + 1);
+    if (!item.empty()) {
+      int64_t extent = -1;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), extent);
+      if (ec == std::errc::result_out_of_range)
+        throw bad(str("has the extent ", item, " in its shape (", inside, "), larger than any array"));
+      if (ec != std::errc() || end != item.data() + item.size() || extent < 0)
+        throw bad(str("has the extent '", item, "' in its shape (", inside, "); expected non-negative integers"));
+      shape.push_back(extent);
+    } else if (comma < inside.size() && !(shape.size() == 1 && comma + 1 >= inside.size())) {
+      throw bad(str("has an empty extent in its shape (", inside, ")"));
+    }
+    pos = comma + 1;
+  }
+  return shape;
+}
+
+// Reads one NPY array from IN. WHAT names it in errors: "load_npz: 'f.npz' entry 'w'",
+// "load_npy: 'mean.npy'".
+Tensor read_npy(ArrayStream& in) {
+  auto bad = [&](const std::string& why) { return Error(str(in.what(), " ", why)); };
+  unsigned char pre[12];
+  if (in.size() < 10) throw bad(str("is not an NPY array (", in.size(), " bytes)"));
+  in.read(pre, 10);
+  if (std::memcmp(pre, "\x93NUMPY", 6) != 0) throw bad("is not an NPY array (no \\x93NUMPY signature)");
+  const unsigned major = pre[6];
+  size_t hlen;
+  if (major == 1) {
+    hlen = get16(pre + 8);
+  } else if (major == 2 || major == 3) {
+    if (in.left() < 2) throw bad("has a truncated header");
+    in.read(pre + 10, 2);
+    hlen = get32(pre + 8);
+  } else {
+    throw bad(str("has NPY format version ", major, ".", unsigned(pre[7]), "; expected 1.0, 2.0 or 3.0"));
+  }
+  if (hlen > in.left()) throw bad(str("has a header of ", hlen, " bytes but only ", in.left(), " bytes follow"));
+  std::string header(hlen, '\0');
+  in.read(header.data(), hlen);
   auto field = [&](const std::string& key) {
     size_t at = header.find("'" + key + "'");
     if (at == std::string::npos) throw bad("has no '" + key + "' in its header");
@@ -86,36 +229,24 @@ Tensor parse_npy(const std::string& what, const std::string& b) {
   else throw bad("has dtype '" + descr + "', which is not supported (float16/32/64, int32/64, uint8)");
   if (field("fortran_order").find("True") < field("fortran_order").find(','))
     throw bad("is stored in Fortran order, which is not supported");
-  std::string shape_text = field("shape");
-  shape_text = shape_text.substr(shape_text.find('(') + 1);
-  shape_text = shape_text.substr(0, shape_text.find(')'));
-  Shape shape;
-  for (size_t pos = 0; pos < shape_text.size();) {
-    size_t next = shape_text.find(',', pos);
-    std::string item = shape_text.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
-    if (item.find_first_of("0123456789") != std::string::npos) shape.push_back(std::stoll(item));
-    if (next == std::string::npos) break;
-    pos = next + 1;
-  }
+  const Shape shape = parse_shape(field("shape"), bad);
+  // The declared size, checked against the bytes that follow before anything is allocated.
+  uint64_t nbytes = dtype_size(dtype);
+  for (int64_t d : shape) nbytes = mul_saturated(nbytes, uint64_t(d));
+  if (in.left() != nbytes)
+    throw bad(str("holds ", in.left(), " data bytes but shape ", shape_str(shape), " of ", dtype_name(dtype), " needs ",
+                  nbytes == UINT64_MAX ? std::string("more than 2^64") : std::to_string(nbytes)));
   Tensor t = Tensor::empty(shape, dtype);
-  if (b.size() - start - hlen != t.nbytes())
-    throw bad(str("holds ", b.size() - start - hlen, " data bytes but shape ", shape_str(shape), " needs ", t.nbytes()));
-  std::memcpy(t.raw_data(), b.data() + start + hlen, t.nbytes());
+  in.read(t.raw_data(), t.nbytes());
+  in.finish();
   return t;
 }
 
-std::string inflate_raw(const std::string& path, const std::string& in, size_t out_size) {
-  std::string out(out_size, '\0');
-  z_stream zs{};
-  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw Error(str("load_npz: ", path, ": zlib init failed"));
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = uInt(in.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = uInt(out.size());
-  int rc = inflate(&zs, Z_FINISH);
-  inflateEnd(&zs);
-  if (rc != Z_STREAM_END) throw Error(str("load_npz: ", path, ": a compressed member is corrupt"));
-  return out;
+// The limit's message: what was found, the limit and how to raise it.
+Error over_limit(const std::string& what, uint64_t bytes, uint64_t limit) {
+  return Error(str(what, " holds ", bytes, " bytes of arrays, more than the limit of ", limit,
+                   " bytes (CHAINER_NPZ_MAX_BYTES; by default half the machine's memory): set CHAINER_NPZ_MAX_BYTES to "
+                   "at least ", bytes, " to load it"));
 }
 }  // namespace
 
@@ -186,40 +317,95 @@ void save_npz(const std::string& path, const TensorMap& entries, bool durable) {
 }
 
 TensorMap load_npz(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(str("load_npz: cannot open '", path, "'"));
-  const std::string b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const auto* u = reinterpret_cast<const unsigned char*>(b.data());
-  auto corrupt = [&](const char* why) { return Error(str("load_npz: '", path, "' is not a valid NPZ file (", why, ")")); };
-  if (b.size() < 22) throw corrupt("too short");
-  size_t eocd = b.size() - 22;
-  while (get32(u + eocd) != 0x06054b50) {
-    if (eocd == 0 || b.size() - eocd > 22 + 0xffff) throw corrupt("no end-of-archive record");
+  const InputFile file("load_npz", path);
+  const uint64_t size = file.size();
+  auto corrupt = [&](const std::string& why) {
+    return Error(str("load_npz: '", path, "' is not a valid NPZ file (", why, ")"));
+  };
+  if (size < 22) throw corrupt(str("too short: ", size, " bytes"));
+  // The end-of-archive record: in the last 22 bytes, or up to a 64 KiB comment before them.
+  const uint64_t tail_at = size - std::min<uint64_t>(size, 22 + 0xffff);
+  std::string tail(size_t(size - tail_at), '\0');
+  file.read_at(tail_at, tail.data(), tail.size());
+  const auto* t = reinterpret_cast<const unsigned char*>(tail.data());
+  size_t eocd = tail.size() - 22;
+  while (get32(t + eocd) != 0x06054b50) {
+    if (eocd == 0) throw corrupt("no end-of-archive record");
     --eocd;
   }
-  const uint32_t count = get16(u + eocd + 10);
-  size_t at = get32(u + eocd + 16);
-  TensorMap entries;
+  const uint32_t count = get16(t + eocd + 10), central_size = get32(t + eocd + 12), central_at = get32(t + eocd + 16);
+  if (uint64_t(central_at) + central_size > tail_at + eocd)
+    throw corrupt("the central directory lies outside the file");
+  std::string central(central_size, '\0');
+  file.read_at(central_at, central.data(), central.size());
+  const auto* u = reinterpret_cast<const unsigned char*>(central.data());
+
+  // Every entry's sizes are checked against the file, and the entries against each other,
+  // before any array is read: what a header declares is never allocated on its word.
+  struct Entry {
+    std::string name;
+    uint32_t method, crc;
+    uint64_t data_at, csize, usize, begin, end;  // [begin, end): its local header and data
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  size_t at = 0;
   for (uint32_t i = 0; i < count; ++i) {
-    if (at + 46 > b.size() || get32(u + at) != 0x02014b50) throw corrupt("bad central directory");
-    const uint32_t method = get16(u + at + 10), crc = get32(u + at + 16), csize = get32(u + at + 20), usize = get32(u + at + 24);
+    if (at + 46 > central.size() || get32(u + at) != 0x02014b50) throw corrupt("bad central directory");
+    Entry e;
+    e.method = get16(u + at + 10), e.crc = get32(u + at + 16), e.csize = get32(u + at + 20),
+    e.usize = get32(u + at + 24);
     const uint32_t nlen = get16(u + at + 28), xlen = get16(u + at + 30), clen = get16(u + at + 32);
-    const uint32_t local = get32(u + at + 42);
-    if (at + 46 + nlen > b.size()) throw corrupt("bad central directory");
-    std::string name = b.substr(at + 46, nlen);
+    const uint64_t local = get32(u + at + 42);
+    if (at + 46 + nlen > central.size()) throw corrupt("bad central directory");
+    e.name = central.substr(at + 46, nlen);
     at += 46 + nlen + xlen + clen;
-    if (local + 30 > b.size() || get32(u + local) != 0x04034b50) throw corrupt("bad local header");
-    const size_t data_at = local + 30 + get16(u + local + 26) + get16(u + local + 28);
-    if (data_at + csize > b.size()) throw corrupt("truncated member");
-    std::string raw = b.substr(data_at, csize);
-    if (method == 8) raw = inflate_raw(path, raw, usize);
-    else if (method != 0) throw corrupt("unsupported compression method");
-    if (uint32_t(crc32(0, reinterpret_cast<const Bytef*>(raw.data()), uInt(raw.size()))) != crc)
-      throw corrupt(("checksum mismatch in " + name).c_str());
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
-    entries[name] = parse_npy(str("load_npz: ", path, ": member '", name, "'"), raw);
+    const std::string entry = str("entry '", e.name, "'");
+    if (e.csize == 0xffffffffu || e.usize == 0xffffffffu)
+      throw corrupt(entry + " is in ZIP64 format (over 4 GiB), which is not supported");
+    unsigned char lh[30];
+    if (local + 30 > central_at) throw corrupt(entry + ": bad local header");
+    file.read_at(local, lh, 30);
+    if (get32(lh) != 0x04034b50) throw corrupt(entry + ": bad local header");
+    e.data_at = local + 30 + get16(lh + 26) + get16(lh + 28);
+    e.begin = local, e.end = e.data_at + e.csize;
+    if (e.end > central_at)
+      throw corrupt(str(entry, " declares ", e.csize, " bytes at offset ", e.data_at, ", past the end of its data (",
+                        central_at, "): truncated member"));
+    if (e.method == 0 && e.usize != e.csize)
+      throw corrupt(str(entry, " is stored uncompressed in ", e.csize, " bytes but declares ", e.usize));
+    if (e.method == 8 && e.usize > mul_saturated(e.csize, kMaxDeflateRatio) + kMaxDeflateRatio)
+      throw corrupt(str(entry, " declares ", e.usize, " bytes inflated from ", e.csize,
+                        " compressed ones; deflate expands at most ", kMaxDeflateRatio, " times"));
+    if (e.method != 0 && e.method != 8)
+      throw corrupt(str(entry, " uses compression method ", e.method, "; expected 0 (stored) or 8 (deflated)"));
+    total += e.usize;  // at most 65535 entries of under 4 GiB: no overflow
+    entries.push_back(std::move(e));
   }
-  return entries;
+  // Entries that share bytes would decode the same data again and again: a small file could
+  // then fill any memory. numpy and zip tools never write them.
+  std::vector<const Entry*> by_place;
+  for (const Entry& e : entries) by_place.push_back(&e);
+  std::sort(by_place.begin(), by_place.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_place.size(); ++i)
+    if (by_place[i]->begin < by_place[i - 1]->end)
+      throw corrupt(str("entries '", by_place[i - 1]->name, "' and '", by_place[i]->name,
+                        "' share the bytes from offset ", by_place[i]->begin,
+                        " on; an archive's entries never overlap"));
+  if (const uint64_t limit = npz_max_bytes(); total > limit)
+    throw over_limit(str("load_npz: '", path, "'"), total, limit);
+
+  TensorMap out;
+  for (const Entry& e : entries) {
+    std::string name = e.name;
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
+    if (out.count(name)) throw corrupt(str("entry '", e.name, "' appears twice"));
+    ArrayStream in(file, str("load_npz: '", path, "' entry '", name, "'"), e.data_at, e.csize, e.usize, e.method == 8);
+    Tensor array = read_npy(in);
+    if (in.crc() != e.crc) throw corrupt(str("checksum mismatch in ", e.name));
+    out.emplace(std::move(name), std::move(array));
+  }
+  return out;
 }
 
 void save_npy(const std::string& path, const Tensor& array) {
@@ -235,10 +421,78 @@ void save_npy(const std::string& path, const Tensor& array) {
 }
 
 Tensor load_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(str("load_npy: cannot open '", path, "': ", std::strerror(errno)));
-  const std::string b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return parse_npy(str("load_npy: '", path, "'"), b);
+  const InputFile file("load_npy", path);
+  const std::string what = str("load_npy: '", path, "'");
+  if (const uint64_t limit = npz_max_bytes(); file.size() > limit) throw over_limit(what, file.size(), limit);
+  ArrayStream in(file, what, 0, file.size(), file.size(), false);
+  return read_npy(in);
+}
+
+uint64_t npz_max_bytes() {
+  if (const char* text = std::getenv("CHAINER_NPZ_MAX_BYTES"))
+    return uint64_t(parse_integer(text, "CHAINER_NPZ_MAX_BYTES", 1));
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 2 : uint64_t(4) << 30;
+}
+
+namespace {
+// What the file at PATH is, when it is not a regular file.
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+}  // namespace
+
+InputFile::InputFile(const std::string& op, const std::string& path, const std::string& noun)
+    : op_(op.empty() ? op : op + ": "), path_(path), noun_(noun) {
+  auto not_regular = [&](mode_t mode) {
+    return Error(str(op_, noun_, "'", path_, "' is ", file_kind(mode), ", not a regular file"));
+  };
+  // Looked at before opening: opening a device can itself act (a tape rewinds).
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw not_regular(st.st_mode);
+  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) throw Error(str(op_, "cannot open ", noun_, "'", path_, "': ", std::strerror(errno)));
+  // And again once open: the path may have been replaced in between.
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const mode_t mode = st.st_mode;
+    ::close(fd_);
+    throw not_regular(mode);
+  }
+  size_ = uint64_t(st.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int InputFile::release() {
+  const int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+void InputFile::read_at(uint64_t offset, void* dst, size_t n) const {
+  for (size_t done = 0; done < n;) {
+    const ssize_t got = ::pread(fd_, static_cast<char*>(dst) + done, std::min<size_t>(n - done, size_t(1) << 30),
+                                off_t(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw Error(str(op_, "cannot read ", noun_, "'", path_, "': ", std::strerror(errno)));
+    if (got == 0)
+      throw Error(str(op_, noun_, "'", path_, "' ends at byte ", offset + done, " while ", offset + n,
+                      " were expected (it was cut while being read)"));
+    done += size_t(got);
+  }
+}
+
+std::string InputFile::read_all() const {
+  std::string bytes(size_t(size_), '\0');
+  read_at(0, bytes.data(), bytes.size());
+  return bytes;
 }
 
 }  // namespace chainer

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/npz.h"
+
 namespace chainer::datasets {
 
 namespace fs = std::filesystem;
@@ -26,15 +28,32 @@ std::string hex(uint32_t v) {
   return buf;
 }
 
+// Deflate's largest expansion, 1032:1: gzip data of N bytes inflates to at most 1032 N.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+// A * B, or UINT64_MAX when that overflows (sizes computed from declared extents).
+uint64_t mul_saturated(uint64_t a, uint64_t b) {
+  uint64_t p;
+  return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+
 uint32_t big_endian(const unsigned char* p) {
   return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
 }
 
-// A file read through zlib: gzip data is inflated, anything else is read as it is.
+// A file read through zlib: gzip data is inflated, anything else is read as it is. Only a
+// regular file is opened (InputFile): a FIFO or /dev/zero would never end.
 class GzReader {
  public:
-  explicit GzReader(const fs::path& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
+  explicit GzReader(const fs::path& path) : path_(path) {
+    InputFile file("", path.string(), "IDX file ");
+    file_bytes_ = file.size();
+    unsigned char magic[2] = {0, 0};
+    if (file_bytes_ >= 2) file.read_at(0, magic, 2);
+    gzip_ = magic[0] == 0x1f && magic[1] == 0x8b;
+    file_ = gzdopen(file.fd(), "rb");
     if (!file_) throw Error(str("cannot open IDX file ", quoted(path_), ": ", std::strerror(errno)));
+    file.release();  // gzclose closes it
     gzbuffer(file_, 1 << 18);
   }
   ~GzReader() { gzclose(file_); }
@@ -83,8 +102,24 @@ class GzReader {
     return extents;
   }
 
-  // Reads the body of SHAPE uint8 values that follows a header of HEADER_BYTES.
-  Tensor body(const Shape& shape, size_t header_bytes) {
+  // Reads the body of EXTENTS uint8 values that follows a header of HEADER_BYTES. The size the
+  // header declares is checked against the file's before it is allocated: an uncompressed file
+  // must hold it, a gzip file's bytes must be able to inflate to it.
+  Tensor body(const std::vector<uint32_t>& extents, size_t header_bytes) {
+    uint64_t values = 1;
+    for (uint32_t e : extents) values = mul_saturated(values, e);
+    const uint64_t declared = values == UINT64_MAX ? UINT64_MAX : header_bytes + values;
+    if (!gzip_ && declared > file_bytes_) truncated(declared, file_bytes_);
+    if (gzip_ && declared > mul_saturated(file_bytes_, kMaxDeflateRatio)) {
+      std::string dims;
+      for (uint32_t e : extents) dims += (dims.empty() ? "" : " x ") + std::to_string(e);
+      throw Error(str("IDX file ", quoted(path_), " declares ", dims, " values (",
+                      declared == UINT64_MAX ? std::string("over 2^64") : std::to_string(declared),
+                      " bytes), more than its ", file_bytes_, " bytes of gzip data can hold (deflate expands at most ",
+                      kMaxDeflateRatio, " times): it is truncated or its header is corrupt; download it again"));
+    }
+    Shape shape;
+    for (uint32_t e : extents) shape.push_back(int64_t(e));
     Tensor out = Tensor::empty(shape, DType::UInt8);
     const size_t got = out.nbytes() ? read(out.raw_data(), out.nbytes()) : 0;
     if (got < out.nbytes()) truncated(header_bytes + out.nbytes(), header_bytes + got);
@@ -102,25 +137,21 @@ class GzReader {
 
  private:
   fs::path path_;
-  gzFile file_;
+  gzFile file_ = nullptr;
+  uint64_t file_bytes_ = 0;  // the file's size on disk
+  bool gzip_ = false;        // whether it starts with gzip's magic bytes
 };
 
 }  // namespace
 
 Tensor load_idx_images(const fs::path& path) {
   GzReader file(path);
-  const std::vector<uint32_t> dims = file.header(kImageMagic, 3, "image");
-  const uint64_t n = dims[0], rows = dims[1], cols = dims[2];
-  if (rows * cols > (uint64_t(1) << 24) || n * rows * cols > (uint64_t(1) << 40))
-    throw Error(str("IDX file ", quoted(path), " has an implausible header: ", n, " images of ", rows, "x", cols,
-                    " pixels"));
-  return file.body({int64_t(n), int64_t(rows), int64_t(cols)}, 16);
+  return file.body(file.header(kImageMagic, 3, "image"), 16);
 }
 
 Tensor load_idx_labels(const fs::path& path) {
   GzReader file(path);
-  const std::vector<uint32_t> dims = file.header(kLabelMagic, 1, "label");
-  return file.body({int64_t(dims[0])}, 8);
+  return file.body(file.header(kLabelMagic, 1, "label"), 8);
 }
 
 }  // namespace chainer::datasets

@@ -2,8 +2,10 @@
 /// IDX files, the format of MNIST and of the data sets laid out like it (Fashion-MNIST): a
 /// big-endian header (magic number, then one extent per axis) and the values, row-major. Each
 /// file is read through zlib, so FILE.gz and an uncompressed FILE both work. A broken file
-/// (wrong magic number, cut short, corrupt gzip stream) raises chainer::Error naming the file
-/// and what is wrong with it.
+/// (not a regular file, wrong magic number, cut short, corrupt gzip stream) raises
+/// chainer::Error naming the file and what is wrong with it. The counts in the header are checked
+/// against the file's size before the values are allocated: an uncompressed file must hold
+/// them, a gzip file's bytes must be able to inflate to them (deflate expands at most 1032 times).
 #pragma once
 #include <filesystem>
 

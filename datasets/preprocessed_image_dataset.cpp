@@ -1,13 +1,37 @@
 #include "datasets/preprocessed_image_dataset.h"
 
+#include <filesystem>
+
 #include "core/philox.h"
 #include "datasets/dataset_description.h"
+#include "datasets/image_dataset.h"
 
 namespace chainer::datasets {
 
 namespace {
 // A uniform integer in [0, n) from 32 random bits (multiply-shift: floor(u * n), u in [0, 1)).
 int64_t below(uint32_t bits, int64_t n) { return int64_t((uint64_t(bits) * uint64_t(n)) >> 32); }
+
+// The file example I of BASE is read from, " ('root/path')", when BASE is a dataset of image
+// files; else empty. Errors about an image's shape name it, so the file can be found and fixed.
+std::string source_of(const Dataset& base, size_t i) {
+  if (const auto* labeled = dynamic_cast<const LabeledImageDataset*>(&base))
+    return str(" ('", (std::filesystem::path(labeled->root()) / labeled->pairs()[i].first).string(), "')");
+  if (const auto* images = dynamic_cast<const ImageDataset*>(&base))
+    return str(" ('", (std::filesystem::path(images->root()) / images->paths()[i]).string(), "')");
+  return "";
+}
+
+// What C channels are, as PIL's modes: 1 gray, 2 gray + alpha, 3 RGB, 4 RGBA.
+const char* channels_name(int64_t c) {
+  switch (c) {
+    case 1: return "gray";
+    case 2: return "gray + alpha";
+    case 3: return "RGB";
+    case 4: return "RGBA";
+  }
+  return "not an image's";
+}
 }  // namespace
 
 Tensor crop_subtract_mean(const Tensor& image, const Tensor& mean, int64_t crop_size, const CropWindow& window) {
@@ -18,8 +42,10 @@ Tensor crop_subtract_mean(const Tensor& image, const Tensor& mean, int64_t crop_
   if (crop_size < 1 || window.top < 0 || window.left < 0 || window.top + crop_size > H || window.left + crop_size > W)
     throw Error(str("crop_subtract_mean: a crop of ", crop_size, " at (top ", window.top, ", left ", window.left,
                     ") does not fit in an image of ", H, " x ", W));
-  const Tensor x = image.dtype() == DType::Float32 ? image.to(Device{}).contiguous() : image.to(Device{}).astype(DType::Float32);
-  const Tensor m = mean.dtype() == DType::Float32 ? mean.to(Device{}).contiguous() : mean.to(Device{}).astype(DType::Float32);
+  const Tensor x =
+      image.dtype() == DType::Float32 ? image.to(Device{}).contiguous() : image.to(Device{}).astype(DType::Float32);
+  const Tensor m =
+      mean.dtype() == DType::Float32 ? mean.to(Device{}).contiguous() : mean.to(Device{}).astype(DType::Float32);
   Tensor out = Tensor::empty({C, crop_size, crop_size}, DType::Float32);
   const float *xp = x.data<float>(), *mp = m.data<float>();
   float* o = out.data<float>();
@@ -69,6 +95,17 @@ Example PreprocessedImageDataset::example_at(size_t i, uint64_t draw) const {
   if (example.empty() || example[0].ndim() != 3)
     throw Error(str("PreprocessedImageDataset: example ", i, " has no (C, H, W) image as its first field"));
   const Tensor& image = example[0];
+  if (image.shape() != mean_.shape()) {
+    const std::string where = str("PreprocessedImageDataset: example ", i, source_of(*base_, i), ": ");
+    const std::string shapes =
+        str("the image has shape ", shape_str(image.shape()), " and the mean ", shape_str(mean_.shape()), "; ");
+    if (image.shape()[0] != mean_.shape()[0])
+      throw Error(str(where, shapes, "the image has ", image.shape()[0], " channel", image.shape()[0] == 1 ? "" : "s",
+                      " (", channels_name(image.shape()[0]), ") but every image must have the mean's ",
+                      mean_.shape()[0], " (", channels_name(mean_.shape()[0]), "): convert it"));
+    throw Error(str(where, shapes, "every image must be ", mean_.shape()[1], " x ", mean_.shape()[2],
+                    ", the mean image's size"));
+  }
   example[0] = crop_subtract_mean(image, mean_, crop_size_, window(i, draw, image.shape()[1], image.shape()[2]));
   return example;
 }
