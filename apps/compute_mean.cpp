@@ -15,21 +15,26 @@
 namespace {
 
 const char* usage =
-    "usage: compute_mean DATASET [--root DIR] [--output PATH]\n"
+    "usage: compute_mean DATASET [--root DIR] [--allow-outside-root] [--output PATH]\n"
     "  DATASET          the training list: one \"path label\" per line\n"
     "  -R, --root DIR   the directory the list's paths start from (default .)\n"
+    "      --allow-outside-root  let the list name files outside --root (absolute paths, or\n"
+    "                   paths climbing out with ..); refused by default\n"
     "  -o, --output P   where the mean image goes, as a .npy file (default mean.npy)\n";
 
 int run(int argc, char** argv) {
   std::string list, root = ".", output = "mean.npy";
+  bool allow_outside_root = false;
   for (apps::Args args(argc, argv, usage); args.next();) {
     if (args.is("-R", "--root")) root = args.value();
+    else if (args.is(nullptr, "--allow-outside-root")) allow_outside_root = true;
     else if (args.is("-o", "--output")) output = args.value();
     else if (!args.option().empty() && args.option()[0] != '-' && list.empty()) list = args.option();
     else args.unknown();
   }
   if (list.empty()) throw chainer::Error(std::string("compute_mean: no DATASET list given\n") + usage);
-  chainer::datasets::LabeledImageDataset dataset(list, root);
+  chainer::datasets::LabeledImageDataset dataset(list, root, chainer::DType::Float32, chainer::DType::Int32,
+                                                 allow_outside_root);
   const size_t n = dataset.size();
   if (n == 0) throw chainer::Error("compute_mean: the list '" + list + "' names no images");
   std::cout << "compute mean image" << std::endl;

@@ -11,10 +11,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "core/parse.h"
 #include "report_errors.h"
 
 namespace {
@@ -30,34 +32,43 @@ int run(int argc, char** argv) {
   int64_t crop = 0, batch = 32;
   double seconds = 2;
   std::vector<int64_t> workers{1, 2};
+  bool allow_outside_root = false;
   for (int i = 1; i < argc; ++i) {
     const auto value = [&] {
       if (i + 1 >= argc) throw chainer::Error(chainer::str("bench_loader: ", argv[i], " needs a value"));
       return std::string(argv[++i]);
     };
     if (!std::strcmp(argv[i], "--root")) root = value();
+    else if (!std::strcmp(argv[i], "--allow-outside-root")) allow_outside_root = true;
     else if (!std::strcmp(argv[i], "--mean")) mean_path = value();
-    else if (!std::strcmp(argv[i], "--crop")) crop = std::stoll(value());
-    else if (!std::strcmp(argv[i], "--batch")) batch = std::stoll(value());
-    else if (!std::strcmp(argv[i], "--seconds")) seconds = std::stod(value());
+    else if (!std::strcmp(argv[i], "--crop")) crop = chainer::parse_integer(value(), "--crop", 1);
+    else if (!std::strcmp(argv[i], "--batch")) batch = chainer::parse_integer(value(), "--batch", 1);
+    else if (!std::strcmp(argv[i], "--seconds")) {
+      const std::string v = value();
+      char* end = nullptr;
+      seconds = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(seconds > 0))
+        throw chainer::Error("bench_loader: --seconds expects a positive number of seconds, got '" + v + "'");
+    }
     else if (!std::strcmp(argv[i], "--workers")) {
       workers.clear();
       const std::string v = value();
       for (size_t at = 0; at <= v.size();) {
         const size_t comma = std::min(v.find(',', at), v.size());
-        workers.push_back(std::stoll(v.substr(at, comma - at)));
+        workers.push_back(chainer::parse_integer(v.substr(at, comma - at), "--workers", 0, 1024));
         at = comma + 1;
       }
     } else if (argv[i][0] != '-' && list.empty()) list = argv[i];
     else {
       std::fprintf(stderr, "usage: bench_loader LIST --root DIR --mean MEAN.npy --crop C [--batch 32] [--seconds 2] "
-                           "[--workers 1,2]\n");
+                           "[--workers 1,2] [--allow-outside-root]\n");
       return 2;
     }
   }
   if (list.empty() || mean_path.empty() || crop <= 0)
     throw chainer::Error("bench_loader: LIST, --mean and --crop are required");
-  auto images = std::make_shared<chainer::datasets::LabeledImageDataset>(list, root);
+  auto images = std::make_shared<chainer::datasets::LabeledImageDataset>(list, root, chainer::DType::Float32,
+                                                                        chainer::DType::Int32, allow_outside_root);
   auto data = std::make_shared<chainer::datasets::PreprocessedImageDataset>(images, chainer::load_npy(mean_path), crop);
   const chainer::Shape shape = images->get_example(0)[0].shape();
   std::printf("%zu images of %s, crops of %lld, batches of %lld, %d compute threads\n", images->size(),
