@@ -20,6 +20,12 @@
 
 namespace chainermn::extensions {
 
+/// What AllreducePersistent does, without the extension: replaces every floating persistent
+/// value of MODEL with its mean over the ranks of COMM, in place (collective; throws
+/// chainer::Error on every rank alike, naming the first that differs, when the ranks' floating
+/// persistents differ in name, dtype or shape).
+void allreduce_persistent(chainer::Link& model, const Communicator& comm);
+
 /// Averages a model's floating persistent values over the ranks (see above).
 class AllreducePersistent : public chainer::training::Extension {
  public:
