@@ -520,6 +520,100 @@ TEST_CASE("checkpointer: checkpoints of another process count without a complete
   comm->allgather_bytes("");
 }
 
+namespace {
+
+// The checkpoints of run "run" in DIR (every rank's), by file name.
+std::set<std::string> checkpoints_in(const fs::path& dir) {
+  std::set<std::string> out;
+  for (const std::string& f : files_in(dir))
+    if (f.rfind("run.", 0) == 0) out.insert(f);
+  return out;
+}
+
+// The names `run.RANK.ITERATION` for RANKS ranks at each of ITERATIONS.
+std::set<std::string> names(int ranks, std::initializer_list<int64_t> iterations) {
+  std::set<std::string> out;
+  for (int r = 0; r < ranks; ++r)
+    for (int64_t it : iterations) out.insert("run." + std::to_string(r) + "." + std::to_string(it));
+  return out;
+}
+
+// Trains on COMM to STOP with run "run" checkpointed every iteration, keeping 2 (cp_interval 2,
+// gc_interval 1: a rank holding more than 3 checkpoints after a save starts a collection), after
+// maybe_load. Returns the iteration loaded and the checkpoints this rank holds at the end.
+std::pair<int64_t, std::vector<int64_t>> train_keeping_two(const std::shared_ptr<mn::Communicator>& c, int64_t stop,
+                                                          const fs::path& dir, int64_t every = 1) {
+  Job job(c, IntervalTrigger(double(stop), Unit::Iteration), dir, 3, 26);
+  auto checkpointer = mn::create_multi_node_checkpointer("run", c, 2, 1);
+  checkpointer->set_scatter(26, true, 3);
+  job.trainer->extend(checkpointer, "", IntervalTrigger(double(every), Unit::Iteration));
+  const int64_t at = checkpointer->maybe_load(*job.trainer);
+  job.trainer->run();
+  return {at, checkpointer->local_iterations()};
+}
+
+}  // namespace
+
+TEST_CASE("checkpointer: ranks holding different numbers of checkpoints collect garbage together: after a restart "
+          "from fewer processes, and after a job killed between two ranks' deletions") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank(), n = comm->size(), last = n - 1;
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  if (r == 0) CHECK(train_keeping_two(one, 3, dir.path) == std::pair<int64_t, std::vector<int64_t>>{0, {1, 2, 3}});
+  comm->allgather_bytes("");
+
+  // Every rank resumes 1 process's iteration 3; at the save of 4, rank 0 holds 4 checkpoints and
+  // the others 1. The ranks collect together: iteration 4 is the only one every rank holds.
+  CHECK(train_keeping_two(comm, 5, dir.path) == std::pair<int64_t, std::vector<int64_t>>{3, {4, 5}});
+  comm->allgather_bytes("");
+  CHECK(checkpoints_in(dir.path) == names(n, {4, 5}));
+  comm->allgather_bytes("");
+
+  // The last rank was killed before it removed two old checkpoints (copies stand for them): at the
+  // save of 6 it holds 5 and the others 3.
+  const fs::path mine = dir.path / ("run." + std::to_string(last) + ".4");
+  if (r == last)
+    for (const char* old : {".1", ".2"}) fs::copy_file(mine, dir.path / ("run." + std::to_string(last) + old));
+  comm->allgather_bytes("");
+  CHECK(train_keeping_two(comm, 7, dir.path) == std::pair<int64_t, std::vector<int64_t>>{5, {5, 6, 7}});
+  comm->allgather_bytes("");
+  CHECK(checkpoints_in(dir.path) == names(n, {5, 6, 7}));
+  comm->allgather_bytes("");
+
+  // A rerun resumes from the newest and goes on collecting.
+  CHECK(train_keeping_two(comm, 8, dir.path) == std::pair<int64_t, std::vector<int64_t>>{7, {7, 8}});
+  comm->allgather_bytes("");
+  CHECK(checkpoints_in(dir.path) == names(n, {7, 8}));
+  comm->allgather_bytes("");
+}
+
+TEST_CASE("checkpointer: after a restart with fewer processes, the old ranks beyond the new count lose their files "
+          "once the new job has saved newer complete sets") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank(), n = comm->size();
+  CHECK(train_keeping_two(comm, 4, dir.path, 2).second == std::vector<int64_t>{2, 4});
+  comm->allgather_bytes("");
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  if (r == 0) {
+    // Each save collects the old ranks' files of the iterations it no longer keeps: 2 at the
+    // save of 6, 4 at the save of 8.
+    CHECK(train_keeping_two(one, 8, dir.path, 2) == std::pair<int64_t, std::vector<int64_t>>{4, {6, 8}});
+    CHECK(checkpoints_in(dir.path) == names(1, {6, 8}));
+  }
+  comm->allgather_bytes("");
+  // A rerun with every process resumes the 1 process's newest.
+  CHECK(train_keeping_two(comm, 9, dir.path).first == 8);
+  comm->allgather_bytes("");
+  std::set<std::string> expected = names(n, {9});
+  expected.merge(names(1, {6, 8}));  // rank 0's: 3 checkpoints are not yet a collection
+  CHECK(checkpoints_in(dir.path) == expected);
+  comm->allgather_bytes("");
+}
+
 TEST_CASE("checkpointer: bad arguments name the argument") {
   auto comm = world();
   CHECK_THROWS_WITH(mn::create_multi_node_checkpointer("", comm), "create_multi_node_checkpointer: name must not be empty");

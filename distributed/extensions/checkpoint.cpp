@@ -60,6 +60,15 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The rank of FILE when it is `<prefix><rank>.<digits>` (a checkpoint of the run PREFIX names),
+// and its iteration; {-1, -1} otherwise.
+std::pair<int64_t, int64_t> rank_and_iteration(const std::string& file, const std::string& prefix) {
+  const size_t dot = file.find('.', prefix.size());
+  if (file.compare(0, prefix.size(), prefix) != 0 || dot == std::string::npos) return {-1, -1};
+  const int64_t rank = parse_iteration(file.substr(0, dot), prefix), iteration = parse_iteration(file, file.substr(0, dot + 1));
+  return rank >= 0 && iteration >= 0 ? std::pair{rank, iteration} : std::pair<int64_t, int64_t>{-1, -1};
+}
+
 }  // namespace
 
 MultiNodeCheckpointer::MultiNodeCheckpointer(std::string name, std::shared_ptr<Communicator> comm, int64_t cp_interval,
@@ -106,13 +115,20 @@ void MultiNodeCheckpointer::save(chainer::training::Trainer& trainer, int64_t it
   // and the rename lasts.
   chainer::save_npz((fs::path(path_) / filename(iteration)).string(), entries, /*durable=*/true);
   timings_.push_back({begin, now_seconds() - begin});
-  if (iterations_.empty() || iterations_.back() != iteration) iterations_.push_back(iteration);
-  if (int64_t(iterations_.size()) > cp_interval_ + gc_interval_) collect_garbage();
+  // Sorted: after a restart, a file newer than the resumed iteration may already be held.
+  if (const auto at = std::lower_bound(iterations_.begin(), iterations_.end(), iteration);
+      at == iterations_.end() || *at != iteration)
+    iterations_.insert(at, iteration);
+  collect_garbage();
 }
 
 std::vector<int64_t> MultiNodeCheckpointer::iterations_every_rank_holds() const {
   const std::vector<std::vector<int64_t>> all = comm_->allgather_obj(iterations_);
-  std::vector<int64_t> common = all[0];
+  return intersection(all);
+}
+
+std::vector<int64_t> MultiNodeCheckpointer::intersection(const std::vector<std::vector<int64_t>>& all) {
+  std::vector<int64_t> common = all.empty() ? std::vector<int64_t>{} : all[0];
   for (const auto& other : all) {
     std::vector<int64_t> both;
     std::set_intersection(common.begin(), common.end(), other.begin(), other.end(), std::back_inserter(both));
@@ -122,15 +138,39 @@ std::vector<int64_t> MultiNodeCheckpointer::iterations_every_rank_holds() const 
 }
 
 void MultiNodeCheckpointer::collect_garbage() {
+  // Whether to collect, and what to keep, are decided on what every rank holds, allgathered after
+  // every rank's write: a rank deciding on its own files (more of them after a restart from a
+  // job of another count, or after a job killed between two ranks' deletions) would enter a
+  // collective that the others never reach.
+  std::vector<int64_t> stray;  // rank 0: the iterations of files of ranks this job does not have
+  for (const auto& [iteration, ranks] : foreign_) stray.push_back(iteration);
+  using Facts = std::pair<std::vector<int64_t>, std::vector<int64_t>>;
+  const std::vector<Facts> all = comm_->allgather_obj(Facts{iterations_, stray});
+  std::vector<std::vector<int64_t>> held;
+  size_t most = 0;
+  for (const Facts& facts : all) {
+    held.push_back(facts.first);
+    most = std::max(most, facts.first.size());
+  }
+  std::vector<int64_t> common = intersection(held);
+  const bool strays = !all[0].second.empty();
+  if (common.empty() || (int64_t(most) <= cp_interval_ + gc_interval_ && !strays)) return;
   // Only iterations every rank holds are kept, so no rank deletes the checkpoint a restart needs.
-  std::vector<int64_t> common = iterations_every_rank_holds();
   if (int64_t(common.size()) > cp_interval_) common.erase(common.begin(), common.end() - cp_interval_);
+  std::error_code ec;
   for (int64_t it : iterations_)
-    if (!std::binary_search(common.begin(), common.end(), it)) {
-      std::error_code ec;
-      fs::remove(fs::path(path_) / filename(it), ec);
-    }
+    if (!std::binary_search(common.begin(), common.end(), it)) fs::remove(fs::path(path_) / filename(it), ec);
   iterations_ = common;
+  // The files of an old job's ranks beyond this job's count go with their iterations, once this
+  // job has saved a complete set newer than they are.
+  for (auto at = foreign_.begin(); at != foreign_.end();) {
+    if (std::binary_search(common.begin(), common.end(), at->first)) {
+      ++at;
+      continue;
+    }
+    for (int64_t rank : at->second) fs::remove(fs::path(path_) / str(name_, ".", rank, ".", at->first), ec);
+    at = foreign_.erase(at);
+  }
 }
 
 int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, chainer::Optimizer* /*optimizer*/,
@@ -138,14 +178,24 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
   if (path_.empty()) path_ = path.empty() ? trainer.out() : path;
   count_change_.reset();
   // A save killed before its rename leaves only save_npz's temporary file,
-  // NAME.RANK.ITERATION.tmp.PID.N: it is not a checkpoint.
+  // NAME.RANK.ITERATION.tmp.PID.N: it is not a checkpoint. Each rank removes its own, and rank 0
+  // those of the ranks beyond this job's count (an old job of more processes).
+  const int rank = comm_->rank(), size = comm_->size();
   std::error_code ec;
-  const std::string prefix = str(name_, ".", comm_->rank(), ".");
   for (const auto& entry : fs::directory_iterator(path_, ec)) {
     const std::string file = entry.path().filename().string();
-    const size_t tmp = file.find(".tmp.", prefix.size());
-    if (tmp != std::string::npos && parse_iteration(file.substr(0, tmp), prefix) >= 0) fs::remove(entry.path(), ec);
+    const size_t tmp = file.find(".tmp.", name_.size() + 1);
+    if (tmp == std::string::npos) continue;
+    const int64_t writer = rank_and_iteration(file.substr(0, tmp), name_ + ".").first;
+    if (writer >= 0 && (writer == rank || (rank == 0 && writer >= size))) fs::remove(entry.path(), ec);
   }
+  // Rank 0 lists the files of the ranks this job does not have: they are collected with their
+  // iterations once this job has saved a newer complete set.
+  foreign_.clear();
+  if (rank == 0)
+    for (const auto& [iteration, ranks] : scan())
+      for (int64_t r : ranks)
+        if (r >= size) foreign_[iteration].push_back(r);
 
   iterations_ = local_iterations();
   std::vector<int64_t> common = iterations_every_rank_holds();
@@ -187,14 +237,18 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
     }
     throw_if_any(mismatch, "");
     // Checkpoints of this count on some ranks but none that every rank holds: a file was lost.
-    // Starting afresh would overwrite the other ranks' checkpoints, so every rank refuses.
+    // Starting afresh would overwrite the other ranks' checkpoints (and collect them), so every
+    // rank refuses.
     bool any_held = false;
-    for (int64_t n : comm_->allgather_obj(int64_t(iterations_.size()))) any_held = any_held || n > 0;
+    for (int64_t n : comm_->allgather_obj(int64_t(iterations_.size() + foreign_.size()))) any_held = any_held || n > 0;
     if (any_held) {
-      const std::string missing =
+      std::string missing =
           iterations_.empty() ? str("holds no checkpoint in '", path_, "'")
                               : str("holds iterations ", iterations_.front(), " to ", iterations_.back(),
                                     ", none of them saved by every rank");
+      if (!foreign_.empty())
+        missing += str("; the directory also holds checkpoints of ranks beyond this job's ", size, " (iterations ",
+                       foreign_.begin()->first, " to ", foreign_.rbegin()->first, ")");
       throw_if_any(missing, " (a checkpoint file is missing: nothing was loaded or overwritten; restore the file, or "
                             "remove the run's checkpoints to start afresh)");
     }
@@ -207,6 +261,16 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
   load_on_every_rank(trainer, backup.entries(),
                      [&] { chainer::training::load_snapshot(std::move(entries), trainer, file); }, where);
   return latest;
+}
+
+std::map<int64_t, std::set<int64_t>> MultiNodeCheckpointer::scan() const {
+  std::map<int64_t, std::set<int64_t>> ranks_at;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path_.empty() ? "." : path_, ec))
+    if (const auto [rank, iteration] = rank_and_iteration(entry.path().filename().string(), name_ + ".");
+        rank >= 0 && entry.is_regular_file())
+      ranks_at[iteration].insert(rank);
+  return ranks_at;
 }
 
 void MultiNodeCheckpointer::load_on_every_rank(chainer::training::Trainer& trainer, const chainer::TensorMap& backup,
@@ -289,16 +353,7 @@ std::vector<int64_t> integers(const chainer::TensorMap& entries, const std::stri
 MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) const {
   Remap plan;
   // Every checkpoint of this run in the directory: iteration -> the ranks that wrote one.
-  std::map<int64_t, std::set<int64_t>> ranks_at;
-  const std::string prefix = name_ + ".";
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(path_, ec)) {
-    const std::string f = entry.path().filename().string();
-    const size_t dot = f.find('.', prefix.size());
-    if (f.compare(0, prefix.size(), prefix) != 0 || dot == std::string::npos || !entry.is_regular_file()) continue;
-    const int64_t rank = parse_iteration(f.substr(0, dot), prefix), iteration = parse_iteration(f, f.substr(0, dot + 1));
-    if (rank >= 0 && iteration >= 0) ranks_at[iteration].insert(rank);
-  }
+  const std::map<int64_t, std::set<int64_t>> ranks_at = scan();
   const int size = comm_->size();
   for (auto at = ranks_at.rbegin(); at != ranks_at.rend() && at->first >= after; ++at) {
     if (!at->second.count(0)) continue;

@@ -35,11 +35,17 @@
 ///   - Every iterator's order and random state are this job's own (from its construction).
 /// A job of another count that cannot find such a set of files is an error on every rank saying
 /// so, never a silent start from iteration 0 or a load of some ranks' files.
+///
+/// Every collective decision (whether to collect garbage, what to keep, what to load) is made on
+/// facts allgathered from every rank, never on one rank's own files: after a restart with another
+/// count, or a job killed between two ranks' deletions, the ranks hold different files.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,9 +86,11 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   /// Saves the trainer at its current iteration (collective: every rank at the same iteration).
   void operator()(chainer::training::Trainer& trainer) override;
   std::string default_name() const override { return "MultiNodeCheckpointer"; }  ///< Its class name.
-  /// Saves TRAINER as NAME.RANK.ITERATION atomically and durably. When more than
-  /// cp_interval + gc_interval of this run's checkpoints are kept, removes all but the newest
-  /// cp_interval iterations every rank holds (collective).
+  /// Saves TRAINER as NAME.RANK.ITERATION atomically and durably (collective). When some rank
+  /// holds more than cp_interval + gc_interval of this run's checkpoints, or rank 0 holds files of
+  /// ranks beyond this job's count (a restart with fewer processes), every rank removes its
+  /// checkpoints but the newest cp_interval iterations every rank holds, and rank 0 those files of
+  /// the other iterations.
   void save(chainer::training::Trainer& trainer, int64_t iteration);
   /// If every rank holds a checkpoint of some iteration, loads the newest such one into TRAINER
   /// (collective; call after extending the trainer with every extension that has state).
@@ -121,9 +129,14 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
  private:
   // A process count change's plan; made by rank 0.
   struct Remap;
+  // Collective: collects garbage when it is due (see save).
   void collect_garbage();
   // Collective: the iterations of iterations_ that every rank holds, ascending.
   std::vector<int64_t> iterations_every_rank_holds() const;
+  // The iterations every list of ALL (ascending) holds.
+  static std::vector<int64_t> intersection(const std::vector<std::vector<int64_t>>& all);
+  // Every checkpoint of this run in the directory: iteration -> the ranks that wrote one.
+  std::map<int64_t, std::set<int64_t>> scan() const;
   // Rank 0: finds the newest iteration from AFTER on with all files of a job of another count
   // and plans the mapping.
   Remap plan_remap(int64_t after) const;
@@ -143,6 +156,8 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   int64_t cp_interval_, gc_interval_;
   std::string path_;
   std::vector<int64_t> iterations_;  // this rank's checkpoints known to exist, ascending
+  // Rank 0: the files of ranks beyond this job's count in the directory, iteration -> ranks.
+  std::map<int64_t, std::vector<int64_t>> foreign_;
   std::vector<CheckpointTiming> timings_;
   struct Scatter {
     int64_t n_total;
