@@ -11,6 +11,9 @@
 /// communicator. Collective: every rank runs it at the same iterations; the ranks first compare
 /// the floating persistents' names, dtypes and shapes and throw on every rank alike when they
 /// differ, naming the first that does.
+///
+/// The multi-node checkpointer does the same before each save of a data-parallel job
+/// (distributed/extensions/checkpoint.h), through allreduce_persistent(model, comm).
 #pragma once
 #include <memory>
 #include <string>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "core/npz.h"
 #include "distributed/datasets/scatter_dataset.h"
+#include "distributed/extensions/allreduce_persistent.h"
 
 namespace chainermn {
 
@@ -69,7 +71,45 @@ std::pair<int64_t, int64_t> rank_and_iteration(const std::string& file, const st
   return rank >= 0 && iteration >= 0 ? std::pair{rank, iteration} : std::pair<int64_t, int64_t>{-1, -1};
 }
 
+// Whether KEY is part of a data-parallel replica: the model and its optimizer's state.
+bool replica_key(const std::string& key) {
+  return key.rfind("updater/model:", 0) == 0 || key.rfind("updater/optimizer:", 0) == 0;
+}
+
+// A 64-bit digest of N bytes at DATA, continuing H: equal bytes give equal digests on every rank.
+// Eight bytes a step, so a model of hundreds of megabytes takes a fraction of its write.
+uint64_t digest(uint64_t h, const void* data, size_t n) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  const auto step = [&h](uint64_t word) {
+    h = (h ^ word) * 0x9E3779B97F4A7C15ULL;
+    h ^= h >> 32;
+  };
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes + i, 8);
+    step(word);
+  }
+  for (; i < n; ++i) step(bytes[i]);
+  step(n);
+  return h;
+}
+
+uint64_t digest(uint64_t h, const std::string& text) { return digest(h, text.data(), text.size()); }
+
 }  // namespace
+
+MultiNodeCheckpointer::Persistents MultiNodeCheckpointer::persistents(chainer::training::Trainer& trainer) {
+  // StandardUpdater's layout: model NAME's entries are "updater/model:NAME" + its link path.
+  Persistents out;
+  for (const auto& [name, optimizer] : trainer.updater().get_all_optimizers()) {
+    if (!optimizer) continue;
+    chainer::Link& model = optimizer->target();
+    if (std::find(out.models.begin(), out.models.end(), &model) == out.models.end()) out.models.push_back(&model);
+    for (const auto& [path, value] : model.namedpersistents()) out.values.emplace("updater/model:" + name + path, value);
+  }
+  return out;
+}
 
 MultiNodeCheckpointer::MultiNodeCheckpointer(std::string name, std::shared_ptr<Communicator> comm, int64_t cp_interval,
                                              int64_t gc_interval, std::string path)
@@ -109,6 +149,7 @@ void MultiNodeCheckpointer::save(chainer::training::Trainer& trainer, int64_t it
   chainer::Serializer s = chainer::Serializer::writer();
   trainer.serialize(s);
   chainer::TensorMap entries = s.entries();
+  average_persistents(trainer, entries);
   entries[kSizeKey] = chainer::Tensor::scalar(double(comm_->size()), chainer::DType::Int64);
   // Durable: written whole under a temporary name (which the checkpoint pattern never matches),
   // synced, renamed, and the directory synced, so the final name only ever holds a complete file
@@ -120,6 +161,38 @@ void MultiNodeCheckpointer::save(chainer::training::Trainer& trainer, int64_t it
       at == iterations_.end() || *at != iteration)
     iterations_.insert(at, iteration);
   collect_garbage();
+}
+
+void MultiNodeCheckpointer::average_persistents(chainer::training::Trainer& trainer, chainer::TensorMap& entries) const {
+  if (comm_->size() == 1) return;
+  // Data-parallel replicas hold the same parameters and optimizer state, but each rank its own
+  // running statistics (BatchNormalization's avg_mean and avg_var, gathered from its own share),
+  // so their files would differ and could not be mapped to another process count. Their mean
+  // over the ranks is what AllreducePersistent gives ChainerMN's users, and the best estimate
+  // from every rank's data. Ranks holding different models keep their own: whether the ranks are
+  // replicas is decided on digests every rank sees, so every rank takes the same branch.
+  const Persistents mine = persistents(trainer);
+  uint64_t replica = 0, statistics = 0;
+  for (const auto& [key, value] : entries) {
+    if (!replica_key(key)) continue;
+    const auto persistent = mine.values.find(key);
+    replica = digest(replica, str(key, " ", chainer::dtype_name(value.dtype()), " ", chainer::shape_str(value.shape())));
+    if (persistent == mine.values.end()) replica = digest(replica, value.raw_data(), value.nbytes());
+    else if (chainer::is_floating(value.dtype())) statistics = digest(statistics, value.raw_data(), value.nbytes());
+  }
+  const std::vector<std::vector<uint64_t>> all = comm_->allgather_obj(std::vector<uint64_t>{replica, statistics});
+  bool replicas = true, same_statistics = true;
+  for (const auto& other : all) {
+    replicas = replicas && other[0] == all[0][0];
+    same_statistics = same_statistics && other[1] == all[0][1];
+  }
+  if (!replicas || same_statistics) return;
+  // In place, as AllreducePersistent does, so the training goes on with what the file holds: a
+  // resume with the same count then continues bit for bit as the job that saved would have.
+  for (chainer::Link* model : mine.models) extensions::allreduce_persistent(*model, *comm_);
+  for (const auto& [key, value] : mine.values)
+    if (entries.count(key) && chainer::is_floating(value.dtype()))
+      entries[key] = value.device().is_cpu() ? value.clone() : value.to(chainer::Device::cpu());
 }
 
 std::vector<int64_t> MultiNodeCheckpointer::iterations_every_rank_holds() const {
@@ -310,30 +383,41 @@ namespace {
 
 const std::string kIteratorPrefix = "updater/iterator:";
 
-// Whether KEY is part of a data-parallel replica: the model and its optimizer's state.
-bool replica_key(const std::string& key) {
-  return key.rfind("updater/model:", 0) == 0 || key.rfind("updater/optimizer:", 0) == 0;
-}
-
 bool same_bits(const chainer::Tensor& a, const chainer::Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
          std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
-// The first replica entry in which THEIRS differs from OURS (missing on either side counts); empty if none.
-std::string first_difference(const chainer::TensorMap& ours, const chainer::TensorMap& theirs) {
+// The first replica entry, persistent values (the keys of SKIP) aside, in which THEIRS (old rank
+// R's file) differs from OURS (old rank 0's): which entry, and how; empty if none.
+std::string first_difference(const chainer::TensorMap& ours, const chainer::TensorMap& theirs,
+                             const std::set<std::string>& skip, int64_t r) {
+  const auto compared = [&](const std::string& key) { return replica_key(key) && !skip.count(key); };
   auto a = ours.begin(), b = theirs.begin();
   while (true) {
-    while (a != ours.end() && !replica_key(a->first)) ++a;
-    while (b != theirs.end() && !replica_key(b->first)) ++b;
+    while (a != ours.end() && !compared(a->first)) ++a;
+    while (b != theirs.end() && !compared(b->first)) ++b;
     if (a == ours.end() || b == theirs.end()) break;
-    if (a->first != b->first) return std::min(a->first, b->first);
-    if (!same_bits(a->second, b->second)) return a->first;
+    if (a->first != b->first) break;
+    if (!same_bits(a->second, b->second)) {
+      const chainer::Tensor &x = a->second, &y = b->second;
+      if (x.dtype() != y.dtype() || x.shape() != y.shape())
+        return str("'", a->first, "' is ", chainer::dtype_name(x.dtype()), " ", chainer::shape_str(x.shape()),
+                   " in old rank 0's and ", chainer::dtype_name(y.dtype()), " ", chainer::shape_str(y.shape()),
+                   " in old rank ", r, "'s");
+      const std::vector<double> u = x.to_vector<double>(), v = y.to_vector<double>();
+      size_t worst = 0;
+      for (size_t i = 1; i < u.size(); ++i)
+        if (std::abs(u[i] - v[i]) > std::abs(u[worst] - v[worst]) || u[worst] == v[worst]) worst = i;
+      return str("'", a->first, "' differs: element ", worst, " is ", u[worst], " in old rank 0's and ", v[worst],
+                 " in old rank ", r, "'s");
+    }
     ++a, ++b;
   }
-  if (a != ours.end()) return a->first;
-  if (b != theirs.end()) return b->first;
-  return "";
+  if (a == ours.end() && b == theirs.end()) return "";
+  const bool only_ours = b == theirs.end() || (a != ours.end() && a->first < b->first);
+  return str("'", only_ours ? a->first : b->first, "' is in old rank ", only_ours ? "0" : str(r), "'s and not in old rank ",
+             only_ours ? str(r) : "0", "'s");
 }
 
 int64_t integer(const chainer::TensorMap& entries, const std::string& key, const std::string& file) {
@@ -350,7 +434,8 @@ std::vector<int64_t> integers(const chainer::TensorMap& entries, const std::stri
 
 }  // namespace
 
-MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) const {
+MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after,
+                                                               const std::set<std::string>& persistent) const {
   Remap plan;
   // Every checkpoint of this run in the directory: iteration -> the ranks that wrote one.
   const std::map<int64_t, std::set<int64_t>> ranks_at = scan();
@@ -374,15 +459,15 @@ MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) co
                         "' has no entry '", scattered, "current_position'"));
       std::vector<int64_t> unvisited;  // U, as global example ids
       bool interrupted = false;
+      std::string differences;  // every old rank whose model or optimizer state is not old rank 0's
       for (int64_t r = 0; r < plan.old_size; ++r) {
         const std::string f = file_of(r);
         chainer::TensorMap other = r == 0 ? chainer::TensorMap{} : read_checkpoint(f);
         const chainer::TensorMap& entries = r == 0 ? plan.entries : other;
+        // Persistent values (running statistics) may differ: they come from old rank 0's file.
         if (r > 0)
-          if (const std::string key = first_difference(plan.entries, entries); !key.empty())
-            throw Error(str("old rank ", r, "'s '", f, "' differs from old rank 0's in '", key,
-                            "': the state of ranks holding different parameters (model parallelism) cannot be "
-                            "mapped to another process count"));
+          if (const std::string how = first_difference(plan.entries, entries, persistent, r); !how.empty())
+            differences += str(differences.empty() ? "" : "; ", "old rank ", r, "'s '", f, "': ", how);
         if (!scatter_) continue;
         const int64_t position = integer(entries, scattered + "current_position", f);
         interrupted = interrupted || position > 0;
@@ -408,6 +493,10 @@ MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) co
           unvisited.push_back(share[size_t(sequence[q])]);
         }
       }
+      if (!differences.empty())
+        throw Error(str("the model and optimizer state, which a job of another process count takes from old rank 0's '",
+                        plan.source, "', must be the same bit for bit in every old rank's file (persistent values "
+                        "aside), and is not: ", differences));
       if (!interrupted) return plan;
 
       // Each new rank takes, in its share's order, the unvisited examples its share holds, each
@@ -448,7 +537,9 @@ bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, i
   Remap plan;
   if (comm_->rank() == 0) {
     try {
-      plan = plan_remap(after);
+      std::set<std::string> persistent;
+      for (const auto& [key, value] : persistents(trainer).values) persistent.insert(key);
+      plan = plan_remap(after, persistent);
     } catch (const std::exception& e) {
       plan.failure = e.what();
       plan.iteration = 0;

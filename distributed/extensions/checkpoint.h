@@ -16,10 +16,15 @@
 ///     preferred to it (a job of another count went on from there).
 ///   - The model, the optimizer state, the updater's iteration and epoch, the other extensions'
 ///     state (LogReport's log continues) and the default generator come from old rank 0's file,
-///     after rank 0 has checked that every old rank's model and optimizer entries are bit for bit
-///     rank 0's (data-parallel replicas); otherwise every rank throws chainer::Error naming the
-///     first entry that differs (model-parallel ranks hold different parameters, which cannot be
-///     mapped to another count).
+///     after rank 0 has checked that every old rank's model and optimizer entries, persistent
+///     values aside, are bit for bit rank 0's (data-parallel replicas); otherwise every rank
+///     throws chainer::Error naming, for each old rank that differs, its file and the first entry
+///     that differs, and how.
+///   - Persistent values (BatchNormalization's running statistics) never block it: before each
+///     save of a data-parallel job, the checkpointer replaces the model's floating persistents
+///     with their mean over the ranks, as AllreducePersistent does (in place, so the training goes
+///     on with what the files hold), and every rank's file holds the same. Where they still
+///     differ (integer persistents, checkpoints written otherwise), old rank 0's are taken.
 ///   - The batch per process is kept, so the global batch becomes M*b and an epoch takes other
 ///     iterations; rank 0 prints "resumed from N processes at iteration I (epoch E); the global
 ///     batch was N*b, now M*b".
@@ -86,11 +91,13 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   /// Saves the trainer at its current iteration (collective: every rank at the same iteration).
   void operator()(chainer::training::Trainer& trainer) override;
   std::string default_name() const override { return "MultiNodeCheckpointer"; }  ///< Its class name.
-  /// Saves TRAINER as NAME.RANK.ITERATION atomically and durably (collective). When some rank
-  /// holds more than cp_interval + gc_interval of this run's checkpoints, or rank 0 holds files of
-  /// ranks beyond this job's count (a restart with fewer processes), every rank removes its
-  /// checkpoints but the newest cp_interval iterations every rank holds, and rank 0 those files of
-  /// the other iterations.
+  /// Saves TRAINER as NAME.RANK.ITERATION atomically and durably (collective). In a data-parallel
+  /// job (every rank's model and optimizer state the same), the model's floating persistent values
+  /// are first averaged over the ranks, in place. When some rank holds more than
+  /// cp_interval + gc_interval of this run's checkpoints, or rank 0 holds files of ranks beyond
+  /// this job's count (a restart with fewer processes), every rank removes its checkpoints but the
+  /// newest cp_interval iterations every rank holds, and rank 0 those files of the other
+  /// iterations.
   void save(chainer::training::Trainer& trainer, int64_t iteration);
   /// If every rank holds a checkpoint of some iteration, loads the newest such one into TRAINER
   /// (collective; call after extending the trainer with every extension that has state).
@@ -129,6 +136,16 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
  private:
   // A process count change's plan; made by rank 0.
   struct Remap;
+  // The models of a trainer's optimizers (each once) and their persistent values, keyed as the
+  // trainer's entries hold them.
+  struct Persistents {
+    std::vector<chainer::Link*> models;
+    std::map<std::string, chainer::Tensor> values;
+  };
+  static Persistents persistents(chainer::training::Trainer& trainer);
+  // Collective: in a data-parallel job whose ranks' persistent values differ, averages them over
+  // the ranks in the trainer's models and in ENTRIES (the trainer's, about to be saved).
+  void average_persistents(chainer::training::Trainer& trainer, chainer::TensorMap& entries) const;
   // Collective: collects garbage when it is due (see save).
   void collect_garbage();
   // Collective: the iterations of iterations_ that every rank holds, ascending.
@@ -138,8 +155,8 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   // Every checkpoint of this run in the directory: iteration -> the ranks that wrote one.
   std::map<int64_t, std::set<int64_t>> scan() const;
   // Rank 0: finds the newest iteration from AFTER on with all files of a job of another count
-  // and plans the mapping.
-  Remap plan_remap(int64_t after) const;
+  // and plans the mapping; PERSISTENT are the entries that may differ between old ranks.
+  Remap plan_remap(int64_t after, const std::set<std::string>& persistent) const;
   // Collective: resumes from a job of another process count (an iteration from AFTER on); false
   // when no such checkpoint exists.
   bool load_remapped(chainer::training::Trainer& trainer, int64_t& loaded, int64_t after);
