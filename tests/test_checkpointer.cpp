@@ -513,15 +513,15 @@ TEST_CASE("checkpointer: checkpoints of another process count without a complete
   auto comm = world();
   if (comm->size() == 1) return;
   SharedDir dir(comm);
-  // A job of 2 checkpoints, and old rank 1's file is lost: no iteration has all of them.
+  // A job of 2 checkpoints twice, and old rank 1's files are lost: no iteration has all of them.
   const int r = comm->rank();
   auto two = comm->split(r < 2 ? 0 : 1, r);
   if (r < 2) {
-    Job a(two, IntervalTrigger(2, Unit::Iteration), dir.path, 3, 26);
+    Job a(two, IntervalTrigger(4, Unit::Iteration), dir.path, 3, 26);
     a.run_saving_every(2);
   }
   comm->allgather_bytes("");
-  if (r == 1) fs::remove(dir.path / "run.1.2");
+  if (r == 1) fs::remove(dir.path / "run.1.2"), fs::remove(dir.path / "run.1.4");
   comm->allgather_bytes("");
   auto one = comm->split(r == 0 ? 0 : 1, r);
   if (r == 0) {
@@ -767,6 +767,74 @@ TEST_CASE("checkpointer: after a restart with fewer processes, the old ranks bey
   std::set<std::string> expected = names(n, {9});
   expected.merge(names(1, {6, 8}));  // rank 0's: 3 checkpoints are not yet a collection
   CHECK(checkpoints_in(dir.path) == expected);
+  comm->allgather_bytes("");
+}
+
+namespace {
+
+// What a job of N processes killed in its first save (of iteration 2) leaves in DIR: every rank's
+// file but the last rank's, which has only its temporary file. The notice of the rerun that
+// removes them.
+std::string kill_in_first_save(const std::shared_ptr<mn::Communicator>& comm, const fs::path& dir) {
+  const int r = comm->rank(), n = comm->size(), last = n - 1;
+  {
+    Job a(comm, IntervalTrigger(2, Unit::Iteration), dir);
+    a.run_saving_every(2);
+  }
+  if (r == last) {
+    fs::remove(dir / ("run." + std::to_string(last) + ".2"));
+    std::ofstream(dir / ("run." + std::to_string(last) + ".2.tmp.4242.0")) << "half";
+  }
+  comm->allgather_bytes("");
+  std::string found;
+  for (int k = 0; k < last; ++k)
+    found += (k ? ", '" : "'") + (dir / ("run." + std::to_string(k) + ".2")).string() + "' (iteration 2, rank " +
+             std::to_string(k) + " of a job of " + std::to_string(n) + " processes)";
+  return "no complete set of checkpoints of run 'run' in '" + dir.string() + "', only what the first save of a job "
+         "killed part of the way left: " + found + "; removed " + (last == 1 ? "it" : "them") + ", starting afresh";
+}
+
+}  // namespace
+
+TEST_CASE("checkpointer: after a job killed in its first save, a rerun removes what its ranks left and starts afresh, "
+          "saying which files") {
+  auto comm = world();
+  if (comm->size() == 1) return;  // one rank's rename either happened or did not
+  SharedDir dir(comm);
+  const std::string notice = kill_in_first_save(comm, dir.path);
+  Job c(comm, IntervalTrigger(4, Unit::Iteration), dir.path);
+  auto checkpointer = mn::create_multi_node_checkpointer("run", comm);
+  c.trainer->extend(checkpointer, "", IntervalTrigger(2, Unit::Iteration));
+  CHECK(checkpointer->maybe_load(*c.trainer) == 0);
+  CHECK(checkpointer->notice() == notice);
+  comm->allgather_bytes("");
+  CHECK(checkpoints_in(dir.path).empty());
+  comm->allgather_bytes("");
+  c.trainer->run();
+  comm->allgather_bytes("");
+  CHECK(checkpoints_in(dir.path) == names(comm->size(), {2, 4}));
+  // The next rerun resumes as usual.
+  Job d(comm, IntervalTrigger(6, Unit::Iteration), dir.path);
+  auto again = mn::create_multi_node_checkpointer("run", comm);
+  CHECK(again->maybe_load(*d.trainer) == 4);
+  CHECK(again->notice().empty());
+}
+
+TEST_CASE("checkpointer: after a job killed in its first save, a rerun with another process count starts afresh too") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank();
+  const std::string notice = kill_in_first_save(comm, dir.path);
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  if (r == 0) {  // rank 0 also removes the files of the ranks the job of 1 does not have
+    Job c(one, IntervalTrigger(2, Unit::Iteration), dir.path);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", one);
+    CHECK(checkpointer->maybe_load(*c.trainer) == 0);
+    CHECK(checkpointer->notice() == notice);
+    CHECK(checkpoints_in(dir.path).empty());
+    CHECK(files_in(dir.path).count("run." + std::to_string(comm->size() - 1) + ".2.tmp.4242.0") == 0);
+  }
   comm->allgather_bytes("");
 }
 

@@ -58,6 +58,13 @@ int64_t written_size(const chainer::TensorMap& entries, const std::string& file)
   return int64_t(it->second.item<double>());
 }
 
+// The iteration of the checkpoint the job that wrote a checkpoint had saved (or resumed from)
+// before it: every rank's file of it existed when this one was written. kNone for a job's first
+// checkpoint after it started afresh.
+const std::string kPreviousKey = "chainermn_checkpointer/previous";
+constexpr int64_t kNone = -1;
+constexpr int64_t kUnknown = -2;  // a file without kPreviousKey, or one that cannot be read
+
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -151,6 +158,7 @@ void MultiNodeCheckpointer::save(chainer::training::Trainer& trainer, int64_t it
   chainer::TensorMap entries = s.entries();
   average_persistents(trainer, entries);
   entries[kSizeKey] = chainer::Tensor::scalar(double(comm_->size()), chainer::DType::Int64);
+  entries[kPreviousKey] = chainer::Tensor::scalar(double(previous_), chainer::DType::Int64);
   // Durable: written whole under a temporary name (which the checkpoint pattern never matches),
   // synced, renamed, and the directory synced, so the final name only ever holds a complete file
   // and the rename lasts.
@@ -161,6 +169,8 @@ void MultiNodeCheckpointer::save(chainer::training::Trainer& trainer, int64_t it
       at == iterations_.end() || *at != iteration)
     iterations_.insert(at, iteration);
   collect_garbage();
+  // collect_garbage's allgather came after every rank's write: this iteration is complete.
+  previous_ = iteration;
 }
 
 void MultiNodeCheckpointer::average_persistents(chainer::training::Trainer& trainer, chainer::TensorMap& entries) const {
@@ -250,6 +260,8 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
                                           const std::string& path) {
   if (path_.empty()) path_ = path.empty() ? trainer.out() : path;
   count_change_.reset();
+  notice_.clear();
+  previous_ = kNone;
   // A save killed before its rename leaves only save_npz's temporary file,
   // NAME.RANK.ITERATION.tmp.PID.N: it is not a checkpoint. Each rank removes its own, and rank 0
   // those of the ranks beyond this job's count (an old job of more processes).
@@ -298,7 +310,10 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
   int64_t loaded = 0;
   if ((!same_count || newer) && load_remapped(trainer, loaded, same_count ? latest + 1 : 0)) return loaded;
   if (!same_count) {
-    // Nothing to resume from, or checkpoints of another count without a complete set of them.
+    // Nothing to resume from: no iteration has the checkpoints of every rank of the job that
+    // wrote them. What a job killed in its first save leaves is removed, and the job starts afresh.
+    if (discard_interrupted_first_save()) return 0;
+    // Checkpoints of another count without a complete set of them.
     std::string mismatch;
     if (!iterations_.empty()) {
       const std::string mine = (fs::path(path_) / filename(iterations_.back())).string();
@@ -309,9 +324,9 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
       }
     }
     throw_if_any(mismatch, "");
-    // Checkpoints of this count on some ranks but none that every rank holds: a file was lost.
-    // Starting afresh would overwrite the other ranks' checkpoints (and collect them), so every
-    // rank refuses.
+    // Checkpoints of this count on some ranks but none that every rank holds, and not only of a
+    // first save: a file was lost. Starting afresh would overwrite the other ranks' checkpoints
+    // (and collect them), so every rank refuses.
     bool any_held = false;
     for (int64_t n : comm_->allgather_obj(int64_t(iterations_.size() + foreign_.size()))) any_held = any_held || n > 0;
     if (any_held) {
@@ -333,6 +348,7 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
   trainer.serialize(backup);
   load_on_every_rank(trainer, backup.entries(),
                      [&] { chainer::training::load_snapshot(std::move(entries), trainer, file); }, where);
+  previous_ = latest;
   return latest;
 }
 
@@ -344,6 +360,53 @@ std::map<int64_t, std::set<int64_t>> MultiNodeCheckpointer::scan() const {
         rank >= 0 && entry.is_regular_file())
       ranks_at[iteration].insert(rank);
   return ranks_at;
+}
+
+bool MultiNodeCheckpointer::discard_interrupted_first_save() {
+  // Every checkpoint this job sees (each rank its own, rank 0 also those of ranks beyond this
+  // job's count) as {rank, iteration, process count that wrote it, previous iteration}.
+  std::vector<std::vector<int64_t>> seen;
+  const auto describe = [&](int64_t rank, int64_t iteration) {
+    const std::string file = (fs::path(path_) / str(name_, ".", rank, ".", iteration)).string();
+    int64_t written = 0, previous = kUnknown;
+    try {
+      const chainer::TensorMap entries = chainer::load_npz(file);
+      written = written_size(entries, file);
+      if (const auto at = entries.find(kPreviousKey); at != entries.end() && at->second.numel() == 1)
+        previous = int64_t(at->second.item<double>());
+    } catch (const Error&) {
+    }
+    seen.push_back({rank, iteration, written, previous});
+  };
+  for (int64_t iteration : iterations_) describe(comm_->rank(), iteration);
+  for (const auto& [iteration, ranks] : foreign_)
+    for (int64_t rank : ranks) describe(rank, iteration);
+  std::vector<std::vector<int64_t>> found;
+  for (const auto& mine : comm_->allgather_obj(seen)) found.insert(found.end(), mine.begin(), mine.end());
+  // Only what a job's first checkpoint leaves when the job is killed while its ranks write it:
+  // there was no complete set before (the job had started afresh), so nothing is lost but that
+  // one interval. A file whose job had saved or resumed from an earlier iteration means that
+  // iteration's files are missing, which the caller refuses.
+  if (found.empty()) return false;
+  for (const auto& file : found)
+    if (file[3] != kNone) return false;
+  std::string list;
+  std::error_code ec;
+  for (const auto& file : found) {
+    const std::string name = (fs::path(path_) / str(name_, ".", file[0], ".", file[1])).string();
+    list += str(list.empty() ? "" : ", ", "'", name, "' (iteration ", file[1], ", rank ", file[0], " of a job of ",
+                file[2], file[2] == 1 ? " process)" : " processes)");
+  }
+  for (int64_t iteration : iterations_) fs::remove(fs::path(path_) / filename(iteration), ec);
+  for (const auto& [iteration, ranks] : foreign_)
+    for (int64_t rank : ranks) fs::remove(fs::path(path_) / str(name_, ".", rank, ".", iteration), ec);
+  iterations_.clear();
+  foreign_.clear();
+  notice_ = str("no complete set of checkpoints of run '", name_, "' in '", path_, "', only what the first save of a "
+                "job killed part of the way left: ", list, "; removed ", found.size() == 1 ? "it" : "them",
+                ", starting afresh");
+  if (comm_->rank() == 0) std::cout << "MultiNodeCheckpointer: " << notice_ << std::endl;
+  return true;
 }
 
 void MultiNodeCheckpointer::load_on_every_rank(chainer::training::Trainer& trainer, const chainer::TensorMap& backup,
@@ -617,6 +680,7 @@ bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, i
   if (rank == 0) std::cout << "MultiNodeCheckpointer: " << change.message << std::endl;
   count_change_ = std::move(change);
   loaded = plan.iteration;
+  previous_ = plan.iteration;
   return true;
 }
 

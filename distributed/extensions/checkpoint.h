@@ -41,6 +41,11 @@
 /// A job of another count that cannot find such a set of files is an error on every rank saying
 /// so, never a silent start from iteration 0 or a load of some ranks' files.
 ///
+/// When no iteration has the checkpoints of every rank of the job that wrote them, and every
+/// checkpoint found is a job's first after it started afresh (a job killed while its ranks wrote
+/// their first checkpoints), maybe_load removes them and the job starts afresh, rank 0 printing
+/// which files it removed (notice()). Otherwise a file was lost, and every rank refuses.
+///
 /// Every collective decision (whether to collect garbage, what to keep, what to load) is made on
 /// facts allgathered from every rank, never on one rank's own files: after a restart with another
 /// count, or a job killed between two ranks' deletions, the ranks hold different files.
@@ -106,7 +111,8 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   /// loaded (unreadable, corrupt, or of another model: names or shapes differ) throws
   /// chainer::Error on every rank naming the file and the first mismatch, as does a job of
   /// another process count whose checkpoints cannot be mapped; every rank's
-  /// trainer is left as it was. OPTIMIZER is ChainerMN's argument: a loaded multi-node
+  /// trainer is left as it was. What a job killed in its first save left is removed (see above).
+  /// OPTIMIZER is ChainerMN's argument: a loaded multi-node
   /// optimizer already knows its parameters agree, so it may be null. PATH, when given and no
   /// path was set, is where the checkpoints are. Returns the loaded iteration, or 0.
   int64_t maybe_load(chainer::training::Trainer& trainer, chainer::Optimizer* optimizer = nullptr,
@@ -121,6 +127,9 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   /// What the last maybe_load mapped from a job of another process count; none after a resume
   /// with the same count, or nothing loaded.
   const std::optional<ProcessCountChange>& process_count_change() const { return count_change_; }
+  /// What the last maybe_load found and removed when it started afresh over the files of a job
+  /// killed in its first save (the line rank 0 printed, on every rank); empty otherwise.
+  const std::string& notice() const { return notice_; }
 
   /// ChainerMN's statistics line: "Snapshot duration stats (sec): avg=..., min=..., max=...",
   /// or "No stats available" before the first save.
@@ -154,6 +163,9 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   static std::vector<int64_t> intersection(const std::vector<std::vector<int64_t>>& all);
   // Every checkpoint of this run in the directory: iteration -> the ranks that wrote one.
   std::map<int64_t, std::set<int64_t>> scan() const;
+  // Collective: when every checkpoint this job sees is a job's first after it started afresh,
+  // removes them, sets notice_ and returns true (see above).
+  bool discard_interrupted_first_save();
   // Rank 0: finds the newest iteration from AFTER on with all files of a job of another count
   // and plans the mapping; PERSISTENT are the entries that may differ between old ranks.
   Remap plan_remap(int64_t after, const std::set<std::string>& persistent) const;
@@ -175,6 +187,9 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   std::vector<int64_t> iterations_;  // this rank's checkpoints known to exist, ascending
   // Rank 0: the files of ranks beyond this job's count in the directory, iteration -> ranks.
   std::map<int64_t, std::vector<int64_t>> foreign_;
+  // The iteration of the newest complete checkpoint this job saved or resumed from; -1: none.
+  int64_t previous_ = -1;
+  std::string notice_;
   std::vector<CheckpointTiming> timings_;
   struct Scatter {
     int64_t n_total;
