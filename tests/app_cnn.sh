@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # fashion_mnist_cnn as users launch it, on a subset (3000 training, 1000 test examples: one short
 # epoch): alone, finding the data by itself (Debian's dataset-fashion-mnist or Chainer's dataset
-# root), then resumed to a second epoch; under mpiexec -n 2 with --data and --timing. Each run
-# must exit 0, and write a log whose entries have the reported keys and a test accuracy well
+# root), then resumed to a second epoch; under mpiexec -n 2 with --data and --timing; and with
+# --checkpoint-interval, 2 processes, then 1 from their checkpoints, then 2 again (the model's
+# batch normalization holds running statistics that each rank gathers from its own share). Each
+# run must exit 0, and write a log whose entries have the reported keys and a test accuracy well
 # above chance (0.1), and its snapshots; bad options must fail with a clear message. Without the
 # data set (no package, nothing in the dataset root) it is skipped (exit 77), saying so.
 #   tests/app_cnn.sh MPIEXEC FASHION_MNIST_CNN
@@ -52,6 +54,23 @@ fi
 if job "2 processes" 2 "$app" "${subset[@]}" --data "$data" -e 1 -o r2 --timing; then
   check_log "2 processes" r2 1 train_time peak_rss_mib
   for r in 0 1; do [ -f "r2/snapshot_iter_15.rank$r-of-2" ] || fail "no r2/snapshot_iter_15.rank$r-of-2: $(ls r2)"; done
+fi
+
+# Restarts with another process count: 2 processes checkpoint epoch 1 (6 iterations of 1200
+# examples), 1 process goes on from them to epoch 2 (12 iterations), 2 processes from its
+# checkpoints to epoch 3. Every rank's checkpoint holds the running statistics averaged over the
+# ranks, so each count resumes the other's; the log goes on.
+ck=(--train-size 1200 --test-size 300 --data "$data" --checkpoint-interval 3 --no-plot -o ck)
+if job "checkpoints, 2 processes, epoch 1" 2 "$app" "${ck[@]}" -e 1 &&
+  job "checkpoints, 2 -> 1 process, epoch 2" 1 "$app" "${ck[@]}" -e 2; then
+  grep -qF "MultiNodeCheckpointer: resumed from 2 processes at iteration 6 (epoch 1)" "$tmp/text" ||
+    fail "2 -> 1: did not resume from 2 processes' iteration 6: $(head -n 12 "$tmp/text")"
+  check_app_log "checkpoints, 2 -> 1" ck 2 0.3
+  if job "checkpoints, 1 -> 2 processes, epoch 3" 2 "$app" "${ck[@]}" -e 3; then
+    grep -qF "MultiNodeCheckpointer: resumed from 1 processes at iteration 18 (epoch 2)" "$tmp/text" ||
+      fail "1 -> 2: did not resume from 1 process's iteration 18: $(head -n 12 "$tmp/text")"
+    check_app_log "checkpoints, 1 -> 2" ck 3 0.3
+  fi
 fi
 
 finish

@@ -3,8 +3,9 @@
 # export_images writes as PNG files with their lists: compute_mean, then train_imagenet with nin
 # at a small --insize for one epoch (and resumed to a second) alone and under mpiexec -n 2, and
 # resnet50 for a few iterations on 224 x 224 crops. Each run must exit 0 and log the reported
-# keys; bad lists, files and options must fail with a message naming them. Skipped (exit 77)
-# without Fashion-MNIST.
+# keys; bad lists, files and options must fail with a message naming them. resnet50 (batch
+# normalization) at --insize 40 with --checkpoint-interval restarts 2 -> 1 -> 2 processes. Skipped
+# (exit 77) without Fashion-MNIST.
 #   tests/app_imagenet.sh MPIEXEC EXPORT_IMAGES COMPUTE_MEAN TRAIN_IMAGENET
 set -u
 mpiexec=${1:?usage: app_imagenet.sh MPIEXEC EXPORT_IMAGES COMPUTE_MEAN TRAIN_IMAGENET}
@@ -55,6 +56,24 @@ fi
 if job "nin, 2 processes" 2 "$app" "${nin[@]}" -E 1 -j 2 -o r2; then
   check_app_log "nin, 2 processes" r2 1 0
 fi
+
+# resnet50 with checkpoints: 2 processes train epoch 1 (2 iterations of 16 per process), 1 process
+# goes on from their checkpoints to epoch 2 (4 iterations), 2 processes from its to epoch 3. Each
+# rank's batch normalization gathers running statistics from its own images; the checkpoints hold
+# their mean over the ranks, so each count resumes the other's.
+ck=(img/train.txt img/val.txt --root img --mean img/mean.npy --arch resnet50 --insize 40 --n-class 10 -B 16 -b 16
+  --communicator naive --checkpoint-interval 2 --no-plot -o ck)
+if job "resnet50 checkpoints, 2 processes, epoch 1" 2 "$app" "${ck[@]}" -E 1 &&
+  job "resnet50 checkpoints, 2 -> 1 process, epoch 2" 1 "$app" "${ck[@]}" -E 2; then
+  grep -qF "MultiNodeCheckpointer: resumed from 2 processes at iteration 2 (epoch 1)" "$tmp/text" ||
+    fail "resnet50 2 -> 1: did not resume from 2 processes' iteration 2: $(head -n 12 "$tmp/text")"
+  if job "resnet50 checkpoints, 1 -> 2 processes, epoch 3" 2 "$app" "${ck[@]}" -E 3; then
+    grep -qF "MultiNodeCheckpointer: resumed from 1 processes at iteration 6 (epoch 2)" "$tmp/text" ||
+      fail "resnet50 1 -> 2: did not resume from 1 process's iteration 6: $(head -n 12 "$tmp/text")"
+    check_app_log "resnet50 checkpoints, 1 -> 2" ck 3 0
+  fi
+fi
+rm -rf ck  # 188 MB a file
 
 # resnet50 on 224 x 224 crops of 8 images enlarged to 232 x 232: a few iterations without error.
 "$export_images" --data "$fashion_mnist" --out big --scale 8 --size 232 --train-size 8 --test-size 4 >"$tmp/out" 2>&1 &&

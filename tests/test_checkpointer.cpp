@@ -19,9 +19,12 @@
 #include "distributed/extensions/checkpoint.h"
 #include "distributed/extensions/multi_node_snapshot.h"
 #include "distributed/optimizers/multi_node_optimizer.h"
+#include "nn/functions.h"
+#include "nn/links/batch_normalization.h"
 #include "nn/links/classifier.h"
 #include "nn/links/linear.h"
 #include "nn/optimizers/adam.h"
+#include "nn/sequential.h"
 #include "training/extensions/log_report.h"
 #include "training/extensions/snapshot.h"
 #include "training/trainer.h"
@@ -29,6 +32,7 @@
 
 using namespace chainer;
 namespace E = chainer::training::extensions;
+namespace F = chainer::functions;
 namespace L = chainer::links;
 namespace mn = chainermn;
 namespace fs = std::filesystem;
@@ -67,7 +71,8 @@ std::set<std::string> files_in(const fs::path& dir) {
 
 // A small data-parallel job: 3 hidden units, Adam, a shuffled share (seed 3) of 13 * size
 // examples (or N_TOTAL) in batches of 4 (4 iterations per epoch with 13 each), every rank with
-// its own iterator order.
+// its own iterator order. With BATCH_NORM, the model normalizes a hidden layer of 4 in between,
+// so each rank gathers its own running statistics (persistent values) from its share.
 struct Job {
   std::shared_ptr<L::Classifier> model;
   std::shared_ptr<mn::MultiNodeOptimizer> optimizer;
@@ -77,7 +82,7 @@ struct Job {
   std::shared_ptr<mn::Communicator> comm;
 
   Job(const std::shared_ptr<mn::Communicator>& comm, IntervalTrigger stop, const fs::path& out, int64_t hidden = 3,
-      int64_t n_total = 0)
+      int64_t n_total = 0, bool batch_norm = false)
       : comm(comm) {
     datasets::DatasetPtr all;
     if (comm->rank() == 0) {
@@ -90,7 +95,12 @@ struct Job {
     }
     auto train = mn::scatter_dataset(all, comm, 0, /*shuffle=*/true, 3);
     random::seed(11);
-    model = std::make_shared<L::Classifier>(std::make_shared<L::Linear>(5, hidden));
+    if (batch_norm)
+      model = std::make_shared<L::Classifier>(std::make_shared<Sequential>(
+          std::make_shared<L::Linear>(5, 4), std::make_shared<L::BatchNormalization>(4), F::relu,
+          std::make_shared<L::Linear>(4, hidden)));
+    else
+      model = std::make_shared<L::Classifier>(std::make_shared<L::Linear>(5, hidden));
     optimizer = std::make_shared<mn::MultiNodeOptimizer>(std::make_shared<optimizers::Adam>(0.05), comm);
     optimizer->setup(model);
     auto iter = std::make_shared<iterators::SerialIterator>(train, 4, true, true, uint64_t(comm->rank()));
@@ -454,7 +464,8 @@ TEST_CASE("checkpointer: without set_scatter the interrupted epoch starts again 
   comm->allgather_bytes("");
 }
 
-TEST_CASE("checkpointer: ranks whose parameters differ cannot be mapped to another count; an error on every rank") {
+TEST_CASE("checkpointer: old ranks whose parameters differ cannot be mapped to another count; the error on every rank "
+          "names the entry and the ranks") {
   auto comm = world();
   if (comm->size() == 1) return;
   SharedDir dir(comm);
@@ -466,7 +477,7 @@ TEST_CASE("checkpointer: ranks whose parameters differ cannot be mapped to anoth
   }
   comm->allgather_bytes("");
   const fs::path second = dir.path / "run.1.3";
-  if (r == 1) {  // as a model-parallel rank would hold: other values of the same parameter
+  if (r == 1) {  // other values of the same parameter, as ranks that are not replicas hold
     TensorMap entries = load_npz(second.string());
     const Tensor b = entries.at("updater/model:main/predictor/b");
     std::vector<float> shifted = b.to_vector<float>();
@@ -482,11 +493,15 @@ TEST_CASE("checkpointer: ranks whose parameters differ cannot be mapped to anoth
     auto checkpointer = mn::create_multi_node_checkpointer("run", job_comm);
     checkpointer->set_scatter(26, true, 3);
     CHECK_THROWS_WITH(checkpointer->maybe_load(*c.trainer),
-                      "MultiNodeCheckpointer.maybe_load: cannot resume run 'run' from iteration 3 of a job of 2 "
-                      "processes in a job of " + std::to_string(m) + " (nothing was loaded): old rank 1's '" +
-                          second.string() + "' differs from old rank 0's in 'updater/model:main/predictor/b': the state "
-                          "of ranks holding different parameters (model parallelism) cannot be mapped to another "
-                          "process count");
+                      Catch::StartsWith("MultiNodeCheckpointer.maybe_load: cannot resume run 'run' from iteration 3 of a "
+                                        "job of 2 processes in a job of " + std::to_string(m) + " (nothing was loaded): "
+                                        "the model and optimizer state, which a job of another process count takes "
+                                        "from old rank 0's '" + (dir.path / "run.0.3").string() + "', must be the same "
+                                        "bit for bit in every old rank's file (persistent values aside), and is not: "
+                                        "old rank 1's '" + second.string() + "': 'updater/model:main/predictor/b' "
+                                        "differs: element 1 is ") &&
+                          Catch::Contains(" in old rank 0's and ") && Catch::EndsWith(" in old rank 1's") &&
+                          !Catch::Contains("parallel"));
     CHECK(c.updater->iteration() == 0);
     CHECK(c.parameters() == before);
     CHECK_FALSE(checkpointer->process_count_change().has_value());
@@ -498,15 +513,15 @@ TEST_CASE("checkpointer: checkpoints of another process count without a complete
   auto comm = world();
   if (comm->size() == 1) return;
   SharedDir dir(comm);
-  // A job of 2 checkpoints, and old rank 1's file is lost: no iteration has all of them.
+  // A job of 2 checkpoints twice, and old rank 1's files are lost: no iteration has all of them.
   const int r = comm->rank();
   auto two = comm->split(r < 2 ? 0 : 1, r);
   if (r < 2) {
-    Job a(two, IntervalTrigger(2, Unit::Iteration), dir.path, 3, 26);
+    Job a(two, IntervalTrigger(4, Unit::Iteration), dir.path, 3, 26);
     a.run_saving_every(2);
   }
   comm->allgather_bytes("");
-  if (r == 1) fs::remove(dir.path / "run.1.2");
+  if (r == 1) fs::remove(dir.path / "run.1.2"), fs::remove(dir.path / "run.1.4");
   comm->allgather_bytes("");
   auto one = comm->split(r == 0 ? 0 : 1, r);
   if (r == 0) {
@@ -516,6 +531,309 @@ TEST_CASE("checkpointer: checkpoints of another process count without a complete
                           Catch::Contains("this job has 1, and rank 0 finds no iteration with the checkpoints of "
                                           "every rank of the job that wrote them"));
     CHECK(job.updater->iteration() == 0);
+  }
+  comm->allgather_bytes("");
+}
+
+namespace {
+
+// BatchNormalization's running mean in the Job's model with batch_norm (the Sequential's link 1).
+const std::string kAvgMean = "updater/model:main/predictor/1/avg_mean";
+
+std::vector<double> avg_mean(const Job& job) {
+  for (const auto& [name, value] : job.model->namedpersistents())
+    if (name == "/predictor/1/avg_mean") return value.to_vector<double>();
+  FAIL("the model has no /predictor/1/avg_mean");
+  return {};
+}
+
+std::vector<double> entry(const fs::path& file, const std::string& key) {
+  return load_npz(file.string()).at(key).to_vector<double>();
+}
+
+// N processes train a model with batch normalization to iteration 3 and save; M resume.
+void resume_batch_norm(const std::shared_ptr<mn::Communicator>& comm, int n, int m) {
+  INFO(n << " processes, then " << m);
+  SharedDir dir(comm);
+  const int r = comm->rank();
+  std::vector<double> mean;  // the old ranks' running means, averaged
+  auto old_comm = comm->split(r < n ? 0 : 1, r);
+  if (r < n) {
+    Job a(old_comm, IntervalTrigger(3, Unit::Iteration), dir.path, 3, 26, /*batch_norm=*/true);
+    a.trainer->run();
+    const auto own = old_comm->allgather_obj(avg_mean(a));
+    if (n > 1) CHECK(own[0] != own[1]);  // each rank's statistics of its own share
+    for (size_t i = 0; i < own[0].size(); ++i) {
+      double sum = 0;
+      for (const auto& values : own) sum += values[i];
+      mean.push_back(sum / n);
+    }
+    auto checkpointer = mn::create_multi_node_checkpointer("run", old_comm);
+    a.trainer->extend(checkpointer, "", IntervalTrigger(100, Unit::Iteration));  // saved by hand below
+    checkpointer->save(*a.trainer, 3);
+    // The rank goes on with the mean, and its file holds exactly what it goes on with.
+    const std::vector<double> now = avg_mean(a);
+    for (size_t i = 0; i < mean.size(); ++i) CHECK(now[i] == Approx(mean[i]).epsilon(1e-6));
+    CHECK(entry(dir.path / ("run." + std::to_string(r) + ".3"), kAvgMean) == now);
+    const auto saved = old_comm->allgather_obj(now);
+    CHECK(std::set<std::vector<double>>(saved.begin(), saved.end()).size() == 1);  // the same in every file
+  }
+  mean = comm->bcast_obj(mean);
+  auto new_comm = comm->split(r < m ? 0 : 1, r);
+  if (r < m) {
+    Job c(new_comm, IntervalTrigger(5, Unit::Iteration), dir.path, 3, 26, /*batch_norm=*/true);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", new_comm);
+    checkpointer->set_scatter(26, true, 3);
+    c.trainer->extend(checkpointer, "", IntervalTrigger(5, Unit::Iteration));
+    CHECK(checkpointer->maybe_load(*c.trainer) == 3);
+    CHECK(checkpointer->process_count_change().has_value() == (n != m));
+    const std::vector<double> loaded = avg_mean(c);
+    for (size_t i = 0; i < mean.size(); ++i) CHECK(loaded[i] == Approx(mean[i]).epsilon(1e-6));
+    c.trainer->run();
+    CHECK(c.updater->iteration() == 5);
+  }
+  comm->allgather_bytes("");
+}
+
+}  // namespace
+
+TEST_CASE("checkpointer: a model with batch normalization resumes with another count: every file holds the running "
+          "statistics averaged over the ranks") {
+  auto comm = world();
+  const int size = comm->size();
+  for (const auto& [n, m] : std::vector<std::pair<int, int>>{{2, 1}, {1, 2}, {2, 2}, {4, 2}, {2, 3}, {3, 1}})
+    if (std::max(n, m) <= size) resume_batch_norm(comm, n, m);
+}
+
+TEST_CASE("checkpointer: ranks whose models differ (not replicas) each save their own running statistics") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank();
+  // An ensemble: each rank trains its own model (its own initial parameters, no averaging) on
+  // its own data, as model-parallel stages also hold their own.
+  random::seed(11 + uint64_t(r));
+  auto model = std::make_shared<L::Classifier>(std::make_shared<Sequential>(
+      std::make_shared<L::Linear>(5, 4), std::make_shared<L::BatchNormalization>(4), F::relu,
+      std::make_shared<L::Linear>(4, 3)));
+  auto optimizer = std::make_shared<optimizers::Adam>(0.05);
+  optimizer->setup(model);
+  Generator gen(7 + uint64_t(r));
+  std::vector<int32_t> labels;
+  for (int i = 0; i < 13; ++i) labels.push_back(int32_t(gen.below(2)));
+  auto data = std::make_shared<datasets::TupleDataset>(
+      std::vector<Tensor>{random::normal({13, 5}, 0.0, 1.0, DType::Float32, &gen), Tensor::from_vector(labels)});
+  auto updater = std::make_shared<training::StandardUpdater>(
+      std::make_shared<iterators::SerialIterator>(data, 4, true, true, uint64_t(r)), optimizer);
+  training::Trainer trainer(updater, IntervalTrigger(3, Unit::Iteration), dir.path.string());
+  auto checkpointer = mn::create_multi_node_checkpointer("run", comm);
+  trainer.extend(checkpointer, "", IntervalTrigger(3, Unit::Iteration));
+  std::vector<double> own;  // the running mean just before the checkpointer saves
+  training::MakeExtensionOptions before;
+  before.trigger = {3, Unit::Iteration};
+  before.priority = training::PRIORITY_WRITER;  // before the checkpointer (PRIORITY_READER)
+  trainer.extend(training::make_extension(
+      [&](training::Trainer&) {
+        for (const auto& [name, value] : model->namedpersistents())
+          if (name == "/predictor/1/avg_mean") own = value.to_vector<double>();
+      },
+      before));
+  trainer.run();
+  const auto all = comm->allgather_obj(own);
+  CHECK(all[0] != all[1]);
+  CHECK(entry(dir.path / ("run." + std::to_string(r) + ".3"), kAvgMean) == own);
+  CHECK(model->namedpersistents()[0].second.to_vector<double>() == own);  // "/predictor/1/avg_mean" sorts first
+  comm->allgather_bytes("");
+}
+
+TEST_CASE("checkpointer: running statistics that differ between the old ranks' files come from old rank 0's") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank();
+  auto two = comm->split(r < 2 ? 0 : 1, r);
+  if (r < 2) {
+    Job a(two, IntervalTrigger(3, Unit::Iteration), dir.path, 3, 26, /*batch_norm=*/true);
+    a.run_saving_every(3);
+  }
+  comm->allgather_bytes("");
+  if (r == 1) {  // as a file written without averaging holds
+    TensorMap entries = load_npz((dir.path / "run.1.3").string());
+    std::vector<float> own = entries.at(kAvgMean).to_vector<float>();
+    for (float& v : own) v += 1.0f;
+    entries[kAvgMean] = Tensor::from_vector(own);
+    save_npz((dir.path / "run.1.3").string(), entries);
+  }
+  comm->allgather_bytes("");
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  if (r == 0) {
+    Job c(one, IntervalTrigger(4, Unit::Iteration), dir.path, 3, 26, /*batch_norm=*/true);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", one);
+    checkpointer->set_scatter(26, true, 3);
+    CHECK(checkpointer->maybe_load(*c.trainer) == 3);
+    CHECK(avg_mean(c) == entry(dir.path / "run.0.3", kAvgMean));
+  }
+  comm->allgather_bytes("");
+}
+
+namespace {
+
+// The checkpoints of run "run" in DIR (every rank's), by file name.
+std::set<std::string> checkpoints_in(const fs::path& dir) {
+  std::set<std::string> out;
+  for (const std::string& f : files_in(dir))
+    if (f.rfind("run.", 0) == 0) out.insert(f);
+  return out;
+}
+
+// The names `run.RANK.ITERATION` for RANKS ranks at each of ITERATIONS.
+std::set<std::string> names(int ranks, std::initializer_list<int64_t> iterations) {
+  std::set<std::string> out;
+  for (int r = 0; r < ranks; ++r)
+    for (int64_t it : iterations) out.insert("run." + std::to_string(r) + "." + std::to_string(it));
+  return out;
+}
+
+// Trains on COMM to STOP with run "run" checkpointed every iteration, keeping 2 (cp_interval 2,
+// gc_interval 1: a rank holding more than 3 checkpoints after a save starts a collection), after
+// maybe_load. Returns the iteration loaded and the checkpoints this rank holds at the end.
+std::pair<int64_t, std::vector<int64_t>> train_keeping_two(const std::shared_ptr<mn::Communicator>& c, int64_t stop,
+                                                          const fs::path& dir, int64_t every = 1) {
+  Job job(c, IntervalTrigger(double(stop), Unit::Iteration), dir, 3, 26);
+  auto checkpointer = mn::create_multi_node_checkpointer("run", c, 2, 1);
+  checkpointer->set_scatter(26, true, 3);
+  job.trainer->extend(checkpointer, "", IntervalTrigger(double(every), Unit::Iteration));
+  const int64_t at = checkpointer->maybe_load(*job.trainer);
+  job.trainer->run();
+  return {at, checkpointer->local_iterations()};
+}
+
+}  // namespace
+
+TEST_CASE("checkpointer: ranks holding different numbers of checkpoints collect garbage together: after a restart "
+          "from fewer processes, and after a job killed between two ranks' deletions") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank(), n = comm->size(), last = n - 1;
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  if (r == 0) CHECK(train_keeping_two(one, 3, dir.path) == std::pair<int64_t, std::vector<int64_t>>{0, {1, 2, 3}});
+  comm->allgather_bytes("");
+
+  // Every rank resumes 1 process's iteration 3; at the save of 4, rank 0 holds 4 checkpoints and
+  // the others 1. The ranks collect together: iteration 4 is the only one every rank holds.
+  CHECK(train_keeping_two(comm, 5, dir.path) == std::pair<int64_t, std::vector<int64_t>>{3, {4, 5}});
+  comm->allgather_bytes("");
+  CHECK(checkpoints_in(dir.path) == names(n, {4, 5}));
+  comm->allgather_bytes("");
+
+  // The last rank was killed before it removed two old checkpoints (copies stand for them): at the
+  // save of 6 it holds 5 and the others 3.
+  const fs::path mine = dir.path / ("run." + std::to_string(last) + ".4");
+  if (r == last)
+    for (const char* old : {".1", ".2"}) fs::copy_file(mine, dir.path / ("run." + std::to_string(last) + old));
+  comm->allgather_bytes("");
+  CHECK(train_keeping_two(comm, 7, dir.path) == std::pair<int64_t, std::vector<int64_t>>{5, {5, 6, 7}});
+  comm->allgather_bytes("");
+  CHECK(checkpoints_in(dir.path) == names(n, {5, 6, 7}));
+  comm->allgather_bytes("");
+
+  // A rerun resumes from the newest and goes on collecting.
+  CHECK(train_keeping_two(comm, 8, dir.path) == std::pair<int64_t, std::vector<int64_t>>{7, {7, 8}});
+  comm->allgather_bytes("");
+  CHECK(checkpoints_in(dir.path) == names(n, {7, 8}));
+  comm->allgather_bytes("");
+}
+
+TEST_CASE("checkpointer: after a restart with fewer processes, the old ranks beyond the new count lose their files "
+          "once the new job has saved newer complete sets") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank(), n = comm->size();
+  CHECK(train_keeping_two(comm, 4, dir.path, 2).second == std::vector<int64_t>{2, 4});
+  comm->allgather_bytes("");
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  if (r == 0) {
+    // Each save collects the old ranks' files of the iterations it no longer keeps: 2 at the
+    // save of 6, 4 at the save of 8.
+    CHECK(train_keeping_two(one, 8, dir.path, 2) == std::pair<int64_t, std::vector<int64_t>>{4, {6, 8}});
+    CHECK(checkpoints_in(dir.path) == names(1, {6, 8}));
+  }
+  comm->allgather_bytes("");
+  // A rerun with every process resumes the 1 process's newest.
+  CHECK(train_keeping_two(comm, 9, dir.path).first == 8);
+  comm->allgather_bytes("");
+  std::set<std::string> expected = names(n, {9});
+  expected.merge(names(1, {6, 8}));  // rank 0's: 3 checkpoints are not yet a collection
+  CHECK(checkpoints_in(dir.path) == expected);
+  comm->allgather_bytes("");
+}
+
+namespace {
+
+// What a job of N processes killed in its first save (of iteration 2) leaves in DIR: every rank's
+// file but the last rank's, which has only its temporary file. The notice of the rerun that
+// removes them.
+std::string kill_in_first_save(const std::shared_ptr<mn::Communicator>& comm, const fs::path& dir) {
+  const int r = comm->rank(), n = comm->size(), last = n - 1;
+  {
+    Job a(comm, IntervalTrigger(2, Unit::Iteration), dir);
+    a.run_saving_every(2);
+  }
+  if (r == last) {
+    fs::remove(dir / ("run." + std::to_string(last) + ".2"));
+    std::ofstream(dir / ("run." + std::to_string(last) + ".2.tmp.4242.0")) << "half";
+  }
+  comm->allgather_bytes("");
+  std::string found;
+  for (int k = 0; k < last; ++k)
+    found += (k ? ", '" : "'") + (dir / ("run." + std::to_string(k) + ".2")).string() + "' (iteration 2, rank " +
+             std::to_string(k) + " of a job of " + std::to_string(n) + " processes)";
+  return "no complete set of checkpoints of run 'run' in '" + dir.string() + "', only what the first save of a job "
+         "killed part of the way left: " + found + "; removed " + (last == 1 ? "it" : "them") + ", starting afresh";
+}
+
+}  // namespace
+
+TEST_CASE("checkpointer: after a job killed in its first save, a rerun removes what its ranks left and starts afresh, "
+          "saying which files") {
+  auto comm = world();
+  if (comm->size() == 1) return;  // one rank's rename either happened or did not
+  SharedDir dir(comm);
+  const std::string notice = kill_in_first_save(comm, dir.path);
+  Job c(comm, IntervalTrigger(4, Unit::Iteration), dir.path);
+  auto checkpointer = mn::create_multi_node_checkpointer("run", comm);
+  c.trainer->extend(checkpointer, "", IntervalTrigger(2, Unit::Iteration));
+  CHECK(checkpointer->maybe_load(*c.trainer) == 0);
+  CHECK(checkpointer->notice() == notice);
+  comm->allgather_bytes("");
+  CHECK(checkpoints_in(dir.path).empty());
+  comm->allgather_bytes("");
+  c.trainer->run();
+  comm->allgather_bytes("");
+  CHECK(checkpoints_in(dir.path) == names(comm->size(), {2, 4}));
+  // The next rerun resumes as usual.
+  Job d(comm, IntervalTrigger(6, Unit::Iteration), dir.path);
+  auto again = mn::create_multi_node_checkpointer("run", comm);
+  CHECK(again->maybe_load(*d.trainer) == 4);
+  CHECK(again->notice().empty());
+}
+
+TEST_CASE("checkpointer: after a job killed in its first save, a rerun with another process count starts afresh too") {
+  auto comm = world();
+  if (comm->size() == 1) return;
+  SharedDir dir(comm);
+  const int r = comm->rank();
+  const std::string notice = kill_in_first_save(comm, dir.path);
+  auto one = comm->split(r == 0 ? 0 : 1, r);
+  if (r == 0) {  // rank 0 also removes the files of the ranks the job of 1 does not have
+    Job c(one, IntervalTrigger(2, Unit::Iteration), dir.path);
+    auto checkpointer = mn::create_multi_node_checkpointer("run", one);
+    CHECK(checkpointer->maybe_load(*c.trainer) == 0);
+    CHECK(checkpointer->notice() == notice);
+    CHECK(checkpoints_in(dir.path).empty());
+    CHECK(files_in(dir.path).count("run." + std::to_string(comm->size() - 1) + ".2.tmp.4242.0") == 0);
   }
   comm->allgather_bytes("");
 }

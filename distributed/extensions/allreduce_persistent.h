@@ -11,6 +11,9 @@
 /// communicator. Collective: every rank runs it at the same iterations; the ranks first compare
 /// the floating persistents' names, dtypes and shapes and throw on every rank alike when they
 /// differ, naming the first that does.
+///
+/// The multi-node checkpointer does the same before each save of a data-parallel job
+/// (distributed/extensions/checkpoint.h), through allreduce_persistent(model, comm).
 #pragma once
 #include <memory>
 #include <string>
@@ -19,6 +22,12 @@
 #include "training/extension.h"
 
 namespace chainermn::extensions {
+
+/// What AllreducePersistent does, without the extension: replaces every floating persistent
+/// value of MODEL with its mean over the ranks of COMM, in place (collective; throws
+/// chainer::Error on every rank alike, naming the first that differs, when the ranks' floating
+/// persistents differ in name, dtype or shape).
+void allreduce_persistent(chainer::Link& model, const Communicator& comm);
 
 /// Averages a model's floating persistent values over the ranks (see above).
 class AllreducePersistent : public chainer::training::Extension {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "core/npz.h"
 #include "distributed/datasets/scatter_dataset.h"
+#include "distributed/extensions/allreduce_persistent.h"
 
 namespace chainermn {
 
@@ -56,11 +58,65 @@ int64_t written_size(const chainer::TensorMap& entries, const std::string& file)
   return int64_t(it->second.item<double>());
 }
 
+// The iteration of the checkpoint the job that wrote a checkpoint had saved (or resumed from)
+// before it: every rank's file of it existed when this one was written. kNone for a job's first
+// checkpoint after it started afresh.
+const std::string kPreviousKey = "chainermn_checkpointer/previous";
+constexpr int64_t kNone = -1;
+constexpr int64_t kUnknown = -2;  // a file without kPreviousKey, or one that cannot be read
+
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The rank of FILE when it is `<prefix><rank>.<digits>` (a checkpoint of the run PREFIX names),
+// and its iteration; {-1, -1} otherwise.
+std::pair<int64_t, int64_t> rank_and_iteration(const std::string& file, const std::string& prefix) {
+  const size_t dot = file.find('.', prefix.size());
+  if (file.compare(0, prefix.size(), prefix) != 0 || dot == std::string::npos) return {-1, -1};
+  const int64_t rank = parse_iteration(file.substr(0, dot), prefix), iteration = parse_iteration(file, file.substr(0, dot + 1));
+  return rank >= 0 && iteration >= 0 ? std::pair{rank, iteration} : std::pair<int64_t, int64_t>{-1, -1};
+}
+
+// Whether KEY is part of a data-parallel replica: the model and its optimizer's state.
+bool replica_key(const std::string& key) {
+  return key.rfind("updater/model:", 0) == 0 || key.rfind("updater/optimizer:", 0) == 0;
+}
+
+// A 64-bit digest of N bytes at DATA, continuing H: equal bytes give equal digests on every rank.
+// Eight bytes a step, so a model of hundreds of megabytes takes a fraction of its write.
+uint64_t digest(uint64_t h, const void* data, size_t n) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  const auto step = [&h](uint64_t word) {
+    h = (h ^ word) * 0x9E3779B97F4A7C15ULL;
+    h ^= h >> 32;
+  };
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes + i, 8);
+    step(word);
+  }
+  for (; i < n; ++i) step(bytes[i]);
+  step(n);
+  return h;
+}
+
+uint64_t digest(uint64_t h, const std::string& text) { return digest(h, text.data(), text.size()); }
+
 }  // namespace
+
+MultiNodeCheckpointer::Persistents MultiNodeCheckpointer::persistents(chainer::training::Trainer& trainer) {
+  // StandardUpdater's layout: model NAME's entries are "updater/model:NAME" + its link path.
+  Persistents out;
+  for (const auto& [name, optimizer] : trainer.updater().get_all_optimizers()) {
+    if (!optimizer) continue;
+    chainer::Link& model = optimizer->target();
+    if (std::find(out.models.begin(), out.models.end(), &model) == out.models.end()) out.models.push_back(&model);
+    for (const auto& [path, value] : model.namedpersistents()) out.values.emplace("updater/model:" + name + path, value);
+  }
+  return out;
+}
 
 MultiNodeCheckpointer::MultiNodeCheckpointer(std::string name, std::shared_ptr<Communicator> comm, int64_t cp_interval,
                                              int64_t gc_interval, std::string path)
@@ -100,19 +156,62 @@ void MultiNodeCheckpointer::save(chainer::training::Trainer& trainer, int64_t it
   chainer::Serializer s = chainer::Serializer::writer();
   trainer.serialize(s);
   chainer::TensorMap entries = s.entries();
+  average_persistents(trainer, entries);
   entries[kSizeKey] = chainer::Tensor::scalar(double(comm_->size()), chainer::DType::Int64);
+  entries[kPreviousKey] = chainer::Tensor::scalar(double(previous_), chainer::DType::Int64);
   // Durable: written whole under a temporary name (which the checkpoint pattern never matches),
   // synced, renamed, and the directory synced, so the final name only ever holds a complete file
   // and the rename lasts.
   chainer::save_npz((fs::path(path_) / filename(iteration)).string(), entries, /*durable=*/true);
   timings_.push_back({begin, now_seconds() - begin});
-  if (iterations_.empty() || iterations_.back() != iteration) iterations_.push_back(iteration);
-  if (int64_t(iterations_.size()) > cp_interval_ + gc_interval_) collect_garbage();
+  // Sorted: after a restart, a file newer than the resumed iteration may already be held.
+  if (const auto at = std::lower_bound(iterations_.begin(), iterations_.end(), iteration);
+      at == iterations_.end() || *at != iteration)
+    iterations_.insert(at, iteration);
+  collect_garbage();
+  // collect_garbage's allgather came after every rank's write: this iteration is complete.
+  previous_ = iteration;
+}
+
+void MultiNodeCheckpointer::average_persistents(chainer::training::Trainer& trainer, chainer::TensorMap& entries) const {
+  if (comm_->size() == 1) return;
+  // Data-parallel replicas hold the same parameters and optimizer state, but each rank its own
+  // running statistics (BatchNormalization's avg_mean and avg_var, gathered from its own share),
+  // so their files would differ and could not be mapped to another process count. Their mean
+  // over the ranks is what AllreducePersistent gives ChainerMN's users, and the best estimate
+  // from every rank's data. Ranks holding different models keep their own: whether the ranks are
+  // replicas is decided on digests every rank sees, so every rank takes the same branch.
+  const Persistents mine = persistents(trainer);
+  uint64_t replica = 0, statistics = 0;
+  for (const auto& [key, value] : entries) {
+    if (!replica_key(key)) continue;
+    const auto persistent = mine.values.find(key);
+    replica = digest(replica, str(key, " ", chainer::dtype_name(value.dtype()), " ", chainer::shape_str(value.shape())));
+    if (persistent == mine.values.end()) replica = digest(replica, value.raw_data(), value.nbytes());
+    else if (chainer::is_floating(value.dtype())) statistics = digest(statistics, value.raw_data(), value.nbytes());
+  }
+  const std::vector<std::vector<uint64_t>> all = comm_->allgather_obj(std::vector<uint64_t>{replica, statistics});
+  bool replicas = true, same_statistics = true;
+  for (const auto& other : all) {
+    replicas = replicas && other[0] == all[0][0];
+    same_statistics = same_statistics && other[1] == all[0][1];
+  }
+  if (!replicas || same_statistics) return;
+  // In place, as AllreducePersistent does, so the training goes on with what the file holds: a
+  // resume with the same count then continues bit for bit as the job that saved would have.
+  for (chainer::Link* model : mine.models) extensions::allreduce_persistent(*model, *comm_);
+  for (const auto& [key, value] : mine.values)
+    if (entries.count(key) && chainer::is_floating(value.dtype()))
+      entries[key] = value.device().is_cpu() ? value.clone() : value.to(chainer::Device::cpu());
 }
 
 std::vector<int64_t> MultiNodeCheckpointer::iterations_every_rank_holds() const {
   const std::vector<std::vector<int64_t>> all = comm_->allgather_obj(iterations_);
-  std::vector<int64_t> common = all[0];
+  return intersection(all);
+}
+
+std::vector<int64_t> MultiNodeCheckpointer::intersection(const std::vector<std::vector<int64_t>>& all) {
+  std::vector<int64_t> common = all.empty() ? std::vector<int64_t>{} : all[0];
   for (const auto& other : all) {
     std::vector<int64_t> both;
     std::set_intersection(common.begin(), common.end(), other.begin(), other.end(), std::back_inserter(both));
@@ -122,30 +221,66 @@ std::vector<int64_t> MultiNodeCheckpointer::iterations_every_rank_holds() const 
 }
 
 void MultiNodeCheckpointer::collect_garbage() {
+  // Whether to collect, and what to keep, are decided on what every rank holds, allgathered after
+  // every rank's write: a rank deciding on its own files (more of them after a restart from a
+  // job of another count, or after a job killed between two ranks' deletions) would enter a
+  // collective that the others never reach.
+  std::vector<int64_t> stray;  // rank 0: the iterations of files of ranks this job does not have
+  for (const auto& [iteration, ranks] : foreign_) stray.push_back(iteration);
+  using Facts = std::pair<std::vector<int64_t>, std::vector<int64_t>>;
+  const std::vector<Facts> all = comm_->allgather_obj(Facts{iterations_, stray});
+  std::vector<std::vector<int64_t>> held;
+  size_t most = 0;
+  for (const Facts& facts : all) {
+    held.push_back(facts.first);
+    most = std::max(most, facts.first.size());
+  }
+  std::vector<int64_t> common = intersection(held);
+  const bool strays = !all[0].second.empty();
+  if (common.empty() || (int64_t(most) <= cp_interval_ + gc_interval_ && !strays)) return;
   // Only iterations every rank holds are kept, so no rank deletes the checkpoint a restart needs.
-  std::vector<int64_t> common = iterations_every_rank_holds();
   if (int64_t(common.size()) > cp_interval_) common.erase(common.begin(), common.end() - cp_interval_);
+  std::error_code ec;
   for (int64_t it : iterations_)
-    if (!std::binary_search(common.begin(), common.end(), it)) {
-      std::error_code ec;
-      fs::remove(fs::path(path_) / filename(it), ec);
-    }
+    if (!std::binary_search(common.begin(), common.end(), it)) fs::remove(fs::path(path_) / filename(it), ec);
   iterations_ = common;
+  // The files of an old job's ranks beyond this job's count go with their iterations, once this
+  // job has saved a complete set newer than they are.
+  for (auto at = foreign_.begin(); at != foreign_.end();) {
+    if (std::binary_search(common.begin(), common.end(), at->first)) {
+      ++at;
+      continue;
+    }
+    for (int64_t rank : at->second) fs::remove(fs::path(path_) / str(name_, ".", rank, ".", at->first), ec);
+    at = foreign_.erase(at);
+  }
 }
 
 int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, chainer::Optimizer* /*optimizer*/,
                                           const std::string& path) {
   if (path_.empty()) path_ = path.empty() ? trainer.out() : path;
   count_change_.reset();
+  notice_.clear();
+  previous_ = kNone;
   // A save killed before its rename leaves only save_npz's temporary file,
-  // NAME.RANK.ITERATION.tmp.PID.N: it is not a checkpoint.
+  // NAME.RANK.ITERATION.tmp.PID.N: it is not a checkpoint. Each rank removes its own, and rank 0
+  // those of the ranks beyond this job's count (an old job of more processes).
+  const int rank = comm_->rank(), size = comm_->size();
   std::error_code ec;
-  const std::string prefix = str(name_, ".", comm_->rank(), ".");
   for (const auto& entry : fs::directory_iterator(path_, ec)) {
     const std::string file = entry.path().filename().string();
-    const size_t tmp = file.find(".tmp.", prefix.size());
-    if (tmp != std::string::npos && parse_iteration(file.substr(0, tmp), prefix) >= 0) fs::remove(entry.path(), ec);
+    const size_t tmp = file.find(".tmp.", name_.size() + 1);
+    if (tmp == std::string::npos) continue;
+    const int64_t writer = rank_and_iteration(file.substr(0, tmp), name_ + ".").first;
+    if (writer >= 0 && (writer == rank || (rank == 0 && writer >= size))) fs::remove(entry.path(), ec);
   }
+  // Rank 0 lists the files of the ranks this job does not have: they are collected with their
+  // iterations once this job has saved a newer complete set.
+  foreign_.clear();
+  if (rank == 0)
+    for (const auto& [iteration, ranks] : scan())
+      for (int64_t r : ranks)
+        if (r >= size) foreign_[iteration].push_back(r);
 
   iterations_ = local_iterations();
   std::vector<int64_t> common = iterations_every_rank_holds();
@@ -175,7 +310,10 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
   int64_t loaded = 0;
   if ((!same_count || newer) && load_remapped(trainer, loaded, same_count ? latest + 1 : 0)) return loaded;
   if (!same_count) {
-    // Nothing to resume from, or checkpoints of another count without a complete set of them.
+    // Nothing to resume from: no iteration has the checkpoints of every rank of the job that
+    // wrote them. What a job killed in its first save leaves is removed, and the job starts afresh.
+    if (discard_interrupted_first_save()) return 0;
+    // Checkpoints of another count without a complete set of them.
     std::string mismatch;
     if (!iterations_.empty()) {
       const std::string mine = (fs::path(path_) / filename(iterations_.back())).string();
@@ -186,15 +324,19 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
       }
     }
     throw_if_any(mismatch, "");
-    // Checkpoints of this count on some ranks but none that every rank holds: a file was lost.
-    // Starting afresh would overwrite the other ranks' checkpoints, so every rank refuses.
+    // Checkpoints of this count on some ranks but none that every rank holds, and not only of a
+    // first save: a file was lost. Starting afresh would overwrite the other ranks' checkpoints
+    // (and collect them), so every rank refuses.
     bool any_held = false;
-    for (int64_t n : comm_->allgather_obj(int64_t(iterations_.size()))) any_held = any_held || n > 0;
+    for (int64_t n : comm_->allgather_obj(int64_t(iterations_.size() + foreign_.size()))) any_held = any_held || n > 0;
     if (any_held) {
-      const std::string missing =
+      std::string missing =
           iterations_.empty() ? str("holds no checkpoint in '", path_, "'")
                               : str("holds iterations ", iterations_.front(), " to ", iterations_.back(),
                                     ", none of them saved by every rank");
+      if (!foreign_.empty())
+        missing += str("; the directory also holds checkpoints of ranks beyond this job's ", size, " (iterations ",
+                       foreign_.begin()->first, " to ", foreign_.rbegin()->first, ")");
       throw_if_any(missing, " (a checkpoint file is missing: nothing was loaded or overwritten; restore the file, or "
                             "remove the run's checkpoints to start afresh)");
     }
@@ -206,7 +348,65 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
   trainer.serialize(backup);
   load_on_every_rank(trainer, backup.entries(),
                      [&] { chainer::training::load_snapshot(std::move(entries), trainer, file); }, where);
+  previous_ = latest;
   return latest;
+}
+
+std::map<int64_t, std::set<int64_t>> MultiNodeCheckpointer::scan() const {
+  std::map<int64_t, std::set<int64_t>> ranks_at;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path_.empty() ? "." : path_, ec))
+    if (const auto [rank, iteration] = rank_and_iteration(entry.path().filename().string(), name_ + ".");
+        rank >= 0 && entry.is_regular_file())
+      ranks_at[iteration].insert(rank);
+  return ranks_at;
+}
+
+bool MultiNodeCheckpointer::discard_interrupted_first_save() {
+  // Every checkpoint this job sees (each rank its own, rank 0 also those of ranks beyond this
+  // job's count) as {rank, iteration, process count that wrote it, previous iteration}.
+  std::vector<std::vector<int64_t>> seen;
+  const auto describe = [&](int64_t rank, int64_t iteration) {
+    const std::string file = (fs::path(path_) / str(name_, ".", rank, ".", iteration)).string();
+    int64_t written = 0, previous = kUnknown;
+    try {
+      const chainer::TensorMap entries = chainer::load_npz(file);
+      written = written_size(entries, file);
+      if (const auto at = entries.find(kPreviousKey); at != entries.end() && at->second.numel() == 1)
+        previous = int64_t(at->second.item<double>());
+    } catch (const Error&) {
+    }
+    seen.push_back({rank, iteration, written, previous});
+  };
+  for (int64_t iteration : iterations_) describe(comm_->rank(), iteration);
+  for (const auto& [iteration, ranks] : foreign_)
+    for (int64_t rank : ranks) describe(rank, iteration);
+  std::vector<std::vector<int64_t>> found;
+  for (const auto& mine : comm_->allgather_obj(seen)) found.insert(found.end(), mine.begin(), mine.end());
+  // Only what a job's first checkpoint leaves when the job is killed while its ranks write it:
+  // there was no complete set before (the job had started afresh), so nothing is lost but that
+  // one interval. A file whose job had saved or resumed from an earlier iteration means that
+  // iteration's files are missing, which the caller refuses.
+  if (found.empty()) return false;
+  for (const auto& file : found)
+    if (file[3] != kNone) return false;
+  std::string list;
+  std::error_code ec;
+  for (const auto& file : found) {
+    const std::string name = (fs::path(path_) / str(name_, ".", file[0], ".", file[1])).string();
+    list += str(list.empty() ? "" : ", ", "'", name, "' (iteration ", file[1], ", rank ", file[0], " of a job of ",
+                file[2], file[2] == 1 ? " process)" : " processes)");
+  }
+  for (int64_t iteration : iterations_) fs::remove(fs::path(path_) / filename(iteration), ec);
+  for (const auto& [iteration, ranks] : foreign_)
+    for (int64_t rank : ranks) fs::remove(fs::path(path_) / str(name_, ".", rank, ".", iteration), ec);
+  iterations_.clear();
+  foreign_.clear();
+  notice_ = str("no complete set of checkpoints of run '", name_, "' in '", path_, "', only what the first save of a "
+                "job killed part of the way left: ", list, "; removed ", found.size() == 1 ? "it" : "them",
+                ", starting afresh");
+  if (comm_->rank() == 0) std::cout << "MultiNodeCheckpointer: " << notice_ << std::endl;
+  return true;
 }
 
 void MultiNodeCheckpointer::load_on_every_rank(chainer::training::Trainer& trainer, const chainer::TensorMap& backup,
@@ -246,30 +446,41 @@ namespace {
 
 const std::string kIteratorPrefix = "updater/iterator:";
 
-// Whether KEY is part of a data-parallel replica: the model and its optimizer's state.
-bool replica_key(const std::string& key) {
-  return key.rfind("updater/model:", 0) == 0 || key.rfind("updater/optimizer:", 0) == 0;
-}
-
 bool same_bits(const chainer::Tensor& a, const chainer::Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
          std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
-// The first replica entry in which THEIRS differs from OURS (missing on either side counts); empty if none.
-std::string first_difference(const chainer::TensorMap& ours, const chainer::TensorMap& theirs) {
+// The first replica entry, persistent values (the keys of SKIP) aside, in which THEIRS (old rank
+// R's file) differs from OURS (old rank 0's): which entry, and how; empty if none.
+std::string first_difference(const chainer::TensorMap& ours, const chainer::TensorMap& theirs,
+                             const std::set<std::string>& skip, int64_t r) {
+  const auto compared = [&](const std::string& key) { return replica_key(key) && !skip.count(key); };
   auto a = ours.begin(), b = theirs.begin();
   while (true) {
-    while (a != ours.end() && !replica_key(a->first)) ++a;
-    while (b != theirs.end() && !replica_key(b->first)) ++b;
+    while (a != ours.end() && !compared(a->first)) ++a;
+    while (b != theirs.end() && !compared(b->first)) ++b;
     if (a == ours.end() || b == theirs.end()) break;
-    if (a->first != b->first) return std::min(a->first, b->first);
-    if (!same_bits(a->second, b->second)) return a->first;
+    if (a->first != b->first) break;
+    if (!same_bits(a->second, b->second)) {
+      const chainer::Tensor &x = a->second, &y = b->second;
+      if (x.dtype() != y.dtype() || x.shape() != y.shape())
+        return str("'", a->first, "' is ", chainer::dtype_name(x.dtype()), " ", chainer::shape_str(x.shape()),
+                   " in old rank 0's and ", chainer::dtype_name(y.dtype()), " ", chainer::shape_str(y.shape()),
+                   " in old rank ", r, "'s");
+      const std::vector<double> u = x.to_vector<double>(), v = y.to_vector<double>();
+      size_t worst = 0;
+      for (size_t i = 1; i < u.size(); ++i)
+        if (std::abs(u[i] - v[i]) > std::abs(u[worst] - v[worst]) || u[worst] == v[worst]) worst = i;
+      return str("'", a->first, "' differs: element ", worst, " is ", u[worst], " in old rank 0's and ", v[worst],
+                 " in old rank ", r, "'s");
+    }
     ++a, ++b;
   }
-  if (a != ours.end()) return a->first;
-  if (b != theirs.end()) return b->first;
-  return "";
+  if (a == ours.end() && b == theirs.end()) return "";
+  const bool only_ours = b == theirs.end() || (a != ours.end() && a->first < b->first);
+  return str("'", only_ours ? a->first : b->first, "' is in old rank ", only_ours ? "0" : str(r), "'s and not in old rank ",
+             only_ours ? str(r) : "0", "'s");
 }
 
 int64_t integer(const chainer::TensorMap& entries, const std::string& key, const std::string& file) {
@@ -286,19 +497,11 @@ std::vector<int64_t> integers(const chainer::TensorMap& entries, const std::stri
 
 }  // namespace
 
-MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) const {
+MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after,
+                                                               const std::set<std::string>& persistent) const {
   Remap plan;
   // Every checkpoint of this run in the directory: iteration -> the ranks that wrote one.
-  std::map<int64_t, std::set<int64_t>> ranks_at;
-  const std::string prefix = name_ + ".";
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(path_, ec)) {
-    const std::string f = entry.path().filename().string();
-    const size_t dot = f.find('.', prefix.size());
-    if (f.compare(0, prefix.size(), prefix) != 0 || dot == std::string::npos || !entry.is_regular_file()) continue;
-    const int64_t rank = parse_iteration(f.substr(0, dot), prefix), iteration = parse_iteration(f, f.substr(0, dot + 1));
-    if (rank >= 0 && iteration >= 0) ranks_at[iteration].insert(rank);
-  }
+  const std::map<int64_t, std::set<int64_t>> ranks_at = scan();
   const int size = comm_->size();
   for (auto at = ranks_at.rbegin(); at != ranks_at.rend() && at->first >= after; ++at) {
     if (!at->second.count(0)) continue;
@@ -319,15 +522,15 @@ MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) co
                         "' has no entry '", scattered, "current_position'"));
       std::vector<int64_t> unvisited;  // U, as global example ids
       bool interrupted = false;
+      std::string differences;  // every old rank whose model or optimizer state is not old rank 0's
       for (int64_t r = 0; r < plan.old_size; ++r) {
         const std::string f = file_of(r);
         chainer::TensorMap other = r == 0 ? chainer::TensorMap{} : read_checkpoint(f);
         const chainer::TensorMap& entries = r == 0 ? plan.entries : other;
+        // Persistent values (running statistics) may differ: they come from old rank 0's file.
         if (r > 0)
-          if (const std::string key = first_difference(plan.entries, entries); !key.empty())
-            throw Error(str("old rank ", r, "'s '", f, "' differs from old rank 0's in '", key,
-                            "': the state of ranks holding different parameters (model parallelism) cannot be "
-                            "mapped to another process count"));
+          if (const std::string how = first_difference(plan.entries, entries, persistent, r); !how.empty())
+            differences += str(differences.empty() ? "" : "; ", "old rank ", r, "'s '", f, "': ", how);
         if (!scatter_) continue;
         const int64_t position = integer(entries, scattered + "current_position", f);
         interrupted = interrupted || position > 0;
@@ -353,6 +556,10 @@ MultiNodeCheckpointer::Remap MultiNodeCheckpointer::plan_remap(int64_t after) co
           unvisited.push_back(share[size_t(sequence[q])]);
         }
       }
+      if (!differences.empty())
+        throw Error(str("the model and optimizer state, which a job of another process count takes from old rank 0's '",
+                        plan.source, "', must be the same bit for bit in every old rank's file (persistent values "
+                        "aside), and is not: ", differences));
       if (!interrupted) return plan;
 
       // Each new rank takes, in its share's order, the unvisited examples its share holds, each
@@ -393,7 +600,9 @@ bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, i
   Remap plan;
   if (comm_->rank() == 0) {
     try {
-      plan = plan_remap(after);
+      std::set<std::string> persistent;
+      for (const auto& [key, value] : persistents(trainer).values) persistent.insert(key);
+      plan = plan_remap(after, persistent);
     } catch (const std::exception& e) {
       plan.failure = e.what();
       plan.iteration = 0;
@@ -471,6 +680,7 @@ bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, i
   if (rank == 0) std::cout << "MultiNodeCheckpointer: " << change.message << std::endl;
   count_change_ = std::move(change);
   loaded = plan.iteration;
+  previous_ = plan.iteration;
   return true;
 }
 

@@ -16,10 +16,15 @@
 ///     preferred to it (a job of another count went on from there).
 ///   - The model, the optimizer state, the updater's iteration and epoch, the other extensions'
 ///     state (LogReport's log continues) and the default generator come from old rank 0's file,
-///     after rank 0 has checked that every old rank's model and optimizer entries are bit for bit
-///     rank 0's (data-parallel replicas); otherwise every rank throws chainer::Error naming the
-///     first entry that differs (model-parallel ranks hold different parameters, which cannot be
-///     mapped to another count).
+///     after rank 0 has checked that every old rank's model and optimizer entries, persistent
+///     values aside, are bit for bit rank 0's (data-parallel replicas); otherwise every rank
+///     throws chainer::Error naming, for each old rank that differs, its file and the first entry
+///     that differs, and how.
+///   - Persistent values (BatchNormalization's running statistics) never block it: before each
+///     save of a data-parallel job, the checkpointer replaces the model's floating persistents
+///     with their mean over the ranks, as AllreducePersistent does (in place, so the training goes
+///     on with what the files hold), and every rank's file holds the same. Where they still
+///     differ (integer persistents, checkpoints written otherwise), old rank 0's are taken.
 ///   - The batch per process is kept, so the global batch becomes M*b and an epoch takes other
 ///     iterations; rank 0 prints "resumed from N processes at iteration I (epoch E); the global
 ///     batch was N*b, now M*b".
@@ -35,11 +40,22 @@
 ///   - Every iterator's order and random state are this job's own (from its construction).
 /// A job of another count that cannot find such a set of files is an error on every rank saying
 /// so, never a silent start from iteration 0 or a load of some ranks' files.
+///
+/// When no iteration has the checkpoints of every rank of the job that wrote them, and every
+/// checkpoint found is a job's first after it started afresh (a job killed while its ranks wrote
+/// their first checkpoints), maybe_load removes them and the job starts afresh, rank 0 printing
+/// which files it removed (notice()). Otherwise a file was lost, and every rank refuses.
+///
+/// Every collective decision (whether to collect garbage, what to keep, what to load) is made on
+/// facts allgathered from every rank, never on one rank's own files: after a restart with another
+/// count, or a job killed between two ranks' deletions, the ranks hold different files.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,9 +96,13 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   /// Saves the trainer at its current iteration (collective: every rank at the same iteration).
   void operator()(chainer::training::Trainer& trainer) override;
   std::string default_name() const override { return "MultiNodeCheckpointer"; }  ///< Its class name.
-  /// Saves TRAINER as NAME.RANK.ITERATION atomically and durably. When more than
-  /// cp_interval + gc_interval of this run's checkpoints are kept, removes all but the newest
-  /// cp_interval iterations every rank holds (collective).
+  /// Saves TRAINER as NAME.RANK.ITERATION atomically and durably (collective). In a data-parallel
+  /// job (every rank's model and optimizer state the same), the model's floating persistent values
+  /// are first averaged over the ranks, in place. When some rank holds more than
+  /// cp_interval + gc_interval of this run's checkpoints, or rank 0 holds files of ranks beyond
+  /// this job's count (a restart with fewer processes), every rank removes its checkpoints but the
+  /// newest cp_interval iterations every rank holds, and rank 0 those files of the other
+  /// iterations.
   void save(chainer::training::Trainer& trainer, int64_t iteration);
   /// If every rank holds a checkpoint of some iteration, loads the newest such one into TRAINER
   /// (collective; call after extending the trainer with every extension that has state).
@@ -91,7 +111,8 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   /// loaded (unreadable, corrupt, or of another model: names or shapes differ) throws
   /// chainer::Error on every rank naming the file and the first mismatch, as does a job of
   /// another process count whose checkpoints cannot be mapped; every rank's
-  /// trainer is left as it was. OPTIMIZER is ChainerMN's argument: a loaded multi-node
+  /// trainer is left as it was. What a job killed in its first save left is removed (see above).
+  /// OPTIMIZER is ChainerMN's argument: a loaded multi-node
   /// optimizer already knows its parameters agree, so it may be null. PATH, when given and no
   /// path was set, is where the checkpoints are. Returns the loaded iteration, or 0.
   int64_t maybe_load(chainer::training::Trainer& trainer, chainer::Optimizer* optimizer = nullptr,
@@ -106,6 +127,9 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   /// What the last maybe_load mapped from a job of another process count; none after a resume
   /// with the same count, or nothing loaded.
   const std::optional<ProcessCountChange>& process_count_change() const { return count_change_; }
+  /// What the last maybe_load found and removed when it started afresh over the files of a job
+  /// killed in its first save (the line rank 0 printed, on every rank); empty otherwise.
+  const std::string& notice() const { return notice_; }
 
   /// ChainerMN's statistics line: "Snapshot duration stats (sec): avg=..., min=..., max=...",
   /// or "No stats available" before the first save.
@@ -121,12 +145,30 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
  private:
   // A process count change's plan; made by rank 0.
   struct Remap;
+  // The models of a trainer's optimizers (each once) and their persistent values, keyed as the
+  // trainer's entries hold them.
+  struct Persistents {
+    std::vector<chainer::Link*> models;
+    std::map<std::string, chainer::Tensor> values;
+  };
+  static Persistents persistents(chainer::training::Trainer& trainer);
+  // Collective: in a data-parallel job whose ranks' persistent values differ, averages them over
+  // the ranks in the trainer's models and in ENTRIES (the trainer's, about to be saved).
+  void average_persistents(chainer::training::Trainer& trainer, chainer::TensorMap& entries) const;
+  // Collective: collects garbage when it is due (see save).
   void collect_garbage();
   // Collective: the iterations of iterations_ that every rank holds, ascending.
   std::vector<int64_t> iterations_every_rank_holds() const;
+  // The iterations every list of ALL (ascending) holds.
+  static std::vector<int64_t> intersection(const std::vector<std::vector<int64_t>>& all);
+  // Every checkpoint of this run in the directory: iteration -> the ranks that wrote one.
+  std::map<int64_t, std::set<int64_t>> scan() const;
+  // Collective: when every checkpoint this job sees is a job's first after it started afresh,
+  // removes them, sets notice_ and returns true (see above).
+  bool discard_interrupted_first_save();
   // Rank 0: finds the newest iteration from AFTER on with all files of a job of another count
-  // and plans the mapping.
-  Remap plan_remap(int64_t after) const;
+  // and plans the mapping; PERSISTENT are the entries that may differ between old ranks.
+  Remap plan_remap(int64_t after, const std::set<std::string>& persistent) const;
   // Collective: resumes from a job of another process count (an iteration from AFTER on); false
   // when no such checkpoint exists.
   bool load_remapped(chainer::training::Trainer& trainer, int64_t& loaded, int64_t after);
@@ -143,6 +185,11 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   int64_t cp_interval_, gc_interval_;
   std::string path_;
   std::vector<int64_t> iterations_;  // this rank's checkpoints known to exist, ascending
+  // Rank 0: the files of ranks beyond this job's count in the directory, iteration -> ranks.
+  std::map<int64_t, std::vector<int64_t>> foreign_;
+  // The iteration of the newest complete checkpoint this job saved or resumed from; -1: none.
+  int64_t previous_ = -1;
+  std::string notice_;
   std::vector<CheckpointTiming> timings_;
   struct Scatter {
     int64_t n_total;
