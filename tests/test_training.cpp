@@ -838,6 +838,57 @@ TEST_CASE("training: unwritable output directories and bad snapshots raise error
   }
 }
 
+TEST_CASE("training: a snapshot without the W of a lazily sized layer is refused, naming the file and the entry") {
+  TempDir dir("strict_resume");
+  auto train = make_dataset(48, 1);
+  Setup s(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  s.trainer->extend(E::snapshot("good"));
+  s.trainer->run();
+  TensorMap entries = load_npz((dir.path / "good").string());
+  REQUIRE(entries.erase("updater/model:main/predictor/l1/W") == 1);
+  const std::string path = (dir.path / "no_l1_W").string();
+  save_npz(path, entries);
+
+  SECTION("load_snapshot: an error, and the trainer as it was, its first layer still uninitialized") {
+    Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    t.trainer->extend(E::snapshot("good"));
+    REQUIRE(t.model->has_uninitialized_params());
+    REQUIRE_THROWS_WITH(training::load_snapshot(path, *t.trainer),
+                        Catch::Contains(path) && Catch::Contains("'updater/model:main/predictor/l1/W' is missing"));
+    REQUIRE_FALSE(t.net->l1->W().data().defined());
+    REQUIRE_FALSE(t.net->l2->W().data().defined());  // loaded before the error, and put back
+    REQUIRE(t.updater->iteration() == 0);
+    REQUIRE(t.optimizer->t() == 0);
+  }
+  SECTION("serializers::load_npz: strict by default; strict=false skips the entry") {
+    Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    t.trainer->extend(E::snapshot("good"));
+    REQUIRE_THROWS_WITH(serializers::load_npz(path, *t.trainer),
+                        Catch::Contains(path) && Catch::Contains("'updater/model:main/predictor/l1/W' is missing"));
+    Setup u(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    u.trainer->extend(E::snapshot("good"));
+    serializers::load_npz(path, *u.trainer, "", false);
+    REQUIRE_FALSE(u.net->l1->W().data().defined());
+    REQUIRE(values(u.net->l2->W().data()) == values(s.net->l2->W().data()));
+    REQUIRE(u.updater->iteration() == s.updater->iteration());
+  }
+  SECTION("snapshot_object's autoload") {
+    TensorMap model_entries;
+    for (const auto& [k, v] : entries)
+      if (k.starts_with("updater/model:main/")) model_entries[k.substr(std::string("updater/model:main/").size())] = v;
+    const fs::path out = dir.path / "object";
+    fs::create_directories(out);
+    save_npz((out / "model_iter_3").string(), model_entries);
+    Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), out);
+    auto snap = E::snapshot_object(*t.model, "model_iter_{.updater.iteration}");
+    snap->set_autoload(true);
+    t.trainer->extend(snap);
+    REQUIRE_THROWS_WITH(t.trainer->run(), Catch::Contains((out / "model_iter_3").string()) &&
+                                              Catch::Contains("'predictor/l1/W' is missing"));
+    REQUIRE(t.updater->iteration() == 0);
+  }
+}
+
 TEST_CASE("training: make_extension runs a function at its trigger, with its name, priority, initializer, finalizer") {
   TempDir dir("make_extension");
   auto train = make_dataset(48, 1);  // batch 16: 3 iterations per epoch

@@ -130,23 +130,32 @@ void load_snapshot(const std::string& path, Trainer& trainer) {
 
 void load_snapshot(TensorMap entries, Trainer& trainer, const std::string& source) {
   // All or nothing: a snapshot that does not match (a missing entry, another shape) is found
-  // part way through, so the trainer's state is copied first and put back on failure, and the
-  // parameters that were still uninitialised (lazily sized links) become so again.
-  Serializer backup = Serializer::writer();
-  trainer.serialize(backup);
-  std::vector<Variable> uninitialized;
-  for (auto& [name, optimizer] : trainer.updater().get_all_optimizers())
-    for (auto& [param_name, p] : optimizer->target().namedparams())
-      if (!p.data().defined()) uninitialized.push_back(p);
+  // part way through, so the trainer's state is copied first and put back on failure.
+  const TrainerState before(trainer);
   Serializer s = Serializer::reader(std::move(entries));
   try {
     trainer.serialize(s);
   } catch (const Error& e) {
-    for (Variable& p : uninitialized) p.set_data(Tensor());
-    Serializer restore = Serializer::reader(backup.entries());
-    trainer.serialize(restore);
+    before.restore();
     throw Error(str("resume: the snapshot '", source, "' does not match this trainer (nothing was loaded): ", e.what()));
   }
+}
+
+TrainerState::TrainerState(Trainer& trainer) : trainer_(&trainer) {
+  Serializer s = Serializer::writer();
+  trainer.serialize(s);
+  entries_ = s.entries();
+  for (auto& [name, optimizer] : trainer.updater().get_all_optimizers())
+    for (auto& [param_name, p] : optimizer->target().namedparams())
+      if (!p.data().defined()) uninitialized_.push_back(p);
+}
+
+void TrainerState::restore() const {
+  // Not strict: the entries are this trainer's own, and the only ones they lack are those of
+  // the parameters that were not initialized (nothing to save), which become so again below.
+  Serializer s = Serializer::reader(entries_, "", false);
+  trainer_->serialize(s);
+  for (Variable p : uninitialized_) p.set_data(Tensor());
 }
 
 }  // namespace chainer::training

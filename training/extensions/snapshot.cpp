@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/npz.h"
+#include "core/serializers.h"
 #include "training/trainer.h"
 
 namespace chainer::training::extensions {
@@ -188,8 +189,7 @@ void Snapshot::operator()(Trainer& trainer) {
 
 void Snapshot::load(const std::string& path, Trainer& trainer) const {
   if (!target_) return load_snapshot(path, trainer);
-  Serializer s = Serializer::reader(load_npz(path));
-  target_->serialize(s);
+  serializers::load_npz(path, *target_);  // strict; errors name the file and the entry
 }
 
 void Snapshot::initialize(Trainer& trainer) {
