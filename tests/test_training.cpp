@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -887,6 +888,56 @@ TEST_CASE("training: a snapshot without the W of a lazily sized layer is refused
                                               Catch::Contains("'predictor/l1/W' is missing"));
     REQUIRE(t.updater->iteration() == 0);
   }
+}
+
+TEST_CASE("training: a snapshot whose counters no run writes is refused, naming the file, the entry and the value") {
+  TempDir dir("counters");
+  auto train = make_dataset(48, 1);
+  Setup s(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  s.trainer->extend(E::snapshot("good"));
+  s.trainer->run();
+  const TensorMap good = load_npz((dir.path / "good").string());
+  struct Case {
+    std::string key;
+    Tensor value;
+    std::string shown;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<Case> cases{
+      {"updater/iteration", Tensor::scalar(0, DType::Int64), "-5"},
+      {"updater/iteration", Tensor::scalar(1e30, DType::Float64), "1e+30"},
+      {"updater/iteration", Tensor::scalar(0, DType::Int64), "9007199254740993"},  // 2^53 + 1
+      {"updater/iterator:main/epoch", Tensor::scalar(0, DType::Int64), "-1"},
+      {"updater/iterator:main/current_position", Tensor::scalar(2.5, DType::Float64), "2.5"},
+      {"updater/iterator:main/is_new_epoch", Tensor::scalar(0, DType::Int64), "7"},
+      {"updater/optimizer:main/t", Tensor::scalar(0, DType::Int64), "-3"},
+      {"stop_trigger/previous", Tensor::scalar(-2, DType::Float64), "-2"},
+      {"elapsed_time", Tensor::scalar(nan, DType::Float64), "nan"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key << " = " << c.shown);
+    REQUIRE(good.count(c.key) == 1);
+    TensorMap entries = good;
+    Tensor value = c.value;
+    if (value.dtype() == DType::Int64) *value.data<int64_t>() = std::stoll(c.shown);
+    entries[c.key] = value;
+    const std::string path = (dir.path / "bad").string();
+    save_npz(path, entries);
+    Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    t.trainer->extend(E::snapshot("good"));
+    REQUIRE_THROWS_WITH(training::load_snapshot(path, *t.trainer),
+                        Catch::Contains(path) && Catch::Contains("'" + c.key + "' holds " + c.shown + ";"));
+    REQUIRE(t.updater->iteration() == 0);  // nothing was loaded
+    REQUIRE(t.model->has_uninitialized_params());
+  }
+  // The good one loads; so does a counter at 0.
+  TensorMap entries = good;
+  entries["updater/iterator:main/current_position"] = Tensor::scalar(0, DType::Int64);
+  save_npz((dir.path / "zero").string(), entries);
+  Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  t.trainer->extend(E::snapshot("good"));
+  training::load_snapshot((dir.path / "zero").string(), *t.trainer);
+  REQUIRE(t.updater->iteration() == s.updater->iteration());
 }
 
 TEST_CASE("training: make_extension runs a function at its trigger, with its name, priority, initializer, finalizer") {
