@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -938,6 +940,86 @@ TEST_CASE("training: a snapshot whose counters no run writes is refused, naming 
   t.trainer->extend(E::snapshot("good"));
   training::load_snapshot((dir.path / "zero").string(), *t.trainer);
   REQUIRE(t.updater->iteration() == s.updater->iteration());
+}
+
+namespace {
+// The names of the files in DIR, sorted.
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+}  // namespace
+
+TEST_CASE("training: a run removes the temporary files a killed run's snapshots and log left, and only those") {
+  TempDir dir("stale");
+  // 999999999 is above any pid_max (2^22 at most), so no process of it runs.
+  const std::vector<std::string> stale{"snapshot_iter_3.tmp.999999999.0", "model.tmp.999999999.2",
+                                       "log.tmp.999999999.4", "log.tmp"};
+  const std::vector<std::string> kept{
+      "snapshot_iter_3",                                            // a snapshot
+      "other.tmp.999999999.0",                                      // not a name of ours
+      "snapshot_iter_3.tmp.notes",                                  // not a temporary name of ours
+      "snapshot_iter_3.tmp.999999999.1x",                           // nor this
+      "snapshot_iter_4.tmp." + std::to_string(::getpid()) + ".7",  // a running process's: maybe a save in progress
+  };
+  for (const auto& name : stale) std::ofstream(dir.path / name) << "x";
+  for (const auto& name : kept) std::ofstream(dir.path / name) << "x";
+  Setup s(make_dataset(48, 1), nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  s.trainer->extend(E::snapshot());
+  s.trainer->extend(E::snapshot_object(*s.model, "model"));
+  s.trainer->extend(std::make_shared<E::LogReport>());
+  s.trainer->run();
+  std::set<std::string> expected(kept.begin(), kept.end());
+  expected.insert({"snapshot_iter_3", "model", "log"});  // this run's: 48 examples in batches of 16
+  CHECK(names_in(dir.path) == expected);
+}
+
+TEST_CASE("training: LogReport leaves no temporary file when the log cannot be written") {
+  TempDir dir("log_failure");
+  Setup s(make_dataset(48, 1), nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  s.trainer->extend(std::make_shared<E::LogReport>());
+  const std::string log = (dir.path / "log").string();
+
+  SECTION("a full disk") {
+    // A file size limit makes writes fail as a full disk does (EFBIG instead of ENOSPC); the
+    // signal it raises is ignored, so the write returns the error.
+    struct Limit {
+      rlimit before{};
+      struct sigaction old_action{};
+      Limit() {
+        struct sigaction ignore{};
+        ignore.sa_handler = SIG_IGN;
+        sigaction(SIGXFSZ, &ignore, &old_action);
+        getrlimit(RLIMIT_FSIZE, &before);
+        rlimit small = before;
+        small.rlim_cur = 16;
+        setrlimit(RLIMIT_FSIZE, &small);
+      }
+      ~Limit() {
+        setrlimit(RLIMIT_FSIZE, &before);
+        sigaction(SIGXFSZ, &old_action, nullptr);
+      }
+    };
+    std::string error;
+    {
+      Limit limit;
+      try {
+        s.trainer->run();
+      } catch (const Error& e) {
+        error = e.what();
+      }
+    }
+    CHECK_THAT(error, Catch::Contains("LogReport: cannot write the log to '" + log + ".tmp.") &&
+                          Catch::Contains("File too large"));
+    CHECK(names_in(dir.path).empty());
+  }
+  SECTION("a rename onto a directory") {
+    fs::create_directories(dir.path / "log" / "inside");
+    REQUIRE_THROWS_WITH(s.trainer->run(), Catch::Contains("LogReport: cannot rename '" + log + ".tmp.") &&
+                                              Catch::Contains("to '" + log + "'"));
+    CHECK(names_in(dir.path) == std::set<std::string>{"log"});
+  }
 }
 
 TEST_CASE("training: make_extension runs a function at its trigger, with its name, priority, initializer, finalizer") {
