@@ -35,8 +35,8 @@ void save_npz(const std::string& file, T& obj) {
 /// Loads OBJ from FILE, written by save_npz here or in Chainer (Chainer's
 /// `serializers.load_npz(file, obj, path='', strict=True)`). PATH is where OBJ's entries lie in
 /// the file: "updater/model:main/" loads a model out of a trainer snapshot. STRICT: a key OBJ
-/// expects but FILE lacks is an error naming the key and the file; otherwise it is skipped and
-/// that value left as it is. What was loaded before an error stays loaded, as in Chainer
+/// expects but FILE lacks is an error naming the key and the file, also for a parameter not yet
+/// initialized (Link::serialize); otherwise it is skipped and that value left as it is. What was loaded before an error stays loaded, as in Chainer
 /// (training::load_snapshot is the all-or-nothing resume of a trainer).
 template <Serializable T>
 void load_npz(const std::string& file, T& obj, const std::string& path = "", bool strict = true) {

@@ -141,14 +141,26 @@ void Link::check_tied(const Serializer& s) const {
 void Link::serialize(Serializer& s) {
   if (s.is_reader()) check_tied(s);
   for (auto& [name, p] : params_) {
-    if (s.is_reader() && !p.data().defined() && !s.contains(name)) continue;
-    if (!s.is_reader() && !p.data().defined()) continue;  // uninitialized: nothing to save yet
+    if (!s.is_reader()) {
+      // Not initialized yet: nothing to save. Chainer saves None, which an NPZ file holds only as
+      // a pickle, so the file has no entry for it.
+      if (p.data().defined()) s.tensor(name, p.data());
+      continue;
+    }
+    // Strict for every parameter, initialized or not, as Chainer's NpzDeserializer: skipping a
+    // missing entry of a lazily sized link would resume with a fresh random layer.
+    if (!p.data().defined() && s.strict() && !s.contains(name))
+      throw Error(str("deserialize: the entry '", s.prefix(), name, "' is missing (the parameter is not initialized "
+                      "yet; a file saved before its first call has no entry for it: load with strict=false to leave it "
+                      "uninitialized)"));
+    // An uninitialized parameter takes the file's array, its shape from the file, as Chainer's
+    // param.initialize(data.shape); one missing from a reader that is not strict stays as it is.
     s.tensor(name, p.data());
-    if (p.data().device() != device_) p.set_data(p.data().to(device_));  // loaded into an uninitialized one
+    if (p.data().defined() && p.data().device() != device_) p.set_data(p.data().to(device_));
   }
   for (auto& [name, t] : persistents_) {
     s.tensor(name, t);
-    if (t.device() != device_) t = t.to(device_);
+    if (t.defined() && t.device() != device_) t = t.to(device_);
   }
 }
 
@@ -192,6 +204,8 @@ void Chain::serialize(Serializer& s) {
 
 void save_npz(const std::string& path, Link& link) { serializers::save_npz(path, link); }
 
-void load_npz(const std::string& path, Link& link) { serializers::load_npz(path, link); }
+void load_npz(const std::string& path, Link& link, const std::string& entry_path, bool strict) {
+  serializers::load_npz(path, link, entry_path, strict);
+}
 
 }  // namespace chainer

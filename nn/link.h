@@ -51,7 +51,11 @@ class Link {
   int64_t count_params() const;  ///< Elements of all initialized parameters.
 
   /// Saves/loads parameters and persistent values (recursively, children under their names).
-  /// Loading throws, naming them, when names of one tied parameter hold different values.
+  /// A parameter not yet initialized is not saved (Chainer saves None; an NPZ file holds None
+  /// only as a pickle). Loading, as Chainer's: a strict reader needs an entry for every
+  /// parameter, initialized or not, and throws naming the missing entry; an uninitialized
+  /// parameter takes the loaded array and its shape. Loading throws, naming them, when names of
+  /// one tied parameter hold different values.
   virtual void serialize(Serializer& s);
 
   /// Where the parameters, their gradients and the persistent values live (Chainer's
@@ -119,7 +123,12 @@ class Chain : public Link {
 /// serializers::save_npz (core/serializers.h) does the same for any serializable object.
 void save_npz(const std::string& path, Link& link);
 /// Loads the parameters and persistents of LINK from an NPZ file written by save_npz (or
-/// Chainer): serializers::load_npz(path, link), strict, from the file's root.
-void load_npz(const std::string& path, Link& link);
+/// Chainer): serializers::load_npz(path, link, entry_path, strict), as Chainer's
+/// `load_npz(file, obj, path='', strict=True)`. ENTRY_PATH is where LINK's entries lie in the file
+/// ("updater/model:main/" in a trainer snapshot). STRICT: every parameter and persistent value
+/// needs its entry, initialized or not, and a missing one throws chainer::Error naming the file
+/// and the entry; otherwise missing entries are skipped and those values left as they are. A
+/// parameter not yet initialized (a lazily sized Linear's W) takes the file's array and shape.
+void load_npz(const std::string& path, Link& link, const std::string& entry_path = "", bool strict = true);
 
 }  // namespace chainer

@@ -123,6 +123,54 @@ TEST_CASE("links: save_npz / load_npz restore parameters") {
   std::filesystem::remove(path2);
 }
 
+TEST_CASE("links: a strict load needs an entry for every parameter, initialized or not, and names the file and the entry") {
+  auto trained = std::make_shared<MLP>(6, 2);
+  (*trained)(Variable(random::normal({2, 4})));
+  const std::string full = (std::filesystem::temp_directory_path() / "chainer_test_links_strict_full.npz").string();
+  const std::string partial = (std::filesystem::temp_directory_path() / "chainer_test_links_strict_partial.npz").string();
+  save_npz(full, *trained);
+  TensorMap entries = load_npz(full);
+  entries.erase("l1/W");
+  save_npz(partial, entries);
+
+  SECTION("a lazily sized link whose W is missing does not start from fresh random weights") {
+    auto lazy = std::make_shared<MLP>(6, 2);
+    REQUIRE_THROWS_WITH(load_npz(partial, *lazy), Catch::Contains(partial) && Catch::Contains("'l1/W' is missing") &&
+                                                      Catch::Contains("not initialized") &&
+                                                      Catch::Contains("strict=false"));
+    REQUIRE_FALSE(lazy->l1->W().data().defined());
+  }
+  SECTION("an initialized W that is missing is an error too") {
+    auto initialized = std::make_shared<MLP>(6, 2);
+    (*initialized)(Variable(random::normal({2, 4})));
+    REQUIRE_THROWS_WITH(load_npz(partial, *initialized), Catch::Contains(partial) && Catch::Contains("'l1/W' is missing"));
+  }
+  SECTION("under a path, the error names the whole entry") {
+    TensorMap nested;
+    for (const auto& [k, v] : entries) nested["updater/model:main/predictor/" + k] = v;
+    save_npz(partial, nested);
+    auto lazy = std::make_shared<MLP>(6, 2);
+    REQUIRE_THROWS_WITH(load_npz(partial, *lazy, "updater/model:main/predictor/"),
+                        Catch::Contains(partial) && Catch::Contains("'updater/model:main/predictor/l1/W' is missing"));
+  }
+  SECTION("strict=false leaves the missing parameter uninitialized and loads the rest") {
+    auto lazy = std::make_shared<MLP>(6, 2);
+    load_npz(partial, *lazy, "", false);
+    REQUIRE_FALSE(lazy->l1->W().data().defined());
+    REQUIRE(lazy->l2->W().data().to_vector<float>() == trained->l2->W().data().to_vector<float>());
+    REQUIRE(lazy->l1->b()->data().to_vector<float>() == trained->l1->b()->data().to_vector<float>());
+  }
+  SECTION("an uninitialized parameter takes the file's array and its shape") {
+    auto lazy = std::make_shared<MLP>(6, 2);
+    load_npz(full, *lazy);
+    REQUIRE(lazy->l1->W().data().shape() == Shape{6, 4});
+    REQUIRE(lazy->l1->W().data().to_vector<float>() == trained->l1->W().data().to_vector<float>());
+    REQUIRE(lazy->l1->in_size() == 4);
+  }
+  std::filesystem::remove(full);
+  std::filesystem::remove(partial);
+}
+
 TEST_CASE("links: Sequential calls links and functions in order, its links named by their position among links") {
   random::seed(0);
   auto l0 = std::make_shared<L::Linear>(3, 4), l1 = std::make_shared<L::Linear>(4, 2);

@@ -16,16 +16,19 @@
 #include <string>
 #include <vector>
 
+#include "core/npz.h"
 #include "core/ops.h"
 #include "distributed/communicators/communicator.h"
 #include "distributed/communicators/dummy_communicator.h"
 #include "distributed/extensions/allreduce_persistent.h"
 #include "distributed/extensions/multi_node_early_stopping_trigger.h"
+#include "distributed/extensions/multi_node_snapshot.h"
 #include "distributed/extensions/observation_aggregator.h"
 #include "distributed/optimizers/multi_node_optimizer.h"
 #include "nn/links/batch_normalization.h"
 #include "nn/optimizers/sgd.h"
 #include "nn/reporter.h"
+#include "training/extensions/snapshot.h"
 #include "training/trainer.h"
 #include "training/updater.h"
 
@@ -496,4 +499,93 @@ TEST_CASE("set_config/get_config: allreduce_grad_dtype and batched_copy by name"
   CHECK_THROWS_WITH(comm->set_config("batched_copy", DType::Float32),
                     Catch::Contains("set_config: 'batched_copy' takes a bool, got a dtype"));
   CHECK(comm->get_config("allreduce_grad_dtype") == mn::ConfigValue());  // a refused value changes nothing
+}
+
+// ---- Debug mode after a load ----
+
+TEST_CASE("debug mode: after a load, ranks whose parameters differ are an error on every rank naming them") {
+  auto comm = world();
+  const int rank = comm->rank(), n = comm->size();
+  std::filesystem::create_directories(out_dir());
+  // Each rank resumes from a file of its own, as a checkpointer's ranks do; rank 1's holds other values.
+  OneParam saved(DType::Float32);
+  saved.param("W").data().copy_(Tensor::from_vector<double>({1, 2, rank == 1 ? 4.0 : 3.0}));
+  const std::string file = out_dir() + "/resumed.npz";
+  save_npz(file, saved);
+  OneParam model(DType::Float32);
+  model.param("W").data().fill_(0);
+  load_npz(file, model);
+  if (n == 1) {
+    CHECK_NOTHROW(comm->check_params_consistent(model, "resume"));
+  } else {
+    CHECK_THROWS_WITH(comm->check_params_consistent(model, "resume"),
+                      Catch::StartsWith("resume (debug mode): the parameters differ across ranks after the load") &&
+                          Catch::Contains("\n  parameter /W: float32 (3,) with values #") &&
+                          Catch::Contains(n > 2 ? " on ranks 0, 2" : " on rank 0") && Catch::Contains(" on rank 1"));
+  }
+  // Only the ranks of one group are compared: rank 1 alone is compared with none.
+  CHECK_NOTHROW(comm->check_params_consistent(model, "resume", rank == 1 ? 1 : 0));
+  // The same values everywhere: nothing to say.
+  OneParam same(DType::Float32);
+  CHECK_NOTHROW(comm->check_params_consistent(same, "resume"));
+  // A parameter initialized on some ranks only, or on one rank only.
+  Link lazy;
+  lazy.add_param("W", rank == 0 ? Tensor() : Tensor::ones({2}));
+  if (rank == 0) lazy.add_param("extra", Tensor::ones({1}));
+  if (n == 1) {
+    CHECK_NOTHROW(comm->check_params_consistent(lazy, "resume"));
+  } else {
+    CHECK_THROWS_WITH(comm->check_params_consistent(lazy, "resume"),
+                      Catch::Contains("parameter /W: not initialized on rank 0; float32 (2,) with values #") &&
+                          Catch::Contains("parameter /extra: float32 (1,) with values #") &&
+                          Catch::Contains("; no such parameter on rank"));
+  }
+}
+
+namespace {
+// A link whose serialize leaves its bias out: a load does not set it, so each rank keeps its own.
+struct ForgetsBias : Link {
+  explicit ForgetsBias(double bias) {
+    add_param("W", Tensor::from_vector<double>({1, 2}));
+    add_param("b", Tensor::full({1}, bias, DType::Float64));
+  }
+  void serialize(Serializer& s) override { s.tensor("W", param("W").data()); }
+};
+}  // namespace
+
+TEST_CASE("debug mode: multi_node_snapshot's autoload compares the parameters of each replica set after the load") {
+  auto comm = world();
+  const int rank = comm->rank(), n = comm->size();
+  std::filesystem::create_directories(out_dir());
+  ForgetsBias model(rank);
+  if (rank == 0) {  // the master's snapshot, found by autoload
+    Serializer w = Serializer::writer();
+    model.serialize(w);
+    save_npz(out_dir() + "/model_iter_5.0", w.entries());
+  }
+  auto trainer = scripted_trainer(1, 1, [](int64_t) {});
+  auto autoloading = [&](const std::vector<std::vector<int>>& replica_sets) {
+    auto snapshot = training::extensions::snapshot_object(model, "model_iter_{.updater.iteration}");
+    snapshot->set_autoload(true);
+    return mne::multi_node_snapshot(comm, snapshot, replica_sets);
+  };
+  comm->set_debug(true);
+  // One set of every rank: rank 0 loads and sends; the biases stay each rank's own.
+  if (n == 1) {
+    CHECK_NOTHROW(autoloading({})->initialize(*trainer));
+  } else {
+    CHECK_THROWS_WITH(autoloading({})->initialize(*trainer),
+                      Catch::StartsWith("multi_node_snapshot: autoload in '" + out_dir() + "' (debug mode)") &&
+                          Catch::Contains("parameter /b: float64 (1,)") && Catch::Contains(" on rank 0;") &&
+                          Catch::Contains(" on rank 1") && !Catch::Contains("parameter /W"));
+  }
+  // Each rank a set of its own: the ranks hold different states by design, compared with none.
+  std::vector<std::vector<int>> singles;
+  for (int r = 0; r < n; ++r) singles.push_back({r});
+  CHECK_NOTHROW(autoloading(singles)->initialize(*trainer));
+  // Without debug mode nothing is compared.
+  comm->set_debug(false);
+  CHECK_NOTHROW(autoloading({})->initialize(*trainer));
+  comm->allgather_bytes("");  // rank 0's file stays until every rank is done with this case
+  if (rank == 0) std::filesystem::remove(out_dir() + "/model_iter_5.0");
 }

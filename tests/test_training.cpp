@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -8,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -835,6 +838,187 @@ TEST_CASE("training: unwritable output directories and bad snapshots raise error
     REQUIRE(t.optimizer->t() == step);
     REQUIRE(values(t.model->namedparams()[0].second.data()) == w);
     REQUIRE(values(t.optimizer->state(t.model->namedparams()[0].first).at("m")) == m);
+  }
+}
+
+TEST_CASE("training: a snapshot without the W of a lazily sized layer is refused, naming the file and the entry") {
+  TempDir dir("strict_resume");
+  auto train = make_dataset(48, 1);
+  Setup s(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  s.trainer->extend(E::snapshot("good"));
+  s.trainer->run();
+  TensorMap entries = load_npz((dir.path / "good").string());
+  REQUIRE(entries.erase("updater/model:main/predictor/l1/W") == 1);
+  const std::string path = (dir.path / "no_l1_W").string();
+  save_npz(path, entries);
+
+  SECTION("load_snapshot: an error, and the trainer as it was, its first layer still uninitialized") {
+    Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    t.trainer->extend(E::snapshot("good"));
+    REQUIRE(t.model->has_uninitialized_params());
+    REQUIRE_THROWS_WITH(training::load_snapshot(path, *t.trainer),
+                        Catch::Contains(path) && Catch::Contains("'updater/model:main/predictor/l1/W' is missing"));
+    REQUIRE_FALSE(t.net->l1->W().data().defined());
+    REQUIRE_FALSE(t.net->l2->W().data().defined());  // loaded before the error, and put back
+    REQUIRE(t.updater->iteration() == 0);
+    REQUIRE(t.optimizer->t() == 0);
+  }
+  SECTION("serializers::load_npz: strict by default; strict=false skips the entry") {
+    Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    t.trainer->extend(E::snapshot("good"));
+    REQUIRE_THROWS_WITH(serializers::load_npz(path, *t.trainer),
+                        Catch::Contains(path) && Catch::Contains("'updater/model:main/predictor/l1/W' is missing"));
+    Setup u(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    u.trainer->extend(E::snapshot("good"));
+    serializers::load_npz(path, *u.trainer, "", false);
+    REQUIRE_FALSE(u.net->l1->W().data().defined());
+    REQUIRE(values(u.net->l2->W().data()) == values(s.net->l2->W().data()));
+    REQUIRE(u.updater->iteration() == s.updater->iteration());
+  }
+  SECTION("snapshot_object's autoload") {
+    TensorMap model_entries;
+    for (const auto& [k, v] : entries)
+      if (k.starts_with("updater/model:main/")) model_entries[k.substr(std::string("updater/model:main/").size())] = v;
+    const fs::path out = dir.path / "object";
+    fs::create_directories(out);
+    save_npz((out / "model_iter_3").string(), model_entries);
+    Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), out);
+    auto snap = E::snapshot_object(*t.model, "model_iter_{.updater.iteration}");
+    snap->set_autoload(true);
+    t.trainer->extend(snap);
+    REQUIRE_THROWS_WITH(t.trainer->run(), Catch::Contains((out / "model_iter_3").string()) &&
+                                              Catch::Contains("'predictor/l1/W' is missing"));
+    REQUIRE(t.updater->iteration() == 0);
+  }
+}
+
+TEST_CASE("training: a snapshot whose counters no run writes is refused, naming the file, the entry and the value") {
+  TempDir dir("counters");
+  auto train = make_dataset(48, 1);
+  Setup s(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  s.trainer->extend(E::snapshot("good"));
+  s.trainer->run();
+  const TensorMap good = load_npz((dir.path / "good").string());
+  struct Case {
+    std::string key;
+    Tensor value;
+    std::string shown;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<Case> cases{
+      {"updater/iteration", Tensor::scalar(0, DType::Int64), "-5"},
+      {"updater/iteration", Tensor::scalar(1e30, DType::Float64), "1e+30"},
+      {"updater/iteration", Tensor::scalar(0, DType::Int64), "9007199254740993"},  // 2^53 + 1
+      {"updater/iterator:main/epoch", Tensor::scalar(0, DType::Int64), "-1"},
+      {"updater/iterator:main/current_position", Tensor::scalar(2.5, DType::Float64), "2.5"},
+      {"updater/iterator:main/is_new_epoch", Tensor::scalar(0, DType::Int64), "7"},
+      {"updater/optimizer:main/t", Tensor::scalar(0, DType::Int64), "-3"},
+      {"stop_trigger/previous", Tensor::scalar(-2, DType::Float64), "-2"},
+      {"elapsed_time", Tensor::scalar(nan, DType::Float64), "nan"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key << " = " << c.shown);
+    REQUIRE(good.count(c.key) == 1);
+    TensorMap entries = good;
+    Tensor value = c.value;
+    if (value.dtype() == DType::Int64) *value.data<int64_t>() = std::stoll(c.shown);
+    entries[c.key] = value;
+    const std::string path = (dir.path / "bad").string();
+    save_npz(path, entries);
+    Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+    t.trainer->extend(E::snapshot("good"));
+    REQUIRE_THROWS_WITH(training::load_snapshot(path, *t.trainer),
+                        Catch::Contains(path) && Catch::Contains("'" + c.key + "' holds " + c.shown + ";"));
+    REQUIRE(t.updater->iteration() == 0);  // nothing was loaded
+    REQUIRE(t.model->has_uninitialized_params());
+  }
+  // The good one loads; so does a counter at 0.
+  TensorMap entries = good;
+  entries["updater/iterator:main/current_position"] = Tensor::scalar(0, DType::Int64);
+  save_npz((dir.path / "zero").string(), entries);
+  Setup t(train, nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  t.trainer->extend(E::snapshot("good"));
+  training::load_snapshot((dir.path / "zero").string(), *t.trainer);
+  REQUIRE(t.updater->iteration() == s.updater->iteration());
+}
+
+namespace {
+// The names of the files in DIR, sorted.
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+}  // namespace
+
+TEST_CASE("training: a run removes the temporary files a killed run's snapshots and log left, and only those") {
+  TempDir dir("stale");
+  // 999999999 is above any pid_max (2^22 at most), so no process of it runs.
+  const std::vector<std::string> stale{"snapshot_iter_3.tmp.999999999.0", "model.tmp.999999999.2",
+                                       "log.tmp.999999999.4", "log.tmp"};
+  const std::vector<std::string> kept{
+      "snapshot_iter_3",                                            // a snapshot
+      "other.tmp.999999999.0",                                      // not a name of ours
+      "snapshot_iter_3.tmp.notes",                                  // not a temporary name of ours
+      "snapshot_iter_3.tmp.999999999.1x",                           // nor this
+      "snapshot_iter_4.tmp." + std::to_string(::getpid()) + ".7",  // a running process's: maybe a save in progress
+  };
+  for (const auto& name : stale) std::ofstream(dir.path / name) << "x";
+  for (const auto& name : kept) std::ofstream(dir.path / name) << "x";
+  Setup s(make_dataset(48, 1), nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  s.trainer->extend(E::snapshot());
+  s.trainer->extend(E::snapshot_object(*s.model, "model"));
+  s.trainer->extend(std::make_shared<E::LogReport>());
+  s.trainer->run();
+  std::set<std::string> expected(kept.begin(), kept.end());
+  expected.insert({"snapshot_iter_3", "model", "log"});  // this run's: 48 examples in batches of 16
+  CHECK(names_in(dir.path) == expected);
+}
+
+TEST_CASE("training: LogReport leaves no temporary file when the log cannot be written") {
+  TempDir dir("log_failure");
+  Setup s(make_dataset(48, 1), nullptr, 16, IntervalTrigger(1, Unit::Epoch), dir.path);
+  s.trainer->extend(std::make_shared<E::LogReport>());
+  const std::string log = (dir.path / "log").string();
+
+  SECTION("a full disk") {
+    // A file size limit makes writes fail as a full disk does (EFBIG instead of ENOSPC); the
+    // signal it raises is ignored, so the write returns the error.
+    struct Limit {
+      rlimit before{};
+      struct sigaction old_action{};
+      Limit() {
+        struct sigaction ignore{};
+        ignore.sa_handler = SIG_IGN;
+        sigaction(SIGXFSZ, &ignore, &old_action);
+        getrlimit(RLIMIT_FSIZE, &before);
+        rlimit small = before;
+        small.rlim_cur = 16;
+        setrlimit(RLIMIT_FSIZE, &small);
+      }
+      ~Limit() {
+        setrlimit(RLIMIT_FSIZE, &before);
+        sigaction(SIGXFSZ, &old_action, nullptr);
+      }
+    };
+    std::string error;
+    {
+      Limit limit;
+      try {
+        s.trainer->run();
+      } catch (const Error& e) {
+        error = e.what();
+      }
+    }
+    CHECK_THAT(error, Catch::Contains("LogReport: cannot write the log to '" + log + ".tmp.") &&
+                          Catch::Contains("File too large"));
+    CHECK(names_in(dir.path).empty());
+  }
+  SECTION("a rename onto a directory") {
+    fs::create_directories(dir.path / "log" / "inside");
+    REQUIRE_THROWS_WITH(s.trainer->run(), Catch::Contains("LogReport: cannot rename '" + log + ".tmp.") &&
+                                              Catch::Contains("to '" + log + "'"));
+    CHECK(names_in(dir.path) == std::set<std::string>{"log"});
   }
 }
 

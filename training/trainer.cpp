@@ -1,8 +1,10 @@
 #include "training/trainer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 #include "core/npz.h"
 #include "core/random.h"
@@ -93,7 +95,92 @@ void Trainer::run() {
   running_ = false;
 }
 
+namespace {
+
+// What a counter of a snapshot must hold.
+enum class Counter {
+  Count,     // a whole number of iterations, epochs, examples or steps
+  Flag,      // 0 or 1
+  Position,  // a non-negative number (an epoch_detail, seconds)
+  Finite,    // any finite number (a previous_epoch_detail: negative for none, as Chainer stores it)
+};
+
+// Triggers and epoch_detail count with doubles, exact up to 2^53: a larger count is no real
+// run's, and a double could not tell it from its neighbours.
+constexpr double kMaxCount = 9007199254740992.0;
+
+// Whether KEY, relative to the trainer's root, is a counter, and which kind. Only the entries
+// the trainer, the updater, its iterators and optimizers and the triggers own: an extension's
+// own entries may mean anything.
+std::optional<Counter> counter_kind(const std::string& key) {
+  std::vector<std::string_view> parts;
+  for (size_t at = 0;;) {
+    const size_t slash = key.find('/', at);
+    parts.push_back(std::string_view(key).substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+    if (slash == std::string::npos) break;
+    at = slash + 1;
+  }
+  const std::string_view leaf = parts.back();
+  if (key == "updater/iteration") return Counter::Count;
+  if (key == "elapsed_time") return Counter::Position;
+  if (parts.size() == 3 && parts[0] == "updater" && parts[1].starts_with("iterator:")) {
+    if (leaf == "epoch" || leaf == "current_position") return Counter::Count;
+    if (leaf == "epoch_detail") return Counter::Position;
+    if (leaf == "previous_epoch_detail") return Counter::Finite;
+    if (leaf == "is_new_epoch" || leaf == "has_next") return Counter::Flag;
+  }
+  if (parts.size() >= 3 && parts[0] == "updater" && parts[1].starts_with("optimizer:")) {
+    if (parts.size() == 3 && (leaf == "t" || leaf == "epoch")) return Counter::Count;
+    if (parts.size() > 3 && leaf == "t") return Counter::Count;  // one parameter's steps
+  }
+  if ((parts.size() == 2 && parts[0] == "stop_trigger") || (parts.size() == 3 && parts[0] == "extension_triggers")) {
+    if (leaf == "previous" || leaf == "previous_epoch_detail") return Counter::Position;
+    if (leaf == "previous_iteration") return Counter::Count;
+  }
+  return std::nullopt;
+}
+
+// Throws, naming the entry and its value, when a counter under S's prefix holds what no run
+// writes (an iteration of -5, an epoch of 1e30, a NaN elapsed time): a counter loaded as it is
+// would resume training from a position that does not exist, or wrap around in an int64.
+void check_counters(const Serializer& s) {
+  const std::string& prefix = s.prefix();
+  for (auto it = s.entries().lower_bound(prefix); it != s.entries().end() && it->first.starts_with(prefix); ++it) {
+    const std::optional<Counter> kind = counter_kind(it->first.substr(prefix.size()));
+    if (!kind) continue;
+    const Tensor& t = it->second;
+    if (t.numel() != 1)
+      throw Error(str("deserialize: the counter '", it->first, "' holds ", t.numel(), " values; one was expected"));
+    const bool integer = t.dtype() == DType::Int64 || t.dtype() == DType::Int32 || t.dtype() == DType::UInt8;
+    const Tensor c = t.contiguous();
+    const double v = t.dtype() == DType::Int64 ? double(*c.data<int64_t>()) : c.item_double();
+    const std::string shown = t.dtype() == DType::Int64 ? std::to_string(*c.data<int64_t>()) : str(v);
+    // An int64 just above 2^53 rounds to 2^53 as a double: compared as an integer.
+    const bool too_big = t.dtype() == DType::Int64 ? *c.data<int64_t>() > (int64_t(1) << 53) : v > kMaxCount;
+    const char* expected = nullptr;
+    switch (*kind) {
+      case Counter::Count:
+        if (!(v >= 0 && !too_big && (integer || v == std::floor(v)))) expected = "a whole number from 0 to 2^53";
+        break;
+      case Counter::Flag:
+        if (v != 0 && v != 1) expected = "0 or 1";
+        break;
+      case Counter::Position:
+        if (!(v >= 0 && !too_big)) expected = "a number from 0 to 2^53";
+        break;
+      case Counter::Finite:
+        if (!std::isfinite(v)) expected = "a finite number";
+        break;
+    }
+    if (expected) throw Error(str("deserialize: the counter '", it->first, "' holds ", shown, "; ", expected, " was expected"));
+  }
+}
+
+}  // namespace
+
 void Trainer::serialize(Serializer& s) {
+  // Checked before anything is read, so a snapshot with an impossible position loads nothing.
+  if (s.is_reader()) check_counters(s);
   Serializer u = s["updater"];
   updater_->serialize(u);
   Serializer st = s["stop_trigger"];
@@ -130,23 +217,32 @@ void load_snapshot(const std::string& path, Trainer& trainer) {
 
 void load_snapshot(TensorMap entries, Trainer& trainer, const std::string& source) {
   // All or nothing: a snapshot that does not match (a missing entry, another shape) is found
-  // part way through, so the trainer's state is copied first and put back on failure, and the
-  // parameters that were still uninitialised (lazily sized links) become so again.
-  Serializer backup = Serializer::writer();
-  trainer.serialize(backup);
-  std::vector<Variable> uninitialized;
-  for (auto& [name, optimizer] : trainer.updater().get_all_optimizers())
-    for (auto& [param_name, p] : optimizer->target().namedparams())
-      if (!p.data().defined()) uninitialized.push_back(p);
+  // part way through, so the trainer's state is copied first and put back on failure.
+  const TrainerState before(trainer);
   Serializer s = Serializer::reader(std::move(entries));
   try {
     trainer.serialize(s);
   } catch (const Error& e) {
-    for (Variable& p : uninitialized) p.set_data(Tensor());
-    Serializer restore = Serializer::reader(backup.entries());
-    trainer.serialize(restore);
+    before.restore();
     throw Error(str("resume: the snapshot '", source, "' does not match this trainer (nothing was loaded): ", e.what()));
   }
+}
+
+TrainerState::TrainerState(Trainer& trainer) : trainer_(&trainer) {
+  Serializer s = Serializer::writer();
+  trainer.serialize(s);
+  entries_ = s.entries();
+  for (auto& [name, optimizer] : trainer.updater().get_all_optimizers())
+    for (auto& [param_name, p] : optimizer->target().namedparams())
+      if (!p.data().defined()) uninitialized_.push_back(p);
+}
+
+void TrainerState::restore() const {
+  // Not strict: the entries are this trainer's own, and the only ones they lack are those of
+  // the parameters that were not initialized (nothing to save), which become so again below.
+  Serializer s = Serializer::reader(entries_, "", false);
+  trainer_->serialize(s);
+  for (Variable p : uninitialized_) p.set_data(Tensor());
 }
 
 }  // namespace chainer::training

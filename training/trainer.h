@@ -47,6 +47,11 @@ class Trainer {
   Extension& get_extension(const std::string& name);
 
   /// Saves or restores the whole training state (updater, triggers, extensions, elapsed time, RNG).
+  /// Reading first checks the counters (the updater's iteration; the iterators' epoch, position
+  /// and epoch_detail; the optimizers' steps and epoch; the triggers' previous positions; the
+  /// elapsed time): a negative, fractional, non-finite or uncountable value (beyond 2^53, which a
+  /// double such as epoch_detail cannot count) throws chainer::Error naming the entry and the
+  /// value before anything is loaded.
   void serialize(Serializer& s);
 
  private:
@@ -69,9 +74,35 @@ class Trainer {
 
 /// Loads a snapshot written by extensions::snapshot into TRAINER (call before run()). All or
 /// nothing: a missing, unreadable or mismatched snapshot throws and leaves TRAINER as it was.
+/// Strict: every entry the trainer reads must be there, the parameters of lazily sized links
+/// included; and the counters (the iteration, the iterators' epochs and positions, the
+/// optimizers' steps, the triggers' positions, the elapsed time) must hold what a run writes
+/// (Trainer::serialize).
 void load_snapshot(const std::string& path, Trainer& trainer);
 /// Loads ENTRIES, a snapshot's contents already read, into TRAINER, all or nothing as above;
 /// errors name SOURCE (the file they came from). Keys the trainer does not ask for are ignored.
 void load_snapshot(TensorMap entries, Trainer& trainer, const std::string& source);
+
+/// A trainer's whole state, taken before a load that may fail part way so that it can be put
+/// back: what load_snapshot does around its load, and what a caller loading several things (a
+/// checkpointer loading on every rank) does around them.
+///
+///     TrainerState before(trainer);
+///     try { load_snapshot(entries, trainer, file); ... } catch (...) { before.restore(); throw; }
+class TrainerState {
+ public:
+  /// TRAINER's state now (Trainer::serialize), and which parameters are not initialized yet.
+  explicit TrainerState(Trainer& trainer);
+  /// Puts the state back: every value as it was, and the parameters that were not initialized
+  /// (lazily sized links, which a load initializes) uninitialized again.
+  void restore() const;
+  /// The saved entries, as a snapshot of the trainer would hold them.
+  const TensorMap& entries() const { return entries_; }
+
+ private:
+  Trainer* trainer_;
+  TensorMap entries_;
+  std::vector<Variable> uninitialized_;
+};
 
 }  // namespace chainer::training

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
+#include <functional>
 #include <map>
+#include <string_view>
 
 #include "core/config.h"
 #include "core/ops.h"
@@ -566,6 +569,68 @@ void Communicator::check_grads_finite(const chainer::Link& model, const char* op
   for (const auto& [n, p] : model.namedparams())
     if (p.grad().defined()) grads.emplace_back(n, p);
   check_grads_finite(grads, op);
+}
+
+void Communicator::check_params_consistent(const chainer::Link& model, const std::string& op, int64_t group) const {
+  check_params_consistent(model.namedparams(), op, group);
+}
+
+void Communicator::check_params_consistent(const std::vector<std::pair<std::string, chainer::Variable>>& params,
+                                           const std::string& op, int64_t group) const {
+  // What each rank holds: per parameter its signature and, when initialized, a hash of its
+  // bytes (equal values have equal bytes: the ranks of one job run one build).
+  using Entry = std::pair<std::string, std::vector<int64_t>>;
+  std::pair<int64_t, std::vector<Entry>> mine{group, {}};
+  for (const auto& [n, p] : params) {
+    std::vector<int64_t> sig = signature(p.data());
+    if (p.data().defined()) {
+      const Tensor host = p.data().device().is_cpu() ? p.data().contiguous() : p.data().to(chainer::Device::cpu());
+      const std::string_view bytes(static_cast<const char*>(host.raw_data()), size_t(host.nbytes()));
+      sig.push_back(int64_t(std::hash<std::string_view>{}(bytes)));
+    }
+    mine.second.emplace_back(n, std::move(sig));
+  }
+  const auto all = allgather_obj(mine);
+  auto text = [](const std::vector<int64_t>& sig) {
+    if (sig[0] == kUndefined) return std::string("not initialized");
+    char hash[24];
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(sig.back()));
+    return str(signature_text(std::vector<int64_t>(sig.begin(), sig.end() - 1), ""), " with values #", hash);
+  };
+  // Per group of ranks, in order of the group's first rank: name -> per rank what it holds.
+  std::vector<std::string> lines;
+  std::vector<bool> done(size_t(size_), false);
+  for (int first = 0; first < size_; ++first) {
+    if (done[size_t(first)]) continue;
+    std::vector<int> ranks;
+    for (int r = first; r < size_; ++r)
+      if (all[size_t(r)].first == all[size_t(first)].first) ranks.push_back(r), done[size_t(r)] = true;
+    std::map<std::string, std::map<int, std::string>> table;
+    for (int r : ranks)
+      for (const auto& [n, sig] : all[size_t(r)].second) table[n][r] = text(sig);
+    for (auto& [n, row] : table) {
+      for (int r : ranks) row.try_emplace(r, "no such parameter");
+      std::vector<std::pair<std::string, std::vector<int>>> holders;  // what, and the ranks holding it, by first rank
+      for (int r : ranks) {
+        auto it = std::find_if(holders.begin(), holders.end(), [&](const auto& h) { return h.first == row[r]; });
+        if (it == holders.end()) holders.push_back({row[r], {r}});
+        else it->second.push_back(r);
+      }
+      if (holders.size() < 2) continue;
+      std::string line = str("parameter ", n, ":");
+      for (size_t i = 0; i < holders.size(); ++i)
+        line += str(i ? ";" : "", " ", holders[i].first, " on ", rank_list(holders[i].second));
+      lines.push_back(std::move(line));
+    }
+  }
+  if (lines.empty()) return;
+  // The first few name the problem; a whole model listed would bury it.
+  constexpr size_t kShown = 8;
+  std::string msg;
+  for (size_t i = 0; i < std::min(lines.size(), kShown); ++i) msg += "\n  " + lines[i];
+  if (lines.size() > kShown) msg += str("\n  and ", lines.size() - kShown, " more parameters");
+  throw Error(str(op, " (debug mode): the parameters differ across ranks after the load (files of other runs or "
+                      "iterations, or a parameter that the load does not set):", msg));
 }
 
 void Communicator::check_grads_finite(const GradList& grads, const char* op) {

@@ -222,6 +222,21 @@ class Communicator {
   /// gradient. Local, and every rank reaches the same verdict because the means are identical
   /// everywhere.
   static void check_grads_finite(const chainer::Link& model, const char* op);
+  /// Debug mode's check after a load, which multi_node_snapshot's autoload runs and any loader
+  /// of each rank's own file (a checkpointer) can run: the ranks compare every parameter of
+  /// MODEL, its name, dtype, shape and values (a hash of its bytes), and every rank throws the
+  /// same Error naming OP, each parameter that differs and which ranks hold what. Ranks that
+  /// resumed from different states (files of other runs or iterations, a parameter the load
+  /// does not set) would otherwise train on apart, as nothing broadcasts the parameters after a
+  /// load. Only ranks passing the same GROUP are compared (the replica sets of
+  /// multi_node_snapshot); a rank whose GROUP no other rank passes takes part in the collective
+  /// and is compared with none. Collective (one allgather); runs whatever debug() says, so
+  /// callers test it: `if (comm->debug()) comm->check_params_consistent(...)`.
+  void check_params_consistent(const chainer::Link& model, const std::string& op, int64_t group = 0) const;
+  /// The same over PARAMS, (name, parameter) pairs in the same order on every rank: the
+  /// parameters of several models at once (a trainer's optimizers' targets).
+  void check_params_consistent(const std::vector<std::pair<std::string, chainer::Variable>>& params,
+                               const std::string& op, int64_t group = 0) const;
 
   /// Starts summing BUF (flat, contiguous, floating; host or device memory) over every rank, in
   /// place, by this communicator's algorithm: the gradient reducer hands it each bucket

@@ -62,21 +62,39 @@ void MultiNodeSnapshot::initialize(chainer::training::Trainer& trainer) {
     else trainer.serialize(s);
   };
   // "Broadcast" within the replica set: the master's loaded state, or nothing when it found no snapshot.
+  bool loaded_any = false;
   if (is_master()) {
     chainer::TensorMap loaded;
     if (!chainer::training::extensions::find_latest_snapshot(snapshot_->filename(), trainer.out()).empty()) {
       chainer::Serializer s = chainer::Serializer::writer();
       serialize(s);
       loaded = s.entries();
+      loaded_any = true;
     }
     for (int rank : replica_set_)
       if (rank != comm_->rank()) comm_->send_obj(loaded, rank);
-    return;
+  } else {
+    chainer::TensorMap loaded = comm_->recv_obj<chainer::TensorMap>(master_);
+    if (!loaded.empty()) {
+      chainer::Serializer s = chainer::Serializer::reader(std::move(loaded));
+      serialize(s);
+      loaded_any = true;
+    }
   }
-  chainer::TensorMap loaded = comm_->recv_obj<chainer::TensorMap>(master_);
-  if (loaded.empty()) return;
-  chainer::Serializer s = chainer::Serializer::reader(std::move(loaded));
-  serialize(s);
+  if (!comm_->debug()) return;
+  // Debug mode: the ranks of each replica set must now hold the same parameters (a link whose
+  // serialize leaves one out keeps each rank's own). A set that loaded nothing starts from its
+  // ranks' own initial values, which the first update broadcasts: compared with none (a group of
+  // its own per rank).
+  std::vector<std::pair<std::string, chainer::Variable>> params;
+  if (snapshot_->target()) {
+    params = snapshot_->target()->namedparams();
+  } else {
+    for (auto& [name, optimizer] : trainer.updater().get_all_optimizers())
+      for (auto& [path, p] : optimizer->target().namedparams()) params.emplace_back(name + path, p);
+  }
+  const int64_t group = loaded_any ? master_ : -1 - int64_t(comm_->rank());
+  comm_->check_params_consistent(params, str("multi_node_snapshot: autoload in '", trainer.out(), "'"), group);
 }
 
 std::shared_ptr<MultiNodeSnapshot> multi_node_snapshot(std::shared_ptr<Communicator> comm,

@@ -32,7 +32,10 @@ class MultiNodeSnapshot : public chainer::training::Extension {
   chainer::training::Trigger default_trigger() const override { return snapshot_->default_trigger(); }
   int priority() const override { return snapshot_->priority(); }  ///< The snapshot's (-100).
   /// With the snapshot's autoload (collective within each replica set): the master loads its
-  /// newest snapshot and sends the loaded state to the rest of its set, which load it.
+  /// newest snapshot and sends the loaded state to the rest of its set, which load it. In debug
+  /// mode (Communicator::debug) the ranks of each set that loaded then compare their parameters
+  /// (Communicator::check_params_consistent; collective over the whole communicator) and throw
+  /// on every rank when they differ.
   void initialize(chainer::training::Trainer& trainer) override;
   void finalize() override;  ///< The master finalizes the snapshot.
 

@@ -1,11 +1,17 @@
 #include "training/extensions/log_report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 
+#include "training/extensions/snapshot.h"
 #include "training/trainer.h"
 
 namespace chainer::training::extensions {
@@ -26,16 +32,38 @@ void LogReport::operator()(Trainer& trainer) {
   log_.push_back(entry);
   summary_ = DictSummary();
   if (log_name_.empty()) return;
+  write_atomically((std::filesystem::path(trainer.out()) / log_name_).string(), to_json(log_));
+}
+
+void LogReport::initialize(Trainer& trainer) {
+  if (log_name_.empty()) return;
+  // A run killed while writing the log left its temporary file; so did an older version of this
+  // extension, as `<log_name>.tmp`.
   const std::filesystem::path path = std::filesystem::path(trainer.out()) / log_name_;
-  const std::string tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << to_json(log_);
-    if (!f.flush()) throw Error(str("LogReport: cannot write '", tmp, "'"));
-  }
+  const std::string name = path.filename().string();
+  remove_stale_temporaries(path.parent_path().string(), [&](const std::string& n) { return n == name; });
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error(str("LogReport: cannot rename '", tmp, "' to '", path.string(), "': ", ec.message()));
+  if (std::filesystem::is_regular_file(path.string() + ".tmp", ec)) std::filesystem::remove(path.string() + ".tmp", ec);
+}
+
+void LogReport::write_atomically(const std::string& path, const std::string& text) {
+  // Written under a name of this process and call, then renamed, so PATH only ever holds a
+  // whole log; every failure removes the temporary file, which would stay empty or cut short.
+  static std::atomic<uint64_t> writes{0};
+  const std::string tmp = str(path, ".tmp.", ::getpid(), ".", writes.fetch_add(1));
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw Error(str("LogReport: cannot create '", tmp, "' to write the log '", path, "': ", std::strerror(errno)));
+  std::string failure;
+  if (std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fflush(f) != 0)
+    failure = str("LogReport: cannot write the log to '", tmp, "': ", std::strerror(errno));
+  if (std::fclose(f) != 0 && failure.empty())
+    failure = str("LogReport: cannot write the log to '", tmp, "': ", std::strerror(errno));
+  if (failure.empty() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    failure = str("LogReport: cannot rename '", tmp, "' to '", path, "': ", std::strerror(errno));
+  if (!failure.empty()) {
+    std::remove(tmp.c_str());
+    throw Error(failure);
+  }
 }
 
 namespace {

@@ -1,7 +1,10 @@
 /// @file
 /// LogReport, as Chainer's: averages the observations of every iteration, and at each firing of
 /// its trigger appends {means, epoch, iteration, elapsed_time} to the log and rewrites
-/// `<out>/<log_name>` as JSON (the `result/log` file of the tutorial).
+/// `<out>/<log_name>` as JSON (the `result/log` file of the tutorial). The file is written
+/// whole or not at all: under a temporary name, then renamed; a failure (a full disk) removes
+/// the temporary file and throws chainer::Error naming the file and why, and initialize removes
+/// the temporary files a killed run left (remove_stale_temporaries).
 #pragma once
 #include <vector>
 
@@ -20,12 +23,18 @@ class LogReport : public Extension {
   void operator()(Trainer& trainer) override;
   std::string default_name() const override { return "LogReport"; }
   void serialize(Serializer& s) override;  ///< Saves or restores the log, its trigger and the means so far.
+  /// Removes the temporary files of the log that a killed run left in out(): LOG_NAME.tmp.PID.N
+  /// of a process no longer running (remove_stale_temporaries), and LOG_NAME.tmp.
+  void initialize(Trainer& trainer) override;
 
   const std::vector<Observation>& log() const { return log_; }  ///< The entries so far, one per firing.
   static std::string to_json(const std::vector<Observation>& log);  ///< LOG as a JSON list of flat objects.
   static std::vector<Observation> from_json(const std::string& text);  ///< Reads back what to_json writes.
 
  private:
+  // Writes TEXT to PATH through PATH.tmp.PID.N and a rename; on any failure removes that
+  // file and throws.
+  static void write_atomically(const std::string& path, const std::string& text);
   std::vector<std::string> keys_;
   Trigger trigger_;
   std::string log_name_;

@@ -1,13 +1,19 @@
 #include "training/extensions/snapshot.h"
 
+#include <signal.h>
+
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include "core/npz.h"
+#include "core/serializers.h"
 #include "training/trainer.h"
 
 namespace chainer::training::extensions {
@@ -188,14 +194,48 @@ void Snapshot::operator()(Trainer& trainer) {
 
 void Snapshot::load(const std::string& path, Trainer& trainer) const {
   if (!target_) return load_snapshot(path, trainer);
-  Serializer s = Serializer::reader(load_npz(path));
-  target_->serialize(s);
+  serializers::load_npz(path, *target_);  // strict; errors name the file and the entry
 }
 
 void Snapshot::initialize(Trainer& trainer) {
+  // Before looking for the newest snapshot: a save killed before its rename left only its
+  // temporary file, which is not a snapshot and would stay for good.
+  const std::string prefix = filename_.substr(0, filename_.find('{'));
+  const size_t close = filename_.rfind('}');
+  const std::string suffix = close == std::string::npos ? filename_ : filename_.substr(close + 1);
+  const bool fixed = filename_.find('{') == std::string::npos;  // a name without fields names one file
+  remove_stale_temporaries(trainer.out(), [&](const std::string& name) {
+    if (fixed) return name == filename_;
+    return name.size() >= prefix.size() + suffix.size() && name.starts_with(prefix) && name.ends_with(suffix);
+  });
   if (!autoload_) return;
   if (const std::string latest = find_latest_snapshot(filename_, trainer.out()); !latest.empty())
     load((std::filesystem::path(trainer.out()) / latest).string(), trainer);
+}
+
+std::vector<std::string> remove_stale_temporaries(const std::string& directory,
+                                                  const std::function<bool(const std::string&)>& matches) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ec)) {
+    const std::string name = entry.path().filename().string();
+    // NAME.tmp.PID.N, the digits whole: nothing else is a temporary file of ours.
+    const size_t tmp = name.rfind(".tmp.");
+    if (tmp == std::string::npos || !matches(name.substr(0, tmp))) continue;
+    const std::string tail = name.substr(tmp + 5);
+    const size_t dot = tail.find('.');
+    auto digits = [](const std::string& t) {
+      return !t.empty() && t.size() <= 18 && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (dot == std::string::npos || !digits(tail.substr(0, dot)) || !digits(tail.substr(dot + 1))) continue;
+    // A writer still running on this machine may be about to rename it (another process saving
+    // into the same directory, or this one): only a dead process's file is stale.
+    const long pid = std::stol(tail.substr(0, dot));
+    if (pid > 0 && pid <= std::numeric_limits<pid_t>::max() && (::kill(pid_t(pid), 0) == 0 || errno == EPERM)) continue;
+    if (!entry.is_regular_file(ec)) continue;
+    if (std::filesystem::remove(entry.path(), ec)) removed.push_back(name);
+  }
+  return removed;
 }
 
 std::string find_latest_snapshot(const std::string& format, const std::string& directory) {

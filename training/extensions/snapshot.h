@@ -9,6 +9,10 @@
 /// snapshot_object saves one link's parameters the same way. With autoload, initialize loads
 /// the newest file in out() that the filename format matches, as Chainer's snapshot(autoload=True).
 #pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "nn/link.h"
 #include "training/extension.h"
 
@@ -26,7 +30,9 @@ class Snapshot : public Extension {
   int priority() const override { return -100; }  ///< -100: after every reader, as Chainer's snapshot.
   /// The output path: the filename formatted with TRAINER's fields, under out().
   std::string path_for(const Trainer& trainer) const;
-  /// With autoload, loads the newest snapshot in out() that the filename format matches (find_latest_snapshot).
+  /// Removes the stale temporary files of snapshots of this filename format in out()
+  /// (remove_stale_temporaries), then, with autoload, loads the newest snapshot in out() that
+  /// the format matches (find_latest_snapshot).
   void initialize(Trainer& trainer) override;
 
   const std::string& filename() const { return filename_; }  ///< The filename format.
@@ -44,6 +50,14 @@ class Snapshot : public Extension {
   Link* target_;
   bool autoload_ = false;
 };
+
+/// Removes from DIRECTORY the temporary files of saves killed before their rename: files named
+/// `NAME.tmp.PID.N` (save_npz's and LogReport's temporaries; PID and N digits) whose NAME
+/// MATCHES accepts and whose process PID no longer runs on this machine (a running one may be
+/// saving into the same directory). Nothing else is touched. Returns the names removed.
+/// Snapshot and LogReport call it at initialize with their own names.
+std::vector<std::string> remove_stale_temporaries(const std::string& directory,
+                                                  const std::function<bool(const std::string&)>& matches);
 
 /// The newest file in DIRECTORY (by modification time, then name) whose name begins with the part
 /// of FORMAT before its first '{' and ends with the part after its last '}', as Chainer's
