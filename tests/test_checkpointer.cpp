@@ -82,7 +82,7 @@ struct Job {
   std::shared_ptr<mn::Communicator> comm;
 
   Job(const std::shared_ptr<mn::Communicator>& comm, IntervalTrigger stop, const fs::path& out, int64_t hidden = 3,
-      int64_t n_total = 0, bool batch_norm = false)
+      int64_t n_total = 0, bool batch_norm = false, bool lazy = false)
       : comm(comm) {
     datasets::DatasetPtr all;
     if (comm->rank() == 0) {
@@ -99,6 +99,8 @@ struct Job {
       model = std::make_shared<L::Classifier>(std::make_shared<Sequential>(
           std::make_shared<L::Linear>(5, 4), std::make_shared<L::BatchNormalization>(4), F::relu,
           std::make_shared<L::Linear>(4, hidden)));
+    else if (lazy)  // its input size is learnt from the first batch (or a load)
+      model = std::make_shared<L::Classifier>(std::make_shared<L::Linear>(hidden));
     else
       model = std::make_shared<L::Classifier>(std::make_shared<L::Linear>(5, hidden));
     optimizer = std::make_shared<mn::MultiNodeOptimizer>(std::make_shared<optimizers::Adam>(0.05), comm);
@@ -256,6 +258,56 @@ TEST_CASE("checkpointer: a checkpoint of another model is an error naming the fi
   CHECK(wider.updater->iteration() == 0);
   CHECK(wider.parameters() == before);
   CHECK(fs::file_size(mine) == size);
+}
+
+// A lazily sized layer is initialized by the load itself (its W's shape from the file); a load
+// that fails after that must leave it uninitialized again, and the error must be the load's,
+// not one from putting the state back.
+TEST_CASE("checkpointer: a failed load leaves a lazily sized layer uninitialized and names the real mismatch") {
+  auto comm = world();
+  SharedDir dir(comm);
+  {
+    Job b(comm, IntervalTrigger(2, Unit::Iteration), dir.path);
+    b.run_saving_every(2);
+  }
+  Job lazy(comm, IntervalTrigger(4, Unit::Iteration), dir.path, /*hidden=*/4, 0, false, /*lazy=*/true);
+  CHECK_THROWS_WITH(mn::create_multi_node_checkpointer("run", comm)->maybe_load(*lazy.trainer),
+                    Catch::Contains("does not match this trainer (nothing was loaded)") &&
+                        Catch::Contains("predictor/b") && !Catch::Contains("is missing"));
+  CHECK(lazy.updater->iteration() == 0);
+  bool uninitialized = false;
+  for (auto& [name, p] : lazy.model->namedparams())
+    if (name == "/predictor/W") uninitialized = !p.data().defined();
+  CHECK(uninitialized);
+}
+
+// Debug mode: after a load, the ranks of a data-parallel job must hold the same parameters. A
+// rank whose file was changed (here by hand) is caught at once, on every rank, naming the entry.
+TEST_CASE("checkpointer: in debug mode, ranks that loaded different parameters are an error on every rank") {
+  auto comm = world();
+  SharedDir dir(comm);
+  {
+    Job b(comm, IntervalTrigger(2, Unit::Iteration), dir.path);
+    b.run_saving_every(2);
+  }
+  if (comm->rank() == comm->size() - 1 && comm->size() > 1) {
+    const std::string file = (dir.path / ("run." + std::to_string(comm->rank()) + ".2")).string();
+    TensorMap entries = load_npz(file);
+    Tensor& w = entries.at("updater/model:main/predictor/W");
+    w = ops::add_scalar(w, 1.0);
+    save_npz(file, entries);
+  }
+  comm->allgather_bytes("");  // every rank sees the changed file
+  Job c(comm, IntervalTrigger(4, Unit::Iteration), dir.path);
+  comm->set_debug(true);
+  if (comm->size() == 1) {
+    CHECK(mn::create_multi_node_checkpointer("run", comm)->maybe_load(*c.trainer) == 2);
+  } else {
+    CHECK_THROWS_WITH(mn::create_multi_node_checkpointer("run", comm)->maybe_load(*c.trainer),
+                      Catch::Contains("MultiNodeCheckpointer.maybe_load: run 'run' after its load") &&
+                          Catch::Contains("W"));
+  }
+  comm->set_debug(false);
 }
 
 namespace {

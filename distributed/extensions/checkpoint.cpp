@@ -17,6 +17,7 @@
 #include "core/npz.h"
 #include "distributed/datasets/scatter_dataset.h"
 #include "distributed/extensions/allreduce_persistent.h"
+#include "distributed/optimizers/multi_node_optimizer.h"
 
 namespace chainermn {
 
@@ -344,9 +345,8 @@ int64_t MultiNodeCheckpointer::maybe_load(chainer::training::Trainer& trainer, c
   }
 
   // Each rank loads its own file.
-  chainer::Serializer backup = chainer::Serializer::writer();
-  trainer.serialize(backup);
-  load_on_every_rank(trainer, backup.entries(),
+  const chainer::training::TrainerState backup(trainer);
+  load_on_every_rank(trainer, backup,
                      [&] { chainer::training::load_snapshot(std::move(entries), trainer, file); }, where);
   previous_ = latest;
   return latest;
@@ -409,7 +409,8 @@ bool MultiNodeCheckpointer::discard_interrupted_first_save() {
   return true;
 }
 
-void MultiNodeCheckpointer::load_on_every_rank(chainer::training::Trainer& trainer, const chainer::TensorMap& backup,
+void MultiNodeCheckpointer::load_on_every_rank(chainer::training::Trainer& trainer,
+                                               const chainer::training::TrainerState& backup,
                                                const std::function<void()>& load, const std::string& where) const {
   std::string failure;
   try {
@@ -420,11 +421,18 @@ void MultiNodeCheckpointer::load_on_every_rank(chainer::training::Trainer& train
   try {
     throw_if_any(failure, where);
   } catch (const Error&) {
-    // Every rank puts its state back, also one whose load failed part of the way.
-    chainer::Serializer restore = chainer::Serializer::reader(backup);
-    trainer.serialize(restore);
+    // Every rank puts its state back, also one whose load failed part of the way (lazily sized
+    // layers the load initialized become uninitialized again).
+    backup.restore();
     throw;
   }
+  // Debug mode: the ranks of a data-parallel job must now hold the same parameters. Only the
+  // multi-node optimizers' models are compared; a model-parallel job's ranks differ by design.
+  for (const auto& [name, optimizer] : trainer.updater().get_all_optimizers())
+    if (auto* mn = dynamic_cast<MultiNodeOptimizer*>(optimizer);
+        mn && mn->communicator().debug() && mn->communicator().averages_gradients())
+      mn->communicator().check_params_consistent(
+          mn->target(), str("MultiNodeCheckpointer.maybe_load: run '", name_, "' after its load (optimizer '", name, "')"));
 }
 
 void MultiNodeCheckpointer::set_scatter(int64_t n_total, bool shuffle, uint64_t seed, bool force_equal_length,
@@ -625,8 +633,7 @@ bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, i
 
   // Old rank 0's state, but every iterator keeps this rank's own order and random state at the
   // old epoch: its share and its length differ from any old rank's.
-  chainer::Serializer backup = chainer::Serializer::writer();
-  trainer.serialize(backup);
+  const chainer::training::TrainerState backup(trainer);
   chainer::TensorMap entries = plan.entries;
   std::set<std::string> iterators;  // "updater/iterator:NAME/"
   for (auto it = entries.begin(); it != entries.end();)
@@ -652,7 +659,7 @@ bool MultiNodeCheckpointer::load_remapped(chainer::training::Trainer& trainer, i
   ProcessCountChange change;
   change.old_size = plan.old_size;
   change.iteration = plan.iteration;
-  load_on_every_rank(trainer, backup.entries(), [&] {
+  load_on_every_rank(trainer, backup, [&] {
     chainer::training::load_snapshot(std::move(entries), trainer, plan.source);
     const std::string name = scatter_ ? scatter_->iterator : "main";
     chainer::iterators::Iterator& iterator = trainer.updater().get_iterator(name);

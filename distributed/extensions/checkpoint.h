@@ -176,9 +176,10 @@ class MultiNodeCheckpointer : public chainer::training::Extension {
   // says which checkpoint), naming each failing rank's reason.
   void throw_if_any(const std::string& failure, const std::string& where) const;
   // Collective: runs LOAD (into TRAINER) on every rank; when it throws on any rank, every rank
-  // throws (WHERE says which checkpoint) and puts BACKUP (the trainer's entries before) back, so
-  // the job stays as it was everywhere.
-  void load_on_every_rank(chainer::training::Trainer& trainer, const chainer::TensorMap& backup,
+  // throws (WHERE says which checkpoint) and puts BACKUP (the trainer as it was before) back, so
+  // the job stays as it was everywhere. In debug mode a load that succeeded is followed by a
+  // comparison of the ranks' parameters (Communicator::check_params_consistent).
+  void load_on_every_rank(chainer::training::Trainer& trainer, const chainer::training::TrainerState& backup,
                           const std::function<void()>& load, const std::string& where) const;
   std::string name_;
   std::shared_ptr<Communicator> comm_;
