@@ -308,6 +308,17 @@ TEST_CASE("training: LogReport's JSON reads back what it writes") {
   REQUIRE(special.at(0).at("b") == INFINITY);
 }
 
+TEST_CASE("training: a damaged saved log is an error saying which entry and what it holds") {
+  const std::string good = E::LogReport::to_json({{{"epoch", 1}, {"main/loss", 0.5}}, {{"epoch", 2}, {"main/loss", 0.25}}});
+  std::string bad = good;
+  bad.replace(bad.rfind("0.25"), 4, "0.2x");
+  REQUIRE_THROWS_WITH(E::LogReport::from_json(bad),
+                      Catch::Equals("LogReport: the saved log is corrupt: entry 1: 'main/loss' holds '0.2x', not a number"));
+  REQUIRE_THROWS_WITH(E::LogReport::from_json("[{\"epoch\": }]"), Catch::Contains("'epoch' holds '', not a number"));
+  REQUIRE_THROWS_WITH(E::LogReport::from_json("[{\"epoch: 1}]"), Catch::Contains("has no closing quote or no ':'"));
+  REQUIRE_THROWS_WITH(E::LogReport::from_json("[{\"epoch\": 1"), Catch::Contains("entry 0: no closing '}'"));
+}
+
 TEST_CASE("training: PrintReport prints a header, then one aligned row per epoch") {
   TempDir dir("print");
   Setup s(make_dataset(200, 1), make_dataset(50, 2), 32, IntervalTrigger(3, Unit::Epoch), dir.path);

@@ -92,21 +92,35 @@ std::string LogReport::to_json(const std::vector<Observation>& log) {
 }
 
 std::vector<Observation> LogReport::from_json(const std::string& text) {
-  // Reads back what to_json writes: a list of flat objects of numbers.
+  // Reads back what to_json writes: a list of flat objects of numbers. Anything else (a snapshot
+  // damaged or written by something else) is an error saying where, not a bare "stod".
+  const auto corrupt = [](size_t entry, const std::string& what) {
+    return Error(str("LogReport: the saved log is corrupt: entry ", entry, ": ", what));
+  };
   std::vector<Observation> log;
   size_t at = 0;
   while ((at = text.find('{', at)) != std::string::npos) {
     const size_t end = text.find('}', at);
-    if (end == std::string::npos) throw Error("LogReport: the saved log is corrupt");
+    if (end == std::string::npos) throw corrupt(log.size(), "no closing '}'");
     Observation entry;
     for (size_t q = text.find('"', at); q != std::string::npos && q < end; q = text.find('"', q)) {
       const size_t q2 = text.find('"', q + 1);
+      const size_t colon = q2 == std::string::npos ? q2 : text.find(':', q2);
+      if (q2 == std::string::npos || q2 > end || colon == std::string::npos || colon > end)
+        throw corrupt(log.size(), str("a key at offset ", q, " has no closing quote or no ':'"));
       const std::string key = text.substr(q + 1, q2 - q - 1);
-      size_t v0 = text.find(':', q2) + 1;
-      while (text[v0] == ' ') ++v0;
-      size_t v1 = text.find_first_of(",\n}", v0);
+      size_t v0 = colon + 1;
+      while (v0 < end && text[v0] == ' ') ++v0;
+      const size_t v1 = std::min(text.find_first_of(",\n}", v0), end);
       const std::string val = text.substr(v0, v1 - v0);
-      entry[key] = val == "NaN" ? NAN : val == "Infinity" ? INFINITY : val == "-Infinity" ? -INFINITY : std::stod(val);
+      double number = 0;
+      if (val == "NaN") number = NAN;
+      else if (val == "Infinity") number = INFINITY;
+      else if (val == "-Infinity") number = -INFINITY;
+      else if (auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), number);
+               val.empty() || ec != std::errc() || p != val.data() + val.size())
+        throw corrupt(log.size(), str("'", key, "' holds '", val, "', not a number"));
+      entry[key] = number;
       q = v1;
     }
     log.push_back(entry);
