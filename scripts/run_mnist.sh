@@ -4,6 +4,6 @@
 #   bash scripts/run_mnist.sh [mnist_mlp flags...]          # NP=4 for 4 processes
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh apps/mnist_mlp  # the libraries and the app; the tests and benchmarks are the suite's
 mpiexec=$(command -v mpiexec.mpich || command -v mpiexec)
 exec "$mpiexec" -n "${NP:-2}" build/apps/mnist_mlp "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the build needs (Debian 12, as root, or with sudo) and builds into build/.
-#   bash scripts/setup.sh            # idempotent: installs only what is missing
+#   bash scripts/setup.sh            # idempotent: installs only what is missing; builds everything
+#   bash scripts/setup.sh TARGET...  # builds only those targets and what they need (apps/mnist_mlp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,4 +37,4 @@ if [[ ! -f build/build.ninja ]]; then
     exit 1
   }
 fi
-ninja -C build
+ninja -C build "$@"
