@@ -5,7 +5,8 @@
 //   terminate  rank 1 throws on a std::thread of its own: the std::terminate handler ends the job
 //   sigkill    rank 1 kills itself with SIGKILL (no handler runs; mpiexec must notice)
 //   stop       rank 1 stops itself with SIGSTOP: nothing fails, the others just wait, as for a
-//              peer behind a cut link; the watchdog (CHAINERMN_TIMEOUT) must end the job
+//              peer behind a cut link; the watchdog (CHAINERMN_TIMEOUT) must end the job, and
+//              the healthy ranks' messages must name rank 1 as not running
 //   loop [S]   every rank all-reduces 256 KiB over and over, for S seconds (rank 0's clock), or
 //              until the job is ended from outside (tests/simhosts.sh cuts a host's link)
 //   ok         nobody fails: every rank prints "rank R ok" and the job exits 0
