@@ -3,11 +3,17 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
+#include <new>
 #include <set>
 
 namespace apps {
@@ -77,7 +83,10 @@ bool read_common_option(Args& args, CommonOptions& o) {
   return true;
 }
 
-void set_threads(const CommonOptions& o) { chainer::set_num_threads(o.threads); }
+void set_threads(const CommonOptions& o) {
+  set_stage("starting the compute threads");
+  chainer::set_num_threads(o.threads);
+}
 
 std::string common_usage(const CommonOptions& d) {
   const bool mnist = d.data_set == Data::MNIST;
@@ -138,6 +147,7 @@ void take_subsets(chainer::datasets::DatasetPtr& train, chainer::datasets::Datas
 }
 
 std::shared_ptr<chainermn::Communicator> create_communicator(const std::string& requested, const std::optional<int>& gpu) {
+  set_stage("creating the communicator");
   return chainermn::create_communicator(!requested.empty()                        ? requested
                                         : gpu && chainermn::world_size() > 1 ? "pure_nccl"
                                                                               : "naive");
@@ -152,6 +162,7 @@ std::string process_table(const chainermn::Communicator& comm) {
 }
 
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm) {
+  set_stage("choosing the device");
   if (!gpu) return chainer::Device::cpu();
   const int visible = chainer::cuda::device_count();
   const int id = visible > 0 ? (*gpu + comm.intra_rank()) % visible : *gpu;
@@ -163,6 +174,26 @@ chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Co
   return chainer::cuda::get_device(id).device();
 }
 
+int64_t snapshot_process_count(const std::string& name, const std::string& stem) {
+  const std::string head = stem + ".rank";
+  if (name.size() <= head.size() || name.compare(0, head.size(), head) != 0) return 0;
+  // A run of up to 9 digits without leading zeros (rank_suffix writes none) at AT, read past;
+  // -1 when there is none.
+  auto digits = [&name](size_t& at) -> int64_t {
+    const size_t start = at;
+    int64_t value = 0;
+    for (; at < name.size() && at - start < 9 && std::isdigit(static_cast<unsigned char>(name[at])); ++at)
+      value = value * 10 + (name[at] - '0');
+    return at == start || (name[start] == '0' && at - start > 1) ? -1 : value;
+  };
+  size_t at = head.size();
+  const int64_t rank = digits(at);
+  if (rank < 0 || name.compare(at, 4, "-of-") != 0) return 0;
+  at += 4;
+  const int64_t count = digits(at);
+  return at == name.size() && count > rank ? count : 0;
+}
+
 void resume(const std::string& prefix, chainer::training::Trainer& trainer, const chainermn::Communicator& comm) {
   namespace fs = std::filesystem;
   const std::string mine = prefix + chainermn::rank_suffix(comm);
@@ -170,19 +201,21 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
     // Snapshots of a run with another process count beside it: say so.
     const fs::path dir = fs::path(prefix).parent_path().empty() ? fs::path(".") : fs::path(prefix).parent_path();
     const std::string stem = fs::path(prefix).filename().string();
-    std::set<std::string> counts;
+    // Only names the snapshot extension writes count: STEM itself (one process) and
+    // STEM.rankR-of-N with R < N, digits only. A save cut short leaves its temporary file
+    // (STEM.rank1-of-2.tmp.PID.K), which names no process count.
+    std::set<int64_t> counts;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       const std::string name = e.path().filename().string();
-      const size_t of = name.rfind("-of-");
-      if (name.rfind(stem + ".rank", 0) == 0 && of != std::string::npos) counts.insert(name.substr(of + 4));
-      if (name == stem) counts.insert("1");
+      if (name == stem) counts.insert(1);
+      else if (const int64_t n = snapshot_process_count(name, stem); n > 0) counts.insert(n);
     }
     if (!counts.empty()) {
       std::string list;
-      for (const std::string& c : counts) list += (list.empty() ? "" : " or ") + c;
+      for (const int64_t c : counts) list += str(list.empty() ? "" : " or ", c);
       throw Error(str("resume: the snapshot '", mine, "' does not exist, but '", prefix, "' was written by a run of ",
-                      list, counts.size() == 1 && *counts.begin() == "1" ? " process" : " processes",
+                      list, counts.size() == 1 && *counts.begin() == 1 ? " process" : " processes",
                       ": resume with that many (mpiexec -n N), this run has ", comm.size()));
     }
   }
@@ -277,8 +310,12 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
           chainer::training::IntervalTrigger(1, Unit::Epoch), E::PlotReport::Postprocess{}, "accuracy.png"));
     }
   }
-  if (!o.resume.empty()) resume(o.resume, trainer, comm);
+  if (!o.resume.empty()) {
+    set_stage(str("resuming from '", o.resume, "'"));
+    resume(o.resume, trainer, comm);
+  }
   if (checkpointer) {
+    set_stage(str("looking for checkpoints to resume from in '", o.out, "'"));
     // [checkpointer]
     // After every extension with state is registered, so the reports continue too.
     trainer.extend(checkpointer, "", chainer::training::IntervalTrigger(double(o.checkpoint_interval), Unit::Iteration));
@@ -288,6 +325,9 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
                 << std::flush;
     // [end]
   }
+  set_stage([updater] {
+    return str("training (", updater->iteration(), " iterations done, epoch ", updater->epoch(), ")");
+  });
   trainer.run();
 }
 
@@ -299,21 +339,142 @@ std::shared_ptr<chainermn::MultiNodeCheckpointer> make_checkpointer(const std::s
   return chainermn::create_multi_node_checkpointer(name, comm);
 }
 
+std::string format_bytes(double bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  size_t unit = 0;
+  for (; bytes >= 1024 && unit + 1 < std::size(units); ++unit) bytes /= 1024;
+  char text[64];
+  if (unit == 0) std::snprintf(text, sizeof text, "%.0f B", bytes);
+  else std::snprintf(text, sizeof text, "%.1f %s", bytes, units[unit]);
+  return text;
+}
+
+namespace {
+
+// The number in the first line of PATH, or nullopt (no such file, "max", not a number).
+std::optional<double> read_number(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word) || word.empty() || !std::isdigit(static_cast<unsigned char>(word[0]))) return std::nullopt;
+  return std::strtod(word.c_str(), nullptr);
+}
+
+// The value in kB of the line "KEY: N kB" of /proc/FILE, in bytes.
+std::optional<double> proc_kib(const char* file, const std::string& key) {
+  std::ifstream in(std::string("/proc/") + file);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + ":", 0) == 0) return std::strtod(line.c_str() + key.size() + 1, nullptr) * 1024;
+  return std::nullopt;
+}
+
+// The least room under the memory limits of this process's cgroup and those above it: v2's
+// memory.max (one hierarchy, the line "0::PATH" of /proc/self/cgroup), else v1's memory
+// controller (the line "N:memory:PATH"). Inside a container the path may not exist under the
+// mount (it shows the container's own cgroup at the root): the mount's root counts then.
+std::optional<MemoryRoom> cgroup_room() {
+  std::ifstream in("/proc/self/cgroup");
+  std::optional<MemoryRoom> best;
+  auto consider = [&best](const std::filesystem::path& dir, const char* max_file, const char* usage_file) {
+    const std::optional<double> max = read_number(dir / max_file), usage = read_number(dir / usage_file);
+    if (!max || !usage || *max >= double(int64_t(1) << 62)) return;  // v1 writes "no limit" as 2^63 - 4096
+    const double room = std::max(0.0, *max - *usage);
+    if (!best || room < best->bytes)
+      best = MemoryRoom{room, str("room under the cgroup's memory limit of ", format_bytes(*max), " (",
+                                  (dir / max_file).string(), ")")};
+  };
+  for (std::string line; std::getline(in, line);) {
+    const size_t c1 = line.find(':'), c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1), path = line.substr(c2 + 1);
+    std::filesystem::path mount;
+    const char *max_file = nullptr, *usage_file = nullptr;
+    if (line.rfind("0::", 0) == 0) mount = "/sys/fs/cgroup", max_file = "memory.max", usage_file = "memory.current";
+    else if (controllers == "memory")
+      mount = "/sys/fs/cgroup/memory", max_file = "memory.limit_in_bytes", usage_file = "memory.usage_in_bytes";
+    else continue;
+    for (std::filesystem::path dir = mount / std::filesystem::path(path).relative_path();; dir = dir.parent_path()) {
+      consider(dir, max_file, usage_file);
+      if (dir == mount || !dir.has_relative_path() || dir.string().size() <= mount.string().size()) break;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+MemoryRoom host_memory_room() {
+  MemoryRoom room{std::numeric_limits<double>::infinity(), "no known limit"};
+  if (const std::optional<double> available = proc_kib("meminfo", "MemAvailable"))
+    room = {*available, "memory available (MemAvailable)"};
+  if (const std::optional<MemoryRoom> cgroup = cgroup_room(); cgroup && cgroup->bytes < room.bytes) room = *cgroup;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    const double used = proc_kib("self/status", "VmSize").value_or(0);
+    const double left = std::max(0.0, double(limit.rlim_cur) - used);
+    if (left < room.bytes)
+      room = {left, str("room under the address-space limit (ulimit -v) of ", format_bytes(double(limit.rlim_cur)))};
+  }
+  return room;
+}
+
+namespace {
+
+std::function<std::string()> g_stage = [] { return std::string("starting"); };
+
+std::string stage() {
+  try {
+    return g_stage();
+  } catch (...) {
+    return "an unknown stage";
+  }
+}
+
+}  // namespace
+
+void set_stage(std::string what) {
+  g_stage = [what = std::move(what)] { return what; };
+}
+
+void set_stage(std::function<std::string()> what) { g_stage = std::move(what); }
+
+std::string error_message(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& error) {
+    return error.what();
+  } catch (const std::bad_alloc&) {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const MemoryRoom room = host_memory_room();
+    return str("out of memory while ", stage(), ": an allocation failed (std::bad_alloc) with this process at ",
+               format_bytes(double(usage.ru_maxrss) * 1024), " resident at its peak and ",
+               std::isfinite(room.bytes) ? format_bytes(room.bytes) + " more in the " + room.limit
+                                         : std::string("no known limit"),
+               "; a smaller batch or model, or fewer processes on this host, needs less");
+  } catch (const std::exception& other) {
+    return str(chainermn::exception_type_name(other), " while ", stage(), ": ", other.what());
+  } catch (...) {
+    return str("an exception of unknown type while ", stage());
+  }
+}
+
 int app_main(const char* name, int argc, char** argv, int (*run)(int, char**)) {
   return chainermn::run_main(argc, argv, [name, run](int c, char** v) -> int {
     try {
+      set_stage("reading the options");
       // Started by another MPI's launcher, every process would run alone as rank 0 of 1, train
       // on everything and write the same files: refuse before any work.
       if (const std::string mismatch = chainermn::launcher_mismatch(); !mismatch.empty())
         throw Error(str("the launcher and MPI disagree: ", mismatch, ": this program was started by another MPI's "
                         "launcher (it is built with MPICH); launch it with MPICH's: mpiexec.mpich -n N ..."));
       return run(c, v);
-    } catch (const std::exception& e) {
+    } catch (...) {
+      const std::string message = error_message(std::current_exception());
       if (chainermn::world_size() == 1) {
-        std::cerr << name << ": error: " << e.what() << "\n";
+        std::cerr << name << ": error: " << message << "\n";
         return 1;
       }
-      chainermn::abort_job(str(name, ": error: ", e.what()));
+      chainermn::abort_job(str(name, ": error: ", message));
     }
   });
 }

@@ -8,6 +8,8 @@
 #include <chainermn.h>
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -93,6 +95,11 @@ std::string process_table(const chainermn::Communicator& comm);
 
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm);
 
+// The process count N of a per-rank snapshot NAME = STEM.rankR-of-N (R < N, digits only, as
+// chainermn::rank_suffix writes them); 0 for any other name (a temporary file of an unfinished
+// save, STEM.rank1-of-2.tmp.6944.0, included).
+int64_t snapshot_process_count(const std::string& name, const std::string& stem);
+
 // Loads the snapshot PREFIX + chainermn::rank_suffix(comm) into TRAINER, then checks that every rank loaded
 // the same iteration. Errors name what is wrong: the process count PREFIX's files were written
 // by, or which rank loaded which iteration.
@@ -126,6 +133,33 @@ std::shared_ptr<chainermn::MultiNodeCheckpointer> make_checkpointer(const std::s
 // The updater options of the model-parallel apps: on a GPU their steps run eagerly, since a
 // step that sends and receives through MPI on the host cannot be captured into a CUDA graph.
 inline const chainer::training::UpdaterOptions kEagerSteps{std::nullopt, /*cuda_graph=*/false};
+
+// Bytes as people read them: "512 B", "3.7 GiB", "2.9 TiB".
+std::string format_bytes(double bytes);
+
+// How much more memory this process may allocate on the host: the least of the kernel's
+// MemAvailable (/proc/meminfo), the room under its cgroup's memory limit (v2 memory.max, v1
+// memory.limit_in_bytes, of its cgroup and those above it) and the room under its address-space
+// limit (ulimit -v); LIMIT says which, as "memory available (MemAvailable)".
+struct MemoryRoom {
+  double bytes = 0;
+  std::string limit;
+};
+MemoryRoom host_memory_room();
+
+// What the app is doing, for the message of an error that does not say so itself (a
+// std::bad_alloc: "out of memory while reading the data"). app_main starts with "reading the
+// options"; the apps and train() set the stages that follow ("training (1200 iterations done,
+// epoch 2)": a function, asked only when an error needs it).
+void set_stage(std::string what);
+void set_stage(std::function<std::string()> what);
+
+// The message app_main prints ("APP: error: " before it) for the exception E: a chainer::Error's
+// own message; for std::bad_alloc, "out of memory while STAGE" with the peak resident memory and
+// what is still available; for any other exception its type, the stage and its what()
+// ("std::invalid_argument while resuming from 'result/snapshot_iter_600': stod"), since the
+// C++ library's messages name neither a fault nor a file.
+std::string error_message(const std::exception_ptr& e);
 
 // main() of app NAME: runs RUN under chainermn::run_main with the error handling above.
 int app_main(const char* name, int argc, char** argv, int (*run)(int, char**));

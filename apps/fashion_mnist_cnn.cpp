@@ -90,6 +90,7 @@ int run(int argc, char** argv) {
 
   // Rank 0 reads the data; every worker gets its share.
   chainer::datasets::DatasetPtr train, test;
+  apps::set_stage("reading and scattering Fashion-MNIST");
   if (root) {
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << "\n# Using " << comm->name()
               << " communicator\n# Minibatch-size: " << o.batchsize << "\n# epoch: " << o.epoch
@@ -112,6 +113,7 @@ int run(int argc, char** argv) {
     test = chainer::datasets::to_device(test, device);
   }
 
+  apps::set_stage("building the model");
   // [cnn-training]
   // Dropout draws other masks on every rank; rank 0's initial parameters are broadcast to all.
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));

@@ -49,6 +49,7 @@ int run(int argc, char** argv) {
   // The roots of the two data communicators (ranks 0 and 1) hold the data: MNIST on rank 0, an
   // empty dataset of its length on rank 1.
   chainer::datasets::DatasetPtr train, test;
+  apps::set_stage("reading and scattering MNIST");
   if (root) {
     const std::string data_dir = apps::find_mnist(o.data);
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << " (" << comm->size() / 2
@@ -71,6 +72,7 @@ int run(int argc, char** argv) {
     test = chainer::datasets::to_device(test, device);
   }
 
+  apps::set_stage("building the model");
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));
   // [dual-model]
   std::shared_ptr<chainer::Link> model;

@@ -55,6 +55,7 @@ int run(int argc, char** argv) {
   apps::set_threads(o);
 
   std::shared_ptr<chainer::iterators::Iterator> train_iter, test_iter;
+  apps::set_stage("reading MNIST");
   if (root) {
     const std::string data_dir = apps::find_mnist(o.data);
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << " (an ensemble of " << comm->size()
@@ -72,6 +73,7 @@ int run(int argc, char** argv) {
   test_iter = chainermn::create_multi_node_iterator(test_iter, comm);
   // [end]
 
+  apps::set_stage("building the model");
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));  // members start apart
   auto model = std::make_shared<L::Classifier>(std::make_shared<Ensemble>(comm, o.unit, 10));
   model->to_device(device);

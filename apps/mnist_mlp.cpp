@@ -65,6 +65,7 @@ int run(int argc, char** argv) {
   // Rank 0 reads MNIST; scatter_dataset sends every worker its share, so one epoch is one pass
   // over the whole dataset across all workers.
   chainer::datasets::DatasetPtr train, test;
+  apps::set_stage("reading and scattering MNIST");
   const std::string processes = apps::process_table(*comm);
   if (root) {
     const std::string data_dir = apps::find_mnist(o.data);
@@ -90,6 +91,7 @@ int run(int argc, char** argv) {
     test = chainer::datasets::to_device(test, device);
   }
 
+  apps::set_stage("building the model");
   chainer::random::seed(uint64_t(o.seed));
   auto model = std::make_shared<L::Classifier>(std::make_shared<apps::MLP>(o.unit, 10));
   model->to_device(device);  // the tutorial's model.to_gpu()

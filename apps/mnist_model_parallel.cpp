@@ -35,6 +35,7 @@ int run(int argc, char** argv) {
 
   // Rank 0 reads MNIST.
   chainer::datasets::DatasetPtr train, test;
+  apps::set_stage("reading MNIST");
   if (first) {
     const std::string data_dir = apps::find_mnist(o.data);
     std::cout << "# Num process (COMM_WORLD): 2 (model parallel: layer 1 on rank 0, layers 2-3 on rank 1)\n# unit: "
@@ -53,6 +54,7 @@ int run(int argc, char** argv) {
     test = chainer::datasets::to_device(test, device);
   }
 
+  apps::set_stage("building the model");
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));
   std::shared_ptr<chainer::Link> model;
   if (first) model = std::make_shared<L::Classifier>(apps::first_stage(comm, o.unit));

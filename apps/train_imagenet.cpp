@@ -123,6 +123,7 @@ int run(int argc, char** argv) {
               << " arch\nNum Minibatch-size: " << o.common.batchsize << "\nNum epoch: " << o.common.epoch
               << "\n==========================================" << std::endl;
 
+  apps::set_stage(chainer::str("building the model ", o.arch));
   chainer::random::seed(uint64_t(o.common.seed));  // the same initial parameters on every rank
   auto model = apps::imagenet::make_model(o.arch, o.n_class, o.insize);
   if (!o.initmodel.empty()) chainer::serializers::load_npz(o.initmodel, *model);
@@ -132,6 +133,7 @@ int run(int argc, char** argv) {
   // labels of its share (with the mean and the crop settings) and decodes its own images.
   const int64_t crop = model->insize();
   chainer::datasets::DatasetPtr train, val;
+  apps::set_stage("reading the lists and the mean, and scattering the lists");
   if (root) {
     const chainer::Tensor mean = chainer::load_npy(o.mean);
     train = std::make_shared<chainer::datasets::PreprocessedImageDataset>(

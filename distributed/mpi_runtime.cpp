@@ -58,7 +58,7 @@ void write_stderr(const std::string& text) {
     try {
       std::rethrow_exception(e);
     } catch (const std::exception& ex) {
-      message = chainer::str("uncaught exception: ", ex.what());
+      message = chainer::str("uncaught exception: ", describe_exception(ex));
     } catch (...) {
       message = "uncaught exception of unknown type";
     }
@@ -364,6 +364,23 @@ void watchdog(int rank, int size) {
 
 }  // namespace
 
+std::string exception_type_name(const std::exception& e) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : typeid(e).name();
+  std::free(demangled);
+  // libstdc++'s inline namespaces say nothing to a reader: std::__cxx11::... is std::...
+  for (const std::string hidden : {"__cxx11::", "[abi:cxx11]"})
+    for (size_t at; (at = name.find(hidden)) != std::string::npos;) name.erase(at, hidden.size());
+  return name;
+}
+
+std::string describe_exception(const std::exception& e) {
+  if (dynamic_cast<const chainer::Error*>(&e)) return e.what();
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory (std::bad_alloc)";
+  return chainer::str(exception_type_name(e), ": ", e.what());
+}
+
 bool mpi_is_running() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -464,7 +481,7 @@ int run_main_impl(int& argc, char**& argv, const std::function<int(int&, char**&
     init_mpi(&argc, &argv);
     return fn(argc, argv);
   } catch (const std::exception& e) {
-    abort_job(e.what(), 1);
+    abort_job(describe_exception(e), 1);
   } catch (...) {
     abort_job("unknown exception (not derived from std::exception)", 1);
   }

@@ -64,6 +64,7 @@
 /// (docs/design.md). `MPIEXEC_TIMEOUT=<seconds>` in mpiexec's environment remains a limit on the
 /// whole job.
 #pragma once
+#include <exception>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -106,6 +107,13 @@ int world_size();
 /// exit otherwise.
 [[noreturn]] void abort_job(const std::string& message, int code = 1);
 
+/// The C++ name of E's dynamic type, as written in code: "std::invalid_argument".
+std::string exception_type_name(const std::exception& e);
+/// What E says, for a message: a chainer::Error's what(); "out of memory (std::bad_alloc)"; for
+/// any other exception its type, then its what() ("std::out_of_range: stoll"), since the C++
+/// library's own messages name no fault.
+std::string describe_exception(const std::exception& e);
+
 namespace detail {
 // Ends rank RANK of SIZE from a watchdog thread, which may not call MPI (MPI_THREAD_FUNNELED):
 // prints "[rank R/N] chainermn: MESSAGE. Ending the job" to stderr and kills the process
@@ -115,8 +123,8 @@ int run_main_impl(int& argc, char**& argv, const std::function<int(int&, char**&
 }
 
 /// Calls init_mpi, then FN (`FN(argc, argv)` or `FN()`, returning int or nothing, meaning 0), and
-/// returns its status. Any exception escaping FN becomes `abort_job(e.what())`: the whole job
-/// stops with the message instead of hanging the ranks that wait for this one.
+/// returns its status. Any exception escaping FN becomes `abort_job(describe_exception(e))`: the
+/// whole job stops with the message instead of hanging the ranks that wait for this one.
 template <class Fn>
 int run_main(int argc, char** argv, Fn&& fn) {
   return detail::run_main_impl(argc, argv, [&fn](int& c, char**& v) -> int {

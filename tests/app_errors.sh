@@ -128,6 +128,14 @@ else
   expect_error "corrupt snapshot" "$tmp/corrupt_snapshot" -- "${data[@]}" -o "$tmp/r2" -r "$tmp/corrupt_snapshot"
   : >"$tmp/empty_snapshot"
   expect_error "empty snapshot" "$tmp/empty_snapshot" -- "${data[@]}" -o "$tmp/r3" -r "$tmp/empty_snapshot"
+  # Per-rank snapshots of a 2-process run beside what a save cut short left (a temporary file) and
+  # names that only look alike: the message counts the 2-process run alone.
+  mkdir -p "$tmp/ranked"
+  for f in s.rank0-of-2 s.rank1-of-2 s.rank1-of-2.tmp.6944.0 s.rank0-of-3x s.rank5-of-4 s.rank1-of-02; do
+    : >"$tmp/ranked/$f"
+  done
+  expect_error "per-rank snapshots of another process count" "'$tmp/ranked/s' was written by a run of 2 processes:" \
+    "this run has 1" -- "${data[@]}" -o "$tmp/r6" -r "$tmp/ranked/s"
 
   # A real (small) run, then resumes from its snapshot: with other unit counts (an error), and
   # with the same model to a second epoch.
@@ -152,6 +160,24 @@ sys.exit(d[:8] != b"\x89PNG\r\n\x1a\n" or struct.unpack(">II", d[16:24])[1] != 4
     fi
     expect_error "snapshot of other unit counts" "$tmp/run/snapshot_iter_600" "shape" -- --data "$MNIST_DIR" -u 20 -e 2 \
       -o "$tmp/r4" -r "$tmp/run/snapshot_iter_600"
+    # A snapshot whose saved log holds a word where a number belongs: the message names what was
+    # being done and the file, not only the C++ library's word for it ("stod").
+    python3 - "$tmp/run/snapshot_iter_600" "$tmp/bad_log_snapshot" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w") as dst:
+    for info in src.infolist():
+        data = src.read(info.filename)
+        if info.filename.endswith("LogReport/_log.npy"):
+            data = data.replace(b'"epoch": 1,', b'"epoch": x,')
+        dst.writestr(info, data)
+PY
+    "$app" "${data[@]}" -e 2 -o "$tmp/r7" -r "$tmp/bad_log_snapshot" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -ne 1 ] || ! grep -q "^mnist_mlp: error: " "$tmp/err" || ! grep -qE "bad_log_snapshot|LogReport" "$tmp/err"; then
+      fail "a snapshot with a corrupt log: exit $rc, expected 1 and a message naming the file or the log: $(tail -c 400 "$tmp/err")"
+    else
+      echo "ok: a snapshot with a corrupt log: $(head -n 1 "$tmp/err")"
+    fi
     "$app" --data "$MNIST_DIR" -u 10 -e 2 -o "$tmp/run" -r "$tmp/run/snapshot_iter_600" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     if [ "$rc" -ne 0 ]; then

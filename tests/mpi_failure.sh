@@ -46,6 +46,8 @@ for n in 1 2 3 4; do
   run "$n rank(s), no failure" zero "rank $((n - 1)) ok $n" "$MPIEXEC" -n $n "$PROG" ok
   run "$n rank(s), rank $bad throws in run_main" nonzero "[rank $bad/$n] rank 1 failed on purpose: bad batch" \
     "$MPIEXEC" -n $n "$PROG" throw
+  run "$n rank(s), rank $bad throws std::out_of_range" nonzero "[rank $bad/$n] std::out_of_range: stoll" \
+    "$MPIEXEC" -n $n "$PROG" throw_std
   run "$n rank(s), rank $bad throws on a thread" nonzero "[rank $bad/$n] uncaught exception: uncaught on a worker thread" \
     "$MPIEXEC" -n $n "$PROG" terminate
   run "$n rank(s), rank $bad is killed (SIGKILL)" nonzero "" "$MPIEXEC" -n $n "$PROG" sigkill
