@@ -53,6 +53,8 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  // -u and -b against the memory this process has, before any data is read.
+  apps::check_network_memory(o, [](int64_t u) { return apps::dense_cost({{784, u}, {u, u}, {u, 10}}); }, device, *comm);
 
   std::shared_ptr<chainer::iterators::Iterator> train_iter, test_iter;
   apps::set_stage("reading MNIST");
@@ -64,6 +66,7 @@ int run(int argc, char** argv) {
     chainer::datasets::DatasetPtr train, test;
     std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
     apps::take_subsets(train, test, o);
+    apps::check_batch("-b/--batchsize", o.batchsize, int64_t(train->size()), int64_t(train->size()), 1);
     train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true, uint64_t(o.seed));
     test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
   }

@@ -61,6 +61,8 @@ int run(int argc, char** argv) {
   // take one device each, in intra_rank order.
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  // -u and -b against the memory this process has, before any data is read.
+  apps::check_network_memory(o, [](int64_t u) { return apps::dense_cost({{784, u}, {u, u}, {u, 10}}); }, device, *comm);
 
   // Rank 0 reads MNIST; scatter_dataset sends every worker its share, so one epoch is one pass
   // over the whole dataset across all workers.
@@ -84,6 +86,7 @@ int run(int argc, char** argv) {
   // The test set need not be cut into equal shares (no all-reduce waits on its batches; the
   // multi-node evaluator weights each rank by its examples), so every test example counts once.
   test = chainermn::scatter_dataset(test, comm, 0, true, uint64_t(o.seed), /*force_equal_length=*/false);
+  apps::check_batch("-b/--batchsize", o.batchsize, int64_t(train->size()), n_train, comm->size());
 
   // On a GPU the whole dataset is copied there once and batches are gathered on the device.
   if (o.gpu) {

@@ -11,6 +11,8 @@ app=$(absolute "$app")
 scratch app_errors
 
 # expect_error NAME PATTERN... -- ARGS...: exit status 1 and every PATTERN (fixed strings) in stderr.
+# The command runs after "${prefix[@]}" (nothing unless a case sets it).
+prefix=()
 expect_error() {
   local name=$1
   shift
@@ -20,7 +22,7 @@ expect_error() {
     shift
   done
   shift
-  "$app" "$@" >"$tmp/out" 2>"$tmp/err"
+  "${prefix[@]}" "$app" "$@" >"$tmp/out" 2>"$tmp/err"
   local rc=$?
   if [ "$rc" -ne 1 ]; then
     fail "$name: mnist_mlp $* exited with $rc, expected 1 (stderr: $(tail -c 400 "$tmp/err"))"
@@ -63,6 +65,10 @@ expect_error "unknown reduction" "--reduction" "'foo'" -- --reduction foo
 expect_error "unknown communicator" "unknown communicator name 'bogus'" "naive, flat" -- --communicator bogus
 expect_error "NCCL communicator" "'pure_nccl'" "needs NCCL" -- --communicator pure_nccl
 expect_error "too many threads" "--threads" "at most" -- --threads 99999999999
+# More threads than 8 for each core this process may run on: they would only take turns.
+cores=$(nproc)
+expect_error "threads beyond 8 per core" "--threads $((8 * cores + 1)): $((8 * cores + 1)) compute threads are more" \
+  "at most $((8 * cores > 1024 ? 1024 : 8 * cores))" -- --threads $((8 * cores + 1))
 # Started by another MPI's launcher (its environment says rank 1 of 2; MPI says 1 process): refused.
 PMI_SIZE=2 PMI_RANK=1 expect_error "hydra's environment, alone" "PMI_SIZE=2 but MPI_COMM_WORLD has 1 process" \
   "mpiexec.mpich" -- -e 1 -u 10
@@ -114,7 +120,30 @@ else
     fail "--gpu: exit $rc: $(tail -c 400 "$tmp/err")"
   fi
   expect_error "--gpu with a bad id" "-g/--gpu expects an integer" "'zero'" -- --gpu=zero "${data[@]}"
-  expect_error "model too large" "out of memory" "(100000000, 784)" "GiB" -- --data "$MNIST_DIR" -u 100000000 -e 1
+  # Batches and networks the machine cannot hold are refused before any data is read (nothing on
+  # stdout), naming the option, what it needs, the memory there is and the most that fits. Under
+  # an address-space limit of 4 GiB and a time limit, so that a run that went ahead could neither
+  # swap the machine nor grind on: the limit (ulimit -v) is what the message must then name.
+  prefix=(timeout -k 5 60 bash -c 'ulimit -v 4194304 && exec "$0" "$@"')
+  expect_error "a batch too large for memory" "-b/--batchsize 1000000000: a batch of 1000000000 examples" \
+    "needs at least 3.1 TiB, more than the " "under this process's address-space limit (ulimit -v) of 4.0 GiB" \
+    "; no more than " " examples can fit" -- "${data[@]}" -b 1000000000
+  [ -s "$tmp/out" ] && fail "the batch too large for memory was refused only after: $(head -c 300 "$tmp/out")"
+  expect_error "a network too large for memory" "-u/--unit 1000000000: a network of 1000000000 units per hidden layer" \
+    "needs at least 13.9 EiB" "(ulimit -v)" " units can fit" -- --data "$MNIST_DIR" -u 1000000000 -e 1
+  expect_error "a network of 20000 units under 4 GiB" "-u/--unit 20000: " "needs at least 6.2 GiB" \
+    "(ulimit -v) of 4.0 GiB" -- --data "$MNIST_DIR" -u 20000 -e 1
+  prefix=()
+  # Without a limit of its own, the host's memory (MemAvailable, or a cgroup's limit) counts.
+  expect_error "a network too large for the host" "-u/--unit 100000000: " "needs at least 142.1 PiB, more than the " \
+    " units can fit" -- --data "$MNIST_DIR" -u 100000000 -e 1
+  grep -qE "of memory available \(MemAvailable\)|under the cgroup's memory limit" "$tmp/err" ||
+    fail "the host's memory is not named: $(cat "$tmp/err")"
+  # A batch larger than the training set: every batch would hold examples twice.
+  expect_error "a batch larger than the data" "-b/--batchsize 100000: a batch of 100000 examples is more than the 60000 training examples" \
+    "at most 60000" -- "${data[@]}" -b 100000
+  expect_error "a batch larger than the subset" "-b/--batchsize 101: " "more than the 100 training examples" \
+    -- "${data[@]}" -b 101 --train-size 100
   # Output directories that cannot be written.
   expect_error "output directory in /proc" "/proc/forbidden" "output directory" -- "${data[@]}" -o /proc/forbidden
   echo "a regular file" >"$tmp/plain"
