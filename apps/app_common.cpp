@@ -1,13 +1,20 @@
 #include "app_common.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
+#include <new>
 #include <set>
 
 namespace apps {
@@ -58,7 +65,11 @@ bool read_common_option(Args& args, CommonOptions& o) {
   else if (args.is("-e", "--epoch")) o.epoch = args.integer(1);
   else if (o.unit != 0 && args.is("-u", "--unit")) o.unit = args.integer(1);
   else if (args.is(nullptr, "--seed")) o.seed = args.integer(0);
-  else if (args.is(nullptr, "--threads")) o.threads = int(args.integer(1, chainer::kMaxThreads));
+  else if (args.is(nullptr, "--threads")) {
+    const int64_t n = args.integer(1);
+    check_threads("--threads", n, "compute threads");
+    o.threads = int(n);
+  }
   else if (args.is("-o", "--out")) o.out = args.value();
   else if (args.is("-r", "--resume")) o.resume = args.value();
   else if (args.is("-f", "--frequency")) {
@@ -77,7 +88,10 @@ bool read_common_option(Args& args, CommonOptions& o) {
   return true;
 }
 
-void set_threads(const CommonOptions& o) { chainer::set_num_threads(o.threads); }
+void set_threads(const CommonOptions& o) {
+  set_stage("starting the compute threads");
+  chainer::set_num_threads(o.threads);
+}
 
 std::string common_usage(const CommonOptions& d) {
   const bool mnist = d.data_set == Data::MNIST;
@@ -102,7 +116,8 @@ std::string common_usage(const CommonOptions& d) {
              R"(      --train-size N  train on the first N training examples only (default: all)
       --test-size N   evaluate on the first N test examples only (default: all)
       --seed N        random seed for initialization and shuffling (default 0)
-      --threads N     compute threads per process (default: cores / processes on this node)
+      --threads N     compute threads per process (default: cores / processes on this node;
+                      at most 8 per core it may run on)
       --timing        also log each epoch's training seconds (train_time) and the peak RSS
       --no-plot       draw no loss.png and accuracy.png (default: draw them, where this build
                       has cairo; --plot asks for them, and warns without it)
@@ -138,6 +153,7 @@ void take_subsets(chainer::datasets::DatasetPtr& train, chainer::datasets::Datas
 }
 
 std::shared_ptr<chainermn::Communicator> create_communicator(const std::string& requested, const std::optional<int>& gpu) {
+  set_stage("creating the communicator");
   return chainermn::create_communicator(!requested.empty()                        ? requested
                                         : gpu && chainermn::world_size() > 1 ? "pure_nccl"
                                                                               : "naive");
@@ -152,6 +168,7 @@ std::string process_table(const chainermn::Communicator& comm) {
 }
 
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm) {
+  set_stage("choosing the device");
   if (!gpu) return chainer::Device::cpu();
   const int visible = chainer::cuda::device_count();
   const int id = visible > 0 ? (*gpu + comm.intra_rank()) % visible : *gpu;
@@ -163,6 +180,26 @@ chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Co
   return chainer::cuda::get_device(id).device();
 }
 
+int64_t snapshot_process_count(const std::string& name, const std::string& stem) {
+  const std::string head = stem + ".rank";
+  if (name.size() <= head.size() || name.compare(0, head.size(), head) != 0) return 0;
+  // A run of up to 9 digits without leading zeros (rank_suffix writes none) at AT, read past;
+  // -1 when there is none.
+  auto digits = [&name](size_t& at) -> int64_t {
+    const size_t start = at;
+    int64_t value = 0;
+    for (; at < name.size() && at - start < 9 && std::isdigit(static_cast<unsigned char>(name[at])); ++at)
+      value = value * 10 + (name[at] - '0');
+    return at == start || (name[start] == '0' && at - start > 1) ? -1 : value;
+  };
+  size_t at = head.size();
+  const int64_t rank = digits(at);
+  if (rank < 0 || name.compare(at, 4, "-of-") != 0) return 0;
+  at += 4;
+  const int64_t count = digits(at);
+  return at == name.size() && count > rank ? count : 0;
+}
+
 void resume(const std::string& prefix, chainer::training::Trainer& trainer, const chainermn::Communicator& comm) {
   namespace fs = std::filesystem;
   const std::string mine = prefix + chainermn::rank_suffix(comm);
@@ -170,19 +207,21 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
     // Snapshots of a run with another process count beside it: say so.
     const fs::path dir = fs::path(prefix).parent_path().empty() ? fs::path(".") : fs::path(prefix).parent_path();
     const std::string stem = fs::path(prefix).filename().string();
-    std::set<std::string> counts;
+    // Only names the snapshot extension writes count: STEM itself (one process) and
+    // STEM.rankR-of-N with R < N, digits only. A save cut short leaves its temporary file
+    // (STEM.rank1-of-2.tmp.PID.K), which names no process count.
+    std::set<int64_t> counts;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       const std::string name = e.path().filename().string();
-      const size_t of = name.rfind("-of-");
-      if (name.rfind(stem + ".rank", 0) == 0 && of != std::string::npos) counts.insert(name.substr(of + 4));
-      if (name == stem) counts.insert("1");
+      if (name == stem) counts.insert(1);
+      else if (const int64_t n = snapshot_process_count(name, stem); n > 0) counts.insert(n);
     }
     if (!counts.empty()) {
       std::string list;
-      for (const std::string& c : counts) list += (list.empty() ? "" : " or ") + c;
+      for (const int64_t c : counts) list += str(list.empty() ? "" : " or ", c);
       throw Error(str("resume: the snapshot '", mine, "' does not exist, but '", prefix, "' was written by a run of ",
-                      list, counts.size() == 1 && *counts.begin() == "1" ? " process" : " processes",
+                      list, counts.size() == 1 && *counts.begin() == 1 ? " process" : " processes",
                       ": resume with that many (mpiexec -n N), this run has ", comm.size()));
     }
   }
@@ -277,8 +316,12 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
           chainer::training::IntervalTrigger(1, Unit::Epoch), E::PlotReport::Postprocess{}, "accuracy.png"));
     }
   }
-  if (!o.resume.empty()) resume(o.resume, trainer, comm);
+  if (!o.resume.empty()) {
+    set_stage(str("resuming from '", o.resume, "'"));
+    resume(o.resume, trainer, comm);
+  }
   if (checkpointer) {
+    set_stage(str("looking for checkpoints to resume from in '", o.out, "'"));
     // [checkpointer]
     // After every extension with state is registered, so the reports continue too.
     trainer.extend(checkpointer, "", chainer::training::IntervalTrigger(double(o.checkpoint_interval), Unit::Iteration));
@@ -288,6 +331,9 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
                 << std::flush;
     // [end]
   }
+  set_stage([updater] {
+    return str("training (", updater->iteration(), " iterations done, epoch ", updater->epoch(), ")");
+  });
   trainer.run();
 }
 
@@ -299,21 +345,286 @@ std::shared_ptr<chainermn::MultiNodeCheckpointer> make_checkpointer(const std::s
   return chainermn::create_multi_node_checkpointer(name, comm);
 }
 
+std::string format_bytes(double bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  size_t unit = 0;
+  for (; bytes >= 1024 && unit + 1 < std::size(units); ++unit) bytes /= 1024;
+  char text[64];
+  if (unit == 0) std::snprintf(text, sizeof text, "%.0f B", bytes);
+  else std::snprintf(text, sizeof text, "%.1f %s", bytes, units[unit]);
+  return text;
+}
+
+namespace {
+
+// The number in the first line of PATH, or nullopt (no such file, "max", not a number).
+std::optional<double> read_number(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word) || word.empty() || !std::isdigit(static_cast<unsigned char>(word[0]))) return std::nullopt;
+  return std::strtod(word.c_str(), nullptr);
+}
+
+// The value in kB of the line "KEY: N kB" of /proc/FILE, in bytes.
+std::optional<double> proc_kib(const char* file, const std::string& key) {
+  std::ifstream in(std::string("/proc/") + file);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + ":", 0) == 0) return std::strtod(line.c_str() + key.size() + 1, nullptr) * 1024;
+  return std::nullopt;
+}
+
+// The least room under the memory limits of this process's cgroup and those above it: v2's
+// memory.max (one hierarchy, the line "0::PATH" of /proc/self/cgroup), else v1's memory
+// controller (the line "N:memory:PATH"). Inside a container the path may not exist under the
+// mount (it shows the container's own cgroup at the root): the mount's root counts then.
+// LIMIT_TEXT gets the limit, as "the cgroup's memory limit of 4.0 GiB (FILE)".
+std::optional<double> cgroup_room(std::string& limit_text) {
+  std::ifstream in("/proc/self/cgroup");
+  std::optional<double> best;
+  auto consider = [&](const std::filesystem::path& dir, const char* max_file, const char* usage_file) {
+    const std::optional<double> max = read_number(dir / max_file), usage = read_number(dir / usage_file);
+    if (!max || !usage || *max >= double(int64_t(1) << 62)) return;  // v1 writes "no limit" as 2^63 - 4096
+    const double room = std::max(0.0, *max - *usage);
+    if (best && room >= *best) return;
+    best = room;
+    limit_text = str("the cgroup's memory limit of ", format_bytes(*max), " (", (dir / max_file).string(), ")");
+  };
+  for (std::string line; std::getline(in, line);) {
+    const size_t c1 = line.find(':'), c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1), path = line.substr(c2 + 1);
+    std::filesystem::path mount;
+    const char *max_file = nullptr, *usage_file = nullptr;
+    if (line.rfind("0::", 0) == 0) mount = "/sys/fs/cgroup", max_file = "memory.max", usage_file = "memory.current";
+    else if (controllers == "memory")
+      mount = "/sys/fs/cgroup/memory", max_file = "memory.limit_in_bytes", usage_file = "memory.usage_in_bytes";
+    else continue;
+    for (std::filesystem::path dir = mount / std::filesystem::path(path).relative_path();; dir = dir.parent_path()) {
+      consider(dir, max_file, usage_file);
+      if (dir.string().size() <= mount.string().size()) break;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+MemoryRoom host_memory_room(int processes_on_host) {
+  const int k = std::max(1, processes_on_host);
+  MemoryRoom room{std::numeric_limits<double>::infinity(), "no known limit"};
+  // A limit the processes of this host share: each has its share of it.
+  auto shared = [&room, k](double bytes, const std::string& what) {
+    if (bytes / k >= room.bytes) return;
+    room.bytes = bytes / k;
+    room.text = k == 1 ? str("the ", format_bytes(bytes), " ", what)
+                       : str("the ", format_bytes(bytes / k), " ", what, " for each of the ", k,
+                             " processes on this host (", format_bytes(bytes), " in all)");
+  };
+  if (const std::optional<double> available = proc_kib("meminfo", "MemAvailable"))
+    shared(*available, "of memory available (MemAvailable)");
+  std::string cgroup_limit;
+  if (const std::optional<double> cgroup = cgroup_room(cgroup_limit))
+    shared(*cgroup, "left under " + cgroup_limit);
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {  // each process's own
+    const double used = proc_kib("self/status", "VmSize").value_or(0);
+    const double left = std::max(0.0, double(limit.rlim_cur) - used);
+    if (left < room.bytes)
+      room = {left, str("the ", format_bytes(left), " left under this process's address-space limit (ulimit -v) of ",
+                        format_bytes(double(limit.rlim_cur)))};
+  }
+  return room;
+}
+
+std::string memory_refusal(const std::vector<FlagValue>& flags, const MemoryModel& model, const MemoryRoom& room) {
+  std::vector<int64_t> values;
+  for (const FlagValue& f : flags) values.push_back(f.value);
+  auto total = [&model](const std::vector<int64_t>& at) {
+    double sum = 0;
+    for (const MemoryPart& part : model(at)) sum += part.bytes;
+    return sum;
+  };
+  const std::vector<MemoryPart> parts = model(values);
+  double sum = 0;
+  const MemoryPart* largest = nullptr;
+  for (const MemoryPart& part : parts) {
+    sum += part.bytes;
+    if (!largest || part.bytes > largest->bytes) largest = &part;
+  }
+  if (!largest || sum <= room.bytes) return "";
+  // The most each flag could be with the others as given (0: not even 1 fits), by bisection:
+  // the total grows with every flag.
+  std::vector<int64_t> most(flags.size(), 0);
+  for (size_t i = 0; i < flags.size(); ++i) {
+    std::vector<int64_t> at = values;
+    auto fits = [&](int64_t v) {
+      at[i] = v;
+      return total(at) <= room.bytes;
+    };
+    if (values[i] < 1 || !fits(1)) continue;
+    int64_t lo = 1, hi = values[i];  // fits(lo), !fits(hi)
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    most[i] = lo;
+  }
+  // The flag to name: of those that could make it fit alone, the one furthest beyond its most
+  // (--insize 1000000000 rather than the -B 16 whose batch it makes huge); when none can, the
+  // owner of the largest part, which no other option can shrink below the room.
+  size_t named = largest->flag;
+  double furthest = 0;
+  for (size_t i = 0; i < flags.size(); ++i)
+    if (most[i] > 0 && double(values[i]) / double(most[i]) > furthest)
+      named = i, furthest = double(values[i]) / double(most[i]);
+  const FlagValue& flag = flags[named];
+  std::string message = str(flag.option, " ", flag.value, ": ", largest->what, " needs at least ",
+                            format_bytes(largest->bytes));
+  if (sum - largest->bytes > 0.05 * sum) message += str(" (", format_bytes(sum), " with the rest)");
+  message += str(", more than ", room.text);
+  if (most[named] > 0) return message + str("; no more than ", most[named], " ", flag.unit, " can fit");
+  std::string others;
+  for (size_t i = 0; i < flags.size(); ++i)
+    if (i != named) others += str(others.empty() ? "" : " ", flags[i].option, " ", flags[i].value);
+  return message + str("; even ", flag.option, " 1 does not fit beside the other options (", others, ")");
+}
+
+void check_memory(const std::vector<FlagValue>& flags, const MemoryModel& model, const chainer::Device& device,
+                  const chainermn::Communicator& comm) {
+  MemoryRoom room;
+  if (device.is_cuda()) {
+    const double total = double(chainer::cuda::device_properties(device.index).total_memory_bytes);
+    const int visible = std::max(1, chainer::cuda::device_count());
+    const int sharing = (comm.intra_size() + visible - 1) / visible;  // choose_device deals devices round
+    room = sharing > 1 ? MemoryRoom{total / sharing, str("the ", format_bytes(total / sharing), " of ", device.str(),
+                                                         " for each of the ", sharing, " processes sharing it")}
+                       : MemoryRoom{total, str("the ", format_bytes(total), " of ", device.str())};
+  } else {
+    room = host_memory_room(comm.intra_size());
+  }
+  if (const std::string refusal = memory_refusal(flags, model, room); !refusal.empty()) throw Error(refusal);
+}
+
+DenseCost dense_cost(const std::vector<std::pair<int64_t, int64_t>>& layers) {
+  DenseCost cost;
+  double parameters = 0, activations = 0;
+  for (const auto& [in, out] : layers) {
+    parameters += double(in) * double(out) + double(out);
+    activations += double(out);
+  }
+  cost.parameter_count = parameters < 9e18 ? int64_t(parameters) : std::numeric_limits<int64_t>::max();
+  cost.parameters = parameters * 4 * 4;  // float32: the values, the gradients, Adam's m and v
+  cost.per_example = layers.empty() ? 0 : (double(layers.front().first) + 1 + 2 * activations) * 4;
+  return cost;
+}
+
+void check_network_memory(const CommonOptions& o, const std::function<DenseCost(int64_t units)>& cost,
+                          const chainer::Device& device, const chainermn::Communicator& comm) {
+  const bool units = o.unit != 0;
+  std::vector<FlagValue> flags{{"-b/--batchsize", o.batchsize, "examples"}};
+  if (units) flags.push_back({"-u/--unit", o.unit, "units"});
+  check_memory(
+      flags,
+      [&cost, units](const std::vector<int64_t>& v) {
+        const DenseCost c = cost(units ? v[1] : 0);
+        std::vector<MemoryPart> parts{
+            {0, str("a batch of ", v[0], " examples (each its input, its label and every layer's output with its ",
+                    "gradient, float32)"),
+             double(v[0]) * c.per_example}};
+        if (units)
+          parts.push_back({1, str("a network of ", v[1], " units per hidden layer (the ", c.parameter_count,
+                                  " parameters this process holds, with their gradients and Adam's two moments, ",
+                                  "float32)"),
+                           c.parameters});
+        return parts;
+      },
+      device, comm);
+}
+
+int max_threads() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? std::max(1, CPU_COUNT(&cpus)) : 1;
+  return std::min(chainer::kMaxThreads, 8 * cores);
+}
+
+void check_threads(const std::string& option, int64_t n, const std::string& what) {
+  const int most = max_threads();
+  if (n <= most) return;
+  const int cores = most / 8;
+  throw Error(str(option, " ", n, ": ", n, " ", what, " are more than this process can use: at most ", most,
+                  most == chainer::kMaxThreads
+                      ? std::string()
+                      : str(", 8 for each of the ", cores, cores == 1 ? " core" : " cores", " it may run on"),
+                  "; more would only take turns on the same cores"));
+}
+
+void check_batch(const std::string& option, int64_t batch, int64_t per_process, int64_t total, int processes) {
+  if (batch <= per_process) return;
+  throw Error(str(option, " ", batch, ": a batch of ", batch, " examples is more than the ",
+                  processes > 1 ? str(per_process, " training examples each of the ", processes,
+                                      " processes iterates over (", total, " in all)")
+                                : str(total, " training examples"),
+                  ": every batch would repeat examples; at most ", per_process));
+}
+
+namespace {
+
+std::function<std::string()> g_stage = [] { return std::string("starting"); };
+
+std::string stage() {
+  try {
+    return g_stage();
+  } catch (...) {
+    return "an unknown stage";
+  }
+}
+
+}  // namespace
+
+void set_stage(std::string what) {
+  g_stage = [what = std::move(what)] { return what; };
+}
+
+void set_stage(std::function<std::string()> what) { g_stage = std::move(what); }
+
+std::string error_message(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& error) {
+    return error.what();
+  } catch (const std::bad_alloc&) {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const MemoryRoom room = host_memory_room();
+    return str("out of memory while ", stage(), ": an allocation failed (std::bad_alloc) with this process at ",
+               format_bytes(double(usage.ru_maxrss) * 1024), " resident at its peak, and ",
+               std::isfinite(room.bytes) ? room.text : std::string("no known limit"),
+               " left; a smaller batch or model, or fewer processes on this host, needs less");
+  } catch (const std::exception& other) {
+    return str(chainermn::exception_type_name(other), " while ", stage(), ": ", other.what());
+  } catch (...) {
+    return str("an exception of unknown type while ", stage());
+  }
+}
+
 int app_main(const char* name, int argc, char** argv, int (*run)(int, char**)) {
   return chainermn::run_main(argc, argv, [name, run](int c, char** v) -> int {
     try {
+      set_stage("reading the options");
       // Started by another MPI's launcher, every process would run alone as rank 0 of 1, train
       // on everything and write the same files: refuse before any work.
       if (const std::string mismatch = chainermn::launcher_mismatch(); !mismatch.empty())
         throw Error(str("the launcher and MPI disagree: ", mismatch, ": this program was started by another MPI's "
                         "launcher (it is built with MPICH); launch it with MPICH's: mpiexec.mpich -n N ..."));
       return run(c, v);
-    } catch (const std::exception& e) {
+    } catch (...) {
+      const std::string message = error_message(std::current_exception());
       if (chainermn::world_size() == 1) {
-        std::cerr << name << ": error: " << e.what() << "\n";
+        std::cerr << name << ": error: " << message << "\n";
         return 1;
       }
-      chainermn::abort_job(str(name, ": error: ", e.what()));
+      chainermn::abort_job(str(name, ": error: ", message));
     }
   });
 }

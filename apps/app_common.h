@@ -8,6 +8,8 @@
 #include <chainermn.h>
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -93,6 +95,11 @@ std::string process_table(const chainermn::Communicator& comm);
 
 chainer::Device choose_device(const std::optional<int>& gpu, const chainermn::Communicator& comm);
 
+// The process count N of a per-rank snapshot NAME = STEM.rankR-of-N (R < N, digits only, as
+// chainermn::rank_suffix writes them); 0 for any other name (a temporary file of an unfinished
+// save, STEM.rank1-of-2.tmp.6944.0, included).
+int64_t snapshot_process_count(const std::string& name, const std::string& stem);
+
 // Loads the snapshot PREFIX + chainermn::rank_suffix(comm) into TRAINER, then checks that every rank loaded
 // the same iteration. Errors name what is wrong: the process count PREFIX's files were written
 // by, or which rank loaded which iteration.
@@ -126,6 +133,95 @@ std::shared_ptr<chainermn::MultiNodeCheckpointer> make_checkpointer(const std::s
 // The updater options of the model-parallel apps: on a GPU their steps run eagerly, since a
 // step that sends and receives through MPI on the host cannot be captured into a CUDA graph.
 inline const chainer::training::UpdaterOptions kEagerSteps{std::nullopt, /*cuda_graph=*/false};
+
+// Bytes as people read them: "512 B", "3.7 GiB", "2.9 TiB".
+std::string format_bytes(double bytes);
+
+// How much more memory this process may allocate on the host: the least of its share of the
+// kernel's MemAvailable (/proc/meminfo) and of the room under its cgroup's memory limit (v2
+// memory.max, v1 memory.limit_in_bytes, of its cgroup and those above it), which the
+// PROCESSES_ON_HOST processes of a job on this host share, and the room under its own
+// address-space limit (ulimit -v). TEXT says it as "the 22.1 GiB of memory available
+// (MemAvailable)", or "the 11.0 GiB of memory available (MemAvailable) for each of the 2
+// processes on this host (22.1 GiB in all)".
+struct MemoryRoom {
+  double bytes = 0;
+  std::string text;
+};
+MemoryRoom host_memory_room(int processes_on_host = 1);
+
+// Options checked against what the machine can hold, before any work (every app, through the
+// three checks below): a batch or a network too large for memory, more threads than the cores
+// can run, a batch larger than the data.
+//
+// An option's value, for check_memory: "-b/--batchsize", 100, "examples".
+struct FlagValue {
+  std::string option;
+  int64_t value = 0;
+  std::string unit;  // what the value counts, plural: "no more than 1234 examples can fit"
+};
+// One part of what a process holds (a network's parameters, a batch), charged to FLAGS[FLAG]:
+// WHAT describes it ("a batch of 100 examples (...)"), BYTES is a lower estimate of its size.
+struct MemoryPart {
+  size_t flag = 0;
+  std::string what;
+  double bytes = 0;
+};
+// The parts a process holds at the flags' VALUES (in FLAGS' order); each part grows with its
+// flag's value and with no other's shrinking.
+using MemoryModel = std::function<std::vector<MemoryPart>(const std::vector<int64_t>& values)>;
+
+// Why FLAGS cannot be met in ROOM, or "" when MODEL's parts fit together. It names the flag
+// whose part is largest ("-b/--batchsize 1000000000: a batch of ... needs at least 2.9 TiB,
+// more than the 22.1 GiB of memory available (MemAvailable)") and the most its value could be
+// with the others as given ("no more than 7000000 examples can fit", an upper bound: the
+// estimates are lower ones), or that even 1 does not fit beside the others.
+std::string memory_refusal(const std::vector<FlagValue>& flags, const MemoryModel& model, const MemoryRoom& room);
+// Throws chainer::Error(memory_refusal(...)) for this process's room: on a GPU its memory (shared
+// by the processes of this host that choose_device puts on it), else host_memory_room.
+void check_memory(const std::vector<FlagValue>& flags, const MemoryModel& model, const chainer::Device& device,
+                  const chainermn::Communicator& comm);
+
+// What a fully connected network of LAYERS ({inputs, outputs} each) needs at least, trained in
+// float32 with Adam: its parameters with their gradients and Adam's two moments; and per
+// example of a batch, the input, the label and every layer's output with its gradient.
+struct DenseCost {
+  double parameters = 0;  // bytes
+  double per_example = 0;  // bytes
+  int64_t parameter_count = 0;
+};
+DenseCost dense_cost(const std::vector<std::pair<int64_t, int64_t>>& layers);
+// check_memory of -u/--unit and -b/--batchsize for a network of O.unit units per hidden layer
+// whose part in this process is COST(units) (an MLP's or one stage's).
+void check_network_memory(const CommonOptions& o, const std::function<DenseCost(int64_t units)>& cost,
+                          const chainer::Device& device, const chainermn::Communicator& comm);
+
+// The most threads of one kind (compute threads, image loaders) a process may ask for: 8 for
+// each core it may run on (sched_getaffinity), and never more than chainer::kMaxThreads. More
+// only take turns on the same cores, and thousands of them took minutes to start and stop.
+int max_threads();
+// Throws chainer::Error naming OPTION when N threads of WHAT ("compute threads") are more
+// than max_threads().
+void check_threads(const std::string& option, int64_t n, const std::string& what);
+
+// Throws chainer::Error naming OPTION when a batch of BATCH examples is more than the
+// PER_PROCESS training examples each process iterates over (TOTAL in all, split over
+// PROCESSES): every batch would repeat examples, and an epoch would be less than one batch.
+void check_batch(const std::string& option, int64_t batch, int64_t per_process, int64_t total, int processes);
+
+// What the app is doing, for the message of an error that does not say so itself (a
+// std::bad_alloc: "out of memory while reading the data"). app_main starts with "reading the
+// options"; the apps and train() set the stages that follow ("training (1200 iterations done,
+// epoch 2)": a function, asked only when an error needs it).
+void set_stage(std::string what);
+void set_stage(std::function<std::string()> what);
+
+// The message app_main prints ("APP: error: " before it) for the exception E: a chainer::Error's
+// own message; for std::bad_alloc, "out of memory while STAGE" with the peak resident memory and
+// what is still available; for any other exception its type, the stage and its what()
+// ("std::invalid_argument while resuming from 'result/snapshot_iter_600': stod"), since the
+// C++ library's messages name neither a fault nor a file.
+std::string error_message(const std::exception_ptr& e);
 
 // main() of app NAME: runs RUN under chainermn::run_main with the error handling above.
 int app_main(const char* name, int argc, char** argv, int (*run)(int, char**));

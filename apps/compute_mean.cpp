@@ -33,6 +33,7 @@ int run(int argc, char** argv) {
     else args.unknown();
   }
   if (list.empty()) throw chainer::Error(std::string("compute_mean: no DATASET list given\n") + usage);
+  apps::set_stage(chainer::str("reading the list '", list, "'"));
   chainer::datasets::LabeledImageDataset dataset(list, root, chainer::DType::Float32, chainer::DType::Int32,
                                                  allow_outside_root);
   const size_t n = dataset.size();
@@ -40,6 +41,7 @@ int run(int argc, char** argv) {
   std::cout << "compute mean image" << std::endl;
   std::vector<double> sum;
   chainer::Shape shape;
+  apps::set_stage(chainer::str("summing the images of '", list, "'"));
   for (size_t i = 0; i < n; ++i) {
     const chainer::Tensor image = dataset.get_example(i)[0];
     if (i == 0) shape = image.shape(), sum.assign(size_t(image.numel()), 0.0);

@@ -92,8 +92,10 @@ int run(int argc, char** argv) {
   if (o.size < 28 * o.scale)
     throw chainer::Error(chainer::str("export_images: --size ", o.size, " is smaller than the enlarged image (28 x ",
                                       o.scale, " = ", 28 * o.scale, ")"));
+  apps::set_stage("reading Fashion-MNIST");
   auto [train, test] = o.data.empty() ? chainer::datasets::get_fashion_mnist(true, 3, 255.0)
                                       : chainer::datasets::get_fashion_mnist(o.data, true, 3, 255.0);
+  apps::set_stage(chainer::str("writing the images under '", o.out, "'"));
   export_split(train, "train", o.train_size, o);
   export_split(test, "val", o.test_size, o);
   return 0;

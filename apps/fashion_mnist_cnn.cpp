@@ -54,6 +54,14 @@ class CNN : public chainer::Chain {
 };
 // [end]
 
+// What the CNN holds per example of a batch at least: its input and label, and the output of
+// every convolution and pooling with its gradient (float32). Its parameters are few (0.1 M).
+apps::DenseCost cnn_cost(int64_t) {
+  apps::DenseCost cost;
+  cost.per_example = 4.0 * (28 * 28 + 1 + 2 * (2 * 32 * 28 * 28 + 32 * 14 * 14 + 2 * 64 * 14 * 14 + 64 * 7 * 7 + 10));
+  return cost;
+}
+
 struct Options : apps::CommonOptions {
   Options() {
     epoch = 10;
@@ -87,9 +95,11 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::check_network_memory(o, cnn_cost, device, *comm);  // -b, before any data is read
 
   // Rank 0 reads the data; every worker gets its share.
   chainer::datasets::DatasetPtr train, test;
+  apps::set_stage("reading and scattering Fashion-MNIST");
   if (root) {
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << "\n# Using " << comm->name()
               << " communicator\n# Minibatch-size: " << o.batchsize << "\n# epoch: " << o.epoch
@@ -107,11 +117,13 @@ int run(int argc, char** argv) {
   const int64_t n_train = comm->bcast_obj<int64_t>(comm->rank() == 0 ? int64_t(train->size()) : 0);
   train = chainermn::scatter_dataset(train, comm, 0, true, uint64_t(o.seed));
   test = chainermn::scatter_dataset(test, comm, 0, true, uint64_t(o.seed), /*force_equal_length=*/false);
+  apps::check_batch("-b/--batchsize", o.batchsize, int64_t(train->size()), n_train, comm->size());
   if (o.gpu) {
     train = chainer::datasets::to_device(train, device);
     test = chainer::datasets::to_device(test, device);
   }
 
+  apps::set_stage("building the model");
   // [cnn-training]
   // Dropout draws other masks on every rank; rank 0's initial parameters are broadcast to all.
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));

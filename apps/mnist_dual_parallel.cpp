@@ -45,10 +45,15 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  // -u and -b against the memory this process has, before any data is read: its stage's layers.
+  apps::check_network_memory(
+      o, [first = data_axis == 0](int64_t u) { return first ? apps::dense_cost({{784, u}}) : apps::dense_cost({{u, u}, {u, 10}}); },
+      device, *comm);
 
   // The roots of the two data communicators (ranks 0 and 1) hold the data: MNIST on rank 0, an
   // empty dataset of its length on rank 1.
   chainer::datasets::DatasetPtr train, test;
+  apps::set_stage("reading and scattering MNIST");
   if (root) {
     const std::string data_dir = apps::find_mnist(o.data);
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << " (" << comm->size() / 2
@@ -66,11 +71,13 @@ int run(int argc, char** argv) {
   }
   train = chainermn::scatter_dataset(train, data_comm, 0, true, uint64_t(o.seed));
   test = chainermn::scatter_dataset(test, data_comm, 0, true, uint64_t(o.seed));
+  apps::check_batch("-b/--batchsize", o.batchsize, int64_t(train->size()), sizes[0], data_comm->size());
   if (o.gpu && data_axis == 0) {
     train = chainer::datasets::to_device(train, device);
     test = chainer::datasets::to_device(test, device);
   }
 
+  apps::set_stage("building the model");
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));
   // [dual-model]
   std::shared_ptr<chainer::Link> model;

@@ -53,8 +53,11 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  // -u and -b against the memory this process has, before any data is read.
+  apps::check_network_memory(o, [](int64_t u) { return apps::dense_cost({{784, u}, {u, u}, {u, 10}}); }, device, *comm);
 
   std::shared_ptr<chainer::iterators::Iterator> train_iter, test_iter;
+  apps::set_stage("reading MNIST");
   if (root) {
     const std::string data_dir = apps::find_mnist(o.data);
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << " (an ensemble of " << comm->size()
@@ -63,6 +66,7 @@ int run(int argc, char** argv) {
     chainer::datasets::DatasetPtr train, test;
     std::tie(train, test) = chainer::datasets::get_mnist(data_dir);
     apps::take_subsets(train, test, o);
+    apps::check_batch("-b/--batchsize", o.batchsize, int64_t(train->size()), int64_t(train->size()), 1);
     train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true, uint64_t(o.seed));
     test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, o.batchsize, false, false);
   }
@@ -72,6 +76,7 @@ int run(int argc, char** argv) {
   test_iter = chainermn::create_multi_node_iterator(test_iter, comm);
   // [end]
 
+  apps::set_stage("building the model");
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));  // members start apart
   auto model = std::make_shared<L::Classifier>(std::make_shared<Ensemble>(comm, o.unit, 10));
   model->to_device(device);

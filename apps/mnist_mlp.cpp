@@ -61,10 +61,13 @@ int run(int argc, char** argv) {
   // take one device each, in intra_rank order.
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  // -u and -b against the memory this process has, before any data is read.
+  apps::check_network_memory(o, [](int64_t u) { return apps::dense_cost({{784, u}, {u, u}, {u, 10}}); }, device, *comm);
 
   // Rank 0 reads MNIST; scatter_dataset sends every worker its share, so one epoch is one pass
   // over the whole dataset across all workers.
   chainer::datasets::DatasetPtr train, test;
+  apps::set_stage("reading and scattering MNIST");
   const std::string processes = apps::process_table(*comm);
   if (root) {
     const std::string data_dir = apps::find_mnist(o.data);
@@ -83,6 +86,7 @@ int run(int argc, char** argv) {
   // The test set need not be cut into equal shares (no all-reduce waits on its batches; the
   // multi-node evaluator weights each rank by its examples), so every test example counts once.
   test = chainermn::scatter_dataset(test, comm, 0, true, uint64_t(o.seed), /*force_equal_length=*/false);
+  apps::check_batch("-b/--batchsize", o.batchsize, int64_t(train->size()), n_train, comm->size());
 
   // On a GPU the whole dataset is copied there once and batches are gathered on the device.
   if (o.gpu) {
@@ -90,6 +94,7 @@ int run(int argc, char** argv) {
     test = chainer::datasets::to_device(test, device);
   }
 
+  apps::set_stage("building the model");
   chainer::random::seed(uint64_t(o.seed));
   auto model = std::make_shared<L::Classifier>(std::make_shared<apps::MLP>(o.unit, 10));
   model->to_device(device);  // the tutorial's model.to_gpu()

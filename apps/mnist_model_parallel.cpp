@@ -32,9 +32,14 @@ int run(int argc, char** argv) {
   const bool first = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  // -u and -b against the memory this process has, before any data is read: its stage's layers.
+  apps::check_network_memory(
+      o, [first](int64_t u) { return first ? apps::dense_cost({{784, u}}) : apps::dense_cost({{u, u}, {u, 10}}); },
+      device, *comm);
 
   // Rank 0 reads MNIST.
   chainer::datasets::DatasetPtr train, test;
+  apps::set_stage("reading MNIST");
   if (first) {
     const std::string data_dir = apps::find_mnist(o.data);
     std::cout << "# Num process (COMM_WORLD): 2 (model parallel: layer 1 on rank 0, layers 2-3 on rank 1)\n# unit: "
@@ -48,11 +53,13 @@ int run(int argc, char** argv) {
   train = chainermn::create_empty_dataset_from_root(train, *comm);
   test = chainermn::create_empty_dataset_from_root(test, *comm);
   // [end]
+  apps::check_batch("-b/--batchsize", o.batchsize, int64_t(train->size()), int64_t(train->size()), 1);
   if (first && o.gpu) {
     train = chainer::datasets::to_device(train, device);
     test = chainer::datasets::to_device(test, device);
   }
 
+  apps::set_stage("building the model");
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));
   std::shared_ptr<chainer::Link> model;
   if (first) model = std::make_shared<L::Classifier>(apps::first_stage(comm, o.unit));

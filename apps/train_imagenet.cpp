@@ -36,7 +36,8 @@ mpiexec: every process decodes its share of the images).
       --n-class N      the number of classes (default 1000, the example's)
   -B, --batchsize N    training minibatch size per process (default 32)
   -E, --epoch N        epochs to train (default 10)
-  -j, --loaderjob N    image-loading worker threads per process (default: its compute threads)
+  -j, --loaderjob N    image-loading worker threads per process (default: its compute threads;
+                       at most 8 per core it may run on)
   -m, --mean PATH      the mean image, from compute_mean (default mean.npy)
   -R, --root DIR       the directory the lists' paths start from (default .)
       --allow-outside-root  let the lists name files outside --root (absolute paths, or
@@ -53,7 +54,8 @@ mpiexec: every process decodes its share of the images).
                        but the reduction)
   -g, --gpu [ID]       train on CUDA device ID + intra_rank
       --seed N         random seed for initialization, shuffling and crops (default 0)
-      --threads N      compute threads per process (default: cores / processes on this node)
+      --threads N      compute threads per process (default: cores / processes on this node;
+                       at most 8 per core it may run on)
       --timing         also log each epoch's training seconds, the part of them spent
                        waiting for batches, and the peak RSS
       --no-plot        draw no loss.png and accuracy.png (default: draw them, where this
@@ -73,7 +75,10 @@ Options parse(int argc, char** argv) {
     else if (args.is(nullptr, "--n-class")) o.n_class = args.integer(1);
     else if (args.is("-B", "--batchsize")) o.common.batchsize = args.integer(1);
     else if (args.is("-E", "--epoch")) o.common.epoch = args.integer(1);
-    else if (args.is("-j", "--loaderjob")) o.loaderjob = args.integer(1);
+    else if (args.is("-j", "--loaderjob")) {
+      o.loaderjob = args.integer(1);
+      apps::check_threads("-j/--loaderjob", o.loaderjob, "image-loading threads");
+    }
     else if (args.is("-m", "--mean")) o.mean = args.value();
     else if (args.is("-R", "--root")) o.root = args.value();
     else if (args.is(nullptr, "--allow-outside-root")) o.allow_outside_root = true;
@@ -84,7 +89,11 @@ Options parse(int argc, char** argv) {
     else if (args.is(nullptr, "--communicator")) o.communicator = args.value();
     else if (args.is("-g", "--gpu")) o.common.gpu = args.value_follows() ? int(args.integer(0, 1 << 20)) : 0;
     else if (args.is(nullptr, "--seed")) o.common.seed = args.integer(0);
-    else if (args.is(nullptr, "--threads")) o.common.threads = int(args.integer(1, 1024));
+    else if (args.is(nullptr, "--threads")) {
+      const int64_t n = args.integer(1);
+      apps::check_threads("--threads", n, "compute threads");
+      o.common.threads = int(n);
+    }
     else if (args.is(nullptr, "--timing")) o.common.timing = true;
     else if (args.is(nullptr, "--checkpoint-interval")) o.common.checkpoint_interval = args.integer(1);
     else if (args.is(nullptr, "--plot")) o.common.plot = true;
@@ -111,6 +120,26 @@ class TestModeEvaluator : public E::Evaluator {
   }
 };
 
+// -B and -b against the memory this process has, before any image is read: a lower estimate,
+// each batch's crops alone (3 x INSIZE x INSIZE float32), before any layer's outputs.
+void check_batch_memory(const Options& o, int64_t insize, const chainer::Device& device,
+                        const chainermn::Communicator& comm) {
+  apps::check_memory(
+      {{"-B/--batchsize", o.common.batchsize, "examples"},
+       {"-b/--val_batchsize", o.val_batchsize, "examples"},
+       {"--insize", insize, "pixels a side"}},
+      [](const std::vector<int64_t>& v) {
+        const double crop = 3.0 * double(v[2]) * double(v[2]) * 4;
+        auto what = [&v](const char* kind, int64_t n) {
+          return chainer::str("a ", kind, " batch of ", n, " crops of 3 x ", v[2], " x ", v[2],
+                              " (float32, before any layer's outputs)");
+        };
+        return std::vector<apps::MemoryPart>{{0, what("training", v[0]), double(v[0]) * crop},
+                                             {1, what("validation", v[1]), double(v[1]) * crop}};
+      },
+      device, comm);
+}
+
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   auto comm = apps::create_communicator(o.communicator, o.common.gpu);
@@ -123,8 +152,20 @@ int run(int argc, char** argv) {
               << " arch\nNum Minibatch-size: " << o.common.batchsize << "\nNum epoch: " << o.common.epoch
               << "\n==========================================" << std::endl;
 
+  // --n-class before the model is made (its last layer is allocated at once): every architecture
+  // scores N classes from at least 1024 features, with gradients and momentum.
+  apps::check_memory({{"--n-class", o.n_class, "classes"}},
+                     [](const std::vector<int64_t>& v) {
+                       return std::vector<apps::MemoryPart>{
+                           {0, chainer::str("a last layer of ", v[0], " classes (at least 1024 weights each, with their ",
+                                            "gradients and momentum, float32)"),
+                            12.0 * 1024 * double(v[0])}};
+                     },
+                     device, *comm);
+  apps::set_stage(chainer::str("building the model ", o.arch));
   chainer::random::seed(uint64_t(o.common.seed));  // the same initial parameters on every rank
   auto model = apps::imagenet::make_model(o.arch, o.n_class, o.insize);
+  check_batch_memory(o, model->insize(), device, *comm);
   if (!o.initmodel.empty()) chainer::serializers::load_npz(o.initmodel, *model);
   model->to_device(device);
 
@@ -132,6 +173,7 @@ int run(int argc, char** argv) {
   // labels of its share (with the mean and the crop settings) and decodes its own images.
   const int64_t crop = model->insize();
   chainer::datasets::DatasetPtr train, val;
+  apps::set_stage("reading the lists and the mean, and scattering the lists");
   if (root) {
     const chainer::Tensor mean = chainer::load_npy(o.mean);
     train = std::make_shared<chainer::datasets::PreprocessedImageDataset>(
@@ -146,6 +188,7 @@ int run(int argc, char** argv) {
   const int64_t n_train = comm->bcast_obj<int64_t>(root ? int64_t(train->size()) : 0);
   const auto train_share = chainermn::scatter_dataset(train, comm, 0, /*shuffle=*/true, uint64_t(o.common.seed));
   const auto val_share = chainermn::scatter_dataset(val, comm, 0, /*shuffle=*/false, 0, /*force_equal_length=*/false);
+  apps::check_batch("-B/--batchsize", o.common.batchsize, int64_t(train_share->size()), n_train, comm->size());
 
   auto train_iter = std::make_shared<chainer::iterators::MultiprocessIterator>(
       train_share, o.common.batchsize, true, true, uint64_t(o.common.seed) + uint64_t(comm->rank()), 2, o.loaderjob);

@@ -7,9 +7,10 @@
 /// The macro also marks the call as in progress while it runs, for the job runtime's watchdog
 /// (distributed/mpi_runtime.h, CHAINERMN_TIMEOUT): a call that never returns, because a peer or
 /// its host became unreachable, ends the job with a message naming the call and file:line instead
-/// of hanging it. The mark is two plain stores and a load per call, no clock read and no atomic
-/// read-modify-write, so even the MPI_Test calls the gradient reducer makes from every gradient
-/// hook do not notice it.
+/// of hanging it, and the ranks of its host that are not in the call. The mark is three plain
+/// stores and a load per call, no clock read and no atomic read-modify-write, so even the
+/// MPI_Test calls the gradient reducer makes from every gradient hook do not notice it; the
+/// watchdog thread, not the call, copies what it sees where the other ranks can read it.
 #pragma once
 #include <mpi.h>
 
@@ -48,9 +49,12 @@ struct MpiCallSite {
 namespace detail {
 
 // The MPI call in progress on the thread that calls MPI (MPI_THREAD_FUNNELED: one thread), or
-// nullptr between calls, and how many watched calls have started; the watchdog samples both.
+// nullptr between calls; the last call started (kept after it returns, so that a rank busy
+// outside MPI can say what it did last); and how many watched calls have started. The watchdog
+// samples all three.
 struct MpiCallWatch {
   std::atomic<const MpiCallSite*> site{nullptr};
+  std::atomic<const MpiCallSite*> last{nullptr};
   std::atomic<uint64_t> started{0};
 };
 extern MpiCallWatch g_mpi_call_watch;
@@ -62,6 +66,7 @@ class WatchedMpiCall {
     // Only the MPI thread writes these, so a plain load and store count (no locked increment).
     g_mpi_call_watch.started.store(g_mpi_call_watch.started.load(std::memory_order_relaxed) + 1,
                                    std::memory_order_relaxed);
+    g_mpi_call_watch.last.store(site, std::memory_order_relaxed);
     g_mpi_call_watch.site.store(site, std::memory_order_release);
   }
   ~WatchedMpiCall() { g_mpi_call_watch.site.store(nullptr, std::memory_order_release); }

@@ -32,6 +32,28 @@
 /// behind the cut link time out the same way on their own. (A plain non-zero exit would not do:
 /// hydra then waits for the unreachable host's proxy forever.)
 ///
+/// The message also names the peers that have not reached the call, as far as the rank can see
+/// them without MPI. The watchdogs of one host share a board (a small shared-memory segment that
+/// init_mpi maps on every rank of the host, distributed/shared_segment.h): every tick each
+/// watchdog writes there its rank's pid, the call its rank is in (or, outside MPI, the last one
+/// it made) with the time it was first seen there, and a heartbeat. The MPI thread pays nothing
+/// more than its mark (distributed/mpi_check.h: a few plain stores, no clock read). A rank that
+/// times out reads the others' slots:
+/// ```
+///   ... a peer has not reached it. On this host (node1): rank 1 (pid 4242) has not run for
+///   601.3 s: it is stopped or frozen (SIGSTOP, a debugger, a stalled machine); it was last seen
+///   outside MPI, after mpi::allreduce (FILE:LINE); rank 2 waits in the same call. Ranks 4-7 on
+///   node2: not visible from here (a watchdog sees the ranks of its own host only).
+/// ```
+/// A heartbeat older than five ticks (at least 1 s) means the process is not running at all; a
+/// fresh one shows the peer in another call ("has been in another call for 3.0 s: MPI_Bcast
+/// (FILE:LINE)") or busy outside MPI ("has been running outside MPI for 12.0 s, since ...
+/// returned"). Ranks of other hosts are named by host only: no watchdog reaches another host
+/// without MPI; their own watchdogs time out too and print what they see there. When every
+/// other rank of the host waits in the same call, the message says that the peer missing is
+/// among the other hosts' ranks. Without shared memory for the board (a full /dev/shm) the
+/// message says so and names no peer of its host.
+///
 /// The limit is `CHAINERMN_TIMEOUT=<seconds>` in the environment (read by init_mpi; 0 turns the
 /// watchdog off), or set_mpi_timeout; default 600 s, PyTorch's for NCCL. It bounds how long ONE
 /// call may wait, and a call waits for as long as its slowest peer takes to reach it: when one
@@ -42,6 +64,7 @@
 /// (docs/design.md). `MPIEXEC_TIMEOUT=<seconds>` in mpiexec's environment remains a limit on the
 /// whole job.
 #pragma once
+#include <exception>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -53,8 +76,9 @@ namespace chainermn {
 /// OpenMP workers never do). Idempotent, and fine when the caller already started MPI itself.
 /// When it starts MPI, MPI_Finalize runs at normal exit (not after abort_job). It also installs
 /// a std::terminate handler: an uncaught exception on any thread of any rank ends the whole job
-/// with the exception's message, and, in a job of several processes, starts the watchdog (see
-/// above). Throws chainer::Error if MPI was already finalized, or if CHAINERMN_TIMEOUT is not a
+/// with the exception's message, and, in a job of several processes, maps its host's board and
+/// starts the watchdog (see above; making the board is collective, as deciding the wait policy
+/// is). Throws chainer::Error if MPI was already finalized, or if CHAINERMN_TIMEOUT is not a
 /// number of seconds `>= 0`.
 void init_mpi(int* argc = nullptr, char*** argv = nullptr);
 
@@ -83,6 +107,13 @@ int world_size();
 /// exit otherwise.
 [[noreturn]] void abort_job(const std::string& message, int code = 1);
 
+/// The C++ name of E's dynamic type, as written in code: "std::invalid_argument".
+std::string exception_type_name(const std::exception& e);
+/// What E says, for a message: a chainer::Error's what(); "out of memory (std::bad_alloc)"; for
+/// any other exception its type, then its what() ("std::out_of_range: stoll"), since the C++
+/// library's own messages name no fault.
+std::string describe_exception(const std::exception& e);
+
 namespace detail {
 // Ends rank RANK of SIZE from a watchdog thread, which may not call MPI (MPI_THREAD_FUNNELED):
 // prints "[rank R/N] chainermn: MESSAGE. Ending the job" to stderr and kills the process
@@ -92,8 +123,8 @@ int run_main_impl(int& argc, char**& argv, const std::function<int(int&, char**&
 }
 
 /// Calls init_mpi, then FN (`FN(argc, argv)` or `FN()`, returning int or nothing, meaning 0), and
-/// returns its status. Any exception escaping FN becomes `abort_job(e.what())`: the whole job
-/// stops with the message instead of hanging the ranks that wait for this one.
+/// returns its status. Any exception escaping FN becomes `abort_job(describe_exception(e))`: the
+/// whole job stops with the message instead of hanging the ranks that wait for this one.
 template <class Fn>
 int run_main(int argc, char** argv, Fn&& fn) {
   return detail::run_main_impl(argc, argv, [&fn](int& c, char**& v) -> int {

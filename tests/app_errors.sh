@@ -11,6 +11,8 @@ app=$(absolute "$app")
 scratch app_errors
 
 # expect_error NAME PATTERN... -- ARGS...: exit status 1 and every PATTERN (fixed strings) in stderr.
+# The command runs after "${prefix[@]}" (nothing unless a case sets it).
+prefix=()
 expect_error() {
   local name=$1
   shift
@@ -20,7 +22,7 @@ expect_error() {
     shift
   done
   shift
-  "$app" "$@" >"$tmp/out" 2>"$tmp/err"
+  "${prefix[@]}" "$app" "$@" >"$tmp/out" 2>"$tmp/err"
   local rc=$?
   if [ "$rc" -ne 1 ]; then
     fail "$name: mnist_mlp $* exited with $rc, expected 1 (stderr: $(tail -c 400 "$tmp/err"))"
@@ -63,6 +65,10 @@ expect_error "unknown reduction" "--reduction" "'foo'" -- --reduction foo
 expect_error "unknown communicator" "unknown communicator name 'bogus'" "naive, flat" -- --communicator bogus
 expect_error "NCCL communicator" "'pure_nccl'" "needs NCCL" -- --communicator pure_nccl
 expect_error "too many threads" "--threads" "at most" -- --threads 99999999999
+# More threads than 8 for each core this process may run on: they would only take turns.
+cores=$(nproc)
+expect_error "threads beyond 8 per core" "--threads $((8 * cores + 1)): $((8 * cores + 1)) compute threads are more" \
+  "at most $((8 * cores > 1024 ? 1024 : 8 * cores))" -- --threads $((8 * cores + 1))
 # Started by another MPI's launcher (its environment says rank 1 of 2; MPI says 1 process): refused.
 PMI_SIZE=2 PMI_RANK=1 expect_error "hydra's environment, alone" "PMI_SIZE=2 but MPI_COMM_WORLD has 1 process" \
   "mpiexec.mpich" -- -e 1 -u 10
@@ -114,7 +120,30 @@ else
     fail "--gpu: exit $rc: $(tail -c 400 "$tmp/err")"
   fi
   expect_error "--gpu with a bad id" "-g/--gpu expects an integer" "'zero'" -- --gpu=zero "${data[@]}"
-  expect_error "model too large" "out of memory" "(100000000, 784)" "GiB" -- --data "$MNIST_DIR" -u 100000000 -e 1
+  # Batches and networks the machine cannot hold are refused before any data is read (nothing on
+  # stdout), naming the option, what it needs, the memory there is and the most that fits. Under
+  # an address-space limit of 4 GiB and a time limit, so that a run that went ahead could neither
+  # swap the machine nor grind on: the limit (ulimit -v) is what the message must then name.
+  prefix=(timeout -k 5 60 bash -c 'ulimit -v 4194304 && exec "$0" "$@"')
+  expect_error "a batch too large for memory" "-b/--batchsize 1000000000: a batch of 1000000000 examples" \
+    "needs at least 3.1 TiB, more than the " "under this process's address-space limit (ulimit -v) of 4.0 GiB" \
+    "; no more than " " examples can fit" -- "${data[@]}" -b 1000000000
+  [ -s "$tmp/out" ] && fail "the batch too large for memory was refused only after: $(head -c 300 "$tmp/out")"
+  expect_error "a network too large for memory" "-u/--unit 1000000000: a network of 1000000000 units per hidden layer" \
+    "needs at least 13.9 EiB" "(ulimit -v)" " units can fit" -- --data "$MNIST_DIR" -u 1000000000 -e 1
+  expect_error "a network of 20000 units under 4 GiB" "-u/--unit 20000: " "needs at least 6.2 GiB" \
+    "(ulimit -v) of 4.0 GiB" -- --data "$MNIST_DIR" -u 20000 -e 1
+  prefix=()
+  # Without a limit of its own, the host's memory (MemAvailable, or a cgroup's limit) counts.
+  expect_error "a network too large for the host" "-u/--unit 100000000: " "needs at least 142.1 PiB, more than the " \
+    " units can fit" -- --data "$MNIST_DIR" -u 100000000 -e 1
+  grep -qE "of memory available \(MemAvailable\)|under the cgroup's memory limit" "$tmp/err" ||
+    fail "the host's memory is not named: $(cat "$tmp/err")"
+  # A batch larger than the training set: every batch would hold examples twice.
+  expect_error "a batch larger than the data" "-b/--batchsize 100000: a batch of 100000 examples is more than the 60000 training examples" \
+    "at most 60000" -- "${data[@]}" -b 100000
+  expect_error "a batch larger than the subset" "-b/--batchsize 101: " "more than the 100 training examples" \
+    -- "${data[@]}" -b 101 --train-size 100
   # Output directories that cannot be written.
   expect_error "output directory in /proc" "/proc/forbidden" "output directory" -- "${data[@]}" -o /proc/forbidden
   echo "a regular file" >"$tmp/plain"
@@ -128,6 +157,14 @@ else
   expect_error "corrupt snapshot" "$tmp/corrupt_snapshot" -- "${data[@]}" -o "$tmp/r2" -r "$tmp/corrupt_snapshot"
   : >"$tmp/empty_snapshot"
   expect_error "empty snapshot" "$tmp/empty_snapshot" -- "${data[@]}" -o "$tmp/r3" -r "$tmp/empty_snapshot"
+  # Per-rank snapshots of a 2-process run beside what a save cut short left (a temporary file) and
+  # names that only look alike: the message counts the 2-process run alone.
+  mkdir -p "$tmp/ranked"
+  for f in s.rank0-of-2 s.rank1-of-2 s.rank1-of-2.tmp.6944.0 s.rank0-of-3x s.rank5-of-4 s.rank1-of-02; do
+    : >"$tmp/ranked/$f"
+  done
+  expect_error "per-rank snapshots of another process count" "'$tmp/ranked/s' was written by a run of 2 processes:" \
+    "this run has 1" -- "${data[@]}" -o "$tmp/r6" -r "$tmp/ranked/s"
 
   # A real (small) run, then resumes from its snapshot: with other unit counts (an error), and
   # with the same model to a second epoch.
@@ -152,6 +189,24 @@ sys.exit(d[:8] != b"\x89PNG\r\n\x1a\n" or struct.unpack(">II", d[16:24])[1] != 4
     fi
     expect_error "snapshot of other unit counts" "$tmp/run/snapshot_iter_600" "shape" -- --data "$MNIST_DIR" -u 20 -e 2 \
       -o "$tmp/r4" -r "$tmp/run/snapshot_iter_600"
+    # A snapshot whose saved log holds a word where a number belongs: the message names what was
+    # being done and the file, not only the C++ library's word for it ("stod").
+    python3 - "$tmp/run/snapshot_iter_600" "$tmp/bad_log_snapshot" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w") as dst:
+    for info in src.infolist():
+        data = src.read(info.filename)
+        if info.filename.endswith("LogReport/_log.npy"):
+            data = data.replace(b'"epoch": 1,', b'"epoch": x,')
+        dst.writestr(info, data)
+PY
+    "$app" "${data[@]}" -e 2 -o "$tmp/r7" -r "$tmp/bad_log_snapshot" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -ne 1 ] || ! grep -q "^mnist_mlp: error: " "$tmp/err" || ! grep -qE "bad_log_snapshot|LogReport" "$tmp/err"; then
+      fail "a snapshot with a corrupt log: exit $rc, expected 1 and a message naming the file or the log: $(tail -c 400 "$tmp/err")"
+    else
+      echo "ok: a snapshot with a corrupt log: $(head -n 1 "$tmp/err")"
+    fi
     "$app" --data "$MNIST_DIR" -u 10 -e 2 -o "$tmp/run" -r "$tmp/run/snapshot_iter_600" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     if [ "$rc" -ne 0 ]; then

@@ -3,7 +3,8 @@
 # export_images writes as PNG files with their lists: compute_mean, then train_imagenet with nin
 # at a small --insize for one epoch (and resumed to a second) alone and under mpiexec -n 2, and
 # resnet50 for a few iterations on 224 x 224 crops. Each run must exit 0 and log the reported
-# keys; bad lists, files and options must fail with a message naming them. resnet50 (batch
+# keys; bad lists, files and options (also those the machine cannot hold: loader threads, batches,
+# crops, classes) must fail with a message naming them. resnet50 (batch
 # normalization) at --insize 40 with --checkpoint-interval restarts 2 -> 1 -> 2 processes. Skipped
 # (exit 77) without Fashion-MNIST.
 #   tests/app_imagenet.sh MPIEXEC EXPORT_IMAGES COMPUTE_MEAN TRAIN_IMAGENET
@@ -38,6 +39,24 @@ expect_app_error "a malformed list line" "'bad.txt' line 2" bad.txt img/val.txt 
 printf 'train/missing.png 3\n' >missing.txt
 expect_app_error "a missing image" "missing.png" missing.txt img/val.txt --root img --mean img/mean.npy --insize 40 -B 1
 expect_app_error "a missing mean" "nowhere.npy" "${nin[@]}" --mean nowhere.npy
+# Options the machine cannot hold, refused before any image is read, naming the option and the
+# limit. Through a wrapper of the same name with a time limit: a run that went ahead (ten thousand
+# loader threads started and stopped at every evaluation) must fail, not hold the test.
+mkdir -p "$tmp/bounded"
+printf '#!/bin/sh\nexec timeout -k 5 60 "%s" "$@"\n' "$app" >"$tmp/bounded/train_imagenet"
+chmod +x "$tmp/bounded/train_imagenet"
+unbounded_app=$app app=$tmp/bounded/train_imagenet
+expect_app_error "more loader threads than 8 per core" \
+  "-j/--loaderjob 10000: 10000 image-loading threads are more than this process can use: at most " \
+  "${nin[@]}" -E 1 -j 10000 -o rj
+expect_app_error "a batch larger than the training images" \
+  "-B/--batchsize 65: a batch of 65 examples is more than the 64 training examples" "${nin[@]}" -E 1 -B 65 -o rb
+expect_app_error "crops too large for memory" \
+  "--insize 1000000000: a training batch of 16 crops of 3 x 1000000000 x 1000000000" "${nin[@]}" --insize 1000000000
+grep -qF "pixels a side can fit" "$tmp/err" || fail "--insize too large: no largest size that fits: $(cat "$tmp/err")"
+expect_app_error "more classes than memory holds" "--n-class 100000000: a last layer of 100000000 classes" \
+  "${nin[@]}" --n-class 100000000
+app=$unbounded_app
 
 # One process, one epoch of 4 iterations (timed: the log splits off the time spent waiting for
 # batches); then resumed from its snapshot to a second epoch.

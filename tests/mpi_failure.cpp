@@ -2,10 +2,13 @@
 // tests/mpi_failure.sh, which checks that the whole job ends quickly with a non-zero status and
 // the failing rank's message. Modes (argv[1]):
 //   throw      rank 1 throws a chainer::Error inside run_main
+//   throw_std  rank 1 throws std::out_of_range("stoll"), a library exception whose what() names no
+//              fault: the message must give its type
 //   terminate  rank 1 throws on a std::thread of its own: the std::terminate handler ends the job
 //   sigkill    rank 1 kills itself with SIGKILL (no handler runs; mpiexec must notice)
 //   stop       rank 1 stops itself with SIGSTOP: nothing fails, the others just wait, as for a
-//              peer behind a cut link; the watchdog (CHAINERMN_TIMEOUT) must end the job
+//              peer behind a cut link; the watchdog (CHAINERMN_TIMEOUT) must end the job, and
+//              the healthy ranks' messages must name rank 1 as not running
 //   loop [S]   every rank all-reduces 256 KiB over and over, for S seconds (rank 0's clock), or
 //              until the job is ended from outside (tests/simhosts.sh cuts a host's link)
 //   ok         nobody fails: every rank prints "rank R ok" and the job exits 0
@@ -20,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -87,6 +91,7 @@ int main(int argc, char** argv) {
     if (rank == 1 || comm->size() == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the others block first
       if (mode == "throw") throw chainer::Error("rank 1 failed on purpose: bad batch");
+      if (mode == "throw_std") throw std::out_of_range("stoll");
       if (mode == "terminate") {
         std::thread t([] { throw chainer::Error("uncaught on a worker thread"); });
         t.join();

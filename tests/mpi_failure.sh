@@ -46,17 +46,28 @@ for n in 1 2 3 4; do
   run "$n rank(s), no failure" zero "rank $((n - 1)) ok $n" "$MPIEXEC" -n $n "$PROG" ok
   run "$n rank(s), rank $bad throws in run_main" nonzero "[rank $bad/$n] rank 1 failed on purpose: bad batch" \
     "$MPIEXEC" -n $n "$PROG" throw
+  run "$n rank(s), rank $bad throws std::out_of_range" nonzero "[rank $bad/$n] std::out_of_range: stoll" \
+    "$MPIEXEC" -n $n "$PROG" throw_std
   run "$n rank(s), rank $bad throws on a thread" nonzero "[rank $bad/$n] uncaught exception: uncaught on a worker thread" \
     "$MPIEXEC" -n $n "$PROG" terminate
   run "$n rank(s), rank $bad is killed (SIGKILL)" nonzero "" "$MPIEXEC" -n $n "$PROG" sigkill
 done
 # Rank 1 freezes (SIGSTOP) while the others wait in a collective, as a peer behind a cut link looks
-# to them: nothing fails, and only the watchdog can end the job, naming the call that waits.
+# to them: nothing fails, and only the watchdog can end the job, naming the call that waits and,
+# from the watchdogs' board of this host, the rank that is not running (its heartbeat stopped
+# when it froze) and what it last did; with 3 ranks, the other healthy rank waits in the same call.
+expect_line() {  # expect_line WHAT REGEX: some line of stderr matches REGEX
+  grep -qE -- "$2" "$err" || { echo "FAIL the message does not $1"; cat "$err"; fails=$((fails + 1)); }
+}
 for n in 2 3; do
   run "$n ranks, rank 1 stops (SIGSTOP), CHAINERMN_TIMEOUT=2" nonzero "has not completed in 2 s" \
     env CHAINERMN_TIMEOUT=2 "$MPIEXEC" -n $n "$PROG" stop
-  grep -qE "^\[rank [02]/$n\] chainermn: (MPI_|mpi::)[A-Za-z_]+ \([^)]+:[0-9]+\) has not completed in 2 s" "$err" || {
-    echo "FAIL the message does not name the MPI call and file:line"; cat "$err"; fails=$((fails + 1)); }
+  expect_line "name the MPI call and file:line" \
+    "^\[rank [02]/$n\] chainermn: (MPI_|mpi::)[A-Za-z_]+ \([^)]+:[0-9]+\) has not completed in 2 s"
+  expect_line "name the stopped rank 1, its pid and what it last did" \
+    "^\[rank [02]/$n\] chainermn: .* On this host \([^)]+\): rank 1 \(pid [0-9]+\) has not run for [0-9.]+ s: it is stopped or frozen .*; it was last seen outside MPI, after mpi::allreduce \([^)]+:[0-9]+\)"
+  [ $n = 3 ] && expect_line "say that the other healthy rank waits in the same call" \
+    "^\[rank ([02])/3\] chainermn: .*rank [02] waits in the same call"
 done
 # The limit is on one call, not on the job: 5 s of back-to-back all-reduces under a 2 s limit end normally.
 run "2 ranks all-reduce for 5 s, CHAINERMN_TIMEOUT=2" zero "rank 1 ok after" \
@@ -75,6 +86,9 @@ run "functions: a send of 8 MiB that rank 1 never receives, CHAINERMN_TIMEOUT=2"
 run "functions: recv from rank 0, which never sends, CHAINERMN_TIMEOUT=2" nonzero \
   "[rank 1/2] chainermn: MPI_Mprobe for the tensor that chainermn::functions::recv expects from rank 0 of 2 with tag 0" \
   env CHAINERMN_TIMEOUT=2 "$MPIEXEC" -n 2 "$PROG" fn_recv_unsent
+# Rank 0 sleeps outside MPI: the board shows it running, busy on its own, not stopped.
+expect_line "say that rank 0 is running outside MPI" \
+  "^\[rank 1/2\] chainermn: .* On this host \([^)]+\): rank 0 \(pid [0-9]+\) has been running outside MPI for [0-9.]+ s, since mpi::allreduce \([^)]+\) returned"
 LIMIT=15
 run "functions: recv with tag 2 of what was sent with tag 1" nonzero \
   "[rank 1/2] chainermn::functions::recv: rank 1 expected a tensor with tag 2 from rank 0, but the next message from rank 0 has tag 1" \
