@@ -15,6 +15,7 @@ namespace L = chainer::links;
 namespace E = chainer::training::extensions;
 // [end]
 
+#include <cstdlib>
 #include <string>
 
 // [mlp]
@@ -117,7 +118,13 @@ int main(int argc, char** argv) {
     const std::string usage = "usage: tutorial single|step1|step2 DATA_DIR [EPOCHS [SNAPSHOT]]";
     if (argc < 3) throw chainer::Error(usage);
     const std::string program = argv[1], data_dir = argv[2];
-    const double epochs = argc > 3 ? std::stod(argv[3]) : 1;
+    double epochs = 1;
+    if (argc > 3) {
+      char* end = nullptr;
+      epochs = std::strtod(argv[3], &end);
+      if (end == argv[3] || *end != '\0' || !(epochs > 0))
+        throw chainer::Error(usage + ": EPOCHS must be a positive number, got '" + argv[3] + "'");
+    }
     if (program == "single") single(data_dir, epochs);
     else if (program == "step1") step1(data_dir, epochs);
     else if (program == "step2") step2(data_dir, epochs, argc > 4 ? argv[4] : "");
