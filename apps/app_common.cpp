@@ -238,6 +238,11 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
     throw Error(str("resume: the ranks loaded snapshots of different iterations from '", prefix, ".rank*': ", loaded,
                     "; resume every rank from one iteration's files"));
   }
+  // Debug mode: the replicas of a data-parallel model must have loaded the same parameters.
+  for (const auto& [name, optimizer] : trainer.updater().get_all_optimizers())
+    if (auto* mn = dynamic_cast<chainermn::MultiNodeOptimizer*>(optimizer);
+        mn && mn->communicator().debug() && mn->communicator().averages_gradients())
+      mn->communicator().check_params_consistent(mn->target(), str("resume: '", prefix, "' (optimizer '", name, "')"));
 }
 
 namespace {

@@ -50,6 +50,14 @@ if job "mnist_mlp, 2 processes" 2 "$app" "${common[@]}" -e 1 -o r2; then
     refused "mnist_mlp, 2 processes resumed from rank files of different iterations" 2 \
       "rank 0 iteration 300 (epoch 1), rank 1 iteration 600 (epoch 2)" \
       "$app" "${common[@]}" -e 3 -o mixed -r mixed/snapshot_iter_300
+    # Debug mode: rank files of one iteration but of two runs (other seeds) hold other weights.
+    if job "mnist_mlp, 2 processes, seed 1" 2 "$app" "${common[@]}" --seed 1 -e 1 -o seed1; then
+      mkdir -p other && cp r2/snapshot_iter_300.rank0-of-2 other/ &&
+        cp seed1/snapshot_iter_300.rank1-of-2 other/snapshot_iter_300.rank1-of-2
+      CHAINERMN_DEBUG=1 refused "mnist_mlp, debug mode, ranks resumed from different runs' files" 2 \
+        "resume: 'other/snapshot_iter_300' (optimizer 'main')" \
+        "$app" "${common[@]}" -e 2 -o other -r other/snapshot_iter_300
+    fi
   fi
 fi
 # The multi-node checkpointer (--checkpoint-interval): a rerun of the same command resumes from
