@@ -71,7 +71,7 @@ TEST_CASE("cpu isa: this CPU's features agree with the flags Linux reports") {
   const auto has = [&](const char* f) { return flags.count(f) > 0; };
   const cpu::CpuFeatures f = cpu::cpu_features();
   CAPTURE(f.model);
-  CHECK(f.avx2 == (has("avx") && has("avx2") && has("fma")));
+  CHECK(f.avx2 == (has("avx") && has("avx2") && has("fma") && has("f16c")));
   CHECK(f.avx512 == (f.avx2 && has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq")));
 }
 

@@ -659,6 +659,37 @@ TEST_CASE("tensor: every float16 and bfloat16 value converts to float32 and back
   }
 }
 
+TEST_CASE("tensor: widen and narrow convert whole float16 arrays as the element conversions do") {
+  // The arrays' conversions are the CPU kernel family's (F16C in the vector families; this binary
+  // runs once per family): every float16 pattern widens to its value, and floats of every kind
+  // (ties, overflow, subnormals, infinities, NaN) narrow to the element conversion's bits. The
+  // lengths leave tails after the 8-element blocks.
+  std::vector<float16> all(65536 + 5);
+  for (size_t i = 0; i < all.size(); ++i) all[i].bits = uint16_t(i);
+  std::vector<float> wide(all.size());
+  widen(all.data(), wide.data(), int64_t(all.size()));
+  size_t bad = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const float want = float(all[i]);
+    bad += std::isnan(want) ? !std::isnan(wide[i]) : wide[i] != want;
+  }
+  CHECK(bad == 0);
+  std::vector<float> floats;
+  Generator gen(21);
+  for (int i = 0; i < 4003; ++i) floats.push_back(float(gen.normal()) * std::ldexp(1.f, i % 60 - 30));
+  for (float f : {0.f, -0.f, 65504.f, 65520.f, 65519.99f, 1e9f, -1e9f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f,
+                  1.00048828125f, 1.00146484375f, kInf32, -kInf32, std::nanf("")})
+    floats.push_back(f);
+  std::vector<float16> narrowed(floats.size());
+  narrow(floats.data(), narrowed.data(), int64_t(floats.size()));
+  bad = 0;
+  for (size_t i = 0; i < floats.size(); ++i) {
+    const float16 want(floats[i]);
+    bad += std::isnan(floats[i]) ? !std::isnan(float(narrowed[i])) : narrowed[i].bits != want.bits;
+  }
+  CHECK(bad == 0);
+}
+
 TEST_CASE("tensor: float64 to float16 and bfloat16 rounds once (no double rounding through float32)") {
   // 1 + 2^-11 + 2^-40 lies just above the float16 tie between 1 and 1 + 2^-10, but float32 rounds
   // it onto the tie itself; rounding that again would give 1. Likewise for bfloat16 at 1 + 2^-8.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/cpu/isa.h"
+#include "core/float16.h"
 #include "core/kernels.h"
 
 namespace chainer::cpu {
@@ -20,6 +21,9 @@ struct KernelFamily {
   const char* (*gemm_backend)();
   // Its packed GEMM's blocking as text, "KC 256, CW 128" ("Eigen's" where it has none).
   std::string (*gemm_blocking)();
+  // The conversions of whole float16 arrays behind chainer::widen and narrow (core/float16.h).
+  void (*widen_half)(const float16* src, float* dst, int64_t n);
+  void (*narrow_half)(const float* src, float16* dst, int64_t n);
 };
 
 // Each family's, defined by its kernel_table.cpp.

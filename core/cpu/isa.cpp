@@ -60,14 +60,14 @@ CpuFeatures cpu_features() {
   f.model = brand_string();
   unsigned a, b, c, d;
   if (__get_cpuid(1, &a, &b, &c, &d) == 0) return f;
-  const bool osxsave = c & bit_OSXSAVE, avx = c & bit_AVX, fma = c & bit_FMA;
+  const bool osxsave = c & bit_OSXSAVE, avx = c & bit_AVX, fma = c & bit_FMA, f16c = c & bit_F16C;
   if (!osxsave || !avx) return f;
   const uint64_t saved = xcr0();
   const bool ymm_saved = (saved & 0x6) == 0x6, zmm_saved = (saved & 0xe6) == 0xe6;
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return f;
   const bool avx2 = b & bit_AVX2;
   const bool avx512 = (b & bit_AVX512F) && (b & bit_AVX512BW) && (b & bit_AVX512VL) && (b & bit_AVX512DQ);
-  f.avx2 = avx2 && fma && ymm_saved;
+  f.avx2 = avx2 && fma && f16c && ymm_saved;
   f.avx512 = f.avx2 && avx512 && zmm_saved;
   return f;
 }

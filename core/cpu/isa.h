@@ -12,7 +12,7 @@ namespace chainer::cpu {
 /// An instruction set the CPU kernels are compiled for, from the most portable up.
 enum class Isa {
   Generic,  ///< baseline x86-64 (SSE2): plain C++ loops and Eigen's matrix products
-  Avx2,     ///< AVX2 with FMA (Intel Haswell, AMD Zen and later)
+  Avx2,     ///< AVX2 with FMA and F16C (Intel Haswell, AMD Zen and later)
   Avx512    ///< AVX-512 F, BW, VL and DQ (Intel Skylake-SP, AMD Zen 4 and later)
 };
 
@@ -22,7 +22,7 @@ const char* isa_name(Isa isa);
 /// What a CPU offers the kernels.
 struct CpuFeatures {
   std::string model;    ///< the CPU's brand string ("AMD EPYC 7763 64-Core Processor"); "" when it has none
-  bool avx2 = false;    ///< AVX, AVX2 and FMA, with the OS saving the YMM registers
+  bool avx2 = false;    ///< AVX, AVX2, FMA and F16C, with the OS saving the YMM registers
   bool avx512 = false;  ///< also AVX-512 F, BW, VL and DQ, with the OS saving the opmask and ZMM registers
 };
 

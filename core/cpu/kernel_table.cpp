@@ -60,7 +60,7 @@ constexpr Isa kIsa = Isa::Avx2;
 #else
 constexpr Isa kIsa = Isa::Generic;
 #endif
-constexpr KernelFamily kFamily{kIsa, &kTable, gemm_backend, gemm_blocking};
+constexpr KernelFamily kFamily{kIsa, &kTable, gemm_backend, gemm_blocking, widen_half, narrow_half};
 }  // namespace
 
 const KernelFamily& kernel_family() { return kFamily; }

@@ -81,6 +81,9 @@ void gemm_panel_from_rows(const float* rows, int64_t ld, int64_t count, int64_t 
 bool implicit_conv_applies(const Tensor& x, const Conv2dGeometry& g);
 void implicit_convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y);
 void implicit_convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
+// N float16 at SRC to floats at DST, and N floats at SRC rounded to float16 at DST (convert.cpp).
+void widen_half(const float16* src, float* dst, int64_t n);
+void narrow_half(const float* src, float16* dst, int64_t n);
 // This family (kernel_table.cpp).
 const KernelFamily& kernel_family();
 
