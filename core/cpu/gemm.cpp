@@ -56,6 +56,15 @@ inline uint32_t lanes(int64_t lo, int64_t hi) {
   return uint32_t(upto & ~((uint64_t(1) << lo) - 1));
 }
 
+// DST[0, group) = the first GROUP lanes of V (M: those lanes), as a row of a panel whose rows
+// are written in order: a whole vector, whose lanes past GROUP land on the next row and are
+// written again with it, except on the panel's LAST row or where masked stores cost nothing.
+// (AVX2's masked stores are slow on AMD's cores: 42 uops on a Zen 3.)
+inline void store_panel_row(float* dst, Mask m, int64_t group, Vec v, bool last) {
+  if (group == kLanes || (!kCheapMasks && !last)) store(dst, v);
+  else store_masked(dst, m, v);
+}
+
 // dst[k * width + r] = src[r * ld + k] for r < rows (zero for rows <= r < width), k < kc: the
 // packing of a panel whose source runs along k (A not transposed, or B transposed).
 void pack_transposed(const float* src, int64_t ld, int64_t rows, int64_t width, int64_t kc, float* dst) {
@@ -67,10 +76,8 @@ void pack_transposed(const float* src, int64_t ld, int64_t rows, int64_t width, 
       Vec r[kLanes];
       for (int64_t i = 0; i < kLanes; ++i) r[i] = r0 + i < rows ? load(src + (r0 + i) * ld + k0) : zero();
       transpose(r);
-      if (group == kLanes)
-        for (int64_t k = 0; k < kLanes; ++k) store(dst + (k0 + k) * width + r0, r[k]);
-      else
-        for (int64_t k = 0; k < kLanes; ++k) store_masked(dst + (k0 + k) * width + r0, store_mask, r[k]);
+      for (int64_t k = 0; k < kLanes; ++k)
+        store_panel_row(dst + (k0 + k) * width + r0, store_mask, group, r[k], k0 + k == kc - 1);
     }
     for (; k0 < kc; ++k0)
       for (int64_t i = 0; i < group; ++i) dst[k0 * width + r0 + i] = r0 + i < rows ? src[(r0 + i) * ld + k0] : 0.f;
@@ -85,20 +92,16 @@ void pack_direct(const float* src, int64_t ld, int64_t cols, int64_t width, int6
   constexpr int64_t kMaxGroups = NR / kLanes;
   const int64_t groups = (width + kLanes - 1) / kLanes;
   Mask load_mask[kMaxGroups], store_mask[kMaxGroups];
-  bool full[kMaxGroups];
   for (int64_t g = 0; g < groups; ++g) {
     load_mask[g] = mask(lanes(0, cols - g * kLanes));
     store_mask[g] = mask(lanes(0, width - g * kLanes));
-    full[g] = width - g * kLanes >= kLanes;
   }
   for (int64_t k = 0; k < kc; ++k) {
     prefetch(src + (k + 8) * ld);
     if (groups > 1) prefetch(src + (k + 8) * ld + kLanes);
-    for (int64_t g = 0; g < groups; ++g) {
-      const Vec v = load_masked(load_mask[g], reinterpret_cast<uintptr_t>(src + k * ld + g * kLanes));
-      if (full[g]) store(dst + k * width + g * kLanes, v);
-      else store_masked(dst + k * width + g * kLanes, store_mask[g], v);
-    }
+    for (int64_t g = 0; g < groups; ++g)
+      store_panel_row(dst + k * width + g * kLanes, store_mask[g], std::min<int64_t>(kLanes, width - g * kLanes),
+                      load_masked(load_mask[g], reinterpret_cast<uintptr_t>(src + k * ld + g * kLanes)), k == kc - 1);
   }
 }
 
@@ -148,20 +151,29 @@ void micro_kernel(int64_t kc, const float* a, const float* b, int64_t ldb, float
   }
   const Vec va = set1(alpha), vb = set1(beta);
   // Every index into acc is a constant after unrolling, so the accumulators stay in registers
-  // (a loop up to a runtime row count made the compiler keep them on the stack). Full-width
-  // tiles store straight to C; narrower ones use masks (slow in AVX2 on AMD's cores, and rare).
-  if (cols >= NR) {
+  // (a loop up to a runtime row count made the compiler keep them on the stack). One path of
+  // stores either way: with a second one the compiler kept the row pointers on the stack, and
+  // the tutorial's products of depth 10 ran 1.9x slower. AVX-512 stores every tile through
+  // masks. AVX2's masked stores are slow on AMD's cores (42 uops on a Zen 3), so there a
+  // partial tile (the last columns of C) is computed in a buffer and copied.
+  if constexpr (!kCheapMasks) {
+    alignas(64) float buffer[R * NR];
+    const bool partial = cols < NR;
+    if (partial && beta != 0.f)
+      for (int r = 0; r < R; ++r) std::memcpy(buffer + r * NR, c + r * ldc, size_t(cols) * sizeof(float));
 #pragma GCC unroll 14
     for (int r = 0; r < R; ++r) {
-      float* cr = c + r * ldc;
+      float* out = partial ? buffer + r * NR : c + r * ldc;
       Vec v0 = mul(acc[r][0], va), v1 = mul(acc[r][1], va);
       if (beta != 0.f) {
-        v0 = fmadd(load(cr), vb, v0);
-        v1 = fmadd(load(cr + kLanes), vb, v1);
+        v0 = fmadd(load(out), vb, v0);
+        v1 = fmadd(load(out + kLanes), vb, v1);
       }
-      store(cr, v0);
-      store(cr + kLanes, v1);
+      store(out, v0);
+      store(out + kLanes, v1);
     }
+    if (partial)
+      for (int r = 0; r < R; ++r) std::memcpy(c + r * ldc, buffer + r * NR, size_t(cols) * sizeof(float));
     return;
   }
   const Mask m0 = mask(lanes(0, cols)), m1 = mask(lanes(0, cols - kLanes));

@@ -17,6 +17,9 @@ namespace chainer::cpu::CHAINER_ISA::simd {
 
 #if defined(CHAINER_ISA_AVX512)
 inline constexpr int kLanes = 16;
+// Whether masked loads and stores cost what plain ones do (AVX-512's opmasks), or more
+// (AVX2's vmaskmovps; its stores take several times a plain store's time on AMD's cores).
+inline constexpr bool kCheapMasks = true;
 using Vec = __m512;
 using IVec = __m512i;
 using Mask = __mmask16;
@@ -94,6 +97,7 @@ inline Vec gather(Mask m, IVec offset, const float* base) {
 
 #elif defined(CHAINER_ISA_AVX2)
 inline constexpr int kLanes = 8;
+inline constexpr bool kCheapMasks = false;
 using Vec = __m256;
 using IVec = __m256i;
 using Mask = __m256i;  // all ones in the lanes on, zeros elsewhere (what vmaskmovps reads)
