@@ -33,7 +33,9 @@ constexpr int64_t MR = 6;   // 6 x 2 accumulators + 2 B vectors + 1 broadcast = 
 #endif
 constexpr int64_t NR = 2 * kLanes;  // columns of a micro-tile: two vectors
 static_assert(kGemmPanelWidth == NR);
-static_assert(MR <= NR);
+// An A panel is one vector wide, a B panel two whole ones: only a panel's single group of lanes
+// is ever partial (store_panel_row's whole-vector rows rely on it).
+static_assert(MR <= kLanes);
 
 // This CPU's blocking for this family's tile, chosen once (core/cpu/gemm_blocking.h).
 const GemmBlocking& blocking() {
