@@ -11,6 +11,7 @@
 #include "autograd/variable.h"
 #include "core/allocator.h"
 #include "core/config.h"
+#include "core/cpu/isa.h"
 #include "core/cuda.h"
 #include "core/npz.h"
 #include "core/ops.h"

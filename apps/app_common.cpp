@@ -302,6 +302,7 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
                                                     Unit::Epoch));
   if (o.timing) add_timing(trainer, o.gpu.has_value(), std::move(data_seconds));
   if (comm.rank() == 0) {  // reports from rank 0 only
+    std::cout << "# cpu kernels: " << chainer::cpu::isa_description() << "\n" << std::flush;
     if (dump_graph) trainer.extend(E::dump_graph("main/loss"));
     trainer.extend(std::make_shared<E::LogReport>());
     std::vector<std::string> columns{"epoch",         "main/loss", "validation/main/loss", "main/accuracy",

@@ -152,6 +152,10 @@ std::vector<std::string> check_ranks(Tally& tally) {
   if (root())
     for (int r = 0; r < int(hosts.size()); ++r)
       std::cout << "rank " << r << " of " << world_size() << " on " << hosts[r] << "\n";
+  // The CPU kernels each rank chose for its CPU (core/cpu/isa.h): rank 0's, and any other's that differs.
+  const std::vector<std::string> cpus = gather_text(chainer::cpu::isa_description());
+  for (int r = 0; r < int(cpus.size()); ++r)
+    if (r == 0 || cpus[r] != cpus[0]) std::cout << "cpu kernels of rank " << r << ": " << cpus[r] << "\n";
   // A host with another MPICH (another version, or another MPI under the same name) breaks
   // the job in ways that are hard to read; the first line names the version.
   std::string finding;

@@ -10,7 +10,7 @@
 
 #include "report_errors.h"
 #include "call_timing.h"
-#include "core/cpu/kernels.h"  // gemm_backend()
+#include "core/cpu/family.h"  // gemm_backend()
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "core/random.h"

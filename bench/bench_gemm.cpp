@@ -9,7 +9,7 @@
 #include <string>
 
 #include "report_errors.h"
-#include "core/cpu/kernels.h"  // gemm_backend()
+#include "core/cpu/family.h"  // gemm_backend()
 #include "call_timing.h"
 #include "core/ops.h"
 #include "core/parallel.h"

@@ -40,7 +40,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include "report_errors.h"
-#include "core/cpu/kernels.h"  // gemm_backend()
+#include "core/cpu/family.h"  // gemm_backend()
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "core/random.h"

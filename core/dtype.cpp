@@ -1,9 +1,6 @@
 #include "core/dtype.h"
 
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
-
+#include "core/cpu/family.h"
 #include "core/error.h"
 
 namespace chainer {
@@ -38,24 +35,10 @@ bool is_floating(DType dtype) { return dtype == DType::Float32 || dtype == DType
 
 bool is_storage_only(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
 
-void widen(const float16* src, float* dst, int64_t n) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-#endif
-  for (; i < n; ++i) dst[i] = float(src[i]);
-}
+// float16's: the CPU kernel family's, with F16C where the CPU has it (core/cpu/convert.cpp).
+void widen(const float16* src, float* dst, int64_t n) { cpu::kernel_family().widen_half(src, dst, n); }
 
-void narrow(const float* src, float16* dst, int64_t n) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
-#endif
-  for (; i < n; ++i) dst[i] = float16(src[i]);
-}
+void narrow(const float* src, float16* dst, int64_t n) { cpu::kernel_family().narrow_half(src, dst, n); }
 
 // bfloat16's conversions are a shift and an add: the compiler vectorizes these loops itself.
 void widen(const bfloat16* src, float* dst, int64_t n) {

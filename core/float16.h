@@ -127,9 +127,9 @@ struct bfloat16 {
 };
 
 // N contiguous elements at once, with the results of the conversions above: the loops of
-// packing gradients and of the 16-bit MPI sum. Where the compiler targets F16C (x86 with
-// -march=native, the default build) float16 converts 8 elements per instruction, about 20
-// times faster than element by element (core/dtype.cpp).
+// packing gradients and of the 16-bit MPI sum. On CPUs with F16C (every one with AVX2) float16
+// converts 8 elements per instruction, about 20 times faster than element by element (the CPU
+// kernels' conversions, core/cpu/convert.cpp).
 void widen(const float16* src, float* dst, int64_t n);  ///< N float16 at SRC to floats at DST
 void widen(const bfloat16* src, float* dst, int64_t n);  ///< N bfloat16 at SRC to floats at DST
 void narrow(const float* src, float16* dst, int64_t n);  ///< N floats at SRC rounded to float16 at DST

@@ -259,6 +259,21 @@ TEST_CASE("batch_normalization: float32 agrees with float64, even with a mean 10
   expect_close(values(s32.gbeta), values(s64.gbeta), 1e-5);
 }
 
+TEST_CASE("batch_normalization: float32 agrees with float64 over (N, C, H, W), planes not a multiple of the vector width",
+          "[batch_normalization]") {
+  // The per-channel sums along the planes (vectorized per kernel family, in float64 lanes), with
+  // a tail of 15 elements after three blocks of 16, and a mean 100 times the deviation.
+  const Tensor x32 = normal({8, 3, 7, 9}, 44, 100.0, 1.0, DType::Float32);
+  const Tensor gy32 = normal({8, 3, 7, 9}, 45, 0.0, 1.0, DType::Float32);
+  const Tensor gamma = uniform({3}, 46, 0.5, 2), beta = uniform({3}, 47);
+  const Step s32 = step(x32, gamma.astype(DType::Float32), beta.astype(DType::Float32), gy32);
+  const Step s64 = step(x32.astype(DType::Float64), gamma, beta, gy32.astype(DType::Float64));
+  expect_close(values(s32.y), values(s64.y), 1e-5);
+  expect_close(values(s32.gx), values(s64.gx), 1e-5);
+  expect_close(values(s32.ggamma), values(s64.ggamma), 1e-5);
+  expect_close(values(s32.gbeta), values(s64.gbeta), 1e-5);
+}
+
 TEST_CASE("batch_normalization: running statistics follow Chainer's rule, with the decay and the unbiased variance",
           "[batch_normalization]") {
   for (DType dtype : {DType::Float64, DType::Float32}) {

@@ -15,7 +15,8 @@
 
 #include "core/allocator.h"
 #include "core/config.h"
-#include "core/cpu/kernels.h"
+#include "core/cpu/family.h"
+#include "core/cpu/gemm_blocking.h"
 #include "core/cuda.h"
 #include "core/npz.h"
 #include "core/ops.h"
@@ -295,11 +296,11 @@ TEST_CASE("ops: a sum over the leading axis, split over threads, equals the colu
 }
 
 TEST_CASE("ops: float32 matrix products do not depend on the number of threads") {
-  // Our packed GEMM computes every element of C by one micro-kernel sequence in a fixed order,
-  // whichever thread takes its chunk: bit-identical results with 1, 2 and 3 threads. Eigen's
-  // product (builds without AVX-512) splits the sums by thread count, so there only repeated
-  // runs with the same count must agree.
-  const bool packed = std::string(cpu::gemm_backend()) == "packed-avx512";
+  // Our packed GEMM (AVX2 and AVX-512) computes every element of C by one micro-kernel sequence
+  // in a fixed order, whichever thread takes its chunk: bit-identical results with 1, 2 and 3
+  // threads. Eigen's product (the generic kernels) splits the sums by thread count, so there only
+  // repeated runs with the same count must agree.
+  const bool packed = std::string(cpu::gemm_backend()).rfind("packed-", 0) == 0;
   Generator gen(5);
   const int saved = num_threads();
   // (100, 10, 1000) with B transposed: the few-columns kernel.
@@ -319,29 +320,40 @@ TEST_CASE("ops: float32 matrix products do not depend on the number of threads")
   set_num_threads(saved);
 }
 
-TEST_CASE("ops: the GEMM's blocking follows the CPU's caches; CHAINER_GEMM_KC overrides its depth") {
-  const auto zen5 = cpu::gemm_blocking_for(48 << 10, 1 << 20, nullptr);
+TEST_CASE("ops: the GEMM's blocking follows the CPU's caches and the micro-tile; CHAINER_GEMM_KC overrides its depth") {
+  const cpu::GemmTile avx512{14, 32}, avx2{6, 16};
+  const auto zen5 = cpu::gemm_blocking_for(avx512, 48 << 10, 1 << 20, nullptr);
   CHECK(zen5.kc == 256);  // the blocking measured best on the Zen 5
   CHECK(zen5.cw == 128);
-  const auto zen4 = cpu::gemm_blocking_for(32 << 10, 1 << 20, "");
+  const auto zen4 = cpu::gemm_blocking_for(avx512, 32 << 10, 1 << 20, "");
   CHECK(zen4.kc == 192);  // the A micro-panel in a third of a 32 KiB L1d
   CHECK(zen4.cw == 160);
-  CHECK(cpu::gemm_blocking_for(48 << 10, 1 << 20, "64").kc == 64);
-  CHECK(cpu::gemm_blocking_for(48 << 10, 1 << 20, "64").cw == 512);
+  // AVX2's 6-row panel fits a third of any L1d at the deepest slice; CW in whole 16-column panels.
+  const auto zen3 = cpu::gemm_blocking_for(avx2, 32 << 10, 512 << 10, nullptr);
+  CHECK(zen3.kc == 256);
+  CHECK(zen3.cw == 64);
+  CHECK(cpu::gemm_blocking_for(avx2, 48 << 10, 1 << 20, nullptr).cw == 128);
+  CHECK(cpu::gemm_blocking_for(avx512, 48 << 10, 1 << 20, "64").kc == 64);
+  CHECK(cpu::gemm_blocking_for(avx512, 48 << 10, 1 << 20, "64").cw == 512);
   for (const char* bad : {"100", "0", "528", "abc", "64x"})
-    CHECK_THROWS_WITH(cpu::gemm_blocking_for(48 << 10, 1 << 20, bad),
+    CHECK_THROWS_WITH(cpu::gemm_blocking_for(avx512, 48 << 10, 1 << 20, bad),
                       Catch::Contains("CHAINER_GEMM_KC must be a multiple of 16 from 16 to 512") &&
                           Catch::Contains(std::string("'") + bad + "'"));
 }
 
 TEST_CASE("ops: float32 products equal float64 ones at this CPU's blocking") {
   // The slice depth comes from the CPU's caches (CHAINER_GEMM_KC in the environment overrides it:
-  // meson runs this case again with the depth a Zen 4 gets and a shallow one). Depths that cross
-  // slice edges unevenly, rows beyond one micro-panel, columns beyond one chunk.
+  // meson runs this case again with the depth a Zen 4 gets and a shallow one, in each kernel
+  // family). Depths that cross slice edges unevenly, rows beyond one micro-panel, columns beyond
+  // one chunk; the edges of both families' tiles (AVX2 6 x 16, AVX-512 14 x 32: a row or a
+  // column past a whole tile, one tile exactly, less than one); the few-columns kernel with a
+  // depth past its last whole vector; one element.
   CAPTURE(cpu::gemm_blocking());
   Generator gen(7);
   for (auto [m, n, k, ta, tb] : {std::tuple{29, 300, 700, false, false}, {100, 1000, 784, false, false},
-                                 {1000, 784, 100, true, false}, {15, 33, 1025, false, true}, {3, 700, 257, true, true}}) {
+                                 {1000, 784, 100, true, false}, {15, 33, 1025, false, true}, {3, 700, 257, true, true},
+                                 {7, 17, 9, false, false}, {6, 16, 16, true, false}, {14, 32, 5, false, true},
+                                 {13, 31, 40, true, true}, {100, 10, 1001, false, true}, {1, 1, 1, false, false}}) {
     Tensor a = random::normal(ta ? Shape{k, m} : Shape{m, k}, 0, 1, DType::Float32, &gen);
     Tensor b = random::normal(tb ? Shape{n, k} : Shape{k, n}, 0, 1, DType::Float32, &gen);
     const std::vector<float> got = ops::matmul(a, b, ta, tb).to_vector<float>();
@@ -645,6 +657,37 @@ TEST_CASE("tensor: every float16 and bfloat16 value converts to float32 and back
       CHECK(values[0x7f80] == kInf32);
     }
   }
+}
+
+TEST_CASE("tensor: widen and narrow convert whole float16 arrays as the element conversions do") {
+  // The arrays' conversions are the CPU kernel family's (F16C in the vector families; this binary
+  // runs once per family): every float16 pattern widens to its value, and floats of every kind
+  // (ties, overflow, subnormals, infinities, NaN) narrow to the element conversion's bits. The
+  // lengths leave tails after the 8-element blocks.
+  std::vector<float16> all(65536 + 5);
+  for (size_t i = 0; i < all.size(); ++i) all[i].bits = uint16_t(i);
+  std::vector<float> wide(all.size());
+  widen(all.data(), wide.data(), int64_t(all.size()));
+  size_t bad = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const float want = float(all[i]);
+    bad += std::isnan(want) ? !std::isnan(wide[i]) : wide[i] != want;
+  }
+  CHECK(bad == 0);
+  std::vector<float> floats;
+  Generator gen(21);
+  for (int i = 0; i < 4003; ++i) floats.push_back(float(gen.normal()) * std::ldexp(1.f, i % 60 - 30));
+  for (float f : {0.f, -0.f, 65504.f, 65520.f, 65519.99f, 1e9f, -1e9f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f,
+                  1.00048828125f, 1.00146484375f, kInf32, -kInf32, std::nanf("")})
+    floats.push_back(f);
+  std::vector<float16> narrowed(floats.size());
+  narrow(floats.data(), narrowed.data(), int64_t(floats.size()));
+  bad = 0;
+  for (size_t i = 0; i < floats.size(); ++i) {
+    const float16 want(floats[i]);
+    bad += std::isnan(floats[i]) ? !std::isnan(float(narrowed[i])) : narrowed[i].bits != want.bits;
+  }
+  CHECK(bad == 0);
 }
 
 TEST_CASE("tensor: float64 to float16 and bfloat16 rounds once (no double rounding through float32)") {

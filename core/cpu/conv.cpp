@@ -14,7 +14,7 @@
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
 
-namespace chainer::cpu {
+namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
 // The output columns [lo, hi) whose input column `ox * s - p + off` lies in [0, w).
@@ -237,7 +237,7 @@ const ConvLoweringKernels kLowering{.convolution_2d = convolution_2d,
                                    .depthwise_conv_grad_filter = depthwise_conv_grad_filter};
 }  // namespace
 
-// Small maps: fewer output pixels per image than a GEMM panel's 32 columns (a net's last layers
+// Small maps: fewer output pixels per image than a GEMM panel's columns (a net's last layers
 // on small images: nin's 4 x 4, 2 x 2 and 1 x 1 maps at 40 pixels). Products per image would
 // fill a panel with a few columns, so the whole batch is one product whose rows are the
 // (image, pixel) pairs: the windows of all images as an (N * P, depth) matrix.
@@ -367,11 +367,11 @@ void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dG
     batched_gemm(output_rows(gy), true, window_rows(x, g), false, 1.0, 0.0, out);
     return;
   }
-  // Fewer than a panel's 32 window rows (a first layer's 1 x 3 x 3) would leave most of the
+  // Fewer than a panel's window rows (a first layer's 1 x 3 x 3) would leave most of the
   // implicit product's panel empty: the lowering's transposed im2col is faster there (measured).
   const bool narrow = x.size(1) / g.groups * g.kh * g.kw < kGemmPanelWidth;
   if (implicit_conv_applies(x, g) && !narrow) implicit_convolution_2d_grad_filter(x, gy, g, gW);
   else lowered_convolution_2d_grad_filter(kLowering, x, gy, g, gW);
 }
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

@@ -6,12 +6,12 @@
 // per product (docs/performance.md).
 //
 // Forward: per image and group, y = W (C_out/g x depth) * windows (depth x pixels), a panel
-// being 32 output pixels by a slice of window rows (c, i, j). Filter gradient: gW += gy (C_out/g
-// x pixels) * windows^T, a panel being a slice of pixels by 32 window rows, made as 32 rows of
-// pixels and transposed. The data gradient with stride 1 is a forward convolution (the flipped
-// filters, core/conv_lowering.cpp); other strides keep the lowering.
-#include <immintrin.h>
-
+// being a panel's width of output pixels (32 in AVX-512, 16 in AVX2) by a slice of window rows
+// (c, i, j). Filter gradient: gW += gy (C_out/g x pixels) * windows^T, a panel being a slice of
+// pixels by a panel's width of window rows, made as rows of pixels and transposed. The data
+// gradient with stride 1 is a forward convolution (the flipped filters, core/conv_lowering.cpp);
+// other strides keep the lowering. The vector families only (AVX2, AVX-512); the generic family
+// lowers every convolution.
 #include <algorithm>
 #include <cstring>
 
@@ -19,12 +19,18 @@
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
+#if defined(CHAINER_ISA_PACKED)
+#include "core/cpu/simd.h"
+#endif
 
-namespace chainer::cpu {
+namespace chainer::cpu::CHAINER_ISA {
 
-#if defined(__AVX512F__)
+#if defined(CHAINER_ISA_PACKED)
 namespace {
+using namespace simd;
 constexpr int64_t NR = kGemmPanelWidth;
+constexpr int64_t kHalves = NR / kLanes;  // vectors per panel row
+static_assert(kHalves == 2);
 
 // One image's group of C planes of H x W (float32) seen as the window matrix of geometry G:
 // row r = (c, i, j) (c * kh * kw + i * kw + j), column p = output pixel (p / out_w, p % out_w);
@@ -52,7 +58,7 @@ inline void valid_columns(int64_t out, int64_t w, int64_t s, int64_t p, int64_t 
   if (hi < lo) hi = lo;
 }
 
-// The forward's B panel: window rows [p0, p0 + kc) by the 32 output pixels from j0.
+// The forward's B panel: window rows [p0, p0 + kc) by the NR output pixels from j0.
 // A run of pixels within one output row reads consecutive input columns when sx = 1: one masked
 // load per run and vector of lanes. Other strides gather.
 void fill_window_columns(const void* context, int64_t p0, int64_t kc, int64_t j0, float* panel) {
@@ -92,18 +98,17 @@ void fill_window_columns(const void* context, int64_t p0, int64_t kc, int64_t j0
     }
     for (int64_t r = 0; r < kc; ++r) {
       const float* plane = win.x + c * win.h * win.w;
-      __m512i v0 = _mm512_setzero_si512(), v1 = _mm512_setzero_si512();
+      Vec v0 = zero(), v1 = zero();
       for (int64_t q = 0; q < runs; ++q) {
         const int64_t row = row_offset[i * runs + q];
-        const uint32_t mask = column_lanes[j * runs + q];
-        if (row < 0 || !mask) continue;
+        const uint32_t bits = column_lanes[j * runs + q];
+        if (row < 0 || !bits) continue;
         const uintptr_t base = reinterpret_cast<uintptr_t>(plane) + uintptr_t(row + column_offset[j * runs + q]) * sizeof(float);
-        v0 = _mm512_or_si512(v0, _mm512_maskz_loadu_epi32(__mmask16(mask), reinterpret_cast<const void*>(base)));
-        v1 = _mm512_or_si512(v1, _mm512_maskz_loadu_epi32(__mmask16(mask >> 16),
-                                                          reinterpret_cast<const void*>(base + 16 * sizeof(float))));
+        v0 = bit_or(v0, load_masked(mask(bits), base));
+        v1 = bit_or(v1, load_masked(mask(bits >> kLanes), base + kLanes * sizeof(float)));
       }
-      _mm512_storeu_si512(panel + r * NR, v0);
-      _mm512_storeu_si512(panel + r * NR + 16, v1);
+      store(panel + r * NR, v0);
+      store(panel + r * NR + kLanes, v1);
       if (++j == g.kw) j = 0, ++i;
       if (i == g.kh) i = 0, ++c;
     }
@@ -116,26 +121,21 @@ void fill_window_columns(const void* context, int64_t p0, int64_t kc, int64_t j0
     oy[l] = int32_t(p / g.out_w), ox[l] = int32_t(p % g.out_w);
   }
   const uint32_t live = lanes(0, count);
-  const __m512i vh = _mm512_set1_epi32(int32_t(win.h)), vw = _mm512_set1_epi32(int32_t(win.w));
-  __m512i ty[2], tx[2];  // oy * sy - ph and ox * sx - pw per lane
-  for (int v = 0; v < 2; ++v) {
-    ty[v] = _mm512_sub_epi32(_mm512_mullo_epi32(_mm512_load_si512(oy + 16 * v), _mm512_set1_epi32(int32_t(g.sy))),
-                             _mm512_set1_epi32(int32_t(g.ph)));
-    tx[v] = _mm512_sub_epi32(_mm512_mullo_epi32(_mm512_load_si512(ox + 16 * v), _mm512_set1_epi32(int32_t(g.sx))),
-                             _mm512_set1_epi32(int32_t(g.pw)));
+  const IVec vh = iset1(int32_t(win.h)), vw = iset1(int32_t(win.w));
+  IVec ty[kHalves], tx[kHalves];  // oy * sy - ph and ox * sx - pw per lane
+  Mask live_mask[kHalves];
+  for (int v = 0; v < kHalves; ++v) {
+    ty[v] = isub(imul(iload(oy + kLanes * v), iset1(int32_t(g.sy))), iset1(int32_t(g.ph)));
+    tx[v] = isub(imul(iload(ox + kLanes * v), iset1(int32_t(g.sx))), iset1(int32_t(g.pw)));
+    live_mask[v] = mask(live >> (kLanes * v));
   }
   for (int64_t r = 0; r < kc; ++r) {
     const float* plane = win.x + c * win.h * win.w;
-    for (int v = 0; v < 2; ++v) {
-      const __m512i iy = _mm512_add_epi32(ty[v], _mm512_set1_epi32(int32_t(i * g.dy)));
-      const __m512i ix = _mm512_add_epi32(tx[v], _mm512_set1_epi32(int32_t(j * g.dx)));
-      __mmask16 m = __mmask16(live >> (16 * v));
-      m = _mm512_mask_cmpge_epi32_mask(m, iy, _mm512_setzero_si512());
-      m = _mm512_mask_cmplt_epi32_mask(m, iy, vh);
-      m = _mm512_mask_cmpge_epi32_mask(m, ix, _mm512_setzero_si512());
-      m = _mm512_mask_cmplt_epi32_mask(m, ix, vw);
-      const __m512i offset = _mm512_add_epi32(_mm512_mullo_epi32(iy, vw), ix);
-      _mm512_storeu_ps(panel + r * NR + 16 * v, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, offset, plane, 4));
+    for (int v = 0; v < kHalves; ++v) {
+      const IVec iy = iadd(ty[v], iset1(int32_t(i * g.dy)));
+      const IVec ix = iadd(tx[v], iset1(int32_t(j * g.dx)));
+      const Mask m = in_range(in_range(live_mask[v], iy, vh), ix, vw);
+      store(panel + r * NR + kLanes * v, gather(m, iadd(imul(iy, vw), ix), plane));
     }
     if (++j == g.kw) j = 0, ++i;
     if (i == g.kh) i = 0, ++c;
@@ -163,14 +163,16 @@ void fill_padded_columns(const void* context, int64_t p0, int64_t kc, int64_t j0
   // make columns the product never stores.
   for (int64_t r = 0; r < kc; ++r) {
     const float* src = win.padded + (c * win.hp + i * g.dy) * win.wp + j * g.dx + j0;
-    _mm512_storeu_ps(panel + r * NR, _mm512_loadu_ps(src));
-    _mm512_storeu_ps(panel + r * NR + 16, _mm512_loadu_ps(src + 16));
+    store(panel + r * NR, load(src));
+    store(panel + r * NR + kLanes, load(src + kLanes));
     if (++j == g.kw) j = 0, ++i;
     if (i == g.kh) i = 0, ++c;
   }
 }
 
-// DST[0, count) = window row R over the pixels [p0, p0 + count).
+// DST[0, count) = window row R over the pixels [p0, p0 + count); it may also write up to
+// kLanes floats past them (whole vectors: masked stores are slow in AVX2 on AMD's cores), which
+// the caller writes afterwards or leaves as slack.
 void window_row(const Windows& win, int64_t r, int64_t p0, int64_t count, float* dst) {
   const Conv2dGeometry& g = win.g;
   const int64_t taps = g.kh * g.kw, c = r / taps, i = r % taps / g.kw, j = r % g.kw;
@@ -185,15 +187,14 @@ void window_row(const Windows& win, int64_t r, int64_t p0, int64_t count, float*
     if (iy < 0 || iy >= win.h || a == b) {
       std::memset(out, 0, size_t(len) * sizeof(float));
     } else if (g.sx == 1) {
-      // 16 pixels at a time: the lanes inside the image loaded (masked-off lanes touch no
-      // memory), the rest stored as zeros.
+      // A vector of pixels at a time: the lanes inside the image loaded (masked-off lanes touch
+      // no memory), the rest stored as zeros; the last vector's lanes past the run land on the
+      // pixels after it, written next.
       const uintptr_t src = reinterpret_cast<uintptr_t>(plane + iy * win.w - g.pw + j * g.dx);
-      for (int64_t t = 0; t < len; t += 16) {
+      for (int64_t t = 0; t < len; t += kLanes) {
         const int64_t first = ox0 + t;
-        const __mmask16 store = __mmask16(lanes(0, std::min<int64_t>(16, len - t)));
-        const __mmask16 load = __mmask16(lanes(a - first, b - first)) & store;
-        _mm512_mask_storeu_ps(out + t, store,
-                              _mm512_maskz_loadu_ps(load, reinterpret_cast<const float*>(src + uintptr_t(first) * sizeof(float))));
+        const uint32_t inside = lanes(a - first, b - first) & lanes(0, len - t);
+        store(out + t, load_masked(mask(inside), src + uintptr_t(first) * sizeof(float)));
       }
     } else {
       std::memset(out, 0, size_t(a - ox0) * sizeof(float));
@@ -212,26 +213,28 @@ struct WindowRows {
   int64_t depth;
 };
 
-// Its panel: pixels [p0, p0 + kc) by the 32 window rows from j0, made as rows of pixels (in L1)
+// Its panel: pixels [p0, p0 + kc) by the NR window rows from j0, made as rows of pixels (in L1)
 // and transposed.
 void fill_window_rows(const void* context, int64_t p0, int64_t kc, int64_t j0, float* panel) {
   const WindowRows& wr = *static_cast<const WindowRows*>(context);
   const Windows& win = wr.win;
   const Conv2dGeometry& g = win.g;
-  alignas(64) thread_local float rows[NR * 512];
+  // Rows of up to 512 pixels, and the slack that whole-vector stores past the last one write.
+  alignas(64) thread_local float rows[NR * 512 + kLanes];
   CHAINER_ASSERT(kc <= 512, "fill_window_rows: a slice of ", kc, " pixels");
-  const int64_t count = std::min(NR, wr.depth - j0), chunks = (g.out_w + 15) / 16;
+  const int64_t count = std::min(NR, wr.depth - j0), chunks = (g.out_w + kLanes - 1) / kLanes;
   constexpr int64_t kTable = 256;
   if (g.sx == 1 && p0 % g.out_w == 0 && kc % g.out_w == 0 && g.kw * chunks <= kTable) {
     // Slices of whole output rows (sgemm_filled_b's k_align): each output row's pixels are one
-    // input row's columns, shifted by the window column j; per j and 16 pixels, the lanes
-    // inside the image.
-    __mmask16 load[kTable], store[kTable];
-    for (int64_t t = 0; t < chunks; ++t) store[t] = __mmask16(lanes(0, std::min<int64_t>(16, g.out_w - 16 * t)));
+    // input row's columns, shifted by the window column j; per j and vector of pixels, the lanes
+    // inside the image. Each vector is stored whole: the lanes past the output row land on the
+    // next row, written next (or on the slack).
+    Mask load[kTable];
     for (int64_t j = 0; j < g.kw; ++j) {
       int64_t lo, hi;
       valid_columns(g.out_w, win.w, 1, g.pw, j * g.dx, lo, hi);
-      for (int64_t t = 0; t < chunks; ++t) load[j * chunks + t] = __mmask16(lanes(lo - 16 * t, hi - 16 * t)) & store[t];
+      for (int64_t t = 0; t < chunks; ++t)
+        load[j * chunks + t] = mask(lanes(lo - kLanes * t, hi - kLanes * t) & lanes(0, g.out_w - kLanes * t));
     }
     const int64_t taps = g.kh * g.kw, oy0 = p0 / g.out_w, out_rows = kc / g.out_w;
     int64_t c = j0 / taps, i = j0 % taps / g.kw, j = j0 % g.kw;
@@ -240,12 +243,13 @@ void fill_window_rows(const void* context, int64_t p0, int64_t kc, int64_t j0, f
       for (int64_t oy = oy0; oy < oy0 + out_rows; ++oy) {
         float* out = rows + q * kc + (oy - oy0) * g.out_w;
         const int64_t iy = oy * g.sy - g.ph + i * g.dy;
-        const bool inside = iy >= 0 && iy < win.h;
-        const uintptr_t src = reinterpret_cast<uintptr_t>(plane + (inside ? iy : 0) * win.w);
+        if (iy < 0 || iy >= win.h) {
+          for (int64_t t = 0; t < chunks; ++t) store(out + kLanes * t, zero());
+          continue;
+        }
+        const uintptr_t src = reinterpret_cast<uintptr_t>(plane + iy * win.w);
         for (int64_t t = 0; t < chunks; ++t)
-          _mm512_mask_storeu_ps(out + 16 * t, store[t],
-                                _mm512_maskz_loadu_ps(inside ? load[j * chunks + t] : __mmask16(0),
-                                                      reinterpret_cast<const float*>(src + uintptr_t(16 * t) * sizeof(float))));
+          store(out + kLanes * t, load_masked(load[j * chunks + t], src + uintptr_t(kLanes * t) * sizeof(float)));
       }
       if (++j == g.kw) j = 0, ++i;
       if (i == g.kh) i = 0, ++c;
@@ -380,11 +384,11 @@ void implicit_convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, cons
 #else
 bool implicit_conv_applies(const Tensor&, const Conv2dGeometry&) { return false; }
 void implicit_convolution_2d(const Tensor&, const Tensor&, const Tensor&, const Conv2dGeometry&, Tensor&) {
-  CHAINER_ASSERT(false, "implicit_convolution_2d needs AVX-512");
+  CHAINER_ASSERT(false, "implicit_convolution_2d needs a vector family (AVX2 or AVX-512)");
 }
 void implicit_convolution_2d_grad_filter(const Tensor&, const Tensor&, const Conv2dGeometry&, Tensor&) {
-  CHAINER_ASSERT(false, "implicit_convolution_2d_grad_filter needs AVX-512");
+  CHAINER_ASSERT(false, "implicit_convolution_2d_grad_filter needs a vector family (AVX2 or AVX-512)");
 }
 #endif
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

@@ -6,7 +6,7 @@
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
 
-namespace chainer::cpu {
+namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
 constexpr int64_t kGrain = 1 << 15;
@@ -328,4 +328,4 @@ void clip(const Tensor& a, double lo, double hi, Tensor& out) {
   });
 }
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

@@ -1,14 +1,12 @@
-// Matrix products. float32 on AVX-512 machines goes through our own packed GEMM (BLIS-style
-// blocking with a 14x32 register-tiled micro-kernel; a dot-product kernel for products with
-// few columns and B transposed, such as the forward of a 10-output layer). Eigen's product
-// served as the baseline and runs at about a third of the rate on this machine's shapes (see
-// docs/performance.md), so it stays only for float64 (gradient checks) and CPUs without AVX-512.
-#include <immintrin.h>
-#include <unistd.h>
-
+// Matrix products. float32 in the vector families goes through our own packed GEMM (BLIS-style
+// blocking with a register-tiled micro-kernel: 14 x 32 in AVX-512's 32 zmm registers, 6 x 16 in
+// AVX2's 16 ymm ones, as BLIS's Haswell kernel; a dot-product kernel for products with few
+// columns and B transposed, such as the forward of a 10-output layer), written once over the
+// vectors of core/cpu/simd.h. Eigen's product served as the baseline and runs at about a third
+// of the rate on this machine's shapes (see docs/performance.md), so it stays only for float64
+// (gradient checks) and the generic family.
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -19,42 +17,29 @@
 #include "core/cpu/kernels.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#if defined(CHAINER_ISA_PACKED)
+#include "core/cpu/simd.h"
+#endif
 
-namespace chainer::cpu {
+namespace chainer::cpu::CHAINER_ISA {
 
+#if defined(CHAINER_ISA_PACKED)
 namespace {
+using namespace simd;
+#if defined(CHAINER_ISA_AVX512)
 constexpr int64_t MR = 14;  // rows of a micro-tile: 14 x 2 accumulators + 2 B vectors + 1 broadcast = 31 of 32 zmm
-constexpr int64_t NR = 32;  // columns of a micro-tile: two zmm vectors
-}  // namespace
+#else
+constexpr int64_t MR = 6;   // 6 x 2 accumulators + 2 B vectors + 1 broadcast = 15 of 16 ymm
+#endif
+constexpr int64_t NR = 2 * kLanes;  // columns of a micro-tile: two vectors
+static_assert(kGemmPanelWidth == NR);
+// An A panel is one vector wide, a B panel two whole ones: only a panel's single group of lanes
+// is ever partial (store_panel_row's whole-vector rows rely on it).
+static_assert(MR <= kLanes);
 
-// The A micro-panel (MR x KC) that the micro-kernel keeps in L1 takes at most a third of the L1
-// data cache, the rest left to the B micro-panels streaming past; a chunk's packed B (KC x CW)
-// takes an eighth of L2. Deeper slices also change where partial sums are rounded, so products
-// may differ in the last bits between such machines (never run to run).
-GemmBlocking gemm_blocking_for(int64_t l1d_bytes, int64_t l2_bytes, const char* kc_override) {
-  int64_t kc = std::clamp<int64_t>(l1d_bytes / 3 / (MR * int64_t(sizeof(float))) / 16 * 16, 64, 256);
-  if (kc_override && *kc_override) {
-    char* end = nullptr;
-    const long v = std::strtol(kc_override, &end, 10);
-    if (end == kc_override || *end != '\0' || v < 16 || v > 512 || v % 16 != 0)
-      throw Error(str("gemm: CHAINER_GEMM_KC must be a multiple of 16 from 16 to 512, not '", kc_override, "'"));
-    kc = v;
-  }
-  const int64_t cw = std::clamp<int64_t>(l2_bytes / 8 / (kc * int64_t(sizeof(float))) / NR * NR, NR, 512);
-  return {kc, cw};
-}
-
-namespace {
-#if defined(__AVX512F__)
-int64_t cache_bytes(int name, int64_t fallback) {
-  const long v = sysconf(name);
-  return v > 0 ? int64_t(v) : fallback;
-}
-// This CPU's blocking, chosen once (cpu/kernels.h).
+// This CPU's blocking for this family's tile, chosen once (core/cpu/gemm_blocking.h).
 const GemmBlocking& blocking() {
-  static const GemmBlocking b =
-      gemm_blocking_for(cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10), cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20),
-                        std::getenv("CHAINER_GEMM_KC"));
+  static const GemmBlocking b = gemm_blocking_here({MR, NR});
   return b;
 }
 
@@ -63,47 +48,38 @@ struct Operand {
   const float* p;
   int64_t ld;
   bool trans;
-  float at(int64_t r, int64_t c) const { return trans ? p[c * ld + r] : p[r * ld + c]; }
 };
 
-// Transposes the 16x16 block held in r[0..15] (row i in r[i]) in place: afterwards r[j] holds
-// column j. 64 shuffles instead of 256 scalar moves.
-inline void transpose16(__m512 r[16]) {
-  __m512 t[16], u[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    u[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    u[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    u[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    u[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  // u[4q + j] holds, in 128-bit lane L, column 4L + j of rows 4q..4q+3.
-  for (int j = 0; j < 4; ++j) {
-    const __m512 v = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), w = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
-    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), w2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
-    r[j] = _mm512_shuffle_f32x4(v, v2, 0x88);
-    r[4 + j] = _mm512_shuffle_f32x4(w, w2, 0x88);
-    r[8 + j] = _mm512_shuffle_f32x4(v, v2, 0xDD);
-    r[12 + j] = _mm512_shuffle_f32x4(w, w2, 0xDD);
-  }
+// The lanes [lo, hi) of 32 as a bit mask (bounds clamped to [0, 32]).
+inline uint32_t lanes(int64_t lo, int64_t hi) {
+  lo = std::clamp<int64_t>(lo, 0, 32), hi = std::clamp<int64_t>(hi, 0, 32);
+  if (hi <= lo) return 0;
+  const uint64_t upto = (uint64_t(1) << hi) - 1;
+  return uint32_t(upto & ~((uint64_t(1) << lo) - 1));
+}
+
+// DST[0, group) = the first GROUP lanes of V (M: those lanes), as a row of a panel whose rows
+// are written in order: a whole vector, whose lanes past GROUP land on the next row and are
+// written again with it, except on the panel's LAST row or where masked stores cost nothing.
+// (AVX2's masked stores are slow on AMD's cores: 42 uops on a Zen 3.)
+inline void store_panel_row(float* dst, Mask m, int64_t group, Vec v, bool last) {
+  if (group == kLanes || (!kCheapMasks && !last)) store(dst, v);
+  else store_masked(dst, m, v);
 }
 
 // dst[k * width + r] = src[r * ld + k] for r < rows (zero for rows <= r < width), k < kc: the
 // packing of a panel whose source runs along k (A not transposed, or B transposed).
 void pack_transposed(const float* src, int64_t ld, int64_t rows, int64_t width, int64_t kc, float* dst) {
-  for (int64_t r0 = 0; r0 < width; r0 += 16) {
-    const int64_t group = std::min<int64_t>(16, width - r0);
-    const __mmask16 store_mask = __mmask16((1u << group) - 1);
+  for (int64_t r0 = 0; r0 < width; r0 += kLanes) {
+    const int64_t group = std::min<int64_t>(kLanes, width - r0);
+    const Mask store_mask = mask(lanes(0, group));
     int64_t k0 = 0;
-    for (; k0 + 16 <= kc; k0 += 16) {
-      __m512 r[16];
-      for (int64_t i = 0; i < 16; ++i)
-        r[i] = r0 + i < rows ? _mm512_loadu_ps(src + (r0 + i) * ld + k0) : _mm512_setzero_ps();
-      transpose16(r);
-      for (int64_t k = 0; k < 16; ++k) _mm512_mask_storeu_ps(dst + (k0 + k) * width + r0, store_mask, r[k]);
+    for (; k0 + kLanes <= kc; k0 += kLanes) {
+      Vec r[kLanes];
+      for (int64_t i = 0; i < kLanes; ++i) r[i] = r0 + i < rows ? load(src + (r0 + i) * ld + k0) : zero();
+      transpose(r);
+      for (int64_t k = 0; k < kLanes; ++k)
+        store_panel_row(dst + (k0 + k) * width + r0, store_mask, group, r[k], k0 + k == kc - 1);
     }
     for (; k0 < kc; ++k0)
       for (int64_t i = 0; i < group; ++i) dst[k0 * width + r0 + i] = r0 + i < rows ? src[(r0 + i) * ld + k0] : 0.f;
@@ -115,17 +91,19 @@ void pack_transposed(const float* src, int64_t ld, int64_t rows, int64_t width, 
 // Row by row with the rows 8 ahead prefetched: the rows are a stride apart (a weight matrix's
 // rows, 4 KB), where the hardware prefetcher does not follow, so each row was a full miss.
 void pack_direct(const float* src, int64_t ld, int64_t cols, int64_t width, int64_t kc, float* dst) {
-  const int64_t groups = (width + 15) / 16;
-  __mmask16 load_mask[4], store_mask[4];
+  constexpr int64_t kMaxGroups = NR / kLanes;
+  const int64_t groups = (width + kLanes - 1) / kLanes;
+  Mask load_mask[kMaxGroups], store_mask[kMaxGroups];
   for (int64_t g = 0; g < groups; ++g) {
-    load_mask[g] = __mmask16((1u << std::clamp<int64_t>(cols - g * 16, 0, 16)) - 1);
-    store_mask[g] = __mmask16((1u << std::min<int64_t>(16, width - g * 16)) - 1);
+    load_mask[g] = mask(lanes(0, cols - g * kLanes));
+    store_mask[g] = mask(lanes(0, width - g * kLanes));
   }
   for (int64_t k = 0; k < kc; ++k) {
-    _mm_prefetch(reinterpret_cast<const char*>(src + (k + 8) * ld), _MM_HINT_T0);
-    if (groups > 1) _mm_prefetch(reinterpret_cast<const char*>(src + (k + 8) * ld + 16), _MM_HINT_T0);
+    prefetch(src + (k + 8) * ld);
+    if (groups > 1) prefetch(src + (k + 8) * ld + kLanes);
     for (int64_t g = 0; g < groups; ++g)
-      _mm512_mask_storeu_ps(dst + k * width + g * 16, store_mask[g], _mm512_maskz_loadu_ps(load_mask[g], src + k * ld + g * 16));
+      store_panel_row(dst + k * width + g * kLanes, store_mask[g], std::min<int64_t>(kLanes, width - g * kLanes),
+                      load_masked(load_mask[g], reinterpret_cast<uintptr_t>(src + k * ld + g * kLanes)), k == kc - 1);
   }
 }
 
@@ -155,40 +133,62 @@ void pack_b(const Operand& B, int64_t n, int64_t j0, int64_t p0, int64_t kc, flo
 // C = alpha * acc + beta * C on R rows x COLS. R is a template parameter so that a panel of
 // fewer rows costs only its rows of FMAs. The k loop is
 // unrolled twice to halve its bookkeeping uops (the loop body is close to the front end's 4 per
-// cycle); 14 rows instead of 12 gained 1-3% on every shape of the tutorial.
+// cycle); 14 rows instead of 12 gained 1-3% on every shape of the tutorial in AVX-512.
 template <int R>
 void micro_kernel(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, float alpha,
                   float beta, int64_t cols) {
-  __m512 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  Vec acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = zero();
 #pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_loadu_ps(b + k * ldb), b1 = _mm512_loadu_ps(b + k * ldb + 16);
-    _mm_prefetch(reinterpret_cast<const char*>(b + (k + 8) * ldb), _MM_HINT_T0);
-    if (ldb != NR) _mm_prefetch(reinterpret_cast<const char*>(b + (k + 8) * ldb + 16), _MM_HINT_T0);
+    const Vec b0 = load(b + k * ldb), b1 = load(b + k * ldb + kLanes);
+    prefetch(b + (k + 8) * ldb);
+    if (ldb != NR) prefetch(b + (k + 8) * ldb + kLanes);
 #pragma GCC unroll 14
     for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(a[k * MR + r]);
-      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+      const Vec av = set1(a[k * MR + r]);
+      acc[r][0] = fmadd(av, b0, acc[r][0]);
+      acc[r][1] = fmadd(av, b1, acc[r][1]);
     }
   }
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  const Vec va = set1(alpha), vb = set1(beta);
   // Every index into acc is a constant after unrolling, so the accumulators stay in registers
-  // (a loop up to a runtime row count made the compiler keep them on the stack). Full-width
-  // tiles store straight to C; narrower ones use masks.
-  const __mmask16 m0 = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
-  const __mmask16 m1 = cols >= 32 ? __mmask16(0xffff) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+  // (a loop up to a runtime row count made the compiler keep them on the stack). One path of
+  // stores either way: with a second one the compiler kept the row pointers on the stack, and
+  // the tutorial's products of depth 10 ran 1.9x slower. AVX-512 stores every tile through
+  // masks. AVX2's masked stores are slow on AMD's cores (42 uops on a Zen 3), so there a
+  // partial tile (the last columns of C) is computed in a buffer and copied.
+  if constexpr (!kCheapMasks) {
+    alignas(64) float buffer[R * NR];
+    const bool partial = cols < NR;
+    if (partial && beta != 0.f)
+      for (int r = 0; r < R; ++r) std::memcpy(buffer + r * NR, c + r * ldc, size_t(cols) * sizeof(float));
+#pragma GCC unroll 14
+    for (int r = 0; r < R; ++r) {
+      float* out = partial ? buffer + r * NR : c + r * ldc;
+      Vec v0 = mul(acc[r][0], va), v1 = mul(acc[r][1], va);
+      if (beta != 0.f) {
+        v0 = fmadd(load(out), vb, v0);
+        v1 = fmadd(load(out + kLanes), vb, v1);
+      }
+      store(out, v0);
+      store(out + kLanes, v1);
+    }
+    if (partial)
+      for (int r = 0; r < R; ++r) std::memcpy(c + r * ldc, buffer + r * NR, size_t(cols) * sizeof(float));
+    return;
+  }
+  const Mask m0 = mask(lanes(0, cols)), m1 = mask(lanes(0, cols - kLanes));
 #pragma GCC unroll 14
   for (int r = 0; r < R; ++r) {
     float* cr = c + r * ldc;
-    __m512 v0 = _mm512_mul_ps(acc[r][0], va), v1 = _mm512_mul_ps(acc[r][1], va);
+    Vec v0 = mul(acc[r][0], va), v1 = mul(acc[r][1], va);
     if (beta != 0.f) {
-      v0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, cr), vb, v0);
-      v1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, cr + 16), vb, v1);
+      v0 = fmadd(load_masked(m0, reinterpret_cast<uintptr_t>(cr)), vb, v0);
+      v1 = fmadd(load_masked(m1, reinterpret_cast<uintptr_t>(cr + kLanes)), vb, v1);
     }
-    _mm512_mask_storeu_ps(cr, m0, v0);
-    _mm512_mask_storeu_ps(cr + 16, m1, v1);
+    store_masked(cr, m0, v0);
+    store_masked(cr + kLanes, m1, v1);
   }
 }
 
@@ -200,36 +200,26 @@ constexpr std::array<MicroKernel, MR> make_kernels(std::index_sequence<R...>) {
 // kMicroKernels[rows - 1] computes a tile of ROWS rows.
 constexpr std::array<MicroKernel, MR> kMicroKernels = make_kernels(std::make_index_sequence<MR>());
 
-// The sum of the 16 lanes of V, in a fixed order. (maskz forms: the plain ones, and
-// _mm512_reduce_add_ps, trip a false "uninitialized" warning in GCC 12's headers.)
-inline float lane_sum(__m512 v) {
-  constexpr __mmask16 all = 0xffff;
-  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(all, v, v, 0x4E));  // 256-bit halves
-  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(all, v, v, 0xB1));  // 128-bit lanes
-  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(all, v, 0x4E));        // pairs within a lane
-  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(all, v, 0xB1));
-  return _mm512_cvtss_f32(v);
-}
-
 // Few columns with B transposed (n <= 16; the forward of a Linear layer with few outputs):
 // both operands run along k, so every element of C is a dot product of two contiguous rows.
-// The packed path pads such a product to 32 columns and, having one chunk of columns, runs it
-// on one thread; here the rows of C are split over the team. J columns at a time, one vector
-// accumulator per column, summed across lanes at the end: a fixed order per element, whatever
-// the thread count.
+// The packed path pads such a product to a panel's columns and, having one chunk of columns,
+// runs it on one thread; here the rows of C are split over the team. J columns at a time, one
+// vector accumulator per column, summed across lanes at the end: a fixed order per element,
+// whatever the thread count.
 template <int J>
 void dot_columns(int64_t k, const float* a, const float* b, int64_t ldb, float alpha, float beta, float* c) {
-  const int64_t kfull = k / 16 * 16;
-  const __mmask16 tail = __mmask16((1u << (k - kfull)) - 1);
-  __m512 acc[J];
-  for (int j = 0; j < J; ++j) acc[j] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < kfull; p += 16) {
-    const __m512 av = _mm512_loadu_ps(a + p);
-    for (int j = 0; j < J; ++j) acc[j] = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + j * ldb + p), acc[j]);
+  const int64_t kfull = k / kLanes * kLanes;
+  const Mask tail = mask(lanes(0, k - kfull));
+  Vec acc[J];
+  for (int j = 0; j < J; ++j) acc[j] = zero();
+  for (int64_t p = 0; p < kfull; p += kLanes) {
+    const Vec av = load(a + p);
+    for (int j = 0; j < J; ++j) acc[j] = fmadd(av, load(b + j * ldb + p), acc[j]);
   }
-  if (tail) {
-    const __m512 av = _mm512_maskz_loadu_ps(tail, a + kfull);
-    for (int j = 0; j < J; ++j) acc[j] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(tail, b + j * ldb + kfull), acc[j]);
+  if (k > kfull) {
+    const Vec av = load_masked(tail, reinterpret_cast<uintptr_t>(a + kfull));
+    for (int j = 0; j < J; ++j)
+      acc[j] = fmadd(av, load_masked(tail, reinterpret_cast<uintptr_t>(b + j * ldb + kfull)), acc[j]);
   }
   for (int j = 0; j < J; ++j) {
     const float v = alpha * lane_sum(acc[j]);
@@ -304,9 +294,9 @@ void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Opera
     for (int64_t s = 0; s < slices; ++s) {
       const int64_t p0 = s * kslice, kc = std::min(kslice, k - p0);
       const float beta_pass = s == 0 ? beta : 1.f;
-      // With few row panels (a batch of 100: 8) each B micro-panel is read only that often,
-      // so packing it costs more than it saves: a full-width panel of an untransposed B is
-      // read in place (rows of 32 floats, a stride apart). 1.09x faster on the tutorial's
+      // With few row panels (a batch of 100 in AVX-512: 8) each B micro-panel is read only that
+      // often, so packing it costs more than it saves: a full-width panel of an untransposed B
+      // is read in place (rows of NR floats, a stride apart). 1.09x faster on the tutorial's
       // gx2 = gy W2 on the Zen 5 machine (docs/performance.md); transposed B must be packed.
       const bool in_place = !B.trans && mpanels <= 8 && kc >= 64;
       auto full = [&](int64_t jp) { return nc - jp * NR >= NR; };
@@ -325,11 +315,7 @@ void packed_sgemm(int64_t m, int64_t n, int64_t k, const Operand& A, const Opera
     }
   });
 }
-#endif
 }  // namespace
-
-#if defined(__AVX512F__)
-static_assert(kGemmPanelWidth == NR);
 
 void sgemm_filled_b(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, GemmPanelFill fill,
                     const void* context, float alpha, float beta, float* c, int64_t ldc, int64_t k_align) {
@@ -378,19 +364,23 @@ std::string gemm_blocking() { return "Eigen's"; }
 #endif
 
 const char* gemm_backend() {
-#if defined(__AVX512F__)
+#if defined(CHAINER_ISA_PACKED)
   static const bool eigen = [] {
     const char* v = std::getenv("CHAINER_GEMM");
     return v && std::strcmp(v, "eigen") == 0;
   }();
+#if defined(CHAINER_ISA_AVX512)
   return eigen ? "eigen" : "packed-avx512";
+#else
+  return eigen ? "eigen" : "packed-avx2";
+#endif
 #else
   return "eigen";
 #endif
 }
 
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c) {
-#if defined(__AVX512F__)
+#if defined(CHAINER_ISA_PACKED)
   if (c.dtype() == DType::Float32 && gemm_backend()[0] == 'p') {
     const int64_t m = c.size(0), n = c.size(1), k = trans_a ? a.size(0) : a.size(1);
     if (m == 0 || n == 0) return;
@@ -433,4 +423,4 @@ void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, 
   }
 }
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

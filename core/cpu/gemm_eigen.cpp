@@ -1,9 +1,12 @@
-// The portable matrix product through Eigen: float64 (gradient checks) and every dtype on CPUs
-// without AVX-512. Eigen runs single-threaded (its own threads would be OpenMP's); the rows of
-// C are shared out over our team instead, each block one Eigen product.
+// The portable matrix product through Eigen. Eigen runs single-threaded (its own threads would
+// be OpenMP's); the rows of C are shared out over our team instead, each block one Eigen product.
+// One copy for every family: Eigen's templates compiled three times would be one symbol with
+// three bodies, of which the linker keeps any one.
+#include "core/cpu/gemm_eigen.h"
+
 #include <Eigen/Core>
 
-#include "core/cpu/kernels.h"
+#include "core/dtype.h"
 #include "core/parallel.h"
 
 namespace chainer::cpu {

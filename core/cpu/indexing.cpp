@@ -7,7 +7,7 @@
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
 
-namespace chainer::cpu {
+namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
 constexpr int64_t kGrain = 1 << 15;
@@ -56,4 +56,4 @@ void scatter_add(Tensor& a, const Tensor& indices, int64_t axis, const Tensor& v
   });
 }
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

@@ -1,14 +1,30 @@
 // CPU kernels behind core/ops.h, collected in the CPU kernel table (core/kernels.h states the
 // contract: arguments already checked, outputs preallocated and contiguous). Files:
-// elementwise.cpp, reduce.cpp, gemm.cpp (+ gemm_eigen.cpp), softmax.cpp, nn.cpp, update.cpp,
-// indexing.cpp, conv.cpp, pooling.cpp, normalization.cpp.
+// elementwise.cpp, reduce.cpp, gemm.cpp, conv_implicit.cpp, softmax.cpp, nn.cpp, update.cpp,
+// indexing.cpp, conv.cpp, pooling.cpp, normalization.cpp, kernel_table.cpp.
+//
+// These sources make one kernel family (core/cpu/family.h) each time they are compiled: meson
+// compiles them once per instruction set with -DCHAINER_ISA=generic, avx2 or avx512 (the
+// namespace they define, chainer::cpu::CHAINER_ISA) and -DCHAINER_ISA_GENERIC, _AVX2 or _AVX512
+// (for #if), each with its own target flags (core/meson.build).
 #pragma once
 #include <string>
 #include <vector>
 
+#include "core/cpu/family.h"
+#include "core/cpu/gemm_blocking.h"
+#include "core/cpu/gemm_eigen.h"
 #include "core/kernels.h"
 
-namespace chainer::cpu {
+#if !defined(CHAINER_ISA)
+#error "core/cpu/kernels.h belongs to the sources of a kernel family (compiled with -DCHAINER_ISA=...)"
+#endif
+// The vector families, those with the packed GEMM (core/cpu/simd.h): AVX2 and AVX-512.
+#if defined(CHAINER_ISA_AVX2) || defined(CHAINER_ISA_AVX512)
+#define CHAINER_ISA_PACKED 1
+#endif
+
+namespace chainer::cpu::CHAINER_ISA {
 
 #include "core/kernel_functions.inc"
 
@@ -34,42 +50,41 @@ void depthwise_conv(const Tensor& x, const Tensor& W, const Tensor& b, const Con
 void depthwise_conv_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx);
 void depthwise_conv_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
 
-// Eigen's product: the fallback of gemm (float64, CPUs without AVX-512, CHAINER_GEMM=eigen).
-void eigen_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
-// Which float32 path gemm takes: "packed-avx512" or "eigen".
+// This family's gemm_backend() and gemm_blocking() (core/cpu/family.h).
 const char* gemm_backend();
-// The packed GEMM's blocking: the depth of a packed slice (KC) and the columns of C per work
-// chunk (CW), chosen at run time from the CPU's caches as OpenBLAS and oneDNN choose per
-// microarchitecture. The Zen 5 machines here (48 KiB L1d, 1 MiB L2) get 256 and 128, the blocking
-// measured best there; a Zen 4 (32 KiB L1d) gets 192 and 160.
-struct GemmBlocking {
-  int64_t kc, cw;
-};
-// The blocking for an L1d and an L2 of these sizes; KC_OVERRIDE (CHAINER_GEMM_KC, for measuring;
-// null or empty: none) sets KC, a multiple of 16 from 16 to 512, else chainer::Error.
-GemmBlocking gemm_blocking_for(int64_t l1d_bytes, int64_t l2_bytes, const char* kc_override);
+std::string gemm_blocking();
+// The width of the packed GEMM's B panels: two vectors (32 floats in AVX-512, 16 in AVX2; the
+// generic family, without panels, keeps 32 for the choices of conv.cpp that refer to it).
+#if defined(CHAINER_ISA_AVX2)
+inline constexpr int64_t kGemmPanelWidth = 16;
+#else
+inline constexpr int64_t kGemmPanelWidth = 32;
+#endif
 // The packed GEMM with its B operand made panel by panel instead of read from memory (an
 // implicit im2col: the convolutions' windows are packed straight from the image). B is k x n;
-// FILL(CONTEXT, P0, KC, J0, PANEL) writes its rows [P0, P0 + KC) x columns [J0, J0 + 32) as
-// PANEL[p * 32 + j], zeros in the columns past n. A is m x k, row-major with rows LDA apart (or
-// its transpose, k x m, when TRANS_A). C (m x n, rows LDC apart) = ALPHA * A B + BETA * C, on
-// the calling thread alone (callers run one product per task). With K_ALIGN > 1 (at most the
-// blocking's KC) every slice P0 is a multiple of K_ALIGN. AVX-512 builds only.
-inline constexpr int64_t kGemmPanelWidth = 32;
+// FILL(CONTEXT, P0, KC, J0, PANEL) writes its rows [P0, P0 + KC) x columns [J0, J0 + W) as
+// PANEL[p * W + j] (W = kGemmPanelWidth), zeros in the columns past n. A is m x k, row-major
+// with rows LDA apart (or its transpose, k x m, when TRANS_A). C (m x n, rows LDC apart) = ALPHA
+// * A B + BETA * C, on the calling thread alone (callers run one product per task). With
+// K_ALIGN > 1 (at most the blocking's KC) every slice P0 is a multiple of K_ALIGN. The vector
+// families only.
 using GemmPanelFill = void (*)(const void* context, int64_t p0, int64_t kc, int64_t j0, float* panel);
 void sgemm_filled_b(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, GemmPanelFill fill,
                     const void* context, float alpha, float beta, float* c, int64_t ldc, int64_t k_align = 1);
-// PANEL[p * 32 + j] = ROWS[j * LD + p] for j < COUNT (zero for COUNT <= j < 32), p < KC: a
-// panel of B from the rows of B's transpose.
+// PANEL[p * W + j] = ROWS[j * LD + p] for j < COUNT (zero for COUNT <= j < W), p < KC: a panel
+// of B from the rows of B's transpose.
 void gemm_panel_from_rows(const float* rows, int64_t ld, int64_t count, int64_t kc, float* panel);
 // Convolutions as packed GEMMs whose B panels are packed straight from the images
 // (conv_implicit.cpp): float32 with the packed GEMM, neither depthwise nor 1x1 (those have their
-// own paths); implicit_conv_applies says when. The same contracts as convolution_2d and
-// convolution_2d_grad_filter.
+// own paths); implicit_conv_applies says when (never in the generic family). The same contracts
+// as convolution_2d and convolution_2d_grad_filter.
 bool implicit_conv_applies(const Tensor& x, const Conv2dGeometry& g);
 void implicit_convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y);
 void implicit_convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
-// This CPU's blocking as text, "KC 256, CW 128" (Eigen's where the packed GEMM is not built).
-std::string gemm_blocking();
+// N float16 at SRC to floats at DST, and N floats at SRC rounded to float16 at DST (convert.cpp).
+void widen_half(const float16* src, float* dst, int64_t n);
+void narrow_half(const float* src, float16* dst, int64_t n);
+// This family (kernel_table.cpp).
+const KernelFamily& kernel_family();
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

@@ -9,7 +9,7 @@
 #include "core/philox.h"
 #include "core/random.h"
 
-namespace chainer::cpu {
+namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
 constexpr int64_t kGrain = 1 << 15;
@@ -213,4 +213,4 @@ void sigmoid_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& 
   });
 }
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

@@ -1,7 +1,7 @@
 // The per-channel kernels of batch normalization (sums over a channel, one affine pass) and local
 // response normalization. The channel sums are float64 and split into blocks whose edges depend
 // only on the shape, added in block order: the result is the same for any thread count.
-#if defined(__AVX512F__)
+#if defined(CHAINER_ISA_AVX2) || defined(CHAINER_ISA_AVX512)
 #include <immintrin.h>
 #endif
 
@@ -13,16 +13,18 @@
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
 
-namespace chainer::cpu {
+namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
 constexpr int64_t kGrain = 1 << 15;
 constexpr int64_t kBlock = 1 << 14;  // elements per block of the channel sums
 constexpr int kLanes = 16;           // independent accumulators: the sums vectorize without reassociation
 
-#if defined(__AVX512F__)
+#if defined(CHAINER_ISA_AVX512)
 // 8 floats as doubles (the zero-masking form: GCC 12 warns about the plain one's undefined source).
 inline __m512d widen(const float* p) { return _mm512_maskz_cvtps_pd(__mmask8(0xff), _mm256_loadu_ps(p)); }
+#elif defined(CHAINER_ISA_AVX2)
+inline __m256d widen(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
 #endif
 
 // [sum a, sum a (b - m)] over N contiguous elements, in float64 lanes then added in lane order.
@@ -31,7 +33,7 @@ template <class T, bool HAS_B>
 void row_sums(const T* a, const T* b, double m, int64_t n, double& s1, double& s2) {
   double l1[kLanes] = {}, l2[kLanes] = {};
   int64_t i = 0;
-#if defined(__AVX512F__)
+#if defined(CHAINER_ISA_AVX512)
   if constexpr (std::is_same_v<T, float>) {
     // GCC leaves the generic loop's float-to-double conversions scalar (4x slower, measured):
     // the same lanes, explicitly. Lane j of a vector pair holds elements i + j, as below.
@@ -52,6 +54,22 @@ void row_sums(const T* a, const T* b, double m, int64_t n, double& s1, double& s
     }
     _mm512_storeu_pd(l1, s1lo), _mm512_storeu_pd(l1 + 8, s1hi);
     _mm512_storeu_pd(l2, s2lo), _mm512_storeu_pd(l2 + 8, s2hi);
+  }
+#elif defined(CHAINER_ISA_AVX2)
+  if constexpr (std::is_same_v<T, float>) {
+    // The same 16 lanes in four vectors of 4 doubles (GCC leaves the conversions scalar here too).
+    static_assert(kLanes == 16);
+    __m256d s1[4], s2[4];
+    for (int q = 0; q < 4; ++q) s1[q] = s2[q] = _mm256_setzero_pd();
+    const __m256d vm = _mm256_set1_pd(m);
+    for (; i + kLanes <= n; i += kLanes)
+      for (int q = 0; q < 4; ++q) {
+        const __m256d av = widen(a + i + 4 * q);
+        s1[q] = _mm256_add_pd(s1[q], av);
+        if constexpr (HAS_B) s2[q] = _mm256_add_pd(s2[q], _mm256_mul_pd(av, _mm256_sub_pd(widen(b + i + 4 * q), vm)));
+        else s2[q] = _mm256_add_pd(s2[q], _mm256_mul_pd(av, av));
+      }
+    for (int q = 0; q < 4; ++q) _mm256_storeu_pd(l1 + 4 * q, s1[q]), _mm256_storeu_pd(l2 + 4 * q, s2[q]);
   }
 #endif
   for (; i + kLanes <= n; i += kLanes)
@@ -250,4 +268,4 @@ void local_response_normalization_grad(const Tensor& x, const Tensor& y, const T
   });
 }
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

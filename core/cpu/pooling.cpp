@@ -9,7 +9,7 @@
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
 
-namespace chainer::cpu {
+namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
 constexpr int64_t kGrain = 1 << 15;
@@ -175,4 +175,4 @@ void window_spread_2d(const Tensor& y, const Window2D& w, double scale, Tensor& 
   });
 }
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

@@ -4,7 +4,7 @@
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
 
-namespace chainer::cpu {
+namespace chainer::cpu::CHAINER_ISA {
 
 // Sums A over the axes marked in REDUCE into OUT (the kept axes, in order); double
 // accumulators keep float32 sums accurate.
@@ -135,4 +135,4 @@ void sum_of_squares(const std::vector<Tensor>& xs, Tensor& out) {
   *out.data<double>() = total;
 }
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

@@ -3,7 +3,7 @@
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
 
-namespace chainer::cpu {
+namespace chainer::cpu::CHAINER_ISA {
 
 void softmax(const Tensor& x, int64_t axis, bool log, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(x.dtype(), "softmax", [&] {
@@ -33,4 +33,4 @@ void softmax(const Tensor& x, int64_t axis, bool log, Tensor& out) {
   });
 }
 
-}  // namespace chainer::cpu
+}  // namespace chainer::cpu::CHAINER_ISA

@@ -1,0 +1,98 @@
+// The CPU's instruction sets and the choice of the kernel family (core/cpu/isa.h,
+// core/cpu/family.h): the choice for CPUs of each kind and for every value of CHAINER_CPU_ISA,
+// the refusals, this CPU's features against what Linux reports, and the family in use.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "core/cpu/family.h"
+#include "core/cpu/isa.h"
+#include "core/error.h"
+
+using namespace chainer;
+using cpu::Isa;
+
+namespace {
+const cpu::CpuFeatures kZen3{"AMD EPYC 7763 64-Core Processor", true, false};
+const cpu::CpuFeatures kZen4{"AMD EPYC 9654 96-Core Processor", true, true};
+const cpu::CpuFeatures kOld{"Intel(R) Xeon(R) CPU E5-2670 0 @ 2.60GHz", false, false};
+}  // namespace
+
+TEST_CASE("cpu isa: unset or empty, CHAINER_CPU_ISA leaves the best set the CPU supports") {
+  CHECK(cpu::choose_isa(nullptr, kZen4) == Isa::Avx512);
+  CHECK(cpu::choose_isa("", kZen4) == Isa::Avx512);
+  CHECK(cpu::choose_isa(nullptr, kZen3) == Isa::Avx2);
+  CHECK(cpu::choose_isa(nullptr, kOld) == Isa::Generic);
+  CHECK(cpu::supported_isas(kZen4) == std::vector<Isa>{Isa::Generic, Isa::Avx2, Isa::Avx512});
+  CHECK(cpu::supported_isas(kZen3) == std::vector<Isa>{Isa::Generic, Isa::Avx2});
+  CHECK(cpu::supported_isas(kOld) == std::vector<Isa>{Isa::Generic});
+}
+
+TEST_CASE("cpu isa: CHAINER_CPU_ISA chooses any set the CPU supports, by its exact name") {
+  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512}) CHECK(cpu::choose_isa(cpu::isa_name(isa), kZen4) == isa);
+  CHECK(std::string(cpu::isa_name(Isa::Generic)) == "generic");
+  CHECK(std::string(cpu::isa_name(Isa::Avx2)) == "avx2");
+  CHECK(std::string(cpu::isa_name(Isa::Avx512)) == "avx512");
+  CHECK(cpu::choose_isa("generic", kOld) == Isa::Generic);
+}
+
+TEST_CASE("cpu isa: a set the CPU lacks is an error naming the CPU and the sets it supports") {
+  CHECK_THROWS_WITH(cpu::choose_isa("avx512", kZen3),
+                    "CHAINER_CPU_ISA is 'avx512', but this CPU (AMD EPYC 7763 64-Core Processor) supports only "
+                    "generic and avx2");
+  CHECK_THROWS_WITH(cpu::choose_isa("avx2", kOld), Catch::Contains("supports only generic") &&
+                                                       Catch::Contains("E5-2670"));
+  CHECK_THROWS_WITH(cpu::choose_isa("avx2", cpu::CpuFeatures{}), "CHAINER_CPU_ISA is 'avx2', but this CPU supports only generic");
+}
+
+TEST_CASE("cpu isa: any other value of CHAINER_CPU_ISA is an error naming it and the values expected") {
+  for (const char* bad : {"AVX2", "avx-512", "avx512f", " avx2", "avx2 ", "sse2", "native", "1"})
+    CHECK_THROWS_WITH(cpu::choose_isa(bad, kZen4),
+                      std::string("CHAINER_CPU_ISA must be generic, avx2 or avx512 (or unset: the best this CPU "
+                                  "supports), not '") + bad + "'");
+}
+
+TEST_CASE("cpu isa: this CPU's features agree with the flags Linux reports") {
+  // Linux lists avx2 and the avx512 flags only where the OS saves their registers, as
+  // cpu_features() requires of XCR0.
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream words(line.substr(line.find(':') + 1));
+      for (std::string w; words >> w;) flags.insert(w);
+      break;
+    }
+  REQUIRE_FALSE(flags.empty());  // the tests run on Linux
+  const auto has = [&](const char* f) { return flags.count(f) > 0; };
+  const cpu::CpuFeatures f = cpu::cpu_features();
+  CAPTURE(f.model);
+  CHECK(f.avx2 == (has("avx") && has("avx2") && has("fma") && has("f16c")));
+  CHECK(f.avx512 == (f.avx2 && has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq")));
+}
+
+TEST_CASE("cpu isa: the description names the set in use and the CPU, and the best set when CHAINER_CPU_ISA chose a lesser one") {
+  const std::string d = cpu::isa_description();
+  const cpu::CpuFeatures f = cpu::cpu_features();
+  CHECK(d.rfind(std::string(cpu::isa_name(cpu::isa())) + " (", 0) == 0);
+  if (!f.model.empty()) CHECK_THAT(d, Catch::Contains(f.model));
+  const Isa best = cpu::supported_isas(f).back();
+  if (cpu::isa() != best)
+    CHECK_THAT(d, Catch::EndsWith(std::string("; CHAINER_CPU_ISA, the CPU has ") + cpu::isa_name(best) + ")"));
+  else
+    CHECK_THAT(d, Catch::EndsWith(")") && !Catch::Contains("CHAINER_CPU_ISA"));
+}
+
+TEST_CASE("cpu isa: each family carries its own set's kernels") {
+  for (Isa isa : cpu::supported_isas(cpu::cpu_features())) {
+    const cpu::KernelFamily& family = cpu::kernel_family_for(isa);
+    CHECK(family.isa == isa);
+    CHECK(family.kernels != nullptr);
+  }
+  CHECK(cpu::kernel_family_for(Isa::Generic).kernels != cpu::kernel_family_for(Isa::Avx2).kernels);
+  CHECK(cpu::kernel_family_for(Isa::Avx2).kernels != cpu::kernel_family_for(Isa::Avx512).kernels);
+}
