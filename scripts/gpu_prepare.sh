@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs the GPU validation (docs/gpu-validation.md) into one folder that the device tool carries
 # to the lent GPU machine, and fails when what travels would pass the limit.
-#   bash scripts/gpu_prepare.sh                  # builds build-gpu/ (portable, -Dnative=false) and packs .gpurun/
+#   bash scripts/gpu_prepare.sh                  # builds what the run uses in build/ and packs .gpurun/
 #   bash scripts/gpu_prepare.sh --from build     # packs an existing build instead (the rehearsal's)
 # Options: --from DIR (a build to pack, as it is: its programs must be built), --out DIR (default
 # .gpurun), --limit-mib N (default 48: the folder plus the working tree that travels with it),
@@ -65,16 +65,19 @@ programs=(tests/test_cuda_ops tests/test_cuda_training tests/test_gpu_nccl tests
   apps/chainermn_check apps/mnist_mlp apps/fashion_mnist_cnn apps/mnist_model_parallel apps/mnist_ensemble
   bench/bench_epoch)
 
+build_needed=0
 if [[ -z $from ]]; then
-  bash scripts/setup.sh >/dev/null  # the packages (and build/, as usual)
-  export PATH=/usr/local/cuda/bin:$PATH CCACHE_DIR=${CCACHE_DIR:-$PWD/.ccache}
-  from=build-gpu
-  if [[ ! -f $from/build.ninja ]]; then
-    meson setup "$from" --buildtype=release -Dnative=false -Dcuda=enabled >/tmp/chainermn-gpu-setup.log 2>&1 ||
-      { cat /tmp/chainermn-gpu-setup.log >&2; exit 1; }
-  fi
+  # The ordinary build: portable (its CPU kernels are chosen at run time), so it runs on the GPU
+  # machine's CPU whatever it is. setup.sh installs the packages and configures build/.
+  bash scripts/setup.sh "${programs[@]}" >/dev/null
+  from=build build_needed=1
 fi
 [[ -f $from/build.ninja ]] || die "$from is not a configured build folder"
+native=$(meson introspect "$from" --buildoptions | python3 -c '
+import json, sys
+print(next((o["value"] for o in json.load(sys.stdin) if o["name"] == "native"), False))')
+[[ $native == False ]] ||
+  die "$from is compiled for this CPU alone (-Dnative=true), which the GPU machine's may not run: meson configure $from -Dnative=false"
 # Our libraries and the plugins they load with dlopen (no program depends on a plugin).
 mapfile -t libraries < <(meson introspect "$from" --targets | python3 -c '
 import json, os, sys
@@ -82,8 +85,10 @@ root = os.path.abspath(sys.argv[1])
 for t in json.load(sys.stdin):
     if t["type"] in ("shared library", "shared module"):
         print(*(os.path.relpath(f, root) for f in t["filename"]), sep="\n")' "$from")
-[[ $from != build-gpu ]] || ninja -C "$from" "${programs[@]}" "${libraries[@]}" >/dev/null ||
-  die "building the validation's programs in $from failed (ninja -C $from)"
+if ((build_needed)); then
+  PATH=/usr/local/cuda/bin:$PATH CCACHE_DIR=${CCACHE_DIR:-$PWD/.ccache} ninja -C "$from" "${programs[@]}" "${libraries[@]}" \
+    >/dev/null || die "building the validation's programs in $from failed (ninja -C $from)"
+fi
 [[ -f $from/libchainer_cuda.so ]] || die "$from has no CUDA backend (libchainer_cuda.so): configure it with -Dcuda=enabled"
 for p in "${programs[@]}" "${libraries[@]}"; do
   [[ -f $from/$p ]] || die "$from/$p is not built (ninja -C $from ${programs[*]} ${libraries[*]})"
