@@ -14,8 +14,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <jpeglib.h>
-
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +29,7 @@
 #include "datasets/image_dataset.h"
 #include "datasets/image_io.h"
 #include "datasets/preprocessed_image_dataset.h"
+#include "jpeg_bytes.h"
 
 using namespace chainer;
 using namespace chainer::datasets;
@@ -118,36 +117,6 @@ Bytes forged_png(uint32_t width, uint32_t height, int color_type, const Bytes& e
   Bytes b = "\x89PNG\r\n\x1a\n";
   b += png_chunk("IHDR", ihdr) + extra + png_chunk("IDAT", Bytes("\x78\x9c\x03\x00\x00\x00\x00\x01", 8));
   return b + png_chunk("IEND", "");
-}
-
-// IMAGE (C, H, W) uint8, C = 1 or 3, as a JPEG; PROGRESSIVE writes a progressive one.
-Bytes jpeg_bytes(const Tensor& image, bool progressive = false) {
-  const int C = int(image.shape()[0]), H = int(image.shape()[1]), W = int(image.shape()[2]);
-  const std::vector<uint8_t> v = image.to_vector<uint8_t>();
-  std::vector<unsigned char> hwc(v.size());
-  for (int i = 0; i < H * W; ++i)
-    for (int c = 0; c < C; ++c) hwc[size_t(i * C + c)] = v[size_t(c * H * W + i)];
-  jpeg_compress_struct cinfo;
-  jpeg_error_mgr err;
-  cinfo.err = jpeg_std_error(&err);
-  jpeg_create_compress(&cinfo);
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&cinfo, &out, &size);
-  cinfo.image_width = W, cinfo.image_height = H, cinfo.input_components = C;
-  cinfo.in_color_space = C == 1 ? JCS_GRAYSCALE : JCS_RGB;
-  jpeg_set_defaults(&cinfo);
-  if (progressive) jpeg_simple_progression(&cinfo);
-  jpeg_start_compress(&cinfo, TRUE);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = hwc.data() + size_t(cinfo.next_scanline) * W * C;
-    jpeg_write_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  Bytes b(reinterpret_cast<const char*>(out), size);
-  std::free(out);
-  return b;
 }
 
 // JPEG with the frame header (SOF0 or SOF2) patched to declare WIDTH x HEIGHT.
@@ -295,10 +264,10 @@ TEST_CASE("hostile images: sizes a header declares are checked against the file 
   const std::string jpeg65k = file("65k.jpg", forge_jpeg_size(jpeg_bytes(pattern(1, 8, 8)), 65500, 65500));
   const std::string rgb65k = file("65k_rgb.jpg", forge_jpeg_size(jpeg_bytes(pattern(3, 16, 16)), 65500, 65500));
   const std::string progressive65k =
-      file("65k_progressive.jpg", forge_jpeg_size(jpeg_bytes(pattern(1, 8, 8), true), 65500, 65500));
+      file("65k_progressive.jpg", forge_jpeg_size(jpeg_bytes(pattern(1, 8, 8), 100, true), 65500, 65500));
   const std::string small = file("small.png", Bytes());
   write_png(small, pattern(3, 64, 64));
-  const std::string small_jpeg = file("small.jpg", jpeg_bytes(pattern(3, 64, 64), true));
+  const std::string small_jpeg = file("small.jpg", jpeg_bytes(pattern(3, 64, 64), 100, true));
   ::mkfifo((dir.path / "fifo.png").c_str(), 0600);
   const std::string fifo = (dir.path / "fifo.png").string();
   fs::create_directories(dir.path / "dir.png");

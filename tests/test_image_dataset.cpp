@@ -6,8 +6,6 @@
 #include <png.h>
 #include <stdio.h>
 
-#include <jpeglib.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -24,6 +22,7 @@
 #include "datasets/sub_dataset.h"
 #include "datasets/transform_dataset.h"
 #include "dataset_files.h"
+#include "jpeg_bytes.h"
 
 using namespace chainer;
 using namespace chainer::datasets;
@@ -68,40 +67,13 @@ void write_raw_png(const std::string& path, int width, int height, int bit_depth
   fclose(f);
 }
 
-// IMAGE (C, H, W) uint8, C = 1, 3 or 4 (4: written as CMYK), as a JPEG of QUALITY.
-void write_jpeg(const std::string& path, const Tensor& image, int quality = 100) {
-  const int C = int(image.shape()[0]), H = int(image.shape()[1]), W = int(image.shape()[2]);
-  const std::vector<uint8_t> v = image.to_vector<uint8_t>();
-  std::vector<unsigned char> hwc(v.size());
-  for (int i = 0; i < H * W; ++i)
-    for (int c = 0; c < C; ++c) hwc[size_t(i * C + c)] = v[size_t(c * H * W + i)];
-  jpeg_compress_struct cinfo;
-  jpeg_error_mgr err;
-  cinfo.err = jpeg_std_error(&err);
-  jpeg_create_compress(&cinfo);
-  FILE* f = fopen(path.c_str(), "wb");
-  REQUIRE(f);
-  jpeg_stdio_dest(&cinfo, f);
-  cinfo.image_width = W, cinfo.image_height = H, cinfo.input_components = C;
-  cinfo.in_color_space = C == 1 ? JCS_GRAYSCALE : C == 3 ? JCS_RGB : JCS_CMYK;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, quality, TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = hwc.data() + size_t(cinfo.next_scanline) * W * C;
-    jpeg_write_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  fclose(f);
-}
-
 std::string read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 void write_bytes(const fs::path& p, const std::string& b) { std::ofstream(p, std::ios::binary) << b; }
 void write_text(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+void write_jpeg(const std::string& path, const Tensor& image, int quality = 100) { write_bytes(path, jpeg_bytes(image, quality)); }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   const auto x = a.to_vector<double>(), y = b.to_vector<double>();
