@@ -70,8 +70,29 @@ inline uint16_t bfloat16_from_float(float f) {
 /// The bfloat16 with bits B as a float (exact).
 inline float bfloat16_to_float(uint16_t b) { return float_of(uint32_t(b) << 16); }
 
-/// D rounded to float toward the odd neighbour when inexact (see the note at the top).
+/// The bfloat16 with bits B as a double (exact): its subnormals, float subnormals too, are built
+/// from their integer mantissa, since denormals-are-zero would read them as 0 in double(float).
+inline double bfloat16_to_double(uint16_t b) {
+  if ((b & 0x7f80u) != 0) return double(bfloat16_to_float(b));  // normal, infinity, NaN
+  const double magnitude = double(b & 0x7fu) * 0x1p-133;
+  return b & 0x8000u ? -magnitude : magnitude;
+}
+
+/// D rounded to float toward the odd neighbour when inexact (see the note at the top). Below
+/// float's smallest normal the bits are counted as an integer: float(d) would be flushed to zero
+/// there by the flush-to-zero mode the CPU kernels run with (core/parallel.h).
 inline float round_to_odd(double d) {
+  uint64_t bits;
+  std::memcpy(&bits, &d, 8);
+  const uint64_t magnitude = bits & ~(uint64_t(1) << 63);
+  if (magnitude < 0x3810000000000000ull) {  // |d| < 2^-126 (NaN and infinities are above)
+    // |d| in units of the smallest float subnormal, 2^-149: exact for a normal double; a double
+    // subnormal (which denormals-are-zero reads as 0) is far below one unit.
+    const double units = magnitude < 0x0010000000000000ull ? 0.0 : std::fabs(d) * 0x1p149;
+    uint32_t m = uint32_t(units);
+    if (double(m) != units || (units == 0 && magnitude != 0)) m |= 1u;  // inexact: to odd
+    return float_of(uint32_t(bits >> 32) & 0x80000000u ? 0x80000000u | m : m);
+  }
   float f = float(d);
   if (double(f) != d && d == d) {
     uint32_t x = bits_of(f);
@@ -123,7 +144,10 @@ struct bfloat16 {
   }
   /// The value converted to T (through float, which holds it exactly).
   template <class T>
-  explicit operator T() const { return T(half_bits::bfloat16_to_float(bits)); }
+  explicit operator T() const {
+    if constexpr (std::is_same_v<T, double>) return half_bits::bfloat16_to_double(bits);
+    else return T(half_bits::bfloat16_to_float(bits));
+  }
 };
 
 // N contiguous elements at once, with the results of the conversions above: the loops of

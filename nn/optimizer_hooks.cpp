@@ -1,5 +1,6 @@
 #include "nn/optimizer_hooks.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/ops.h"
@@ -24,18 +25,21 @@ GradientClipping::GradientClipping(double t) : threshold(t) {
 }
 
 void GradientClipping::operator()(Optimizer& optimizer) {
+  std::vector<Tensor> grads;
+  for (auto& p : optimizer.target().params())
+    if (p.grad().defined()) grads.push_back(p.grad());
+  // On one device the norm never leaves it (ops::clip_grads_by_norm_), so a step with this hook
+  // is still captured into a CUDA graph; gradients spread over devices are summed on the host.
+  const bool one_device = std::all_of(grads.begin(), grads.end(), [&](const Tensor& g) {
+    return g.device() == grads[0].device() && g.is_contiguous() && is_floating(g.dtype());
+  });
+  if (one_device) return ops::clip_grads_by_norm_(grads, threshold);
   double sq = 0;
-  auto params = optimizer.target().params();
-  for (auto& p : params)
-    if (p.grad().defined()) sq += ops::sum_of_squares(p.grad());
+  for (const Tensor& g : grads) sq += ops::sum_of_squares(g);
   const double norm = std::sqrt(sq);
   if (norm <= threshold) return;
   const double rate = threshold / norm;
-  for (auto& p : params)
-    if (p.grad().defined()) {
-      Tensor g = p.grad();
-      ops::scale_(g, rate);
-    }
+  for (Tensor& g : grads) ops::scale_(g, rate);
 }
 
 }  // namespace chainer::optimizer_hooks

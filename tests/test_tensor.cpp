@@ -113,6 +113,25 @@ TEST_CASE("tensor: dtype conversion and copy across layouts") {
   REQUIRE_THROWS_WITH(c.copy_(Tensor::zeros({3})), Catch::Contains("(3,)") && Catch::Contains("(2, 2)"));
 }
 
+// Sums with an empty axis anywhere: every subset of axes gives zeros of the kept shape, with
+// no division by the empty extent when the work is split (reduced runs of no elements).
+TEST_CASE("ops: sums of empty tensors over every subset of axes") {
+  for (const Shape& shape : {Shape{0, 7, 11}, Shape{4, 0, 3}, Shape{5, 7, 0}})
+    for (int mask = 0; mask < 8; ++mask) {
+      std::vector<int64_t> axes;
+      Shape kept;
+      for (int64_t d = 0; d < 3; ++d)
+        if (mask >> d & 1) axes.push_back(d);
+        else kept.push_back(shape[size_t(d)]);
+      if (mask == 0) kept = {};  // no axes given: a sum over all of them
+      INFO("sum over " << axes.size() << " axes (mask " << mask << ") of (" << shape[0] << ", " << shape[1] << ", "
+                       << shape[2] << ")");
+      const Tensor s = ops::sum(Tensor::zeros(shape), axes);
+      REQUIRE(s.shape() == kept);
+      for (float v : s.to_vector<float>()) REQUIRE(v == 0.f);
+    }
+}
+
 TEST_CASE("ops: broadcasting arithmetic and reductions") {
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor row = Tensor::from_vector<float>({10, 20, 30}, {3});
@@ -627,6 +646,32 @@ TEST_CASE("tensor: float32 to bfloat16 rounds to nearest even; NaN stays NaN") {
       bits16(Tensor::from_vector(std::vector<float>{kNaN32, low_payload_nan, -kNaN32}).astype(DType::BFloat16));
   for (uint16_t b : nans) CHECK(is_nan16(b, DType::BFloat16));
   CHECK((nans[2] & 0x8000) != 0);
+}
+
+// The CPU kernels run with flush-to-zero and denormals-are-zero (the first test case above), which
+// would turn float32 subnormals into zeros on their way to and from float64: the 16-bit
+// conversions keep them, as CUDA's do.
+TEST_CASE("tensor: float64 to and from bfloat16 keeps float32 subnormals under flush-to-zero") {
+  REQUIRE(_MM_GET_FLUSH_ZERO_MODE() == _MM_FLUSH_ZERO_ON);
+  REQUIRE(_MM_GET_DENORMALS_ZERO_MODE() == _MM_DENORMALS_ZERO_ON);
+  const std::vector<double> values = {0x1p-133, -0x1p-133, 0x1p-134, 0x1.8p-134, 0x1.8p-133, 0x1p-127 + 0x1p-140,
+                                      0x1p-1074, -0x1p-149, 0x1.fcp-127};
+  const std::vector<uint16_t> want = {0x0001, 0x8001, 0x0000, 0x0001, 0x0002, 0x0040, 0x0000, 0x8000, 0x007f};
+  const std::vector<uint16_t> got = bits16(Tensor::from_vector(values).astype(DType::BFloat16));
+  for (size_t i = 0; i < values.size(); ++i) {
+    INFO("float64 " << values[i] << " -> bfloat16 0x" << std::hex << got[i] << ", expected 0x" << want[i]);
+    CHECK(got[i] == want[i]);
+  }
+  Tensor all = Tensor::empty({65536}, DType::BFloat16);
+  for (uint32_t i = 0; i < 65536; ++i) static_cast<uint16_t*>(all.raw_data())[i] = uint16_t(i);
+  const std::vector<double> wide = all.astype(DType::Float64).to_vector<double>();
+  size_t bad = 0;
+  for (uint32_t i = 0; i < 65536; ++i) {
+    if ((i & 0x7f80u) != 0) continue;  // normal values: float's own conversion
+    const double value = double(i & 0x7fu) * 0x1p-133 * (i & 0x8000u ? -1 : 1);
+    bad += wide[i] != value || std::signbit(wide[i]) != bool(i & 0x8000u);
+  }
+  CHECK(bad == 0);
 }
 
 TEST_CASE("tensor: every float16 and bfloat16 value converts to float32 and back to the same bits") {

@@ -56,7 +56,7 @@ void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
       for (const Group& g : kept) units *= g.size;
       for (const Group& g : reduced) steps *= g.size;
       const int64_t width = last.size, outputs_per_unit = last.reduced ? 1 : width;
-      parallel_for(units, std::max<int64_t>(1, (1 << 15) / (steps * width)), [&](int64_t u0, int64_t u1) {
+      parallel_for(units, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(steps * width, 1)), [&](int64_t u0, int64_t u1) {
         std::vector<int64_t> at(reduced.size());
         for (int64_t u = u0; u < u1; ++u) {
           int64_t offset = 0;
