@@ -24,34 +24,39 @@ here=$(dirname "$self")
 # say so), peer (PyTorch on the GPU). Stages A and B are planned within the deadline; rows that
 # do not fit go to the summary's "next lease" list. Stage X runs only if time remains.
 table="
-libcheck              A  15  host
+libcheck              A  10  host
 test_cuda_ops         A  75  gpu
 test_cuda_training    A  45  gpu
 gpu_nccl              A  20  gpu
 gpu_communicators_np1 A  15  gpu
-gpu_communicators_np2 A  25  gpu
+gpu_communicators_np2 A  15  gpu
 timings               A  10  gpu
 rerun_failures        A  30  host
 cudnn_autotune        B  25  gpu
-bench_graphs          B  15  gpu
-bench_eager           B  15  gpu
-torch_eager           B  20  peer
-torch_graphs          B  20  peer
-cnn_gpu               B  20  gpu
-torch_cnn             B  20  peer
+bench_graphs          B  10  gpu
+bench_eager           B  10  gpu
+torch_eager           B  40  peer
+torch_graphs          B  30  peer
+cnn_gpu               B  15  gpu
+torch_cnn             B  30  peer
 mlp_pure_nccl         B  10  gpu
-mlp_np2_flat          B  15  gpu
+mlp_np2_flat          B  10  gpu
 model_parallel        B  10  gpu
 ensemble              B  10  gpu
 torch_compile         X  90  peer
 mlp_accuracy          X  60  gpu
+memcheck              X  90  gpu
+torch_fused_eager     X  40  peer
+torch_fused_graphs    X  35  peer
+profile_eager         X  60  gpu
+profile_graphs        X  45  gpu
 "
 
 # ---- What each step runs. $U: the unpacked programs and libraries; $R: the result folders.
 B() { echo "$U/bin/$1"; }
 # host COMMAND...: one of the machine's own programs (Python, nvidia-smi) with the machine's own
 # libraries: the bundle's Debian ones, first on LD_LIBRARY_PATH for our programs, must not be.
-host() { env PATH="$DEVRT_ORIG_PATH" LD_LIBRARY_PATH="$DEVRT_ORIG_LD_LIBRARY_PATH" "$@"; }
+host() { env PYTHONUNBUFFERED=1 PATH="$DEVRT_ORIG_PATH" LD_LIBRARY_PATH="$DEVRT_ORIG_LD_LIBRARY_PATH" "$@"; }
 data=$here/data/mnist
 # catch NAME NP PROGRAM ARGS...: a Catch2 binary (under mpiexec -n NP when NP > 0) writing one XML
 # report per rank to $R/NAME.RANK.xml, then the failures, read from the reports, into the log.
@@ -81,14 +86,15 @@ libcheck() {
   mpiexec -n 1 "$(B chainermn_check)"
 }
 test_cuda_ops() { catch test_cuda_ops 0 test_cuda_ops; }
-test_cuda_training() { catch test_cuda_training 0 test_cuda_training; }
+test_cuda_training() { MNIST_DIR=$data catch test_cuda_training 0 test_cuda_training; }
 gpu_nccl() { catch gpu_nccl 1 test_gpu_nccl; }
 gpu_communicators_np1() { catch gpu_communicators_np1 1 test_gpu_communicators; }
 gpu_communicators_np2() { catch gpu_communicators_np2 2 test_gpu_communicators; }
 # The hidden timing cases: a full sum of 10M floats and batch normalization's channel sums of a
 # CNN layer, each split over the whole device: expected well under 100 us each on an H100 (the
 # sum ~15-25 us: 40 MB at 3.35 TB/s; the channel sums ~4 us of reading).
-timings() { catch timings 0 test_cuda_ops "[timing]"; }
+# Run without the XML report, whose reporter would capture the printed figures.
+timings() { "$(B test_cuda_ops)" "[timing]"; }
 # The failed cases of this call's Catch2 steps again, alone and verbose (-s: every assertion).
 rerun_failures() {
   local f name prog args np any=0 vars
@@ -137,6 +143,49 @@ mlp_np2_flat() { mpiexec -n 2 "$(B mnist_mlp)" --gpu --communicator flat -e 1 --
 model_parallel() { mpiexec -n 2 "$(B mnist_model_parallel)" --gpu -e 1 -o "$R/mp" --data "$data"; }
 ensemble() { mpiexec -n 2 "$(B mnist_ensemble)" --gpu -e 1 -o "$R/ens" --data "$data"; }
 mlp_accuracy() { "$(B mnist_mlp)" --gpu -e 20 --no-plot -o "$R/mlp_accuracy" --data "$data"; }
+# The peer with torch.optim.Adam(fused=True), as our updates are fused: the fair comparison;
+# and PyTorch's peak device memory beside our bench_epoch's peak_mib (both hold MNIST on the GPU).
+torch_peak() {
+  peer -c 'import runpy, sys, torch
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+print("torch peak device memory: %.1f MiB allocated, %.1f MiB reserved"
+      % (torch.cuda.max_memory_allocated() / 2**20, torch.cuda.max_memory_reserved() / 2**20))' "$@"
+}
+torch_fused_eager() { torch_peak "$U/peers/torch_gpu.py" --mode eager --fused --epochs 3 --data "$data"; }
+torch_fused_graphs() { torch_peak "$U/peers/torch_gpu.py" --mode graphs --fused --epochs 3 --data "$data"; }
+# Where a step's time goes: Nsight Compute's duration of each kernel of two eager steps after 50
+# warm ones (26 kernels a step), and of whole-step graph launches; the sum against step_us.
+ncu_times() {
+  local ncu
+  ncu=$(PATH="$DEVRT_ORIG_PATH:/usr/local/cuda/bin" command -v ncu) || { echo "no ncu on this machine"; return 77; }
+  "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base "$@" >"$R/ncu.csv" || return
+  host python3 - "$R/ncu.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"'))
+        if r.get("Metric Name") == "gpu__time_duration.sum"]
+total = 0.0
+for r in rows:
+    us = float(r["Metric Value"].replace(",", "")) / 1000
+    total += us
+    print("%8.2f us  %s" % (us, r["Kernel Name"][:110]))
+print("profiled: %d launches, %.1f us of device time" % (len(rows), total))
+PY
+}
+profile_eager() {
+  ncu_times --launch-skip 1300 --launch-count 52 "$(B bench_epoch)" --gpu --eager --epochs 1 --data "$data"
+}
+profile_graphs() {
+  ncu_times --graph-profiling graph --launch-skip 100 --launch-count 4 "$(B bench_epoch)" --gpu --epochs 1 --data "$data"
+}
+# The training cases (graph replays, BatchNorm statistics replaced between replays, resumes)
+# under compute-sanitizer's memcheck: no access to freed or unowned device memory.
+memcheck() {
+  local cs
+  cs=$(PATH="$DEVRT_ORIG_PATH:/usr/local/cuda/bin" command -v compute-sanitizer) ||
+    { echo "no compute-sanitizer on this machine"; return 77; }
+  MNIST_DIR=$data "$cs" --tool memcheck --error-exitcode 9 --print-limit 20 "$(B test_cuda_training)" "~the tutorial model*"
+}
 
 # ---- A single step, in its own process (the runner's timeout ends its whole process group).
 if [[ ${1:-} == --run-step ]]; then
@@ -267,6 +316,9 @@ for i in "${!names[@]}"; do
       # What the figures and checks are, on the step's own line.
       case $n in
         timings) note+=$(grep -E '^(a sum of 10M floats|channel sums of)' "$R/$n.out" | sed 's/^/ /' | tr '\n' ';') ;;
+        profile_*) note+=$(grep -E '^profiled:' "$R/$n.out" | tail -n 1 | sed 's/^/ /') ;;
+        torch_fused_*) note+=$(grep -E '^torch peak' "$R/$n.out" | sed 's/^/ /')"; "$(grep -E '^\{' "$R/$n.out" | tail -n 1 | grep -oE '"mean_train_s_excl_first": [0-9.]+') ;;
+        memcheck) note+=$(grep -E 'ERROR SUMMARY' "$R/$n.out" | tail -n 1 | sed 's/^=* */ /') ;;
         bench_*|torch_*) note+=$(grep -E '^\{' "$R/$n.out" | tail -n 1 | sed 's/^/ /') ;;
         mlp_*|cnn_gpu|model_parallel|ensemble) note+=$(grep -E '^ *[0-9]+ ' "$R/$n.out" | tail -n 1 | tr -s ' ' | sed 's/^/ last epoch:/') ;;
       esac
