@@ -128,135 +128,65 @@ struct UpdateScalars {
 };
 /// The function that gives the scalars of parameter PARAM_INDEX's step (see UpdateScalars).
 using UpdateScalarsFn = std::function<UpdateScalars(size_t param_index)>;
-/// The optimizer rules with a fused update kernel (ops::update_ gives each one's formula).
-enum class UpdateRule { SGD, MomentumSGD, Adam, AMSGrad, AdaGrad, RMSprop, AdaDelta, NesterovAG, RMSpropGraves, SMORMS3 };
+/// The optimizer rules with a fused update kernel (ops::update_ gives each one's formula), one
+/// row each: the rule, its name in messages (the module of its Chainer optimizer) and how many
+/// state tensors it steps. The enum, update_rule_name and update_rule_states expand from it.
+#define CHAINER_UPDATE_RULES(X)       \
+  X(SGD, "sgd", 0)                    \
+  X(MomentumSGD, "momentum_sgd", 1)   \
+  X(Adam, "adam", 2)                  \
+  X(AMSGrad, "ams_grad", 3)           \
+  X(AdaGrad, "ada_grad", 1)           \
+  X(RMSprop, "rmsprop", 1)            \
+  X(AdaDelta, "ada_delta", 2)         \
+  X(NesterovAG, "nesterov_ag", 1)     \
+  X(RMSpropGraves, "rmsprop_graves", 3) \
+  X(SMORMS3, "smorms3", 3)
+/// The optimizer rules of CHAINER_UPDATE_RULES.
+enum class UpdateRule {
+  /// @cond
+#define CHAINER_UPDATE_RULE_ENUM(RULE, NAME, STATES) RULE,
+  CHAINER_UPDATE_RULES(CHAINER_UPDATE_RULE_ENUM)
+#undef CHAINER_UPDATE_RULE_ENUM
+  /// @endcond
+};
 /// How many state tensors RULE steps (ParamTensors::state0 onwards): 0 to 3.
 int update_rule_states(UpdateRule rule);
 /// RULE's name in messages, as the module of its Chainer optimizer ("rmsprop_graves").
 const char* update_rule_name(UpdateRule rule);
 
-/// The kernels of one device kind, one function pointer per kernel (see the file comment for the
-/// contract they share).
+/// The kernels of one device kind, one function pointer per kernel of core/kernel_list.def
+/// (which states each one's contract; see the file comment for the contract they share).
 struct Kernels {
-  // ---- memory ----
-  void (*fill)(Tensor& out, double value);             ///< OUT = VALUE; OUT may be non-contiguous
-  void (*copy)(const Tensor& src, Tensor& dst);         ///< DST = SRC: same shape; any layouts; converts dtype
-  /// out[j] = src[rows[j]] along axis 0 (ROWS are host values, already range-checked).
-  void (*take_rows)(const Tensor& src, const std::vector<int64_t>& rows, Tensor& out);
-
-  // ---- elementwise ----
-  /// OUT = A op B; OUT: the broadcast shape.
-  void (*binary)(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out);
-  void (*unary)(UnaryOp op, const Tensor& a, Tensor& out);  ///< OUT = op(A)
-  void (*broadcast_copy)(const Tensor& a, Tensor& out);                ///< OUT = A broadcast to OUT's shape
-  void (*affine)(const Tensor& a, double mul, double add, Tensor& out);  ///< OUT = A * MUL + ADD
-  /// OUT = the gradient of activation OP from its output Y and the output gradient GY.
-  void (*activation_grad)(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out);
-  void (*axpy)(Tensor& y, double alpha, const Tensor& x);  ///< Y (contiguous) += ALPHA * X
-  /// ACC (one float64 element) += VALUE (one element, float32 or float64): reported values.
-  void (*accumulate)(Tensor& acc, const Tensor& value);
-  /// OUT (uint8) = 1 where `A op B`, else 0; A and B of one dtype; OUT: the broadcast shape.
-  void (*compare)(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out);
-  /// OUT = COND ? A : B with COND uint8 (nonzero: true); OUT: the broadcast shape of all three.
-  void (*where)(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out);
-  /// OUT = min(max(A, LO), HI) (LO or HI infinite when absent); NaN stays NaN.
-  void (*clip)(const Tensor& a, double lo, double hi, Tensor& out);
-  /// OUT = activation OP with parameter P of X.
-  void (*parametric_activation)(ParametricOp op, const Tensor& x, double p, Tensor& out);
-  /// GX = the gradient of activation OP with parameter P at its input X, from the output gradient GY.
-  void (*parametric_activation_grad)(ParametricOp op, const Tensor& x, const Tensor& gy, double p, Tensor& gx);
-
-  // ---- reductions ----
-  /// OUT = A summed over the axes flagged in REDUCE; OUT keeps dims.
-  void (*sum_axes)(const Tensor& a, const std::vector<bool>& reduce, Tensor& out);
-  /// OUT = the max of A along AXIS, and ARGMAX its index when not null; OUT may be undefined.
-  void (*max_axis)(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmax);
-  /// OUT = the min of A along AXIS, and ARGMIN its index when not null; OUT may be undefined.
-  void (*min_axis)(const Tensor& a, int64_t axis, Tensor& out, Tensor* argmin);
-  /// OUT (one float64 element) = the sum of squares of every element of every tensor in XS.
-  void (*sum_of_squares)(const std::vector<Tensor>& xs, Tensor& out);
-
-  // ---- matrix products: C = alpha op(A) op(B) + beta C (A, B contiguous 2-D) ----
-  /// C = alpha op(A) op(B) + beta C (A, B contiguous 2-D; op transposes when its flag is set).
-  void (*gemm)(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
-  // ---- the fused steps of nn/functions ----
-  /// OUT = softmax (or log-softmax when LOG) of X along AXIS.
-  void (*softmax)(const Tensor& x, int64_t axis, bool log, Tensor& out);
-  /// GX = the gradient of softmax (or log-softmax when LOG) along AXIS, from its output Y and GY.
-  void (*softmax_grad)(const Tensor& y, const Tensor& gy, int64_t axis, bool log, Tensor& gx);
-  /// Y += B on every row, then ReLU when RELU: Y 2-D contiguous, in place; B may be undefined.
-  void (*add_bias)(Tensor& y, const Tensor& b, bool relu);
-  /// Per-row losses by log-sum-exp into LOSS (N,) and LSE (N,); REDUCED (one element) gets their
-  /// mean when REDUCTION asks for one, and SCALE (one element) what each row's loss was multiplied
-  /// by (1 for None). Returns the row of the first label outside [0, C) that is not IGNORE_LABEL,
-  /// or -1. On the CPU that check is made before any work; on CUDA it returns -1 and a bad label is
-  /// reported at the next host read (core/cuda.h, "device errors").
-  int64_t (*softmax_cross_entropy)(const Tensor& x, const Tensor& t, int64_t ignore_label, LossReduction reduction,
-                                   Tensor& loss, Tensor& lse, Tensor& reduced, Tensor& scale);
-  /// gx[i] = (softmax(x[i]) - onehot(t[i])) * gloss[i or 0] * scale[0]; zero on ignored rows.
-  void (*softmax_cross_entropy_grad)(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
-                                     const Tensor& scale, int64_t ignore_label, Tensor& gx);
-  /// MASK[i] = 1/(1-ratio) when `philox_uniform(key, i) >= ratio`, else 0 (core/philox.h): the
-  /// same mask on every device and for any launch configuration. KEY is drawn from GEN once per
-  /// call (on CUDA through the step-scalars mechanism, so a replayed graph draws a fresh one).
-  void (*dropout_mask)(double ratio, Generator& gen, Tensor& mask);
-  /// OUT (one element of y's dtype) = correct / counted over labels other than IGNORE_LABEL (0 if none).
-  void (*accuracy)(const Tensor& y, const Tensor& t, int64_t ignore_label, Tensor& out);
-  /// LOSS[i] = the sigmoid cross entropy of logit X[i] against int32 label T[i] (0 or 1), by
-  /// `log1p(exp(-|x|)) - x * (t - (x >= 0))`; 0 where T[i] is -1. X and T: one shape.
-  void (*sigmoid_cross_entropy)(const Tensor& x, const Tensor& t, Tensor& loss);
-  /// GX[i] = GY[i or 0] * (sigmoid(X[i]) - T[i]); 0 where T[i] is -1 (GY: one element or X's shape).
-  void (*sigmoid_cross_entropy_grad)(const Tensor& x, const Tensor& t, const Tensor& gy, Tensor& gx);
-
-  // ---- convolutions (core/ops.h): NCHW arrays, all contiguous; groups divides both channel counts ----
-  /// Y (N, C_out, out_h, out_w) = X (N, C, H, W) convolved with filters W (C_out, C / groups, kh,
-  /// kw), plus B (C_out,) per output channel when defined.
-  void (*convolution_2d)(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y);
-  /// GX (N, C, H, W) = its gradient with respect to X, from GY (N, C_out, out_h, out_w) and W.
-  void (*convolution_2d_grad_data)(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx);
-  /// GW (C_out, C / groups, kh, kw) = its gradient with respect to W, from X and GY.
-  void (*convolution_2d_grad_filter)(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
-  // ---- pooling and normalization (nn/functions/pooling.h, batch_normalization.h,
-  // local_response_normalization.h): NCHW arrays, X contiguous; outputs sized by the op ----
-  /// OUT (N, C, out_h, out_w) = the maximum of each window of X (N, C, H, W), padding never
-  /// winning (a window wholly in the padding gives -inf); INDEXES (int32, OUT's shape) = the
-  /// offset y * W + x in its plane of the first maximum (a NaN wins), -1 for a window of padding.
-  void (*max_pooling_2d)(const Tensor& x, const Window2D& window, Tensor& out, Tensor& indexes);
-  /// GX (N, C, H, W) = the sum of GY over the windows whose maximum (INDEXES) each element was.
-  void (*max_pooling_2d_grad)(const Tensor& gy, const Tensor& indexes, const Window2D& window, Tensor& gx);
-  /// OUT (N, C, out_h, out_w) = SCALE times the sum of each window of X (N, C, H, W), the
-  /// padding zero: average pooling (SCALE 1 / (kh kw)) and the gradient of unpooling (SCALE 1).
-  void (*window_sum_2d)(const Tensor& x, const Window2D& window, double scale, Tensor& out);
-  /// OUT (N, C, H, W) = SCALE times the sum of Y (N, C, out_h, out_w) over the windows that hold
-  /// each element: window_sum_2d's transpose, so average pooling's gradient and unpooling.
-  void (*window_spread_2d)(const Tensor& y, const Window2D& window, double scale, Tensor& out);
-  /// Local response normalization across axis 1 of X (N, C, ...): UNIT_SCALE = k + alpha times
-  /// the sum of x^2 over the channels [c - n/2, c + n/2], OUT = X * UNIT_SCALE^-beta.
-  void (*local_response_normalization)(const Tensor& x, int64_t n, double k, double alpha, double beta, Tensor& out,
-                                       Tensor& unit_scale);
-  /// GX = the gradient of local_response_normalization from its X, output Y, UNIT_SCALE and GY.
-  void (*local_response_normalization_grad)(const Tensor& x, const Tensor& y, const Tensor& unit_scale,
-                                            const Tensor& gy, int64_t n, double alpha, double beta, Tensor& gx);
-  /// SUMS (float64 (2C,)) = [sum of A, sum of A (B - CENTER[c])] over each channel c of VIEW,
-  /// summed in float64 in an order fixed by the shapes. B undefined: A itself; CENTER (C,) of A's
-  /// dtype, undefined: 0. A and B contiguous, of one shape and dtype.
-  void (*channel_sums)(const Tensor& a, const Tensor& b, const Tensor& center, const ChannelView& view, Tensor& sums);
-  /// OUT = the per-channel affine combination of ARGS over VIEW (see ChannelAffine).
-  void (*channel_affine)(const ChannelAffine& args, const ChannelView& view, Tensor& out);
-
-  // ---- optimizer updates (core/update_ops.h), every parameter in one call ----
-  /// One step of RULE on every parameter of PARAMS (see ops::update_).
-  void (*update)(UpdateRule rule, std::vector<ParamTensors>& params, const UpdateScalarsFn& scalars);
-  /// Multiplies every gradient by min(1, threshold / sqrt(sum of squares of all of them)).
-  void (*clip_by_norm)(std::vector<Tensor>& grads, double threshold);
-
-  // ---- indexing (ops::take, ops::scatter_add_): INDICES contiguous int64 on the device; indices
-  // that came from the host are already checked to lie in [-extent, extent) ----
-  /// OUT = numpy.take(A, INDICES, AXIS); on CUDA an index out of range is recorded as a device error.
-  void (*take)(const Tensor& a, const Tensor& indices, int64_t axis, Tensor& out);
-  /// A (contiguous, float) [..., indices[j], ...] += VALUES[..., j, ...] along AXIS, repeats summed.
-  void (*scatter_add)(Tensor& a, const Tensor& indices, int64_t axis, const Tensor& values);
+  /// @cond
+#define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) RETURN(*NAME) PARAMETERS;
+#include "core/kernel_list.def"
+  /// @endcond
 };
+
+/// The kernels' names, in the list's order (the order of Kernels' members).
+inline constexpr const char* kKernelNames[] = {
+/// @cond
+#define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) #NAME,
+#include "core/kernel_list.def"
+    /// @endcond
+};
+/// How many kernels the list has.
+inline constexpr size_t kKernelCount = sizeof(kKernelNames) / sizeof(kKernelNames[0]);
+static_assert(sizeof(Kernels) == kKernelCount * sizeof(void (*)()), "Kernels holds exactly the listed kernels");
+
+/// The entry of TABLE for the kernel at INDEX of the list (null when a table leaves it out):
+/// how tests check that every table is complete, naming what is missing.
+inline const void* kernel_entry(const Kernels& table, size_t index) {
+  size_t i = 0;
+  const void* entry = nullptr;
+  /// @cond
+#define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) \
+  if (i++ == index) entry = reinterpret_cast<const void*>(table.NAME);
+#include "core/kernel_list.def"
+  /// @endcond
+  return entry;
+}
 
 /// The table for DEVICE; for a CUDA device it also makes DEVICE current on this thread. Throws
 /// chainer::Error (naming the device) when CUDA is not available in this build or process.

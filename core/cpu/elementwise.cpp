@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "core/cpu/kernels.h"
+#include "core/elementwise_formulas.h"
 #include "core/parallel.h"
 
 namespace chainer::cpu::CHAINER_ISA {
@@ -81,16 +82,6 @@ void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   }
 }
 
-// The larger (IS_MAX) or smaller of X and Y; NaN when either is NaN, as numpy.maximum/minimum.
-template <bool IS_MAX, class T>
-T extreme(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (x != x) return x;
-  }
-  if constexpr (IS_MAX) return x >= y ? x : y;
-  else return x <= y ? x : y;
-}
-
 template <class T, class F>
 void map_kernel(const Tensor& a, Tensor& out, F f) {
   Tensor ac = a.contiguous();
@@ -100,6 +91,7 @@ void map_kernel(const Tensor& a, Tensor& out, F f) {
     for (int64_t i = s; i < e; ++i) po[i] = f(pa[i]);
   });
 }
+
 }  // namespace
 
 void fill(Tensor& out, double value) {
@@ -166,12 +158,12 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   CHAINER_DISPATCH_ALL(out.dtype(), "binary", [&] {
     using T = scalar_t;
     switch (op) {
-      case BinaryOp::Add: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x + y); });
-      case BinaryOp::Sub: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x - y); });
-      case BinaryOp::Mul: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x * y); });
-      case BinaryOp::Div: return binary_kernel<T>(a, b, out, [](T x, T y) { return T(x / y); });
-      case BinaryOp::Maximum: return binary_kernel<T>(a, b, out, [](T x, T y) { return extreme<true>(x, y); });
-      case BinaryOp::Minimum: return binary_kernel<T>(a, b, out, [](T x, T y) { return extreme<false>(x, y); });
+      case BinaryOp::Add: return binary_kernel<T>(a, b, out, formulas::Binary<BinaryOp::Add>{});
+      case BinaryOp::Sub: return binary_kernel<T>(a, b, out, formulas::Binary<BinaryOp::Sub>{});
+      case BinaryOp::Mul: return binary_kernel<T>(a, b, out, formulas::Binary<BinaryOp::Mul>{});
+      case BinaryOp::Div: return binary_kernel<T>(a, b, out, formulas::Binary<BinaryOp::Div>{});
+      case BinaryOp::Maximum: return binary_kernel<T>(a, b, out, formulas::Binary<BinaryOp::Maximum>{});
+      case BinaryOp::Minimum: return binary_kernel<T>(a, b, out, formulas::Binary<BinaryOp::Minimum>{});
     }
   });
 }
@@ -190,18 +182,18 @@ void unary(UnaryOp op, const Tensor& a, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(out.dtype(), "unary", [&] {
     using T = scalar_t;
     switch (op) {
-      case UnaryOp::Neg: return map_kernel<T>(a, out, [](T x) { return -x; });
-      case UnaryOp::Exp: return map_kernel<T>(a, out, [](T x) { return std::exp(x); });
-      case UnaryOp::Log: return map_kernel<T>(a, out, [](T x) { return std::log(x); });
-      case UnaryOp::Sqrt: return map_kernel<T>(a, out, [](T x) { return std::sqrt(x); });
-      case UnaryOp::Square: return map_kernel<T>(a, out, [](T x) { return x * x; });
-      case UnaryOp::Relu: return map_kernel<T>(a, out, [](T x) { return x > T(0) ? x : T(0); });
+      case UnaryOp::Neg: return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Neg>{});
+      case UnaryOp::Exp: return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Exp>{});
+      case UnaryOp::Log: return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Log>{});
+      case UnaryOp::Sqrt: return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Sqrt>{});
+      case UnaryOp::Square: return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Square>{});
+      case UnaryOp::Relu: return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Relu>{});
       case UnaryOp::Sigmoid:
-        return map_kernel<T>(a, out, [](T x) { return T(0.5) * std::tanh(T(0.5) * x) + T(0.5); });
-      case UnaryOp::Tanh: return map_kernel<T>(a, out, [](T x) { return std::tanh(x); });
-      case UnaryOp::Abs: return map_kernel<T>(a, out, [](T x) { return std::abs(x); });
+        return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Sigmoid>{});
+      case UnaryOp::Tanh: return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Tanh>{});
+      case UnaryOp::Abs: return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Abs>{});
       case UnaryOp::Sign:
-        return map_kernel<T>(a, out, [](T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; });  // 0 and NaN stay
+        return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Sign>{});
     }
   });
 }
@@ -210,7 +202,7 @@ void affine(const Tensor& a, double mul, double add, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(out.dtype(), "affine", [&] {
     using T = scalar_t;
     const T m = T(mul), c = T(add);
-    map_kernel<T>(a, out, [=](T x) { return x * m + c; });
+    map_kernel<T>(a, out, formulas::Affine<T>{m, c});
   });
 }
 
@@ -218,9 +210,9 @@ void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) 
   CHAINER_DISPATCH_FLOATING(out.dtype(), "activation_grad", [&] {
     using T = scalar_t;
     switch (op) {
-      case GradOp::Relu: return binary_kernel<T>(y, gy, out, [](T v, T g) { return v > T(0) ? g : T(0); });
-      case GradOp::Sigmoid: return binary_kernel<T>(y, gy, out, [](T v, T g) { return g * v * (T(1) - v); });
-      case GradOp::Tanh: return binary_kernel<T>(y, gy, out, [](T v, T g) { return g * (T(1) - v * v); });
+      case GradOp::Relu: return binary_kernel<T>(y, gy, out, formulas::ActivationGrad<GradOp::Relu>{});
+      case GradOp::Sigmoid: return binary_kernel<T>(y, gy, out, formulas::ActivationGrad<GradOp::Sigmoid>{});
+      case GradOp::Tanh: return binary_kernel<T>(y, gy, out, formulas::ActivationGrad<GradOp::Tanh>{});
     }
   });
 }
@@ -228,15 +220,13 @@ void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) 
 void parametric_activation(ParametricOp op, const Tensor& x, double p, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(out.dtype(), "parametric_activation", [&] {
     using T = scalar_t;
-    const T c = T(p);
+    const T c = T(p), inv = T(1 / p);
     switch (op) {
-      case ParametricOp::LeakyRelu: return map_kernel<T>(x, out, [=](T v) { return v >= T(0) ? v : c * v; });
-      case ParametricOp::Elu: return map_kernel<T>(x, out, [=](T v) { return v >= T(0) ? v : c * std::expm1(v); });
+      case ParametricOp::LeakyRelu:
+        return map_kernel<T>(x, out, formulas::Parametric<ParametricOp::LeakyRelu, T>{c, inv});
+      case ParametricOp::Elu: return map_kernel<T>(x, out, formulas::Parametric<ParametricOp::Elu, T>{c, inv});
       case ParametricOp::Softplus:
-        return map_kernel<T>(x, out, [=, inv = T(1 / p)](T v) {
-          const T cv = c * v;  // max(cx, 0) + log1p(exp(-|cx|)): exp never overflows
-          return (std::max(cv, T(0)) + std::log1p(std::exp(-std::abs(cv)))) * inv;
-        });
+        return map_kernel<T>(x, out, formulas::Parametric<ParametricOp::Softplus, T>{c, inv});
     }
   });
 }
@@ -247,11 +237,10 @@ void parametric_activation_grad(ParametricOp op, const Tensor& x, const Tensor& 
     const T c = T(p);
     switch (op) {
       case ParametricOp::LeakyRelu:
-        return binary_kernel<T>(x, gy, gx, [=](T v, T g) { return v >= T(0) ? g : c * g; });
-      case ParametricOp::Elu:
-        return binary_kernel<T>(x, gy, gx, [=](T v, T g) { return v > T(0) ? g : c * std::exp(v) * g; });
+        return binary_kernel<T>(x, gy, gx, formulas::ParametricGrad<ParametricOp::LeakyRelu, T>{c});
+      case ParametricOp::Elu: return binary_kernel<T>(x, gy, gx, formulas::ParametricGrad<ParametricOp::Elu, T>{c});
       case ParametricOp::Softplus:
-        return binary_kernel<T>(x, gy, gx, [=](T v, T g) { return g * (T(0.5) * std::tanh(T(0.5) * c * v) + T(0.5)); });
+        return binary_kernel<T>(x, gy, gx, formulas::ParametricGrad<ParametricOp::Softplus, T>{c});
     }
   });
 }
@@ -264,7 +253,8 @@ void axpy(Tensor& y, double alpha, const Tensor& x) {
     T* py = y.data<T>();
     const T a = T(alpha);
     parallel_for(y.numel(), kGrain, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) py[i] += a * px[i];
+      const formulas::Axpy<T> f{a};
+      for (int64_t i = s; i < e; ++i) py[i] = f(py[i], px[i]);
     });
   });
 }
@@ -273,13 +263,13 @@ void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   CHAINER_DISPATCH_ALL(a.dtype(), "compare", [&] {
     using T = scalar_t;
     switch (op) {
-      case CompareOp::Equal: return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x == y); });
-      case CompareOp::NotEqual: return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x != y); });
-      case CompareOp::Less: return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x < y); });
-      case CompareOp::LessEqual: return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x <= y); });
-      case CompareOp::Greater: return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x > y); });
+      case CompareOp::Equal: return binary_kernel<T, uint8_t>(a, b, out, formulas::Compare<CompareOp::Equal>{});
+      case CompareOp::NotEqual: return binary_kernel<T, uint8_t>(a, b, out, formulas::Compare<CompareOp::NotEqual>{});
+      case CompareOp::Less: return binary_kernel<T, uint8_t>(a, b, out, formulas::Compare<CompareOp::Less>{});
+      case CompareOp::LessEqual: return binary_kernel<T, uint8_t>(a, b, out, formulas::Compare<CompareOp::LessEqual>{});
+      case CompareOp::Greater: return binary_kernel<T, uint8_t>(a, b, out, formulas::Compare<CompareOp::Greater>{});
       case CompareOp::GreaterEqual:
-        return binary_kernel<T, uint8_t>(a, b, out, [](T x, T y) { return uint8_t(x >= y); });
+        return binary_kernel<T, uint8_t>(a, b, out, formulas::Compare<CompareOp::GreaterEqual>{});
     }
   });
 }
@@ -324,7 +314,7 @@ void clip(const Tensor& a, double lo, double hi, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(out.dtype(), "clip", [&] {
     using T = scalar_t;
     const T l = T(lo), h = T(hi);
-    map_kernel<T>(a, out, [=](T x) { return x < l ? l : x > h ? h : x; });
+    map_kernel<T>(a, out, formulas::Clip<T>{l, h});
   });
 }
 

@@ -26,7 +26,9 @@
 
 namespace chainer::cpu::CHAINER_ISA {
 
-#include "core/kernel_functions.inc"
+// The kernel functions of core/kernel_list.def, which this file's sources define.
+#define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) RETURN NAME PARAMETERS;
+#include "core/kernel_list.def"
 
 // The lowering of convolutions (core/conv_lowering.h) and the kernels it is built from.
 // Products of a batch, summed in groups: C[g] = alpha * sum of op(A[i]) op(B[i]) over the

@@ -11,6 +11,7 @@
 
 #include "core/cuda/common.cuh"
 #include "core/cuda/kernels.h"
+#include "core/elementwise_formulas.h"
 
 // The memory kernels (fill, copy, take_rows) also take the storage types float16 and bfloat16
 // (core/dtype.h), as CUDA's __half and __nv_bfloat16, converted by CUDA's round-to-nearest-even
@@ -176,110 +177,9 @@ const T* elements(const Tensor& t) {
   return static_cast<const T*>(t.raw_data());
 }
 
-template <BinaryOp Op>
-struct BinaryFn {
-  // uint8 operands are promoted to int: the cast wraps the result back to T, as on the CPU.
-  template <class T>
-  __device__ T operator()(T x, T y) const {
-    if constexpr (Op == BinaryOp::Add) return T(x + y);
-    else if constexpr (Op == BinaryOp::Sub) return T(x - y);
-    else if constexpr (Op == BinaryOp::Mul) return T(x * y);
-    else if constexpr (Op == BinaryOp::Div) return T(x / y);
-    else {  // Maximum, Minimum: NaN when either is NaN, as the CPU
-      if constexpr (std::is_floating_point_v<T>) {
-        if (x != x) return x;
-      }
-      if constexpr (Op == BinaryOp::Maximum) return x >= y ? x : y;
-      else return x <= y ? x : y;
-    }
-  }
-};
-
-template <UnaryOp Op>
-struct UnaryFn {
-  template <class T>
-  __device__ T operator()(T x) const {
-    if constexpr (Op == UnaryOp::Neg) return -x;
-    else if constexpr (Op == UnaryOp::Exp) return exp(x);
-    else if constexpr (Op == UnaryOp::Log) return log(x);
-    else if constexpr (Op == UnaryOp::Sqrt) return sqrt(x);
-    else if constexpr (Op == UnaryOp::Square) return x * x;
-    else if constexpr (Op == UnaryOp::Relu) return x > T(0) ? x : T(0);
-    else if constexpr (Op == UnaryOp::Sigmoid) return T(0.5) * tanh(T(0.5) * x) + T(0.5);
-    else if constexpr (Op == UnaryOp::Tanh) return tanh(x);
-    else if constexpr (Op == UnaryOp::Abs) return fabs(x);
-    else return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;  // Sign: 0 and NaN stay
-  }
-};
-
-// Arguments: the activation's output y and its gradient gy.
-template <GradOp Op>
-struct GradFn {
-  template <class T>
-  __device__ T operator()(T v, T g) const {
-    if constexpr (Op == GradOp::Relu) return v > T(0) ? g : T(0);
-    else if constexpr (Op == GradOp::Sigmoid) return g * v * (T(1) - v);
-    else return g * (T(1) - v * v);
-  }
-};
-
-template <CompareOp Op>
-struct CompareFn {
-  template <class T>
-  __device__ uint8_t operator()(T x, T y) const {
-    if constexpr (Op == CompareOp::Equal) return x == y;
-    else if constexpr (Op == CompareOp::NotEqual) return x != y;
-    else if constexpr (Op == CompareOp::Less) return x < y;
-    else if constexpr (Op == CompareOp::LessEqual) return x <= y;
-    else if constexpr (Op == CompareOp::Greater) return x > y;
-    else return x >= y;
-  }
-};
-
 struct Select {
   template <class T>
   __device__ T operator()(uint8_t c, T x, T y) const { return c ? x : y; }
-};
-
-template <class T>
-struct Clip {
-  T lo, hi;
-  __device__ T operator()(T x) const { return x < lo ? lo : x > hi ? hi : x; }
-};
-
-// Activation OP with parameter P of its input, and (Grad) its gradient from the input and gy.
-template <ParametricOp Op, class T>
-struct Parametric {
-  T p, inv;  // P and 1 / P (rounded from double, as on the CPU)
-  __device__ T operator()(T x) const {
-    if constexpr (Op == ParametricOp::LeakyRelu) return x >= T(0) ? x : p * x;
-    else if constexpr (Op == ParametricOp::Elu) return x >= T(0) ? x : p * expm1(x);
-    else {
-      const T px = p * x;  // max(px, 0) + log1p(exp(-|px|)): exp never overflows
-      return (fmax(px, T(0)) + log1p(exp(-fabs(px)))) * inv;
-    }
-  }
-};
-template <ParametricOp Op, class T>
-struct ParametricGrad {
-  T p;
-  __device__ T operator()(T x, T g) const {
-    if constexpr (Op == ParametricOp::LeakyRelu) return x >= T(0) ? g : p * g;
-    else if constexpr (Op == ParametricOp::Elu) return x > T(0) ? g : p * exp(x) * g;
-    else return g * (T(0.5) * tanh(T(0.5) * p * x) + T(0.5));
-  }
-};
-
-template <class T>
-struct Affine {
-  T mul, add;
-  __device__ T operator()(T x) const { return x * mul + add; }
-};
-
-template <class T>
-struct Axpy {
-  T alpha;
-  __device__ T operator()(T y, T x) const { return y + alpha * x; }
 };
 
 struct AddAsDouble {
@@ -344,12 +244,12 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   CHAINER_DISPATCH_ALL(out.dtype(), "binary", [&] {
     using T = scalar_t;
     switch (op) {
-      case BinaryOp::Add: return map2<T>(BinaryFn<BinaryOp::Add>{}, a, b, out);
-      case BinaryOp::Sub: return map2<T>(BinaryFn<BinaryOp::Sub>{}, a, b, out);
-      case BinaryOp::Mul: return map2<T>(BinaryFn<BinaryOp::Mul>{}, a, b, out);
-      case BinaryOp::Div: return map2<T>(BinaryFn<BinaryOp::Div>{}, a, b, out);
-      case BinaryOp::Maximum: return map2<T>(BinaryFn<BinaryOp::Maximum>{}, a, b, out);
-      case BinaryOp::Minimum: return map2<T>(BinaryFn<BinaryOp::Minimum>{}, a, b, out);
+      case BinaryOp::Add: return map2<T>(formulas::Binary<BinaryOp::Add>{}, a, b, out);
+      case BinaryOp::Sub: return map2<T>(formulas::Binary<BinaryOp::Sub>{}, a, b, out);
+      case BinaryOp::Mul: return map2<T>(formulas::Binary<BinaryOp::Mul>{}, a, b, out);
+      case BinaryOp::Div: return map2<T>(formulas::Binary<BinaryOp::Div>{}, a, b, out);
+      case BinaryOp::Maximum: return map2<T>(formulas::Binary<BinaryOp::Maximum>{}, a, b, out);
+      case BinaryOp::Minimum: return map2<T>(formulas::Binary<BinaryOp::Minimum>{}, a, b, out);
     }
   });
 }
@@ -358,16 +258,16 @@ void unary(UnaryOp op, const Tensor& a, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(out.dtype(), "unary", [&] {
     using T = scalar_t;
     switch (op) {
-      case UnaryOp::Neg: return map1<T>(UnaryFn<UnaryOp::Neg>{}, a, out);
-      case UnaryOp::Exp: return map1<T>(UnaryFn<UnaryOp::Exp>{}, a, out);
-      case UnaryOp::Log: return map1<T>(UnaryFn<UnaryOp::Log>{}, a, out);
-      case UnaryOp::Sqrt: return map1<T>(UnaryFn<UnaryOp::Sqrt>{}, a, out);
-      case UnaryOp::Square: return map1<T>(UnaryFn<UnaryOp::Square>{}, a, out);
-      case UnaryOp::Relu: return map1<T>(UnaryFn<UnaryOp::Relu>{}, a, out);
-      case UnaryOp::Sigmoid: return map1<T>(UnaryFn<UnaryOp::Sigmoid>{}, a, out);
-      case UnaryOp::Tanh: return map1<T>(UnaryFn<UnaryOp::Tanh>{}, a, out);
-      case UnaryOp::Abs: return map1<T>(UnaryFn<UnaryOp::Abs>{}, a, out);
-      case UnaryOp::Sign: return map1<T>(UnaryFn<UnaryOp::Sign>{}, a, out);
+      case UnaryOp::Neg: return map1<T>(formulas::Unary<UnaryOp::Neg>{}, a, out);
+      case UnaryOp::Exp: return map1<T>(formulas::Unary<UnaryOp::Exp>{}, a, out);
+      case UnaryOp::Log: return map1<T>(formulas::Unary<UnaryOp::Log>{}, a, out);
+      case UnaryOp::Sqrt: return map1<T>(formulas::Unary<UnaryOp::Sqrt>{}, a, out);
+      case UnaryOp::Square: return map1<T>(formulas::Unary<UnaryOp::Square>{}, a, out);
+      case UnaryOp::Relu: return map1<T>(formulas::Unary<UnaryOp::Relu>{}, a, out);
+      case UnaryOp::Sigmoid: return map1<T>(formulas::Unary<UnaryOp::Sigmoid>{}, a, out);
+      case UnaryOp::Tanh: return map1<T>(formulas::Unary<UnaryOp::Tanh>{}, a, out);
+      case UnaryOp::Abs: return map1<T>(formulas::Unary<UnaryOp::Abs>{}, a, out);
+      case UnaryOp::Sign: return map1<T>(formulas::Unary<UnaryOp::Sign>{}, a, out);
     }
   });
 }
@@ -384,7 +284,7 @@ void broadcast_copy(const Tensor& a, Tensor& out) {
 void affine(const Tensor& a, double mul, double add, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(out.dtype(), "affine", [&] {
     using T = scalar_t;
-    map1<T>(Affine<T>{T(mul), T(add)}, a, out);
+    map1<T>(formulas::Affine<T>{T(mul), T(add)}, a, out);
   });
 }
 
@@ -392,9 +292,9 @@ void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) 
   CHAINER_DISPATCH_FLOATING(out.dtype(), "activation_grad", [&] {
     using T = scalar_t;
     switch (op) {
-      case GradOp::Relu: return map2<T>(GradFn<GradOp::Relu>{}, y, gy, out);
-      case GradOp::Sigmoid: return map2<T>(GradFn<GradOp::Sigmoid>{}, y, gy, out);
-      case GradOp::Tanh: return map2<T>(GradFn<GradOp::Tanh>{}, y, gy, out);
+      case GradOp::Relu: return map2<T>(formulas::ActivationGrad<GradOp::Relu>{}, y, gy, out);
+      case GradOp::Sigmoid: return map2<T>(formulas::ActivationGrad<GradOp::Sigmoid>{}, y, gy, out);
+      case GradOp::Tanh: return map2<T>(formulas::ActivationGrad<GradOp::Tanh>{}, y, gy, out);
     }
   });
 }
@@ -403,9 +303,11 @@ void parametric_activation(ParametricOp op, const Tensor& x, double p, Tensor& o
   CHAINER_DISPATCH_FLOATING(out.dtype(), "parametric_activation", [&] {
     using T = scalar_t;
     switch (op) {
-      case ParametricOp::LeakyRelu: return map1<T>(Parametric<ParametricOp::LeakyRelu, T>{T(p), T(1 / p)}, x, out);
-      case ParametricOp::Elu: return map1<T>(Parametric<ParametricOp::Elu, T>{T(p), T(1 / p)}, x, out);
-      case ParametricOp::Softplus: return map1<T>(Parametric<ParametricOp::Softplus, T>{T(p), T(1 / p)}, x, out);
+      case ParametricOp::LeakyRelu:
+        return map1<T>(formulas::Parametric<ParametricOp::LeakyRelu, T>{T(p), T(1 / p)}, x, out);
+      case ParametricOp::Elu: return map1<T>(formulas::Parametric<ParametricOp::Elu, T>{T(p), T(1 / p)}, x, out);
+      case ParametricOp::Softplus:
+        return map1<T>(formulas::Parametric<ParametricOp::Softplus, T>{T(p), T(1 / p)}, x, out);
     }
   });
 }
@@ -414,9 +316,10 @@ void parametric_activation_grad(ParametricOp op, const Tensor& x, const Tensor& 
   CHAINER_DISPATCH_FLOATING(gx.dtype(), "parametric_activation_grad", [&] {
     using T = scalar_t;
     switch (op) {
-      case ParametricOp::LeakyRelu: return map2<T>(ParametricGrad<ParametricOp::LeakyRelu, T>{T(p)}, x, gy, gx);
-      case ParametricOp::Elu: return map2<T>(ParametricGrad<ParametricOp::Elu, T>{T(p)}, x, gy, gx);
-      case ParametricOp::Softplus: return map2<T>(ParametricGrad<ParametricOp::Softplus, T>{T(p)}, x, gy, gx);
+      case ParametricOp::LeakyRelu:
+        return map2<T>(formulas::ParametricGrad<ParametricOp::LeakyRelu, T>{T(p)}, x, gy, gx);
+      case ParametricOp::Elu: return map2<T>(formulas::ParametricGrad<ParametricOp::Elu, T>{T(p)}, x, gy, gx);
+      case ParametricOp::Softplus: return map2<T>(formulas::ParametricGrad<ParametricOp::Softplus, T>{T(p)}, x, gy, gx);
     }
   });
 }
@@ -425,7 +328,7 @@ void axpy(Tensor& y, double alpha, const Tensor& x) {
   CHAINER_DISPATCH_FLOATING(y.dtype(), "axpy", [&] {
     using T = scalar_t;
     const Dense<T> py{y.data<T>()};
-    const Axpy<T> f{T(alpha)};
+    const formulas::Axpy<T> f{T(alpha)};
     if (x.is_contiguous()) return launch_map(y.numel(), f, py, py, Dense<const T>{x.data<T>()});
     launch_map(y.numel(), f, py, py, Strided<const T>{x.data<T>(), layout_of(x)});
   });
@@ -443,12 +346,12 @@ void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   CHAINER_DISPATCH_ALL(a.dtype(), "compare", [&] {
     using T = scalar_t;
     switch (op) {
-      case CompareOp::Equal: return map2<T, uint8_t>(CompareFn<CompareOp::Equal>{}, a, b, out);
-      case CompareOp::NotEqual: return map2<T, uint8_t>(CompareFn<CompareOp::NotEqual>{}, a, b, out);
-      case CompareOp::Less: return map2<T, uint8_t>(CompareFn<CompareOp::Less>{}, a, b, out);
-      case CompareOp::LessEqual: return map2<T, uint8_t>(CompareFn<CompareOp::LessEqual>{}, a, b, out);
-      case CompareOp::Greater: return map2<T, uint8_t>(CompareFn<CompareOp::Greater>{}, a, b, out);
-      case CompareOp::GreaterEqual: return map2<T, uint8_t>(CompareFn<CompareOp::GreaterEqual>{}, a, b, out);
+      case CompareOp::Equal: return map2<T, uint8_t>(formulas::Compare<CompareOp::Equal>{}, a, b, out);
+      case CompareOp::NotEqual: return map2<T, uint8_t>(formulas::Compare<CompareOp::NotEqual>{}, a, b, out);
+      case CompareOp::Less: return map2<T, uint8_t>(formulas::Compare<CompareOp::Less>{}, a, b, out);
+      case CompareOp::LessEqual: return map2<T, uint8_t>(formulas::Compare<CompareOp::LessEqual>{}, a, b, out);
+      case CompareOp::Greater: return map2<T, uint8_t>(formulas::Compare<CompareOp::Greater>{}, a, b, out);
+      case CompareOp::GreaterEqual: return map2<T, uint8_t>(formulas::Compare<CompareOp::GreaterEqual>{}, a, b, out);
     }
   });
 }
@@ -471,7 +374,7 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
 void clip(const Tensor& a, double lo, double hi, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(out.dtype(), "clip", [&] {
     using T = scalar_t;
-    map1<T>(Clip<T>{T(lo), T(hi)}, a, out);
+    map1<T>(formulas::Clip<T>{T(lo), T(hi)}, a, out);
   });
 }
 

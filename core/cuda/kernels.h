@@ -12,6 +12,8 @@
 
 namespace chainer::cuda {
 
-#include "core/kernel_functions.inc"
+// The kernel functions of core/kernel_list.def, which this file's sources define.
+#define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) RETURN NAME PARAMETERS;
+#include "core/kernel_list.def"
 
 }  // namespace chainer::cuda
