@@ -11,6 +11,7 @@
 #include "report_errors.h"
 #include "call_timing.h"
 #include "core/cpu/family.h"  // gemm_backend()
+#include "core/cpu/isa.h"
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "core/random.h"
@@ -51,9 +52,9 @@ int run(int argc, char** argv) {
       {"resnet-1x1b", 8, 64, 256, 56, 1, 1, 0, 1, 0},   {"resnet-3x3s2", 8, 128, 128, 56, 3, 2, 1, 1, 0},
       {"depthwise-3x3", 8, 64, 64, 56, 3, 1, 1, 64, 0},
   };
-  std::printf("gemm backend %s, %d threads, float32; ms per call and GFLOP/s (2 * N * C_out * out_h * out_w * "
+  std::printf("cpu kernels %s; gemm backend %s, %d threads, float32; ms per call and GFLOP/s (2 * N * C_out * out_h * out_w * "
               "C / groups * k * k per pass)\n",
-              cpu::gemm_backend(), threads);
+              cpu::isa_description().c_str(), cpu::gemm_backend(), threads);
   std::printf("  %-14s %22s %22s %22s\n", "layer", "forward", "backward data", "backward filter");
   double epoch_seconds = 0;
   for (const Layer& l : layers) {

@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/cpu/isa.h"
+
 namespace F = chainer::functions;
 namespace L = chainer::links;
 using chainer::Tensor;
@@ -98,10 +100,12 @@ int run_gpu(int id, int epochs, bool fused, bool graphs, bool tf32, const std::s
     std::fflush(stdout);
   }
   const cuda::MemoryStats mem = cuda::memory_stats();
-  std::printf("{\"engine\": \"chainermn-cpp\", \"device\": \"%s\", \"mode\": \"%s\", \"tf32\": %s, \"fused\": %s, "
+  std::printf("{\"engine\": \"chainermn-cpp\", \"cpu_kernels\": \"%s\", \"device\": \"%s\", \"mode\": \"%s\", "
+              "\"tf32\": %s, \"fused\": %s, "
               "\"epochs\": %d, \"mean_train_s\": %.4f, \"mean_train_s_excl_first\": %.4f, \"graphs_captured\": %zu, "
               "\"peak_mib\": %.1f, \"reserved_mib\": %.1f, \"cuda_mallocs\": %lld, \"test_acc\": %.4f}\n",
-              device.str().c_str(), graphs ? "graphs" : "eager", tf32 ? "true" : "false", fused ? "true" : "false", epochs,
+              chainer::cpu::isa_description().c_str(), device.str().c_str(), graphs ? "graphs" : "eager",
+              tf32 ? "true" : "false", fused ? "true" : "false", epochs,
               total / epochs, epochs > 1 ? total_after_first / (epochs - 1) : total,
               updater.cuda_graph_step().captures(), double(mem.peak_in_use_bytes) / double(1 << 20),
               double(mem.reserved_bytes) / double(1 << 20), (long long)mem.device_mallocs, last_acc);
@@ -202,9 +206,10 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     if (root)
-      std::printf("{\"engine\": \"chainermn-cpp\", \"processes\": %d, \"threads\": %d, \"fused\": %s, \"double_buffering\": %s, "
+      std::printf("{\"engine\": \"chainermn-cpp\", \"cpu_kernels\": \"%s\", \"processes\": %d, \"threads\": %d, "
+                  "\"fused\": %s, \"double_buffering\": %s, "
                   "\"epochs\": %d, \"mean_train_s\": %.3f, \"test_acc\": %.4f}\n",
-                  comm->size(), chainer::num_threads(), fused ? "true" : "false",
+                  chainer::cpu::isa_description().c_str(), comm->size(), chainer::num_threads(), fused ? "true" : "false",
                   double_buffering ? "true" : "false", epochs, total / epochs, last_acc);
     return 0;
   });

@@ -10,6 +10,7 @@
 
 #include "report_errors.h"
 #include "core/cpu/family.h"  // gemm_backend()
+#include "core/cpu/isa.h"
 #include "call_timing.h"
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -54,7 +55,8 @@ int run(int argc, char** argv) {
       {"bwd gx2=gy W2      (100,1000)x(1000,1000)", 100, 1000, 1000, false, false, 1},
       {"bwd gx3=gy W3      (100,10)x(10,1000)", 100, 1000, 10, false, false, 1},
   };
-  std::printf("gemm backend %s (%s), %d threads\n", cpu::gemm_backend(), cpu::gemm_blocking().c_str(), threads);
+  std::printf("cpu kernels %s; gemm backend %s (%s), %d threads\n", cpu::isa_description().c_str(), cpu::gemm_backend(),
+              cpu::gemm_blocking().c_str(), threads);
   double iteration_seconds = 0, iteration_flop = 0, square_rate = 0;
   for (const Case& c : cases) {
     Tensor a = random::normal(c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k});
@@ -71,8 +73,9 @@ int run(int argc, char** argv) {
   std::printf("floor from the square rate: %.2f s per epoch (%.0f GFLOP/s)\n", epoch_flop / square_rate, square_rate / 1e9);
   std::printf("GEMM time of one tutorial training epoch (600 iterations, no gx for the input): %.2f s (%.0f GFLOP/s)\n",
               600 * iteration_seconds, iteration_flop / iteration_seconds / 1e9);
-  std::printf("{\"backend\": \"%s\", \"threads\": %d, \"square_gflops\": %.1f, \"epoch_gemm_s\": %.3f}\n", cpu::gemm_backend(),
-              threads, square_rate / 1e9, 600 * iteration_seconds);
+  std::printf("{\"cpu_kernels\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"square_gflops\": %.1f, "
+              "\"epoch_gemm_s\": %.3f}\n",
+              cpu::isa_description().c_str(), cpu::gemm_backend(), threads, square_rate / 1e9, 600 * iteration_seconds);
   return 0;
 }
 }  // namespace
