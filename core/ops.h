@@ -6,7 +6,7 @@
 #pragma once
 #include <vector>
 
-#include "core/kernels.h"
+#include "core/op_types.h"
 #include "core/tensor.h"
 
 namespace chainer {

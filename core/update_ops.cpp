@@ -2,6 +2,8 @@
 // and core/cuda/update.cu.
 #include "core/update_ops.h"
 
+#include "core/kernels.h"
+
 namespace chainer::ops {
 
 namespace {

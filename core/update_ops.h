@@ -7,7 +7,7 @@
 #pragma once
 #include <vector>
 
-#include "core/kernels.h"
+#include "core/op_types.h"
 
 namespace chainer::ops {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/kernels.h"
+#include "core/op_types.h"
 #include "nn/link.h"
 
 namespace chainer {
