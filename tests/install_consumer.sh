@@ -8,7 +8,8 @@
 # flags must run too; and the guides' programs (docs/*/*.cpp), each copied alone into an empty
 # directory, must preprocess with nothing but pkg-config's flags: the code the guides quote
 # needs no header that is not installed (the main build compiles them in full). Last, the
-# installed headers compile without a warning under -Wall -Wextra -Wshadow -Wpedantic.
+# installed headers compile without a warning under -Wall -Wextra -Wshadow -Wpedantic, and they
+# are exactly the headers chainer.h and chainermn.h reach.
 #   tests/install_consumer.sh MESON BUILD_DIR PKG_CONFIG SOURCE_ROOT CXX...
 set -u
 usage="usage: install_consumer.sh MESON BUILD_DIR PKG_CONFIG SOURCE_ROOT CXX..."
@@ -144,4 +145,37 @@ printf '#include <chainer.h>\n#include <chainermn.h>\nint main() { return 0; }\n
 "${cxx[@]}" -fsyntax-only -Wall -Wextra -Wshadow -Wpedantic -Werror "$tmp/strict.cpp" $f >"$tmp/strict.log" 2>&1 ||
   fail "the installed headers warn under -Wall -Wextra -Wshadow -Wpedantic" "$tmp/strict.log"
 echo "ok: the installed headers compile cleanly under -Wall -Wextra -Wshadow -Wpedantic -Werror"
+
+# 5. The install holds the public API and nothing else: every installed header is reached from
+# chainer.h or chainermn.h (a private header installed by mistake, or a public one the umbrellas
+# forgot, fails here), and every header they reach is installed.
+umbrella=$(find "$root" -name chainermn.h -print -quit)
+[ -n "$umbrella" ] || fail "no chainermn.h under $root"
+python3 - "$(dirname "$umbrella")" >"$tmp/public.log" 2>&1 <<'PY' || fail "the installed headers are not the public API" "$tmp/public.log"
+import os, re, sys
+base = sys.argv[1]
+include = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+reached, stack, missing = set(), ["chainer.h", "chainermn.h"], []
+while stack:
+    name = stack.pop()
+    if name in reached:
+        continue
+    path = os.path.join(base, name)
+    if not os.path.exists(path):
+        missing.append(name)
+        continue
+    reached.add(name)
+    for line in open(path):
+        m = include.match(line)
+        if m:
+            stack.append(m.group(1))
+installed = {os.path.relpath(os.path.join(d, f), base) for d, _, fs in os.walk(base) for f in fs}
+extra = sorted(installed - reached)
+for name in missing:
+    print("reached from the umbrellas but not installed:", name)
+for name in extra:
+    print("installed but not reached from chainer.h or chainermn.h:", name)
+sys.exit(1 if missing or extra else 0)
+PY
+echo "ok: the $(find "$(dirname "$umbrella")" -type f | wc -l) installed headers are exactly those chainer.h and chainermn.h reach"
 exit 0
