@@ -39,10 +39,21 @@ int main(int argc, char** argv) {
   chainermn::init_mpi(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const int failed = run_catch_session(argc, argv);
-  int total = 0;
+  const int result = run_catch_session(argc, argv);
+  // Skipped (77) only when every rank skipped every case it ran; a skip on some ranks only is a
+  // failure, as a mix of skipped and passed cases is in one process.
+  const int failed = result == 77 ? 0 : result, skipped = result == 77 ? 1 : 0;
+  int total = 0, skipped_ranks = 0, size = 1;
   MPI_Allreduce(&failed, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&skipped, &skipped_ranks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (total != 0 && failed == 0) std::fprintf(stderr, "[rank %d] passed here, but %d failure(s) on other ranks\n", rank, total);
   chainermn::finalize_mpi();
+  if (total == 0 && skipped_ranks == size) return 77;
+  if (total == 0 && skipped_ranks != 0) {
+    std::fprintf(stderr, "[rank %d] %d of %d ranks skipped their cases: a skip must be the same on every rank\n", rank,
+                 skipped_ranks, size);
+    return 1;
+  }
   return total != 0 ? 1 : 0;
 }

@@ -5,6 +5,8 @@
 // collectives use CHECK (never REQUIRE), so one rank's failure cannot leave the others waiting.
 #include <catch2/catch.hpp>
 
+#include "catch_session.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -220,10 +222,10 @@ TEST_CASE("checkpointer: a file that cannot be loaded is an error on every rank 
   CHECK(c.log->log().empty());
 }
 
-TEST_CASE("checkpointer: a rank that lost all its files is an error on every rank; the others' files stay") {
+TEST_CASE("checkpointer: a rank that lost all its files is an error on every rank; the others' files stay", "[peers]") {
   auto comm = world();
   const int r = comm->rank(), n = comm->size();
-  if (n == 1) return;  // one rank either has checkpoints or starts afresh
+  SKIP_UNLESS(n >= 2, "needs a peer: 2 or more processes");  // one rank either has checkpoints or starts afresh
   SharedDir dir(comm);
   {
     Job b(comm, IntervalTrigger(4, Unit::Iteration), dir.path);
@@ -430,9 +432,9 @@ TEST_CASE("checkpointer: a job of N processes resumes with M: the replica, the l
     if (std::max(n, m) <= size) resume_with_another_count(comm, n, m);
 }
 
-TEST_CASE("checkpointer: a checkpoint taken at an epoch's end resumes without an interrupted epoch") {
+TEST_CASE("checkpointer: a checkpoint taken at an epoch's end resumes without an interrupted epoch", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   SharedDir dir(comm);
   const int r = comm->rank();
   // 2 ranks, shares of 8 (16 examples), 2 iterations of 4 end epoch 0 exactly; resumed with 1.
@@ -462,9 +464,9 @@ TEST_CASE("checkpointer: a checkpoint taken at an epoch's end resumes without an
   comm->allgather_bytes("");
 }
 
-TEST_CASE("checkpointer: a job of another count that went on from the common checkpoints is resumed from") {
+TEST_CASE("checkpointer: a job of another count that went on from the common checkpoints is resumed from", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   SharedDir dir(comm);
   const int r = comm->rank();
   auto two = comm->split(r < 2 ? 0 : 1, r);
@@ -491,9 +493,9 @@ TEST_CASE("checkpointer: a job of another count that went on from the common che
   comm->allgather_bytes("");
 }
 
-TEST_CASE("checkpointer: without set_scatter the interrupted epoch starts again over the new shares") {
+TEST_CASE("checkpointer: without set_scatter the interrupted epoch starts again over the new shares", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   SharedDir dir(comm);
   const int r = comm->rank();
   auto two = comm->split(r < 2 ? 0 : 1, r);
@@ -517,9 +519,9 @@ TEST_CASE("checkpointer: without set_scatter the interrupted epoch starts again 
 }
 
 TEST_CASE("checkpointer: old ranks whose parameters differ cannot be mapped to another count; the error on every rank "
-          "names the entry and the ranks") {
+          "names the entry and the ranks", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   SharedDir dir(comm);
   const int r = comm->rank(), m = comm->size() >= 3 ? 3 : 1;
   auto two = comm->split(r < 2 ? 0 : 1, r);
@@ -561,9 +563,9 @@ TEST_CASE("checkpointer: old ranks whose parameters differ cannot be mapped to a
   comm->allgather_bytes("");
 }
 
-TEST_CASE("checkpointer: checkpoints of another process count without a complete set are an error on every rank") {
+TEST_CASE("checkpointer: checkpoints of another process count without a complete set are an error on every rank", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   SharedDir dir(comm);
   // A job of 2 checkpoints twice, and old rank 1's files are lost: no iteration has all of them.
   const int r = comm->rank();
@@ -657,9 +659,9 @@ TEST_CASE("checkpointer: a model with batch normalization resumes with another c
     if (std::max(n, m) <= size) resume_batch_norm(comm, n, m);
 }
 
-TEST_CASE("checkpointer: ranks whose models differ (not replicas) each save their own running statistics") {
+TEST_CASE("checkpointer: ranks whose models differ (not replicas) each save their own running statistics", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   SharedDir dir(comm);
   const int r = comm->rank();
   // An ensemble: each rank trains its own model (its own initial parameters, no averaging) on
@@ -698,9 +700,9 @@ TEST_CASE("checkpointer: ranks whose models differ (not replicas) each save thei
   comm->allgather_bytes("");
 }
 
-TEST_CASE("checkpointer: running statistics that differ between the old ranks' files come from old rank 0's") {
+TEST_CASE("checkpointer: running statistics that differ between the old ranks' files come from old rank 0's", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   SharedDir dir(comm);
   const int r = comm->rank();
   auto two = comm->split(r < 2 ? 0 : 1, r);
@@ -763,9 +765,9 @@ std::pair<int64_t, std::vector<int64_t>> train_keeping_two(const std::shared_ptr
 }  // namespace
 
 TEST_CASE("checkpointer: ranks holding different numbers of checkpoints collect garbage together: after a restart "
-          "from fewer processes, and after a job killed between two ranks' deletions") {
+          "from fewer processes, and after a job killed between two ranks' deletions", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   SharedDir dir(comm);
   const int r = comm->rank(), n = comm->size(), last = n - 1;
   auto one = comm->split(r == 0 ? 0 : 1, r);
@@ -798,9 +800,9 @@ TEST_CASE("checkpointer: ranks holding different numbers of checkpoints collect 
 }
 
 TEST_CASE("checkpointer: after a restart with fewer processes, the old ranks beyond the new count lose their files "
-          "once the new job has saved newer complete sets") {
+          "once the new job has saved newer complete sets", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   SharedDir dir(comm);
   const int r = comm->rank(), n = comm->size();
   CHECK(train_keeping_two(comm, 4, dir.path, 2).second == std::vector<int64_t>{2, 4});
@@ -849,9 +851,9 @@ std::string kill_in_first_save(const std::shared_ptr<mn::Communicator>& comm, co
 }  // namespace
 
 TEST_CASE("checkpointer: after a job killed in its first save, a rerun removes what its ranks left and starts afresh, "
-          "saying which files") {
+          "saying which files", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;  // one rank's rename either happened or did not
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");  // one rank's rename either happened or did not
   SharedDir dir(comm);
   const std::string notice = kill_in_first_save(comm, dir.path);
   Job c(comm, IntervalTrigger(4, Unit::Iteration), dir.path);
@@ -872,9 +874,9 @@ TEST_CASE("checkpointer: after a job killed in its first save, a rerun removes w
   CHECK(again->notice().empty());
 }
 
-TEST_CASE("checkpointer: after a job killed in its first save, a rerun with another process count starts afresh too") {
+TEST_CASE("checkpointer: after a job killed in its first save, a rerun with another process count starts afresh too", "[peers]") {
   auto comm = world();
-  if (comm->size() == 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   SharedDir dir(comm);
   const int r = comm->rank();
   const std::string notice = kill_in_first_save(comm, dir.path);

@@ -8,6 +8,8 @@
 // others waiting.
 #include <catch2/catch.hpp>
 
+#include "catch_session.h"
+
 #include <cmath>
 #include <functional>
 #include <string>
@@ -137,10 +139,10 @@ Tensor loss_weights(int stages) { return iota({2, kDims[size_t(stages)]}, 1.0); 
 
 // ---- send and recv ----
 
-TEST_CASE("functions: a Linear+sigmoid pipeline over the ranks equals the same chain in one process") {
+TEST_CASE("functions: a Linear+sigmoid pipeline over the ranks equals the same chain in one process", "[peers]") {
   auto comm = make();
   const int r = comm->rank(), n = comm->size();
-  if (n < 2) return;  // needs a peer
+  SKIP_UNLESS(n >= 2, "needs a peer: 2 or more processes");
   REQUIRE(n < int(kDims.size()));
   for (int step = 0; step < 2; ++step) {  // twice: the channel stays in step between iterations
     // Stage r on rank r: receive from r - 1, compute, send to r + 1; the last rank takes the loss.
@@ -181,10 +183,11 @@ TEST_CASE("functions: a Linear+sigmoid pipeline over the ranks equals the same c
   }
 }
 
-TEST_CASE("functions: a round trip 0 -> 1 -> 0 joined by recv(..., delegate) backpropagates through both ranks") {
+TEST_CASE("functions: a round trip 0 -> 1 -> 0 joined by recv(..., delegate) backpropagates through both ranks", "[peers]") {
   auto comm = make();
   const int r = comm->rank();
-  if (comm->size() < 2 || r > 1) return;  // ranks 0 and 1 only
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
+  if (r > 1) return;  // ranks 0 and 1 only
   const Tensor x_value = iota({2, 3}, -2.0), W0_value = stage_W(0), W1_value = stage_W(1);
   const Tensor w = iota({2, kDims[2]}, 0.5);  // y: (2, 3) -> W0 (5, 3) -> W1 (4, 5) -> (2, 4)
   if (r == 0) {
@@ -210,10 +213,11 @@ TEST_CASE("functions: a round trip 0 -> 1 -> 0 joined by recv(..., delegate) bac
   }
 }
 
-TEST_CASE("functions: recv gets the values, shape, dtype and tag that send sent; send's backward gets the gradient") {
+TEST_CASE("functions: recv gets the values, shape, dtype and tag that send sent; send's backward gets the gradient", "[peers]") {
   auto comm = make();
   const int r = comm->rank();
-  if (comm->size() < 2 || r > 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
+  if (r > 1) return;
   for (DType dtype : {DType::Float32, DType::Float64}) {
     if (r == 0) {
       Variable x = param(iota({2, 3}, 1.0, dtype));
@@ -235,10 +239,11 @@ TEST_CASE("functions: recv gets the values, shape, dtype and tag that send sent;
   }
 }
 
-TEST_CASE("functions: send and recv travel apart from the communicator's own send and recv") {
+TEST_CASE("functions: send and recv travel apart from the communicator's own send and recv", "[peers]") {
   auto comm = make();
   const int r = comm->rank();
-  if (comm->size() < 2 || r > 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
+  if (r > 1) return;
   if (r == 0) {
     comm->send(full({1}, 11.0), 1, 0);  // the caller's own message, same tag, sent first
     MF::send(Variable(full({2}, 22.0)), comm, 1, 0).backward();
@@ -252,10 +257,11 @@ TEST_CASE("functions: send and recv travel apart from the communicator's own sen
   }
 }
 
-TEST_CASE("functions: a send whose x needs no gradient still takes its gradient, so the channel stays in step") {
+TEST_CASE("functions: a send whose x needs no gradient still takes its gradient, so the channel stays in step", "[peers]") {
   auto comm = make();
   const int r = comm->rank();
-  if (comm->size() < 2 || r > 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
+  if (r > 1) return;
   for (int round = 0; round < 2; ++round) {
     if (r == 0) {
       Variable x(iota({3}, double(round)));  // data: needs no gradient
@@ -272,10 +278,11 @@ TEST_CASE("functions: a send whose x needs no gradient still takes its gradient,
   }
 }
 
-TEST_CASE("functions: in NoBackpropMode send and recv record nothing, so inference needs no backward") {
+TEST_CASE("functions: in NoBackpropMode send and recv record nothing, so inference needs no backward", "[peers]") {
   auto comm = make();
   const int r = comm->rank();
-  if (comm->size() < 2 || r > 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
+  if (r > 1) return;
   {
     chainer::NoBackpropMode inference;
     for (int i = 0; i < 3; ++i) {
@@ -303,10 +310,11 @@ TEST_CASE("functions: in NoBackpropMode send and recv record nothing, so inferen
 
 // ---- pseudo_connect ----
 
-TEST_CASE("functions: pseudo_connect: one backward covers the delegate and the actual output") {
+TEST_CASE("functions: pseudo_connect: one backward covers the delegate and the actual output", "[peers]") {
   auto comm = make();
   const int r = comm->rank();
-  if (comm->size() < 2 || r > 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
+  if (r > 1) return;
   const Tensor x_value = iota({4}, -1.5);
   if (r == 0) {
     Variable x = param(x_value);
@@ -460,10 +468,10 @@ TEST_CASE("functions: allreduce sums x over the ranks; backward sums the gradien
 
 // ---- Finite differences of whole multi-process computations ----
 
-TEST_CASE("functions: finite differences: a pipeline of send and recv over every rank") {
+TEST_CASE("functions: finite differences: a pipeline of send and recv over every rank", "[peers]") {
   auto comm = make();
   const int r = comm->rank(), n = comm->size();
-  if (n < 2) return;
+  SKIP_UNLESS(n >= 2, "needs a peer: 2 or more processes");
   const std::vector<int64_t> dims = {2, 3, 2, 2, 1};
   std::vector<Tensor> inputs;
   if (r == 0) inputs.push_back(iota({1, dims[0]}, -0.5));
@@ -559,10 +567,11 @@ TEST_CASE("functions: sending to or receiving from one's own rank, or a rank out
                     Contains("chainermn::functions::alltoall") && Contains(std::to_string(n + 1) + " variables"));
 }
 
-TEST_CASE("functions: recv of another tag, kind, shape or dtype is an error naming both, and the channel stays in step") {
+TEST_CASE("functions: recv of another tag, kind, shape or dtype is an error naming both, and the channel stays in step", "[peers]") {
   auto comm = make();
   const int r = comm->rank();
-  if (comm->size() < 2 || r > 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
+  if (r > 1) return;
   if (r == 0) {
     Variable x(iota({2, 2}, 0.0));
     MF::send(x, comm, 1, 1);  // rank 1 expects tag 2
@@ -592,10 +601,11 @@ TEST_CASE("functions: recv of another tag, kind, shape or dtype is an error nami
   }
 }
 
-TEST_CASE("functions: a gradient of another shape arriving in send's backward is an error naming both shapes") {
+TEST_CASE("functions: a gradient of another shape arriving in send's backward is an error naming both shapes", "[peers]") {
   auto comm = make();
   const int r = comm->rank();
-  if (comm->size() < 2 || r > 1) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
+  if (r > 1) return;
   if (r == 0) {
     Variable x1 = param(full({2}, 1.0)), x2 = param(full({3}, 1.0));
     Variable phi1 = MF::send(x1, comm, 1), phi2 = MF::send(x2, comm, 1);

@@ -2,6 +2,8 @@
 // checks with closed-form expectations. Every rank runs every test case in the same order and
 // takes the same branches, so the collectives inside them meet.
 #include <catch2/catch.hpp>
+
+#include "catch_session.h"
 #include <sched.h>
 
 #include <algorithm>
@@ -191,10 +193,10 @@ TEST_CASE("communicator: intra and inter ranks group the processes by host name"
   }
 }
 
-TEST_CASE("communicator: the job spans the hosts it was started on") {
+TEST_CASE("communicator: the job spans the hosts it was started on", "[hosts]") {
   // Set by tests/simhosts.sh: a run on simulated hosts must really see them as separate hosts.
   const char* expected = std::getenv("CHAINERMN_EXPECT_HOSTS");
-  if (!expected) return;
+  SKIP_UNLESS(expected, "CHAINERMN_EXPECT_HOSTS unset: set by tests/simhosts.sh, which runs this case");
   auto comm = make();
   CHECK(comm->inter_size() == std::atoi(expected));
   CHECK(std::set<std::string>(comm->host_names().begin(), comm->host_names().end()).size() == size_t(std::atoi(expected)));
@@ -301,10 +303,10 @@ TEST_CASE("communicator: CHAINERMN_MPI_CHECK turns an MPI error into chainer::Er
 
 // ---- Tensors ----
 
-TEST_CASE("communicator: send/recv around a ring, every dtype and rank up to 4") {
+TEST_CASE("communicator: send/recv around a ring, every dtype and rank up to 4", "[peers]") {
   auto comm = make();
   const int rank = comm->rank(), size = comm->size();
-  if (size < 2) return;  // a ring of one would be a blocking send to self
+  SKIP_UNLESS(size >= 2, "needs a peer: 2 or more processes");  // a ring of one would be a blocking send to self
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
   // X to the next rank, the previous rank's back. Even ranks send first, odd ones receive
   // first: no cycle of blocked sends.
@@ -339,10 +341,10 @@ TEST_CASE("communicator: send/recv around a ring, every dtype and rank up to 4")
   CHECK(same_values(y, iota({50, 20}, DType::Float32, 100.0 * prev).narrow(1, 5, 10).contiguous()));
 }
 
-TEST_CASE("communicator: recv from any source, scalars, empty and undefined tensors") {
+TEST_CASE("communicator: recv from any source, scalars, empty and undefined tensors", "[peers]") {
   auto comm = make();
   const int rank = comm->rank(), size = comm->size();
-  if (size < 2) return;
+  SKIP_UNLESS(size >= 2, "needs a peer: 2 or more processes");
   if (rank != 0) {
     comm->send(Tensor::scalar(rank, DType::Int32), 0, 3);
     comm->send(Tensor::zeros({0, 4}), 0, 4);
@@ -363,9 +365,9 @@ TEST_CASE("communicator: recv from any source, scalars, empty and undefined tens
   }
 }
 
-TEST_CASE("communicator: a byte string where a tensor is expected is reported") {
+TEST_CASE("communicator: a byte string where a tensor is expected is reported", "[peers]") {
   auto comm = make();
-  if (comm->size() < 2) return;
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
   if (comm->rank() == 1) comm->send_bytes("hello", 0, 9);
   if (comm->rank() == 0) {
     CHECK_THROWS_WITH(comm->recv(1, 9), Catch::Contains("is not a tensor"));
@@ -438,10 +440,10 @@ TEST_CASE("communicator: allreduce sums elementwise in every numeric dtype") {
   CHECK_THROWS_WITH(comm->allreduce(Tensor::ones({2}, DType::UInt8)), Catch::Contains("uint8"));
 }
 
-TEST_CASE("communicator: allreduce with shapes differing across ranks fails on every rank") {
+TEST_CASE("communicator: allreduce with shapes differing across ranks fails on every rank", "[peers]") {
   auto comm = make();
   const int rank = comm->rank(), size = comm->size();
-  if (size < 2) return;
+  SKIP_UNLESS(size >= 2, "needs a peer: 2 or more processes");
   const Tensor x = Tensor::ones({rank == 1 ? 5 : 4});
   CHECK_THROWS_WITH(comm->allreduce(x), Catch::Contains("same dtype and shape") &&
                                             Catch::Contains("rank 0 has float32 (4,)") &&
@@ -616,10 +618,10 @@ TEST_CASE("communicator: bcast_data makes every rank's parameters rank 0's") {
   }
 }
 
-TEST_CASE("communicator: bcast_data names the parameter when models differ") {
+TEST_CASE("communicator: bcast_data names the parameter when models differ", "[peers]") {
   auto comm = make();
   const int rank = comm->rank(), size = comm->size();
-  if (size < 2) return;
+  SKIP_UNLESS(size >= 2, "needs a peer: 2 or more processes");
   ExampleModel model(rank == 1 ? 6 : 3);
   CHECK_THROWS_WITH(comm->bcast_data(model),
                     Catch::Contains("bcast_data: the model differs across ranks") && Catch::Contains("rank 1:") &&

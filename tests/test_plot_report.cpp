@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "catch_session.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -114,8 +116,8 @@ double centre(const std::vector<int64_t>& rows) {
 
 // Builds without cairo: PlotReport warns (once, at construction) and does nothing, as Chainer's
 // without matplotlib; the other cases return early.
-TEST_CASE("PlotReport: without cairo it plots nothing") {
-  if (E::PlotReport::available()) return;
+TEST_CASE("PlotReport: without cairo it plots nothing", "[no-cairo]") {
+  SKIP_UNLESS(!E::PlotReport::available(), "built with cairo: the case for a build without it");
   TempDir dir("unavailable");
   Trainer trainer(scripted({2, 3}), IntervalTrigger(2, Unit::Epoch), dir.path.string());
   auto plot = std::make_shared<E::PlotReport>(std::vector<std::string>{"main/loss"}, "epoch");
@@ -126,8 +128,8 @@ TEST_CASE("PlotReport: without cairo it plots nothing") {
   CHECK_THROWS_WITH(E::save_plot_png(E::PlotFigure{}, (dir.path / "f.png").string()), Catch::Contains("no cairo"));
 }
 
-TEST_CASE("PlotReport: each key's epoch means are drawn where the axes put them") {
-  if (!E::PlotReport::available()) return;  // the case below checks what it does then
+TEST_CASE("PlotReport: each key's epoch means are drawn where the axes put them", "[cairo]") {
+  SKIP_UNLESS(E::PlotReport::available(), "built without cairo (libcairo2-dev)");
   TempDir dir("draw");
   Trainer trainer(scripted({2, 2, 5, 1, 1}, {3, 3, 3, 3, 3}), IntervalTrigger(5, Unit::Epoch), dir.path.string());
   auto plot = std::make_shared<E::PlotReport>(std::vector<std::string>{"main/loss", "validation/main/loss"}, "epoch",
@@ -171,8 +173,8 @@ TEST_CASE("PlotReport: each key's epoch means are drawn where the axes put them"
   CHECK(orange);
 }
 
-TEST_CASE("PlotReport: against the iteration by default, with the means of each interval") {
-  if (!E::PlotReport::available()) return;
+TEST_CASE("PlotReport: against the iteration by default, with the means of each interval", "[cairo]") {
+  SKIP_UNLESS(E::PlotReport::available(), "built without cairo (libcairo2-dev)");
   TempDir dir("iteration");
   Trainer trainer(scripted({4, 6, 8}), IntervalTrigger(3, Unit::Epoch), dir.path.string());
   auto plot = std::make_shared<E::PlotReport>(std::vector<std::string>{"main/loss"});
@@ -189,8 +191,8 @@ TEST_CASE("PlotReport: against the iteration by default, with the means of each 
   CHECK(fs::exists(dir.path / "every2.png"));
 }
 
-TEST_CASE("PlotReport: keys not reported yet are left out; no file until one has a point") {
-  if (!E::PlotReport::available()) return;
+TEST_CASE("PlotReport: keys not reported yet are left out; no file until one has a point", "[cairo]") {
+  SKIP_UNLESS(E::PlotReport::available(), "built without cairo (libcairo2-dev)");
   TempDir dir("missing");
   Trainer trainer(scripted({2, 3, 4}, {1, 1, 1}, 3), IntervalTrigger(3, Unit::Epoch), dir.path.string());
   auto plot = std::make_shared<E::PlotReport>(std::vector<std::string>{"validation/main/loss", "never/reported"},
@@ -213,8 +215,8 @@ TEST_CASE("PlotReport: keys not reported yet are left out; no file until one has
   CHECK_FALSE(fs::exists(dir.path / "none.png"));
 }
 
-TEST_CASE("PlotReport: postprocess sees the means and changes the figure before it is drawn") {
-  if (!E::PlotReport::available()) return;
+TEST_CASE("PlotReport: postprocess sees the means and changes the figure before it is drawn", "[cairo]") {
+  SKIP_UNLESS(E::PlotReport::available(), "built without cairo (libcairo2-dev)");
   TempDir dir("postprocess");
   Trainer trainer(scripted({2, 4}), IntervalTrigger(2, Unit::Epoch), dir.path.string());
   std::vector<Observation> seen;
@@ -241,8 +243,8 @@ TEST_CASE("PlotReport: postprocess sees the means and changes the figure before 
   }
 }
 
-TEST_CASE("PlotReport: a resumed run's figure continues the curve") {
-  if (!E::PlotReport::available()) return;
+TEST_CASE("PlotReport: a resumed run's figure continues the curve", "[cairo]") {
+  SKIP_UNLESS(E::PlotReport::available(), "built without cairo (libcairo2-dev)");
   TempDir dir("resume");
   const std::vector<double> means{5, 4, 3, 2};
   auto make = [&](int64_t epochs, const std::string& out, std::shared_ptr<E::PlotReport>& plot) {
