@@ -318,4 +318,27 @@ void clip(const Tensor& a, double lo, double hi, Tensor& out) {
   });
 }
 
+// The linear layer's epilogue: the bias added to every row, then ReLU when asked.
+void add_bias(Tensor& y, const Tensor& b, bool relu) {
+  CHAINER_DISPATCH_FLOATING(y.dtype(), "add_bias", [&] {
+    using T = scalar_t;
+    T* py = y.data<T>();
+    const int64_t rows = y.size(0), cols = y.size(1);
+    const Tensor bc = b.defined() ? b.contiguous() : Tensor();
+    const T* pb = bc.defined() ? bc.data<T>() : nullptr;
+    parallel_for(rows, row_grain(cols), [&](int64_t s, int64_t e) {
+      for (int64_t r = s; r < e; ++r) {
+        T* row = py + r * cols;
+        if (pb && relu) {
+          for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j] + pb[j], T(0));
+        } else if (pb) {
+          for (int64_t j = 0; j < cols; ++j) row[j] += pb[j];
+        } else if (relu) {
+          for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j], T(0));
+        }
+      }
+    });
+  });
+}
+
 }  // namespace chainer::cpu::CHAINER_ISA

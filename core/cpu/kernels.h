@@ -1,13 +1,16 @@
-// CPU kernels behind core/ops.h, collected in the CPU kernel table (core/kernels.h states the
-// contract: arguments already checked, outputs preallocated and contiguous). Files:
-// elementwise.cpp, reduce.cpp, gemm.cpp, conv_implicit.cpp, softmax.cpp, nn.cpp, update.cpp,
-// indexing.cpp, conv.cpp, pooling.cpp, normalization.cpp, kernel_table.cpp.
+// CPU kernels behind core/ops.h, collected in the CPU kernel table (core/kernel_list.def states
+// the contract: arguments already checked, outputs preallocated and contiguous). Files, one per
+// family, paired with core/cuda/'s: elementwise.cpp (with the linear epilogue), reduce.cpp,
+// gemm.cpp, softmax.cpp, loss.cpp, dropout.cpp, update.cpp, indexing.cpp, conv.cpp and
+// conv_implicit.cpp, pooling.cpp, normalization.cpp; convert.cpp (float16 arrays) and
+// kernel_table.cpp.
 //
 // These sources make one kernel family (core/cpu/family.h) each time they are compiled: meson
 // compiles them once per instruction set with -DCHAINER_ISA=generic, avx2 or avx512 (the
 // namespace they define, chainer::cpu::CHAINER_ISA) and -DCHAINER_ISA_GENERIC, _AVX2 or _AVX512
 // (for #if), each with its own target flags (core/meson.build).
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -29,6 +32,10 @@ namespace chainer::cpu::CHAINER_ISA {
 // The kernel functions of core/kernel_list.def, which this file's sources define.
 #define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) RETURN NAME PARAMETERS;
 #include "core/kernel_list.def"
+
+// Rows per parallel chunk for rows of LEN elements: about 2^15 elements a chunk, the grain of
+// the row-wise kernels (softmax, the losses, add_bias).
+inline int64_t row_grain(int64_t len) { return std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(len, 1)); }
 
 // The lowering of convolutions (core/conv_lowering.h) and the kernels it is built from.
 // Products of a batch, summed in groups: C[g] = alpha * sum of op(A[i]) op(B[i]) over the

@@ -1,7 +1,7 @@
-// Which cuBLAS handle a matrix product uses, and how it is prepared (core/cuda/blas.cu). The
+// Which cuBLAS handle a matrix product uses, and how it is prepared (core/cuda/gemm.cu). The
 // policy is written against an injected Native interface, plain C++ with no CUDA type, so it is
 // tested on the host against a fake (tests/test_blas_handles.cpp), as the caching allocator's
-// policy is; blas.cu plugs in cuBLAS and the caching allocator. A fake library loaded in place of
+// policy is; gemm.cu plugs in cuBLAS and the caching allocator. A fake library loaded in place of
 // libcublas would also have to fake the CUDA runtime the plugin starts with; the interface is
 // six calls. The rules, as PyTorch's CuBLASHandlePool and getCurrentCUDABlasHandle:
 //
@@ -77,7 +77,7 @@ class BlasHandlePool {
 };
 
 // The calling thread's cuBLAS handle for its current device, made now if it has none, bound to
-// the compute stream with its workspace (core/cuda/blas.cu). Called before a graph capture
+// the compute stream with its workspace (core/cuda/gemm.cu). Called before a graph capture
 // begins (core/cuda/runtime.cu), so that the workspace comes from the caching allocator's
 // ordinary pool rather than the graph's, and the handle outlives the graph.
 void prepare_blas_handle();

@@ -187,6 +187,18 @@ struct AddAsDouble {
   __device__ double operator()(double acc, T v) const { return acc + double(v); }
 };
 
+// The linear layer's epilogue: the bias added to every row, then ReLU when asked.
+
+template <class T>
+__global__ void add_bias_kernel(T* y, const T* b, int64_t n, int64_t cols, bool relu) {
+  CHAINER_GRID_STRIDE_LOOP(i, n) {
+    T v = y[i];
+    if (b) v += b[i % cols];
+    if (relu && v < T(0)) v = T(0);  // std::max(v, 0) as the CPU: NaN stays NaN
+    y[i] = v;
+  }
+}
+
 }  // namespace
 
 // ---- Memory ----
@@ -375,6 +387,18 @@ void clip(const Tensor& a, double lo, double hi, Tensor& out) {
   CHAINER_DISPATCH_FLOATING(out.dtype(), "clip", [&] {
     using T = scalar_t;
     map1<T>(formulas::Clip<T>{T(lo), T(hi)}, a, out);
+  });
+}
+
+void add_bias(Tensor& y, const Tensor& b, bool relu) {
+  const int64_t n = y.numel();
+  if (n == 0 || (!b.defined() && !relu)) return;
+  const Tensor bc = b.defined() ? b.contiguous() : Tensor();
+  CHAINER_DISPATCH_FLOATING(y.dtype(), "add_bias", [&] {
+    using T = scalar_t;
+    add_bias_kernel<T><<<blocks_for(n), kThreads, 0, compute_stream()>>>(
+        y.data<T>(), bc.defined() ? bc.data<T>() : nullptr, n, y.size(1), relu);
+    CHAINER_CUDA_CHECK_LAUNCH(add_bias_kernel);
   });
 }
 

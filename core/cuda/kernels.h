@@ -1,10 +1,10 @@
 // CUDA kernels behind core/ops.h, collected in the CUDA kernel table (core/cuda/runtime.cu); the
-// same signatures and contract as the CPU's (core/kernels.h). Each queues work on the current
-// device's compute stream and returns. Files: elementwise.cu (memory and elementwise),
-// reduce.cu (reductions), blas.cu (cuBLAS), nn.cu (the fused steps of nn/functions),
-// update.cu (optimizer updates), indexing.cu (gather and scatter-add along an axis), conv.cu
-// (convolutions on cuDNN), pooling.cu (2-D pooling), normalization.cu (batch and local response
-// normalization).
+// same signatures and contract as the CPU's (core/kernel_list.def). Each queues work on the
+// current device's compute stream and returns. Files, one per family, paired with core/cpu/'s:
+// elementwise.cu (memory, elementwise, the linear epilogue), reduce.cu (reductions), gemm.cu
+// (cuBLAS), softmax.cu, loss.cu (the losses and accuracy), dropout.cu, update.cu (optimizer
+// updates), indexing.cu (gather and scatter-add along an axis), conv.cu (convolutions on cuDNN),
+// pooling.cu (2-D pooling), normalization.cu (batch and local response normalization).
 #pragma once
 #include <vector>
 

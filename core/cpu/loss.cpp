@@ -1,72 +1,17 @@
-// Fused kernels behind nn/functions: the linear epilogue, softmax backward, softmax cross
-// entropy, dropout masks, accuracy and sigmoid cross entropy. Each does in one pass what a chain
-// of generic ops would do in several passes with temporaries.
+// The losses and metrics behind nn/functions: softmax cross entropy and its gradient, accuracy,
+// sigmoid cross entropy and its gradient. Each does in one pass what a chain of generic ops would
+// do in several passes with temporaries.
 #include <algorithm>
 #include <cmath>
 
 #include "core/cpu/kernels.h"
 #include "core/parallel.h"
-#include "core/philox.h"
-#include "core/random.h"
 
 namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
-constexpr int64_t kGrain = 1 << 15;
-
-// Rows per parallel chunk for rows of LEN elements: about kGrain elements a chunk.
-int64_t row_grain(int64_t len) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)); }
+constexpr int64_t kGrain = 1 << 15;  // elements per parallel chunk
 }  // namespace
-
-void add_bias(Tensor& y, const Tensor& b, bool relu) {
-  CHAINER_DISPATCH_FLOATING(y.dtype(), "add_bias", [&] {
-    using T = scalar_t;
-    T* py = y.data<T>();
-    const int64_t rows = y.size(0), cols = y.size(1);
-    const Tensor bc = b.defined() ? b.contiguous() : Tensor();
-    const T* pb = bc.defined() ? bc.data<T>() : nullptr;
-    parallel_for(rows, row_grain(cols), [&](int64_t s, int64_t e) {
-      for (int64_t r = s; r < e; ++r) {
-        T* row = py + r * cols;
-        if (pb && relu) {
-          for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j] + pb[j], T(0));
-        } else if (pb) {
-          for (int64_t j = 0; j < cols; ++j) row[j] += pb[j];
-        } else if (relu) {
-          for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j], T(0));
-        }
-      }
-    });
-  });
-}
-
-void softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis, bool log, Tensor& gx) {
-  CHAINER_DISPATCH_FLOATING(y.dtype(), "softmax_grad", [&] {
-    using T = scalar_t;
-    const Tensor yc = y.contiguous(), gc = gy.contiguous();
-    const T* py = yc.data<T>();
-    const T* pg = gc.data<T>();
-    T* po = gx.data<T>();
-    const AxisView v = axis_view(y.shape(), axis);
-    const int64_t st = v.inner;  // stride between classes
-    parallel_for(v.outer * v.inner, row_grain(v.len), [&](int64_t s, int64_t e) {
-      for (int64_t r = s; r < e; ++r) {
-        const int64_t base = (r / v.inner) * v.len * v.inner + r % v.inner;
-        const T* yr = py + base;
-        const T* gr = pg + base;
-        T* o = po + base;
-        T acc = 0;
-        if (log) {  // y = log softmax: gx = gy - softmax * sum(gy)
-          for (int64_t k = 0; k < v.len; ++k) acc += gr[k * st];
-          for (int64_t k = 0; k < v.len; ++k) o[k * st] = gr[k * st] - std::exp(yr[k * st]) * acc;
-        } else {  // y = softmax: gx = y * (gy - sum(gy * y))
-          for (int64_t k = 0; k < v.len; ++k) acc += gr[k * st] * yr[k * st];
-          for (int64_t k = 0; k < v.len; ++k) o[k * st] = yr[k * st] * (gr[k * st] - acc);
-        }
-      }
-    });
-  });
-}
 
 int64_t softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label, LossReduction reduction,
                               Tensor& loss, Tensor& lse, Tensor& reduced, Tensor& scale) {
@@ -136,23 +81,6 @@ void softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& 
         const T coeff = T(double(pg[per_row ? i : 0]) * coeff_scale);
         for (int64_t j = 0; j < c; ++j) o[j] = coeff * std::exp(row[j] - pz[i]);
         o[pt[i]] -= coeff;
-      }
-    });
-  });
-}
-
-void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
-  const uint64_t key = gen.next_u64();  // one draw per mask; the elements come from Philox
-  CHAINER_DISPATCH_FLOATING(mask.dtype(), "dropout", [&] {
-    using T = scalar_t;
-    const T scale = T(1.0 / (1.0 - ratio));
-    T* p = mask.data<T>();
-    const int64_t n = mask.numel();
-    parallel_for((n + 3) / 4, kGrain / 4, [&](int64_t s, int64_t e) {
-      for (int64_t b = s; b < e; ++b) {
-        const philox::Block r = philox::block(key, uint64_t(b));
-        for (int64_t k = 0; k < 4 && 4 * b + k < n; ++k)
-          p[4 * b + k] = double(r.v[k]) * (1.0 / 4294967296.0) >= ratio ? scale : T(0);
       }
     });
   });

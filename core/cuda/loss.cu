@@ -1,102 +1,24 @@
-// Fused kernels behind nn/functions (core/cpu/nn.cpp and core/cpu/softmax.cpp are their twins,
-// with the same formulas): softmax and its gradient, the linear epilogue, softmax cross entropy,
-// dropout masks, accuracy and sigmoid cross entropy. Per-row sums use fixed shuffle trees; the
-// sums over all rows (the reduced loss, the accuracy) run on one block, or on blocks that write
-// partials and a warp that adds them, the partition a function of the row count alone; never
-// atomics, so results depend only on the inputs. Nothing is read on the host.
+// The losses and metrics on CUDA (core/cpu/loss.cpp is their twin, with the same formulas):
+// softmax cross entropy and its gradient, accuracy, sigmoid cross entropy and its gradient.
+// Per-row sums use fixed shuffle trees; the sums over all rows (the reduced loss, the accuracy)
+// run on one block, or on blocks that write partials and a warp that adds them, the partition a
+// function of the row count alone; never atomics, so results depend only on the inputs. Nothing
+// is read on the host.
 #include <cmath>
 #include <type_traits>
 
 #include "core/cuda/common.cuh"
-#include "core/cuda/reduce.cuh"
 #include "core/cuda/kernels.h"
-#include "core/philox.h"
-#include "core/random.h"
+#include "core/cuda/reduce.cuh"
+#include "core/cuda/rows.cuh"
 
 namespace chainer::cuda {
 
 namespace {
 
-// The rows of a view are taken by groups of L threads: a warp when inner == 1 (a row is
-// contiguous, lanes read consecutive elements), else one thread (consecutive threads read
-// consecutive addresses). L is uniform over a warp, so the group reductions see every lane.
-#define CHAINER_ROW_LOOP(row, rows, L)                                                                     \
-  for (int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / (L); row < (rows);                 \
-       row += int64_t(gridDim.x) * blockDim.x / (L))
-
-__device__ int64_t row_base(int64_t row, int64_t len, int64_t inner) {
-  return (row / inner) * len * inner + row % inner;
-}
-
 // Whether a label takes part in the loss: not ignored and one of the C classes.
 __device__ bool counted(int32_t label, int64_t ignore_label, int64_t classes) {
   return label != ignore_label && label >= 0 && label < classes;
-}
-
-// Calls LAUNCH with the lanes per row (as std::integral_constant) and the blocks covering V's rows.
-template <class Launch>
-void launch_rows(const AxisView& v, Launch&& launch) {
-  if (v.inner == 1) launch(std::integral_constant<int, 32>(), blocks_for(v.rows(), kWarps));
-  else launch(std::integral_constant<int, 1>(), blocks_for(v.rows()));
-}
-
-// ---- softmax, softmax_grad ----
-
-template <class T, int L>
-__global__ void softmax_kernel(const T* x, T* y, int64_t rows, int64_t len, int64_t inner, bool take_log) {
-  const int lane = int(threadIdx.x) % L;
-  CHAINER_ROW_LOOP(row, rows, L) {
-    const int64_t base = row_base(row, len, inner);
-    const T* p = x + base;
-    T* o = y + base;
-    T m = -T(INFINITY);
-    for (int64_t k = lane; k < len; k += L) m = fmax(m, p[k * inner]);
-    m = group_max<L>(m);
-    T z = 0;
-    for (int64_t k = lane; k < len; k += L) z += exp(p[k * inner] - m);
-    z = group_sum<L>(z);
-    if (take_log) {
-      const T lz = m + log(z);
-      for (int64_t k = lane; k < len; k += L) o[k * inner] = p[k * inner] - lz;
-    } else {
-      const T inv = T(1) / z;
-      for (int64_t k = lane; k < len; k += L) o[k * inner] = exp(p[k * inner] - m) * inv;
-    }
-  }
-}
-
-template <class T, int L>
-__global__ void softmax_grad_kernel(const T* y, const T* gy, T* gx, int64_t rows, int64_t len, int64_t inner,
-                                    bool take_log) {
-  const int lane = int(threadIdx.x) % L;
-  CHAINER_ROW_LOOP(row, rows, L) {
-    const int64_t base = row_base(row, len, inner);
-    const T* yr = y + base;
-    const T* gr = gy + base;
-    T* o = gx + base;
-    T acc = 0;
-    if (take_log) {  // y = log softmax: gx = gy - softmax * sum(gy)
-      for (int64_t k = lane; k < len; k += L) acc += gr[k * inner];
-      acc = group_sum<L>(acc);
-      for (int64_t k = lane; k < len; k += L) o[k * inner] = gr[k * inner] - exp(yr[k * inner]) * acc;
-    } else {  // y = softmax: gx = y * (gy - sum(gy * y))
-      for (int64_t k = lane; k < len; k += L) acc += gr[k * inner] * yr[k * inner];
-      acc = group_sum<L>(acc);
-      for (int64_t k = lane; k < len; k += L) o[k * inner] = yr[k * inner] * (gr[k * inner] - acc);
-    }
-  }
-}
-
-// ---- add_bias ----
-
-template <class T>
-__global__ void add_bias_kernel(T* y, const T* b, int64_t n, int64_t cols, bool relu) {
-  CHAINER_GRID_STRIDE_LOOP(i, n) {
-    T v = y[i];
-    if (b) v += b[i % cols];
-    if (relu && v < T(0)) v = T(0);  // std::max(v, 0) as the CPU: NaN stays NaN
-    y[i] = v;
-  }
 }
 
 // ---- softmax_cross_entropy ----
@@ -192,21 +114,6 @@ __global__ void cross_entropy_grad_kernel(const T* x, const int32_t* t, const T*
   }
 }
 
-// ---- dropout_mask ----
-
-// A thread per Philox block of 4 elements; the key is read on the device (a graph replay
-// uploads a fresh one before it runs).
-template <class T>
-__global__ void dropout_kernel(const uint64_t* key, double ratio, T scale, T* mask, int64_t n) {
-  const uint64_t k = *key;
-  const int64_t blocks = (n + 3) / 4;
-  CHAINER_GRID_STRIDE_LOOP(b, blocks) {
-    const philox::Block r = philox::block(k, uint64_t(b));
-    for (int64_t e = 0; e < 4 && 4 * b + e < n; ++e)
-      mask[4 * b + e] = double(r.v[e]) * (1.0 / 4294967296.0) >= ratio ? scale : T(0);
-  }
-}
-
 // ---- accuracy ----
 
 // A thread per row finds the first maximum as the CPU loop does (strict >); each block counts
@@ -245,7 +152,7 @@ __global__ void accuracy_finish_kernel(const int64_t* partials, int64_t blocks, 
 
 // ---- sigmoid cross entropy ----
 
-// One thread an element, the CPU's formulas (core/cpu/nn.cpp).
+// One thread an element, the CPU's formulas (core/cpu/loss.cpp).
 template <class T>
 __global__ void sigmoid_cross_entropy_kernel(const T* x, const int32_t* t, int64_t n, T* loss) {
   CHAINER_GRID_STRIDE_LOOP(i, n) {
@@ -264,46 +171,6 @@ __global__ void sigmoid_cross_entropy_grad_kernel(const T* x, const int32_t* t, 
 }
 
 }  // namespace
-
-void softmax(const Tensor& x, int64_t axis, bool log, Tensor& out) {
-  const AxisView v = axis_view(x.shape(), axis);
-  if (x.numel() == 0) return;
-  const Tensor xc = x.contiguous();
-  CHAINER_DISPATCH_FLOATING(x.dtype(), "softmax", [&] {
-    using T = scalar_t;
-    launch_rows(v, [&](auto lanes, unsigned blocks) {
-      softmax_kernel<T, decltype(lanes)::value><<<blocks, kThreads, 0, compute_stream()>>>(
-          xc.data<T>(), out.data<T>(), v.rows(), v.len, v.inner, log);
-      CHAINER_CUDA_CHECK_LAUNCH(softmax_kernel);
-    });
-  });
-}
-
-void softmax_grad(const Tensor& y, const Tensor& gy, int64_t axis, bool log, Tensor& gx) {
-  const AxisView v = axis_view(y.shape(), axis);
-  if (y.numel() == 0) return;
-  const Tensor yc = y.contiguous(), gc = gy.contiguous();
-  CHAINER_DISPATCH_FLOATING(y.dtype(), "softmax_grad", [&] {
-    using T = scalar_t;
-    launch_rows(v, [&](auto lanes, unsigned blocks) {
-      softmax_grad_kernel<T, decltype(lanes)::value><<<blocks, kThreads, 0, compute_stream()>>>(
-          yc.data<T>(), gc.data<T>(), gx.data<T>(), v.rows(), v.len, v.inner, log);
-      CHAINER_CUDA_CHECK_LAUNCH(softmax_grad_kernel);
-    });
-  });
-}
-
-void add_bias(Tensor& y, const Tensor& b, bool relu) {
-  const int64_t n = y.numel();
-  if (n == 0 || (!b.defined() && !relu)) return;
-  const Tensor bc = b.defined() ? b.contiguous() : Tensor();
-  CHAINER_DISPATCH_FLOATING(y.dtype(), "add_bias", [&] {
-    using T = scalar_t;
-    add_bias_kernel<T><<<blocks_for(n), kThreads, 0, compute_stream()>>>(
-        y.data<T>(), bc.defined() ? bc.data<T>() : nullptr, n, y.size(1), relu);
-    CHAINER_CUDA_CHECK_LAUNCH(add_bias_kernel);
-  });
-}
 
 int64_t softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label, LossReduction reduction,
                               Tensor& loss, Tensor& lse, Tensor& reduced, Tensor& scale) {
@@ -346,20 +213,6 @@ void softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& 
         xc.data<T>(), tc.data<int32_t>(), zc.data<T>(), gc.data<T>(), gloss.numel() != 1, scale.data<double>(), n, c,
         ignore_label, gx.data<T>());
     CHAINER_CUDA_CHECK_LAUNCH(cross_entropy_grad_kernel);
-  });
-}
-
-void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
-  // Drawn even for an empty mask, so the generator advances as on the CPU.
-  const auto* key = static_cast<const uint64_t*>(
-      step_scalars(sizeof(uint64_t), [&gen](void* host) { *static_cast<uint64_t*>(host) = gen.next_u64(); }));
-  const int64_t n = mask.numel();
-  if (n == 0) return;
-  CHAINER_DISPATCH_FLOATING(mask.dtype(), "dropout", [&] {
-    using T = scalar_t;
-    dropout_kernel<T><<<blocks_for((n + 3) / 4), kThreads, 0, compute_stream()>>>(key, ratio, T(1.0 / (1.0 - ratio)),
-                                                                                  mask.data<T>(), n);
-    CHAINER_CUDA_CHECK_LAUNCH(dropout_kernel);
   });
 }
 

@@ -1,0 +1,43 @@
+// Dropout masks on CUDA from Philox (core/philox.h): the CPU's mask bit for bit, for any
+// launch configuration; the key is read on the device.
+#include "core/cuda/common.cuh"
+#include "core/cuda/kernels.h"
+#include "core/philox.h"
+#include "core/random.h"
+
+namespace chainer::cuda {
+
+namespace {
+
+// ---- dropout_mask ----
+
+// A thread per Philox block of 4 elements; the key is read on the device (a graph replay
+// uploads a fresh one before it runs).
+template <class T>
+__global__ void dropout_kernel(const uint64_t* key, double ratio, T scale, T* mask, int64_t n) {
+  const uint64_t k = *key;
+  const int64_t blocks = (n + 3) / 4;
+  CHAINER_GRID_STRIDE_LOOP(b, blocks) {
+    const philox::Block r = philox::block(k, uint64_t(b));
+    for (int64_t e = 0; e < 4 && 4 * b + e < n; ++e)
+      mask[4 * b + e] = double(r.v[e]) * (1.0 / 4294967296.0) >= ratio ? scale : T(0);
+  }
+}
+
+}  // namespace
+
+void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
+  // Drawn even for an empty mask, so the generator advances as on the CPU.
+  const auto* key = static_cast<const uint64_t*>(
+      step_scalars(sizeof(uint64_t), [&gen](void* host) { *static_cast<uint64_t*>(host) = gen.next_u64(); }));
+  const int64_t n = mask.numel();
+  if (n == 0) return;
+  CHAINER_DISPATCH_FLOATING(mask.dtype(), "dropout", [&] {
+    using T = scalar_t;
+    dropout_kernel<T><<<blocks_for((n + 3) / 4), kThreads, 0, compute_stream()>>>(key, ratio, T(1.0 / (1.0 - ratio)),
+                                                                                  mask.data<T>(), n);
+    CHAINER_CUDA_CHECK_LAUNCH(dropout_kernel);
+  });
+}
+
+}  // namespace chainer::cuda
