@@ -30,7 +30,7 @@
 #include "core/plugin.h"
 #include "distributed/communicators/nccl_api.h"
 #include "distributed/communicators/nccl_backend.h"
-#include "distributed/mpi_library.h"
+#include "distributed/runtime/mpi_library.h"
 
 using chainer::DType;
 using chainer::Error;
@@ -178,7 +178,7 @@ bool check_launcher(Tally& tally) {
   section("3. Launcher and library agree");
   const std::string mismatch = chainermn::launcher_mismatch();
   if (mismatch.empty()) {
-    // How the ranks wait for each other (distributed/mpi_wait.h): passive where a machine has
+    // How the ranks wait for each other (distributed/runtime/mpi_wait.h): passive where a machine has
     // more ranks than cores.
     const char* policy = std::getenv("CHAINERMN_WAIT_POLICY");
     if (root())

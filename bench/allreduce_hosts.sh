@@ -45,7 +45,7 @@ placements=()
 placements+=("$processes 1")
 status=0
 # Simulated hosts share this machine's cores, which real hosts do not. Where the processes
-# outnumber the cores they wait passively (distributed/mpi_wait.h); chainermn cannot tell by
+# outnumber the cores they wait passively (distributed/runtime/mpi_wait.h); chainermn cannot tell by
 # itself, since simcluster --rate gives each host a boot id of its own.
 if ((processes > $(nproc))); then
   export CHAINERMN_WAIT_POLICY=${CHAINERMN_WAIT_POLICY:-passive}

@@ -3,7 +3,7 @@
 /// machine's own byte order and sizes (every process of a job runs the same build on the same kind
 /// of machine). The reader checks every read against the bytes left, so a message of another
 /// layout fails with an Error instead of reading past its end. chainermn's object collectives
-/// encode with it (distributed/object_serialization.h), and datasets describe themselves in it
+/// encode with it (distributed/runtime/object_serialization.h), and datasets describe themselves in it
 /// (datasets/dataset_description.h).
 #pragma once
 #include <cstdint>

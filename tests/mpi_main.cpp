@@ -15,7 +15,7 @@
 #include <iostream>
 
 #include "catch_session.h"
-#include "distributed/mpi_runtime.h"
+#include "distributed/runtime/mpi_runtime.h"
 
 namespace {
 struct AbortJobOnFailure : Catch::TestEventListenerBase {

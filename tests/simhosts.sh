@@ -185,7 +185,7 @@ PY
 # A cut link (`ip link set ... down` on simhost1's port of the bridge) while 2 hosts x 2 ranks keep
 # all-reducing over it (simcluster --tcp: otherwise UCX joins the simulated hosts through shared
 # memory). Nothing fails, so neither MPI nor TCP notices: every rank waits in MPI forever
-# unless chainermn's watchdog ends it (CHAINERMN_TIMEOUT, distributed/mpi_runtime.h). Then:
+# unless chainermn's watchdog ends it (CHAINERMN_TIMEOUT, distributed/runtime/mpi_runtime.h). Then:
 # mpiexec returns non-zero within the limit and a few seconds, the message names the limit, the
 # ranks and proxies are gone from both hosts (those behind the cut end on their own, unheard), and
 # simcluster leaves no namespace behind.

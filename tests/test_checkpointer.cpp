@@ -14,7 +14,7 @@
 
 #include "core/npz.h"
 #include "core/random.h"
-#include "datasets/serial_iterator.h"
+#include "datasets/iterators/serial_iterator.h"
 #include "datasets/tuple_dataset.h"
 #include "distributed/communicators/communicator.h"
 #include "distributed/datasets/scatter_dataset.h"

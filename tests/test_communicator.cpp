@@ -18,7 +18,7 @@
 
 #include "core/random.h"
 #include "chainermn.h"
-#include "distributed/chunked_transfer.h"
+#include "distributed/runtime/chunked_transfer.h"
 #include "nn/links/linear.h"
 
 using chainer::DType;
@@ -423,7 +423,7 @@ TEST_CASE("communicator: gather and allgather tensors of different shapes") {
 TEST_CASE("communicator: allreduce sums elementwise in every numeric dtype") {
   auto comm = make();
   const int rank = comm->rank(), size = comm->size();
-  // float16 and bfloat16 by the MPI_Op of distributed/chunked_transfer.h (these sums are exact).
+  // float16 and bfloat16 by the MPI_Op of distributed/runtime/chunked_transfer.h (these sums are exact).
   for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Float16, DType::BFloat16}) {
     const Tensor x = Tensor::full({3, 4}, rank + 1, dtype);
     const Tensor y = comm->allreduce(x);

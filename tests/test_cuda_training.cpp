@@ -9,7 +9,7 @@
 #include "core/cuda.h"
 #include "core/random.h"
 #include "datasets/mnist.h"
-#include "datasets/serial_iterator.h"
+#include "datasets/iterators/serial_iterator.h"
 #include "datasets/tuple_dataset.h"
 #include "nn/functions.h"
 #include "nn/links/classifier.h"

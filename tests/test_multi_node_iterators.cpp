@@ -14,8 +14,8 @@
 
 #include "core/npz.h"
 #include "core/serializer.h"
-#include "datasets/multiprocess_iterator.h"
-#include "datasets/serial_iterator.h"
+#include "datasets/iterators/multiprocess_iterator.h"
+#include "datasets/iterators/serial_iterator.h"
 #include "datasets/tuple_dataset.h"
 #include "distributed/communicators/communicator.h"
 #include "distributed/iterators/multi_node_iterator.h"

@@ -27,7 +27,7 @@
 #include "core/cuda.h"
 #include "core/error.h"
 #include "distributed/communicators/nccl_collectives.h"
-#include "distributed/mpi_runtime.h"
+#include "distributed/runtime/mpi_runtime.h"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include "core/npz.h"
 #include "core/random.h"
 #include "core/serializers.h"
-#include "datasets/serial_iterator.h"
+#include "datasets/iterators/serial_iterator.h"
 #include "datasets/tuple_dataset.h"
 #include "nn/functions.h"
 #include "nn/links/classifier.h"

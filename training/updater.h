@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "datasets/iterator.h"
+#include "datasets/iterators/iterator.h"
 #include "nn/optimizer.h"
 #include "training/cuda_graph_step.h"
 

@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "distributed/chunked_transfer.h"
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
+#include "distributed/runtime/chunked_transfer.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
 
 namespace chainermn {
 

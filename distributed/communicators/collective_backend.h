@@ -38,7 +38,7 @@ class CollectiveBackend {
 };
 
 // How an MPI stage treats device memory: Auto hands MPI the device pointers when MPI is
-// CUDA-aware (distributed/mpi_library.h) and stages through host memory otherwise; Staged always
+// CUDA-aware (distributed/runtime/mpi_library.h) and stages through host memory otherwise; Staged always
 // stages (non_cuda_aware).
 enum class DeviceMemory { Auto, Staged };
 

@@ -10,10 +10,10 @@
 
 #include "core/config.h"
 #include "core/ops.h"
-#include "distributed/chunked_transfer.h"
+#include "distributed/runtime/chunked_transfer.h"
 #include "distributed/communicators/packing.h"
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
 
 namespace chainermn {
 

@@ -25,10 +25,10 @@
 
 #include "core/tensor.h"
 #include "distributed/communicators/pending_sum.h"
-#include "distributed/mpi_runtime.h"
-#include "distributed/object_reduction.h"
-#include "distributed/object_serialization.h"
-#include "distributed/topology.h"
+#include "distributed/runtime/mpi_runtime.h"
+#include "distributed/runtime/object_reduction.h"
+#include "distributed/runtime/object_serialization.h"
+#include "distributed/runtime/topology.h"
 #include "nn/link.h"
 
 namespace chainermn {
@@ -117,7 +117,7 @@ class Communicator {
   /// @}
 
   /// @name Objects
-  /// Anything distributed/object_serialization.h encodes (numbers, strings,
+  /// Anything distributed/runtime/object_serialization.h encodes (numbers, strings,
   /// vectors, maps, pairs, tensors, nested). The receiver names the type it expects.
   /// @{
 
@@ -151,7 +151,7 @@ class Communicator {
     for (const std::string& b : allgather_bytes(serialize_object(obj))) out.push_back(deserialize_object<T>(b));
     return out;
   }
-  /// The sum over ranks (distributed/object_reduction.h: numbers add, maps add per key over the
+  /// The sum over ranks (distributed/runtime/object_reduction.h: numbers add, maps add per key over the
   /// union of keys, vectors/pairs/tensors elementwise), added in rank order: identical everywhere.
   template <class T>
   T allreduce_obj(const T& obj) const {

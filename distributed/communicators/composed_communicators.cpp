@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "distributed/communicators/nccl_backend.h"
-#include "distributed/mpi_check.h"
+#include "distributed/runtime/mpi_check.h"
 #include "distributed/communicators/packing.h"
 
 namespace chainermn {

@@ -11,7 +11,7 @@
 
 #include "core/cuda.h"
 #include "core/error.h"
-#include "distributed/mpi_runtime.h"
+#include "distributed/runtime/mpi_runtime.h"
 
 namespace chainermn::nccl {
 

@@ -12,8 +12,8 @@
 #include "core/error.h"
 #include "distributed/communicators/nccl_backend.h"
 #include "distributed/communicators/nccl_collectives.h"
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
 
 // The two calls newer than the rest (ncclGetLastError: NCCL 2.13, ncclCommInitRankConfig: 2.14.3)
 // are weak references, so that the plugin still loads with an older libnccl (the loader binds

@@ -4,11 +4,11 @@
 #include <vector>
 
 #include "core/cuda.h"
-#include "distributed/chunked_transfer.h"
-#include "distributed/mpi_library.h"
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
-#include "distributed/mpi_runtime.h"
+#include "distributed/runtime/chunked_transfer.h"
+#include "distributed/runtime/mpi_library.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
+#include "distributed/runtime/mpi_runtime.h"
 
 namespace chainermn {
 

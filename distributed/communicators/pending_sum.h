@@ -26,7 +26,7 @@ class PendingSum {
 std::unique_ptr<PendingSum> finished_sum();
 
 /// What MPI may be handed for BUF: BUF itself when it is in host memory, or in device memory and
-/// MPI is CUDA-aware (distributed/mpi_library.h) and STAGED is false (after the device has
+/// MPI is CUDA-aware (distributed/runtime/mpi_library.h) and STAGED is false (after the device has
 /// finished the work queued on it, since MPI does not know its streams); otherwise a host copy,
 /// which the caller copies back into BUF (`buf.copy_`) when MPI wrote it.
 chainer::Tensor mpi_accessible(const chainer::Tensor& buf, bool staged = false);

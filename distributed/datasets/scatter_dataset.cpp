@@ -7,7 +7,7 @@
 #include "datasets/dataset_description.h"
 #include "datasets/sub_dataset.h"
 #include "datasets/tuple_dataset.h"
-#include "distributed/object_serialization.h"
+#include "distributed/runtime/object_serialization.h"
 
 namespace chainermn {
 

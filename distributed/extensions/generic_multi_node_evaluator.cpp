@@ -5,7 +5,7 @@
 
 #include "core/config.h"
 #include "core/ops.h"
-#include "distributed/object_serialization.h"
+#include "distributed/runtime/object_serialization.h"
 
 namespace chainermn {
 

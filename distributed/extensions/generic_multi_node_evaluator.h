@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "datasets/iterator.h"
+#include "datasets/iterators/iterator.h"
 #include "distributed/communicators/communicator.h"
 #include "nn/link.h"
 #include "nn/reporter.h"

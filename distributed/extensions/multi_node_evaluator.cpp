@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "distributed/object_serialization.h"
+#include "distributed/runtime/object_serialization.h"
 #include "nn/reporter.h"
 
 namespace chainermn {

@@ -7,7 +7,7 @@
 // an error naming both, where matching by MPI tag would wait forever or take the wrong message.
 // A message found wrong is still received whole, so the channel stays in step.
 //
-// Blocking waits are watched by the job's watchdog (distributed/mpi_runtime.h, CHAINERMN_TIMEOUT)
+// Blocking waits are watched by the job's watchdog (distributed/runtime/mpi_runtime.h, CHAINERMN_TIMEOUT)
 // under a description of what they wait for: a peer that never sends or never receives ends the
 // job with "MPI_Mprobe for the gradient that chainermn::functions::send's backward expects from
 // rank 1 of 2 with tag 0 (...) has not completed in T s".

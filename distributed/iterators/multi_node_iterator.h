@@ -21,7 +21,7 @@
 #include <memory>
 #include <vector>
 
-#include "datasets/iterator.h"
+#include "datasets/iterators/iterator.h"
 #include "distributed/communicators/communicator.h"
 
 namespace chainermn {

@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "core/random.h"
-#include "datasets/multiprocess_iterator.h"
-#include "datasets/serial_iterator.h"
+#include "datasets/iterators/multiprocess_iterator.h"
+#include "datasets/iterators/serial_iterator.h"
 
 namespace chainermn {
 

@@ -18,7 +18,7 @@
 #pragma once
 #include <memory>
 
-#include "datasets/iterator.h"
+#include "datasets/iterators/iterator.h"
 #include "distributed/communicators/communicator.h"
 
 namespace chainermn {

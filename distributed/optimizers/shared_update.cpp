@@ -4,8 +4,8 @@
 #include <cstring>
 #include <tuple>
 
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
 
 namespace chainermn {
 

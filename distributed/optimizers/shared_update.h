@@ -37,7 +37,7 @@
 #include <utility>
 #include <vector>
 
-#include "distributed/shared_segment.h"
+#include "distributed/runtime/shared_segment.h"
 #include "nn/link.h"
 #include "nn/optimizer.h"
 

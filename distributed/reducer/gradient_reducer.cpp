@@ -4,9 +4,9 @@
 #include <unordered_map>
 
 #include "core/config.h"
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
-#include "distributed/mpi_runtime.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
+#include "distributed/runtime/mpi_runtime.h"
 #include "distributed/reducer/bucket_transport.h"
 #include "distributed/communicators/packing.h"
 #include "distributed/reducer/shared_memory_transport.h"

@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "core/parallel.h"
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
-#include "distributed/shared_segment.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
+#include "distributed/runtime/shared_segment.h"
 
 namespace chainermn {
 

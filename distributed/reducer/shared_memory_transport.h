@@ -1,5 +1,5 @@
 // The gradient reducer's transport on one host (distributed/reducer/bucket_transport.h): every bucket
-// has a region per rank in one shared-memory segment (distributed/shared_segment.h). Each rank
+// has a region per rank in one shared-memory segment (distributed/runtime/shared_segment.h). Each rank
 // packs its gradients into its own region from their hooks; finish_step sums, on each rank, its
 // share (share_of) of every parameter over all ranks' regions and writes the sums back into
 // every region, and each rank's gradients become views of its own region, so what the optimizer

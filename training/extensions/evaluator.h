@@ -11,7 +11,7 @@
 #include <memory>
 #include <optional>
 
-#include "datasets/iterator.h"
+#include "datasets/iterators/iterator.h"
 #include "nn/link.h"
 #include "nn/reporter.h"
 #include "training/extension.h"

@@ -1,4 +1,4 @@
-#include "distributed/mpi_library.h"
+#include "distributed/runtime/mpi_library.h"
 
 #include <dlfcn.h>
 #include <mpi.h>
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_runtime.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_runtime.h"
 
 namespace chainermn {
 

@@ -5,7 +5,7 @@
 /// explanation, instead of MPI's default of killing the job without saying where.
 ///
 /// The macro also marks the call as in progress while it runs, for the job runtime's watchdog
-/// (distributed/mpi_runtime.h, CHAINERMN_TIMEOUT): a call that never returns, because a peer or
+/// (distributed/runtime/mpi_runtime.h, CHAINERMN_TIMEOUT): a call that never returns, because a peer or
 /// its host became unreachable, ends the job with a message naming the call and file:line instead
 /// of hanging it, and the ranks of its host that are not in the call. The mark is three plain
 /// stores and a load per call, no clock read and no atomic read-modify-write, so even the

@@ -1,4 +1,4 @@
-#include "distributed/shared_segment.h"
+#include "distributed/runtime/shared_segment.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <string>
 
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
 
 namespace chainermn {
 

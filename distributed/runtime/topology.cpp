@@ -1,11 +1,11 @@
-#include "distributed/topology.h"
+#include "distributed/runtime/topology.h"
 
 #include <cstring>
 #include <map>
 
 #include "core/error.h"
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
 
 namespace chainermn {
 

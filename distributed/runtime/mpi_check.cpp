@@ -1,4 +1,4 @@
-#include "distributed/mpi_check.h"
+#include "distributed/runtime/mpi_check.h"
 
 namespace chainermn {
 

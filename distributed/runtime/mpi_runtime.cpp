@@ -1,4 +1,4 @@
-#include "distributed/mpi_runtime.h"
+#include "distributed/runtime/mpi_runtime.h"
 
 #include <mpi.h>
 #include <signal.h>
@@ -23,10 +23,10 @@
 #include <cxxabi.h>
 
 #include "core/error.h"
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
-#include "distributed/shared_segment.h"
-#include "distributed/topology.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
+#include "distributed/runtime/shared_segment.h"
+#include "distributed/runtime/topology.h"
 
 namespace chainermn {
 

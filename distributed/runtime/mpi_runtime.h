@@ -19,7 +19,7 @@
 /// matter: nothing fails, every rank waits in MPI forever, and neither MPICH nor TCP ever notices
 /// (measured on simulated hosts: docs/design.md, "A cut link ends the job"). So in a job of
 /// several processes init_mpi starts a watchdog thread, as PyTorch's NCCL watchdog: when one MPI
-/// call made through CHAINERMN_MPI_CHECK (distributed/mpi_check.h) has not returned within the
+/// call made through CHAINERMN_MPI_CHECK (distributed/runtime/mpi_check.h) has not returned within the
 /// time limit, the rank prints
 /// ```
 ///   [rank R/N] chainermn: mpi::allreduce (FILE:LINE) has not completed in T s (CHAINERMN_TIMEOUT;
@@ -34,10 +34,10 @@
 ///
 /// The message also names the peers that have not reached the call, as far as the rank can see
 /// them without MPI. The watchdogs of one host share a board (a small shared-memory segment that
-/// init_mpi maps on every rank of the host, distributed/shared_segment.h): every tick each
+/// init_mpi maps on every rank of the host, distributed/runtime/shared_segment.h): every tick each
 /// watchdog writes there its rank's pid, the call its rank is in (or, outside MPI, the last one
 /// it made) with the time it was first seen there, and a heartbeat. The MPI thread pays nothing
-/// more than its mark (distributed/mpi_check.h: a few plain stores, no clock read). A rank that
+/// more than its mark (distributed/runtime/mpi_check.h: a few plain stores, no clock read). A rank that
 /// times out reads the others' slots:
 /// ```
 ///   ... a peer has not reached it. On this host (node1): rank 1 (pid 4242) has not run for

@@ -1,8 +1,8 @@
-#include "datasets/iterator_state.h"
+#include "datasets/iterators/iterator_state.h"
 
 #include <algorithm>
 
-#include "datasets/iterator.h"
+#include "datasets/iterators/iterator.h"
 
 namespace chainer::iterators {
 

@@ -1,4 +1,4 @@
-#include "datasets/multiprocess_iterator.h"
+#include "datasets/iterators/multiprocess_iterator.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "datasets/serial_iterator.h"
+#include "datasets/iterators/serial_iterator.h"
 
 namespace chainer::iterators {
 

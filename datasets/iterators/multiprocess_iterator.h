@@ -20,8 +20,8 @@
 #include <mutex>
 #include <thread>
 
-#include "datasets/iterator.h"
-#include "datasets/iterator_state.h"
+#include "datasets/iterators/iterator.h"
+#include "datasets/iterators/iterator_state.h"
 
 namespace chainer::iterators {
 

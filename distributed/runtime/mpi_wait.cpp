@@ -1,4 +1,4 @@
-#include "distributed/mpi_wait.h"
+#include "distributed/runtime/mpi_wait.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "distributed/mpi_check.h"
+#include "distributed/runtime/mpi_check.h"
 
 namespace chainermn {
 

@@ -1,11 +1,11 @@
-#include "distributed/chunked_transfer.h"
+#include "distributed/runtime/chunked_transfer.h"
 
 #include <algorithm>
 #include <atomic>
 
 #include "core/error.h"
-#include "distributed/mpi_check.h"
-#include "distributed/mpi_wait.h"
+#include "distributed/runtime/mpi_check.h"
+#include "distributed/runtime/mpi_wait.h"
 
 namespace chainermn::detail {
 

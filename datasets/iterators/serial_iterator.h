@@ -4,8 +4,8 @@
 /// With shuffle each epoch visits the examples in a fresh permutation drawn from
 /// Generator(seed); without it, in index order.
 #pragma once
-#include "datasets/iterator.h"
-#include "datasets/iterator_state.h"
+#include "datasets/iterators/iterator.h"
+#include "datasets/iterators/iterator_state.h"
 
 namespace chainer::iterators {
 
