@@ -67,7 +67,7 @@ struct CommonOptions {
   bool observe_lr = false;  // set by an app: report the optimizer's lr (observe_lr) and print its column
 };
 // Sizes the CPU math team: --threads, else CHAINER_NUM_THREADS (throws naming a bad value,
-// before any data is read), else the default (core/parallel.h).
+// before any data is read), else the default (core/util/parallel.h).
 void set_threads(const CommonOptions& o);
 // Reads the current option into O when it is one of CommonOptions'; false otherwise.
 bool read_common_option(Args& args, CommonOptions& o);

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/cuda/cudnn_plugin.h"
-#include "core/plugin.h"
+#include "core/util/plugin.h"
 #include "distributed/communicators/nccl_api.h"
 #include "distributed/communicators/nccl_backend.h"
 #include "distributed/runtime/mpi_library.h"

@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "autograd/function_node.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 namespace chainer {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/random.h"
+#include "core/util/random.h"
 
 namespace chainer {
 

@@ -12,9 +12,9 @@
 #include "core/cpu/family.h"  // gemm_backend()
 #include "core/cpu/isa.h"
 #include "call_timing.h"
-#include "core/ops.h"
-#include "core/parallel.h"
-#include "core/random.h"
+#include "core/ops/ops.h"
+#include "core/util/parallel.h"
+#include "core/util/random.h"
 
 using namespace chainer;
 

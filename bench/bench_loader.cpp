@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/parse.h"
+#include "core/util/parse.h"
 #include "report_errors.h"
 
 namespace {

@@ -41,9 +41,9 @@
 
 #include "report_errors.h"
 #include "core/cpu/family.h"  // gemm_backend()
-#include "core/ops.h"
-#include "core/parallel.h"
-#include "core/random.h"
+#include "core/ops/ops.h"
+#include "core/util/parallel.h"
+#include "core/util/random.h"
 
 using namespace chainer;
 using tag = dnnl::memory::format_tag;

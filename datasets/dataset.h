@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace chainer::datasets {
 

@@ -13,7 +13,7 @@
 #include <functional>
 #include <string>
 
-#include "core/byte_stream.h"
+#include "core/io/byte_stream.h"
 #include "datasets/dataset.h"
 
 namespace chainer::datasets {

@@ -19,8 +19,8 @@
 #include <mutex>
 #include <optional>
 
-#include "core/error.h"
-#include "core/parse.h"
+#include "core/util/error.h"
+#include "core/util/parse.h"
 
 namespace chainer::dataset {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/npz.h"
+#include "core/io/npz.h"
 
 namespace chainer::datasets {
 

@@ -9,7 +9,7 @@
 #pragma once
 #include <filesystem>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace chainer::datasets {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "core/npz.h"
+#include "core/io/npz.h"
 #include "datasets/dataset_description.h"
 #include "datasets/image_io.h"
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/byte_stream.h"
+#include "core/io/byte_stream.h"
 #include "datasets/dataset.h"
 
 namespace chainer::datasets {

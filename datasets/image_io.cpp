@@ -25,8 +25,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/npz.h"
-#include "core/parse.h"
+#include "core/io/npz.h"
+#include "core/util/parse.h"
 
 namespace chainer::datasets {
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace chainer::datasets {
 

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "core/philox.h"
+#include "core/util/philox.h"
 #include "datasets/dataset_description.h"
 #include "datasets/image_dataset.h"
 

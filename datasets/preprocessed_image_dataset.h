@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/byte_stream.h"
+#include "core/io/byte_stream.h"
 #include "datasets/dataset.h"
 
 namespace chainer::datasets {

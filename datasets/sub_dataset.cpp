@@ -1,6 +1,6 @@
 #include "datasets/sub_dataset.h"
 
-#include "core/random.h"
+#include "core/util/random.h"
 
 namespace chainer::datasets {
 

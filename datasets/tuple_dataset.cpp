@@ -1,6 +1,6 @@
 #include "datasets/tuple_dataset.h"
 
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 namespace chainer::datasets {
 

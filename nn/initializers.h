@@ -6,7 +6,7 @@
 #include <functional>
 #include <utility>
 
-#include "core/random.h"
+#include "core/util/random.h"
 
 namespace chainer::initializers {
 

@@ -5,8 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "core/cuda.h"
-#include "core/serializers.h"
+#include "core/device/cuda.h"
+#include "core/io/serializers.h"
 
 namespace chainer {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
-#include "core/serializer.h"
+#include "core/io/serializer.h"
 
 namespace chainer {
 
@@ -120,7 +120,7 @@ class Chain : public Link {
 
 /// Saves the parameters and persistents of LINK as NPZ (numpy.load reads it). Keys are
 /// the names without the leading slash ("l1/W"), as chainer.serializers.save_npz writes them;
-/// serializers::save_npz (core/serializers.h) does the same for any serializable object.
+/// serializers::save_npz (core/io/serializers.h) does the same for any serializable object.
 void save_npz(const std::string& path, Link& link);
 /// Loads the parameters and persistents of LINK from an NPZ file written by save_npz (or
 /// Chainer): serializers::load_npz(path, link, entry_path, strict), as Chainer's

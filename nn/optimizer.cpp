@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/update_ops.h"
+#include "core/ops/update_ops.h"
 
 namespace chainer {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/op_types.h"
+#include "core/ops/op_types.h"
 #include "nn/link.h"
 
 namespace chainer {
@@ -144,7 +144,7 @@ class Optimizer {
   /// The optimizer's hyperparameters, pointing into this object (asked for at each access, so a
   /// copied optimizer points into itself). The base has none.
   virtual std::vector<Hyperparam> hyperparams() { return {}; }
-  /// An elementwise optimizer names its rule (core/update_ops.h) and the scalars of a step of a
+  /// An elementwise optimizer names its rule (core/ops/update_ops.h) and the scalars of a step of a
   /// parameter that has taken PARAM_T steps, this one included (Chainer's UpdateRule.t: a
   /// parameter initialized or added after the first update starts from 1, so for example Adam's bias
   /// correction treats its first step as a first step). update() then steps every parameter in

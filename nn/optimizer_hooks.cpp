@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/ops.h"
-#include "core/update_ops.h"
+#include "core/ops/ops.h"
+#include "core/ops/update_ops.h"
 
 namespace chainer::optimizer_hooks {
 

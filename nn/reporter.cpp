@@ -1,7 +1,7 @@
 #include "nn/reporter.h"
 
-#include "core/ops.h"
-#include "core/serializer.h"
+#include "core/ops/ops.h"
+#include "core/io/serializer.h"
 
 namespace chainer {
 

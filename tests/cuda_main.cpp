@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "catch_session.h"
-#include "core/cuda.h"
+#include "core/device/cuda.h"
 
 int main(int argc, char** argv) {
   if (!chainer::cuda::is_available()) {

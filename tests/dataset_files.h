@@ -11,7 +11,7 @@
 #include <iterator>
 #include <string>
 
-#include "core/random.h"
+#include "core/util/random.h"
 
 namespace chainer::testing {
 

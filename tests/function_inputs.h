@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "autograd/gradient_check.h"
-#include "core/random.h"
-#include "core/tensor.h"
+#include "core/util/random.h"
+#include "core/tensor/tensor.h"
 
 namespace chainer::testing {
 

@@ -11,7 +11,7 @@
 
 #include "core/cpu/family.h"
 #include "core/cpu/isa.h"
-#include "core/kernels.h"
+#include "core/ops/kernels.h"
 
 using namespace chainer;
 

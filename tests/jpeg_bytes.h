@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 // IMAGE (C, H, W) uint8, C = 1, 3 or 4 (4: written as CMYK), as the bytes of a JPEG of QUALITY;
 // PROGRESSIVE writes a progressive one.

@@ -71,15 +71,15 @@ def self_test():
             os.makedirs(os.path.dirname(os.path.join(root, rel)) or root, exist_ok=True)
             with open(os.path.join(root, rel), "w") as f:
                 f.write(text)
-        write("core/tensor.h", '#include "core/dtype.h"\n')
-        write("nn/links/linear.cpp", '#include "autograd/variable.h"\n#include "core/ops.h"\n')
+        write("core/tensor/tensor.h", '#include "core/tensor/dtype.h"\n')
+        write("nn/links/linear.cpp", '#include "autograd/variable.h"\n#include "core/ops/ops.h"\n')
         problems, _ = check(root)
         assert not problems, problems
-        write("core/ops.cpp", '#include "core/ops.h"\n#include "nn/functions.h"\n')  # upwards
+        write("core/ops/ops.cpp", '#include "core/ops/ops.h"\n#include "nn/functions.h"\n')  # upwards
         write("datasets/mnist.cpp", '#include "autograd/variable.h"\n')  # sideways
         write("training/trainer.cpp", '#include "chainer.h"\n')  # the whole API
         problems, _ = check(root)
-        want = ["core/ops.cpp:2: includes nn/functions.h", "datasets/mnist.cpp:1: includes autograd/variable.h",
+        want = ["core/ops/ops.cpp:2: includes nn/functions.h", "datasets/mnist.cpp:1: includes autograd/variable.h",
                 "training/trainer.cpp:1: includes chainer.h"]
         for w in want:
             assert any(p.startswith(w) for p in problems), (w, problems)

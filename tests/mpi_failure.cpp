@@ -27,7 +27,7 @@
 #include <string>
 #include <thread>
 
-#include "core/error.h"
+#include "core/util/error.h"
 #include "distributed/communicators/communicator.h"
 #include "distributed/functions/point_to_point.h"
 

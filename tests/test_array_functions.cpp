@@ -8,8 +8,8 @@
 
 #include "autograd/function_node.h"
 #include "autograd/gradient_check.h"
-#include "core/ops.h"
-#include "core/random.h"
+#include "core/ops/ops.h"
+#include "core/util/random.h"
 #include "nn/functions.h"
 #include "tests/function_inputs.h"
 

@@ -9,7 +9,7 @@
 #include "autograd/computational_graph.h"
 #include "autograd/function_node.h"
 #include "autograd/gradient_check.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 using namespace chainer;
 

@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "autograd/gradient_check.h"
-#include "core/config.h"
-#include "core/ops.h"
-#include "core/random.h"
-#include "core/serializer.h"
+#include "core/util/config.h"
+#include "core/ops/ops.h"
+#include "core/util/random.h"
+#include "core/io/serializer.h"
 #include "nn/functions.h"
 #include "nn/links/batch_normalization.h"
 

@@ -1,7 +1,7 @@
-// The device caching allocator's policy (core/caching_allocator.h), on the host: a fake device
+// The device caching allocator's policy (core/memory/caching_allocator.h), on the host: a fake device
 // hands out malloc'd memory (unique, writable, checked by the sanitizers), counts its calls, can
 // run out of memory at a byte budget, and records events whose completion the test decides. The
-// pinned staging buffers' policy (core/pinned_staging.h) likewise, at the end.
+// pinned staging buffers' policy (core/memory/pinned_staging.h) likewise, at the end.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/caching_allocator.h"
-#include "core/error.h"
-#include "core/pinned_staging.h"
+#include "core/memory/caching_allocator.h"
+#include "core/util/error.h"
+#include "core/memory/pinned_staging.h"
 
 using chainer::CachingAllocator;
 using chainer::CaptureOutOfMemory;
@@ -684,7 +684,7 @@ TEST_CASE("caching allocator: threads on their own streams share one allocator")
   CHECK(s.reserved_bytes == t.device->used);
 }
 
-// ---- Pinned staging buffers (core/pinned_staging.h), on the host against a fake device ----
+// ---- Pinned staging buffers (core/memory/pinned_staging.h), on the host against a fake device ----
 
 namespace {
 

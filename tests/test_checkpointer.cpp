@@ -12,8 +12,8 @@
 #include <fstream>
 #include <set>
 
-#include "core/npz.h"
-#include "core/random.h"
+#include "core/io/npz.h"
+#include "core/util/random.h"
 #include "datasets/iterators/serial_iterator.h"
 #include "datasets/tuple_dataset.h"
 #include "distributed/communicators/communicator.h"

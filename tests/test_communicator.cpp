@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
+#include "core/util/random.h"
 #include "chainermn.h"
 #include "distributed/runtime/chunked_transfer.h"
 #include "nn/links/linear.h"

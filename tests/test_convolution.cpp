@@ -3,7 +3,7 @@
 // written here in float64 over a table of geometries (stride, padding, dilation, groups,
 // cover_all, odd and non-square sizes, batch 1, 1x1 windows, several chunks of images),
 // finite-difference gradients of x, W and b, deconvolution as the transpose of convolution,
-// the links' parameters, and the error messages. Each path of core/ops.h has cases: the lowered
+// the links' parameters, and the error messages. Each path of core/ops/ops.h has cases: the lowered
 // products, the 1x1 products without lowering, the direct depthwise kernels (groups = C), and
 // for the data gradient the flipped convolution (stride 1, 16 or more channels per group) and
 // col2im.
@@ -17,9 +17,9 @@
 
 #include "autograd/function_node.h"
 #include "autograd/gradient_check.h"
-#include "core/conv_lowering.h"
-#include "core/ops.h"
-#include "core/random.h"
+#include "core/ops/conv_lowering.h"
+#include "core/ops/ops.h"
+#include "core/util/random.h"
 #include "nn/functions.h"
 #include "nn/initializers.h"
 #include "nn/links/convolution_2d.h"
@@ -309,7 +309,7 @@ TEST_CASE("convolution_2d and deconvolution_2d: refusals name the function and t
   REQUIRE_THROWS_WITH(F::deconvolution_2d(x, W_deconv, Variable(uniform({3}, 15))),
                       "deconvolution_2d: b has shape (3,) but W gives 2 output channels (expected (2,))");
 
-  // The gradients' own checks, for callers of core/ops.h.
+  // The gradients' own checks, for callers of core/ops/ops.h.
   REQUIRE_THROWS_WITH(ops::convolution_2d_grad_data(uniform({2, 8, 4, 4}, 16), W.data(), 5, 5, {}),
                       "convolution_2d_grad_data: gy has extents (4, 4) but a convolution of (5, 5) with kernel (3, 3), "
                       "stride (1, 1), pad (0, 0) and dilate (1, 1) makes (3, 3)");

@@ -10,7 +10,7 @@
 
 #include "core/cpu/family.h"
 #include "core/cpu/isa.h"
-#include "core/error.h"
+#include "core/util/error.h"
 
 using namespace chainer;
 using cpu::Isa;
@@ -97,7 +97,7 @@ TEST_CASE("cpu isa: each family carries its own set's kernels") {
   CHECK(cpu::kernel_family_for(Isa::Avx2).kernels != cpu::kernel_family_for(Isa::Avx512).kernels);
 }
 
-// Every family's table holds every kernel of core/kernel_list.def, each its own family's code
+// Every family's table holds every kernel of core/ops/kernel_list.def, each its own family's code
 // (reading the tables runs nothing, so this holds for sets the CPU lacks too).
 TEST_CASE("cpu isa: every family's table has every listed kernel, compiled for its own set") {
   REQUIRE(kKernelCount >= 44);

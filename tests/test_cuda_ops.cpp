@@ -1,5 +1,5 @@
 // The CUDA backend against the CPU, in the manner of ggml's test-backend-ops: every entry point
-// of core/ops.h and core/update_ops.h, and the Tensor methods that move memory, run on cuda:0
+// of core/ops/ops.h and core/ops/update_ops.h, and the Tensor methods that move memory, run on cuda:0
 // over tables of cases (odd, empty, one-element, 0-d and non-contiguous shapes, each dtype the
 // op takes) and must give the CPU's result: NaN and infinities at the same places first, then
 // values within a tolerance per dtype (per op where the arithmetic differs). Then the
@@ -26,11 +26,11 @@
 #include <vector>
 
 #include "autograd/gradient_check.h"
-#include "core/config.h"
-#include "core/cuda.h"
-#include "core/ops.h"
-#include "core/random.h"
-#include "core/update_ops.h"
+#include "core/util/config.h"
+#include "core/device/cuda.h"
+#include "core/ops/ops.h"
+#include "core/util/random.h"
+#include "core/ops/update_ops.h"
 #include "nn/functions.h"
 #include "tests/function_inputs.h"
 
@@ -1205,7 +1205,7 @@ TEST_CASE("cuda ops: a label out of range throws at the next host read, and the 
           "[cuda][ops][loss]") {
   // The CPU checks labels before any work and throws at the call (tests/test_functions.cpp); the
   // GPU kernel records the first bad label and the next read on the host reports it
-  // (core/cuda.h, "Device errors").
+  // (core/device/cuda.h, "Device errors").
   Generator gen(11);
   const Tensor x = random_tensor({3, 10}, kF32, gen), xg = x.to(kGpu);
   SECTION("read by item()") {

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "core/cuda/device_runtime.h"
-#include "core/pinned_staging.h"
+#include "core/memory/pinned_staging.h"
 
 using namespace chainer;
 using namespace chainer::cuda;

@@ -5,9 +5,9 @@
 
 #include <cstdlib>
 
-#include "core/config.h"
-#include "core/cuda.h"
-#include "core/random.h"
+#include "core/util/config.h"
+#include "core/device/cuda.h"
+#include "core/util/random.h"
 #include "datasets/mnist.h"
 #include "datasets/iterators/serial_iterator.h"
 #include "datasets/tuple_dataset.h"

@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/cuda.h"
+#include "core/device/cuda.h"
 #include "core/cuda/cudnn_plugin.h"
-#include "core/error.h"
-#include "core/plugin.h"
+#include "core/util/error.h"
+#include "core/util/plugin.h"
 
 using chainer::cuda::CudnnLoader;
 using chainer::cuda::CudnnPlugin;
@@ -148,7 +148,7 @@ TEST_CASE("cudnn loader: the real plugin resolves against the libchainer_cuda.so
     SUCCEED("this build has no CUDA plugins");
     return;
   }
-  // As core/cuda.cpp loads the CUDA plugin: beside libchainer, RTLD_LOCAL.
+  // As core/device/cuda.cpp loads the CUDA plugin: beside libchainer, RTLD_LOCAL.
   std::string why;
   void* runtime_entry =
       chainer::load_plugin_entry(libchainer_anchor(), "libchainer_cuda.so", "chainer_cuda_runtime", "the CUDA plugin", why);
@@ -172,7 +172,7 @@ TEST_CASE("cudnn loader: the real plugin resolves against the libchainer_cuda.so
   CHECK(p->prepare_handle != nullptr);
 }
 
-// The CUDA and NCCL plugins' loader (core/plugin.h): a plugin file beside libchainer that does
+// The CUDA and NCCL plugins' loader (core/util/plugin.h): a plugin file beside libchainer that does
 // not load keeps the loader's own reason (a library it needs is missing, say), rather than the
 // "not found" of a second search by bare name; a file that is not there is looked for by the
 // loader's search, and the message says both. The build folder beside libchainer holds meson's

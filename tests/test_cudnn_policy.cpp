@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
+#include "core/util/config.h"
 #include "core/cuda/blas_handles.h"
 #include "core/cuda/cudnn_algorithms.h"
-#include "core/error.h"
+#include "core/util/error.h"
 
 using chainer::cuda::BlasHandlePool;
 using chainer::cuda::ConvAlgorithm;

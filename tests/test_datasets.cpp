@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "core/random.h"
-#include "core/serializer.h"
+#include "core/util/random.h"
+#include "core/io/serializer.h"
 #include "datasets/concat_examples.h"
 #include "datasets/fashion_mnist.h"
 #include "datasets/mnist.h"

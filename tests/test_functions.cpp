@@ -8,9 +8,9 @@
 
 #include "autograd/function_node.h"
 #include "autograd/gradient_check.h"
-#include "core/config.h"
-#include "core/ops.h"
-#include "core/random.h"
+#include "core/util/config.h"
+#include "core/ops/ops.h"
+#include "core/util/random.h"
 #include "nn/functions.h"
 #include "tests/function_inputs.h"
 

@@ -15,7 +15,7 @@
 #include <cstdio>
 
 #include "catch_session.h"
-#include "core/cuda.h"
+#include "core/device/cuda.h"
 #include "distributed/communicators/nccl_backend.h"
 
 namespace {

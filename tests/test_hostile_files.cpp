@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "core/npz.h"
+#include "core/io/npz.h"
 #include "dataset_files.h"
 #include "datasets/dataset_description.h"
 #include "datasets/idx.h"

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/npz.h"
+#include "core/io/npz.h"
 #include "datasets/dataset_description.h"
 #include "datasets/image_dataset.h"
 #include "datasets/image_io.h"

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "core/npz.h"
+#include "core/io/npz.h"
 #include "nn/functions.h"
 #include "nn/links/classifier.h"
 #include "nn/links/identity.h"

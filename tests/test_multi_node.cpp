@@ -20,10 +20,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/ops.h"
-#include "core/update_ops.h"
+#include "core/ops/ops.h"
+#include "core/ops/update_ops.h"
 #include "distributed/runtime/mpi_check.h"
-#include "core/random.h"
+#include "core/util/random.h"
 #include "dataset_files.h"
 #include "datasets/dataset_description.h"
 #include "datasets/image_dataset.h"

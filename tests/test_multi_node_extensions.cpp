@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "core/npz.h"
-#include "core/ops.h"
+#include "core/io/npz.h"
+#include "core/ops/ops.h"
 #include "distributed/communicators/communicator.h"
 #include "distributed/communicators/dummy_communicator.h"
 #include "distributed/extensions/allreduce_persistent.h"

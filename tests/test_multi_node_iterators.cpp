@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/npz.h"
-#include "core/serializer.h"
+#include "core/io/npz.h"
+#include "core/io/serializer.h"
 #include "datasets/iterators/multiprocess_iterator.h"
 #include "datasets/iterators/serial_iterator.h"
 #include "datasets/tuple_dataset.h"

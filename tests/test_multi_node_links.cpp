@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/ops.h"
-#include "core/random.h"
+#include "core/util/config.h"
+#include "core/ops/ops.h"
+#include "core/util/random.h"
 #include "distributed/communicators/communicator.h"
 #include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/links/multi_node_chain_list.h"

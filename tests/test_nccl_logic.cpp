@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/cuda.h"
-#include "core/error.h"
+#include "core/device/cuda.h"
+#include "core/util/error.h"
 #include "distributed/communicators/nccl_collectives.h"
 #include "distributed/runtime/mpi_runtime.h"
 

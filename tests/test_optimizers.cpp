@@ -6,9 +6,9 @@
 #include <map>
 #include <memory>
 
-#include "core/random.h"
-#include "core/ops.h"
-#include "core/update_ops.h"
+#include "core/util/random.h"
+#include "core/ops/ops.h"
+#include "core/ops/update_ops.h"
 #include "nn/functions.h"
 #include "nn/links/linear.h"
 #include "nn/optimizer_hooks.h"

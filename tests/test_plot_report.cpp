@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <functional>
 
-#include "core/npz.h"
+#include "core/io/npz.h"
 #include "datasets/image_io.h"
 #include "training/training.h"
 

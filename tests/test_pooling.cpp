@@ -14,7 +14,7 @@
 #include <string>
 
 #include "autograd/gradient_check.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "nn/functions.h"
 #include "nn/links/batch_normalization.h"
 #include "tests/function_inputs.h"

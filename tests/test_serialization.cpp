@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/npz.h"
-#include "core/random.h"
-#include "core/serializer.h"
+#include "core/io/npz.h"
+#include "core/util/random.h"
+#include "core/io/serializer.h"
 
 using namespace chainer;
 namespace fs = std::filesystem;

@@ -13,19 +13,19 @@
 #include <sstream>
 #include <string>
 
-#include "core/allocator.h"
-#include "core/config.h"
+#include "core/memory/allocator.h"
+#include "core/util/config.h"
 #include "core/cpu/family.h"
 #include "core/cpu/gemm_blocking.h"
-#include "core/cuda.h"
-#include "core/npz.h"
-#include "core/ops.h"
-#include "core/parallel.h"
-#include "core/parse.h"
-#include "core/philox.h"
-#include "core/random.h"
-#include "core/tensor.h"
-#include "core/update_ops.h"
+#include "core/device/cuda.h"
+#include "core/io/npz.h"
+#include "core/ops/ops.h"
+#include "core/util/parallel.h"
+#include "core/util/parse.h"
+#include "core/util/philox.h"
+#include "core/util/random.h"
+#include "core/tensor/tensor.h"
+#include "core/ops/update_ops.h"
 
 using namespace chainer;
 
@@ -552,7 +552,7 @@ TEST_CASE("cuda: a device that cannot be used is an error naming it and why, not
   CHECK(ops::add(Tensor::ones({2}), Tensor::ones({2})).to_vector<float>() == std::vector<float>{2, 2});
 }
 
-// ---- float16 and bfloat16: storage types (core/float16.h) ----
+// ---- float16 and bfloat16: storage types (core/tensor/float16.h) ----
 
 namespace {
 // The bits of each element of T (float16 or bfloat16, any layout).

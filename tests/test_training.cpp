@@ -15,11 +15,11 @@
 #include <set>
 #include <sstream>
 
-#include "core/caching_allocator.h"
-#include "core/config.h"
-#include "core/npz.h"
-#include "core/random.h"
-#include "core/serializers.h"
+#include "core/memory/caching_allocator.h"
+#include "core/util/config.h"
+#include "core/io/npz.h"
+#include "core/util/random.h"
+#include "core/io/serializers.h"
 #include "datasets/iterators/serial_iterator.h"
 #include "datasets/tuple_dataset.h"
 #include "nn/functions.h"

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <iostream>
 
-#include "core/caching_allocator.h"
-#include "core/config.h"
+#include "core/memory/caching_allocator.h"
+#include "core/util/config.h"
 
 namespace chainer::training {
 

@@ -3,7 +3,7 @@
 /// every iteration, but a step of fixed shapes queues the same kernels every time. Once a step's
 /// signature (the batch's shapes and dtypes, the parameters and optimizer state in memory, the
 /// hooks, config::train) has been seen twice, the next such step is captured into a CUDA graph
-/// (forward, backward and update; core/cuda.h) and later steps with that signature replay it:
+/// (forward, backward and update; core/device/cuda.h) and later steps with that signature replay it:
 /// the batch is copied into the graph's input buffers, the parameters' gradients become the
 /// buffers the graph writes them to, the optimizer's counters advance on the host, the per-step
 /// scalars (learning rates, dropout keys) are recomputed, and one graph launch does the rest.
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda.h"
+#include "core/device/cuda.h"
 #include "nn/optimizer.h"
 #include "nn/reporter.h"
 

@@ -1,6 +1,6 @@
 #include "training/extension.h"
 
-#include "core/error.h"
+#include "core/util/error.h"
 
 namespace chainer::training {
 

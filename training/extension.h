@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "core/serializer.h"
+#include "core/io/serializer.h"
 #include "training/trigger.h"
 
 namespace chainer::training {

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <string_view>
 
-#include "core/npz.h"
-#include "core/random.h"
+#include "core/io/npz.h"
+#include "core/util/random.h"
 
 namespace chainer::training {
 

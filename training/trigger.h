@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/serializer.h"
+#include "core/io/serializer.h"
 
 namespace chainer::training {
 

@@ -1,7 +1,7 @@
 // The CPU's three convolution entries and the kernels they choose among. Maps smaller than a
 // GEMM panel make one product over the whole batch (im2row below); other float32 convolutions
 // are implicit GEMMs (conv_implicit.cpp); the rest goes through the lowering of
-// core/conv_lowering.cpp over im2col and its adjoint col2im (the products through
+// core/ops/conv_lowering.cpp over im2col and its adjoint col2im (the products through
 // batched_gemm). im2col and col2im run one task per image channel, each writing only its own
 // rows of COL (or its own plane of X), so no two threads touch one element and the sums of col2im
 // run in a fixed order. Depthwise convolutions, whose products would have one row, are computed
@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/conv_lowering.h"
+#include "core/ops/conv_lowering.h"
 #include "core/cpu/kernels.h"
-#include "core/parallel.h"
+#include "core/util/parallel.h"
 
 namespace chainer::cpu::CHAINER_ISA {
 

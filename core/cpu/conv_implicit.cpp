@@ -9,16 +9,16 @@
 // being a panel's width of output pixels (32 in AVX-512, 16 in AVX2) by a slice of window rows
 // (c, i, j). Filter gradient: gW += gy (C_out/g x pixels) * windows^T, a panel being a slice of
 // pixels by a panel's width of window rows, made as rows of pixels and transposed. The data
-// gradient with stride 1 is a forward convolution (the flipped filters, core/conv_lowering.cpp);
+// gradient with stride 1 is a forward convolution (the flipped filters, core/ops/conv_lowering.cpp);
 // other strides keep the lowering. The vector families only (AVX2, AVX-512); the generic family
 // lowers every convolution.
 #include <algorithm>
 #include <cstring>
 
-#include "core/conv_lowering.h"
+#include "core/ops/conv_lowering.h"
 #include "core/cpu/kernels.h"
-#include "core/parallel.h"
-#include "core/tensor.h"
+#include "core/util/parallel.h"
+#include "core/tensor/tensor.h"
 #if defined(CHAINER_ISA_PACKED)
 #include "core/cpu/simd.h"
 #endif

@@ -1,7 +1,7 @@
-// float16's conversions of whole arrays (chainer::widen and narrow, core/float16.h: the 16-bit
+// float16's conversions of whole arrays (chainer::widen and narrow, core/tensor/float16.h: the 16-bit
 // gradients of the MPI sums). The vector families have F16C, which converts 8 elements per
 // instruction, about 20 times faster than element by element; the generic family converts
-// element by element, with core/float16.h's rounding (the same results).
+// element by element, with core/tensor/float16.h's rounding (the same results).
 #include "core/cpu/kernels.h"
 #if defined(CHAINER_ISA_PACKED)
 #include <immintrin.h>

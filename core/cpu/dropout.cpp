@@ -1,8 +1,8 @@
-// Dropout masks from Philox (core/philox.h): the same mask on every device for a key.
+// Dropout masks from Philox (core/util/philox.h): the same mask on every device for a key.
 #include "core/cpu/kernels.h"
-#include "core/parallel.h"
-#include "core/philox.h"
-#include "core/random.h"
+#include "core/util/parallel.h"
+#include "core/util/philox.h"
+#include "core/util/random.h"
 
 namespace chainer::cpu::CHAINER_ISA {
 

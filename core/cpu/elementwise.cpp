@@ -4,8 +4,8 @@
 #include <type_traits>
 
 #include "core/cpu/kernels.h"
-#include "core/elementwise_formulas.h"
-#include "core/parallel.h"
+#include "core/ops/elementwise_formulas.h"
+#include "core/util/parallel.h"
 
 namespace chainer::cpu::CHAINER_ISA {
 
@@ -16,7 +16,7 @@ template <class T>
 constexpr bool is_16bit = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
 
 // D[i] = S[i] for N elements; between float32 and a 16-bit type by the vectorized loops of
-// core/float16.h.
+// core/tensor/float16.h.
 template <class D, class S>
 void convert_dense(const S* s, D* d, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = D(s[i]);

@@ -1,14 +1,14 @@
 // The CPU kernel families: every kernel source of core/cpu/ is compiled once per instruction set
 // of core/cpu/isa.h, each copy for its own target and in its own namespace (chainer::cpu::generic,
-// ::avx2, ::avx512; core/meson.build), and each family fills a kernel table of core/kernels.h.
+// ::avx2, ::avx512; core/meson.build), and each family fills a kernel table of core/ops/kernels.h.
 // This is the one place that chooses among them: kernel_table() is the table of the family of
 // isa(), looked up once. No kernel tests the CPU itself.
 #pragma once
 #include <string>
 
 #include "core/cpu/isa.h"
-#include "core/float16.h"
-#include "core/kernels.h"
+#include "core/tensor/float16.h"
+#include "core/ops/kernels.h"
 
 namespace chainer::cpu {
 
@@ -21,7 +21,7 @@ struct KernelFamily {
   const char* (*gemm_backend)();
   // Its packed GEMM's blocking as text, "KC 256, CW 128" ("Eigen's" where it has none).
   std::string (*gemm_blocking)();
-  // The conversions of whole float16 arrays behind chainer::widen and narrow (core/float16.h).
+  // The conversions of whole float16 arrays behind chainer::widen and narrow (core/tensor/float16.h).
   void (*widen_half)(const float16* src, float* dst, int64_t n);
   void (*narrow_half)(const float* src, float16* dst, int64_t n);
 };

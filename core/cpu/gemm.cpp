@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/cpu/kernels.h"
-#include "core/error.h"
-#include "core/parallel.h"
+#include "core/util/error.h"
+#include "core/util/parallel.h"
 #if defined(CHAINER_ISA_PACKED)
 #include "core/cpu/simd.h"
 #endif

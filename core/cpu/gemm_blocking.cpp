@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "core/error.h"
+#include "core/util/error.h"
 
 namespace chainer::cpu {
 

@@ -6,8 +6,8 @@
 
 #include <Eigen/Core>
 
-#include "core/dtype.h"
-#include "core/parallel.h"
+#include "core/tensor/dtype.h"
+#include "core/util/parallel.h"
 
 namespace chainer::cpu {
 

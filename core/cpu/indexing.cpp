@@ -1,11 +1,11 @@
 // Gather and scatter-add along an axis (ops::take, ops::scatter_add_). Both see their operands
-// as (outer, extent, inner) around the axis (core/shape.h, AxisView): entry j of the indices
+// as (outer, extent, inner) around the axis (core/tensor/shape.h, AxisView): entry j of the indices
 // moves INNER consecutive elements per outer row. The op has checked the indices on the host.
 #include <algorithm>
 #include <cstring>
 
 #include "core/cpu/kernels.h"
-#include "core/parallel.h"
+#include "core/util/parallel.h"
 
 namespace chainer::cpu::CHAINER_ISA {
 

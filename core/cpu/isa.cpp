@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/error.h"
+#include "core/util/error.h"
 
 namespace chainer::cpu {
 

@@ -8,7 +8,7 @@ namespace {
 // dispatch picks it, not even a static initializer, on a CPU that may lack its instructions.
 constexpr Kernels kTable{
 #define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) .NAME = NAME,
-#include "core/kernel_list.def"
+#include "core/ops/kernel_list.def"
 };
 
 #if defined(CHAINER_ISA_AVX512)

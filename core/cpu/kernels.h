@@ -1,4 +1,4 @@
-// CPU kernels behind core/ops.h, collected in the CPU kernel table (core/kernel_list.def states
+// CPU kernels behind core/ops/ops.h, collected in the CPU kernel table (core/ops/kernel_list.def states
 // the contract: arguments already checked, outputs preallocated and contiguous). Files, one per
 // family, paired with core/cuda/'s: elementwise.cpp (with the linear epilogue), reduce.cpp,
 // gemm.cpp, softmax.cpp, loss.cpp, dropout.cpp, update.cpp, indexing.cpp, conv.cpp and
@@ -17,7 +17,7 @@
 #include "core/cpu/family.h"
 #include "core/cpu/gemm_blocking.h"
 #include "core/cpu/gemm_eigen.h"
-#include "core/kernels.h"
+#include "core/ops/kernels.h"
 
 #if !defined(CHAINER_ISA)
 #error "core/cpu/kernels.h belongs to the sources of a kernel family (compiled with -DCHAINER_ISA=...)"
@@ -29,15 +29,15 @@
 
 namespace chainer::cpu::CHAINER_ISA {
 
-// The kernel functions of core/kernel_list.def, which this file's sources define.
+// The kernel functions of core/ops/kernel_list.def, which this file's sources define.
 #define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) RETURN NAME PARAMETERS;
-#include "core/kernel_list.def"
+#include "core/ops/kernel_list.def"
 
 // Rows per parallel chunk for rows of LEN elements: about 2^15 elements a chunk, the grain of
 // the row-wise kernels (softmax, the losses, add_bias).
 inline int64_t row_grain(int64_t len) { return std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(len, 1)); }
 
-// The lowering of convolutions (core/conv_lowering.h) and the kernels it is built from.
+// The lowering of convolutions (core/ops/conv_lowering.h) and the kernels it is built from.
 // Products of a batch, summed in groups: C[g] = alpha * sum of op(A[i]) op(B[i]) over the
 // products i of group g + beta * C[g]. A and B are 3-D with a batch axis of 1 (one matrix for
 // every product) or of the batch size; C (groups, m, n) has `groups` dividing the batch, group g

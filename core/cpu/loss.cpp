@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/cpu/kernels.h"
-#include "core/parallel.h"
+#include "core/util/parallel.h"
 
 namespace chainer::cpu::CHAINER_ISA {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/cpu/kernels.h"
-#include "core/parallel.h"
+#include "core/util/parallel.h"
 
 namespace chainer::cpu::CHAINER_ISA {
 

@@ -2,7 +2,7 @@
 #include <limits>
 
 #include "core/cpu/kernels.h"
-#include "core/parallel.h"
+#include "core/util/parallel.h"
 
 namespace chainer::cpu::CHAINER_ISA {
 

@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "core/cpu/kernels.h"
-#include "core/parallel.h"
-#include "core/update_rules.h"
+#include "core/util/parallel.h"
+#include "core/ops/update_rules.h"
 
 namespace chainer::cpu::CHAINER_ISA {
 
@@ -114,7 +114,7 @@ void momentum_sgd(ParamTensors& t, const UpdateScalars& s) {
     }
   });
 }
-// The rules of core/update_rules.h: STEP(p, g, and the STATES state elements) for each element,
+// The rules of core/ops/update_rules.h: STEP(p, g, and the STATES state elements) for each element,
 // in parallel ranges.
 template <class T, int States, class Step>
 void elementwise(ParamTensors& t, Step step) {

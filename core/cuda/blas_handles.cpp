@@ -5,7 +5,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/error.h"
+#include "core/util/error.h"
 
 namespace chainer::cuda {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/kernels.h"
+#include "core/ops/kernels.h"
 
 #ifdef __CUDACC__
 #define CHAINER_HOST_DEVICE __host__ __device__

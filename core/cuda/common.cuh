@@ -1,7 +1,7 @@
 // What every CUDA kernel file of the plugin shares: the check macros, the compute stream, launch
 // sizes, strided indexing, per-step scalars and device-side error reports (the functions here
 // forward to the plugin's DeviceRuntime, core/cuda/device_runtime.h). Kernels keep the
-// contract of core/kernels.h: arguments are checked, outputs preallocated, and nothing here
+// contract of core/ops/kernels.h: arguments are checked, outputs preallocated, and nothing here
 // waits for the device.
 #pragma once
 #include <cuda_runtime.h>
@@ -11,8 +11,8 @@
 #include <memory>
 
 #include "core/cuda/device_error.h"
-#include "core/error.h"
-#include "core/tensor.h"
+#include "core/util/error.h"
+#include "core/tensor/tensor.h"
 
 namespace chainer::cuda {
 
@@ -31,7 +31,7 @@ void count_launch();  // one kernel queued (not counted while a graph is being c
   } while (0)
 
 // After one of our own <<<...>>> launches: a bad configuration or a sticky error from an
-// earlier kernel; the launch is counted (core/cuda.h, launch_counts). Not after a library call:
+// earlier kernel; the launch is counted (core/device/cuda.h, launch_counts). Not after a library call:
 // see count_library_launch below.
 #define CHAINER_CUDA_CHECK_LAUNCH(kernel_name)                  \
   do {                                                          \
@@ -100,7 +100,7 @@ struct Layout {
 Layout layout_of(const Tensor& t);
 Layout broadcast_layout(const Tensor& t, const Shape& out_shape);
 
-// ---- Per-step scalars (core/kernels.h, UpdateScalarsFn) ----
+// ---- Per-step scalars (core/ops/kernels.h, UpdateScalarsFn) ----
 
 // A device buffer of BYTES that FILL writes through a host pointer before the kernels that read
 // it run: now, or, while a step is being captured into a CUDA graph, before every replay. Returns

@@ -20,8 +20,8 @@
 #include <algorithm>
 #include <string>
 
-#include "core/config.h"
-#include "core/cuda.h"
+#include "core/util/config.h"
+#include "core/device/cuda.h"
 #include "core/cuda/blas_handles.h"
 #include "core/cuda/common.cuh"
 #include "core/cuda/cudnn_algorithms.h"
@@ -261,7 +261,7 @@ void fill_with_bias(const Tensor& b, Tensor& y) {
 
 }  // namespace
 
-// The table's entries: the kernel table's convolutions (core/kernels.h), forwarded to by
+// The table's entries: the kernel table's convolutions (core/ops/kernels.h), forwarded to by
 // libchainer_cuda.so (core/cuda/runtime.cu).
 namespace cudnn {
 

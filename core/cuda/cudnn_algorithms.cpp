@@ -1,6 +1,6 @@
 #include "core/cuda/cudnn_algorithms.h"
 
-#include "core/error.h"
+#include "core/util/error.h"
 
 namespace chainer::cuda {
 

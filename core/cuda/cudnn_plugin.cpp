@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "core/error.h"
-#include "core/plugin.h"
+#include "core/util/error.h"
+#include "core/util/plugin.h"
 
 namespace chainer::cuda {
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/kernels.h"
+#include "core/ops/kernels.h"
 
 namespace chainer::cuda {
 
@@ -25,7 +25,7 @@ struct CudnnPlugin {
   int interface = 0;       // kCudnnPluginInterface of the build that made the plugin
   int header_version = 0;  // CUDNN_VERSION of the cudnn.h it was compiled with (91900 for 9.19.0)
   size_t (*library_version)() = nullptr;  // cudnnGetVersion(): the libcudnn loaded
-  // The kernel table's entries (core/kernels.h), for the calling thread's current device.
+  // The kernel table's entries (core/ops/kernels.h), for the calling thread's current device.
   void (*convolution_2d)(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g,
                          Tensor& y) = nullptr;
   void (*convolution_2d_grad_data)(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g,
@@ -40,7 +40,7 @@ struct CudnnPlugin {
 // Opens FILE from the folder of the library that holds ANCHOR (the cuDNN plugin lies beside
 // libchainer_cuda.so, in the build tree as installed) and returns its table, checked for
 // kCudnnPluginInterface; or nullptr with WHY_NOT set to the path and the dynamic loader's
-// message. Unlike core/plugin.h's loader it tries no other place: the message is the one that
+// message. Unlike core/util/plugin.h's loader it tries no other place: the message is the one that
 // says why this file did not load (a libcudnn.so.9 that is missing, say), and a plugin of
 // another build found by the loader's search would not match this one.
 const CudnnPlugin* open_cudnn_plugin(const void* anchor, const char* file, std::string& why_not);

@@ -12,7 +12,7 @@
 #pragma once
 #include <cstddef>
 
-#include "core/cuda.h"
+#include "core/device/cuda.h"
 
 namespace chainer::cuda {
 

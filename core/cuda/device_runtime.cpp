@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/caching_allocator.h"
-#include "core/pinned_staging.h"
+#include "core/memory/caching_allocator.h"
+#include "core/memory/pinned_staging.h"
 
 // Every CUDA call: on failure throws naming the call and file:line. CUDA is `cuda_` in scope.
 #define CHAINER_DEVICE_CHECK(call)                                                   \
@@ -179,7 +179,7 @@ class DeviceRuntime::DeviceMemory final : public CachingAllocator::Native {
   int device_;
 };
 
-// The pinned staging pool's device calls (the pool's policy is core/pinned_staging.h's): pinned
+// The pinned staging pool's device calls (the pool's policy is core/memory/pinned_staging.h's): pinned
 // memory and events of this runtime's CUDA, made with the pool's device current.
 class DeviceRuntime::StagingNative : public PinnedStaging::Native {
  public:

@@ -1,9 +1,9 @@
-// Dropout masks on CUDA from Philox (core/philox.h): the CPU's mask bit for bit, for any
+// Dropout masks on CUDA from Philox (core/util/philox.h): the CPU's mask bit for bit, for any
 // launch configuration; the key is read on the device.
 #include "core/cuda/common.cuh"
 #include "core/cuda/kernels.h"
-#include "core/philox.h"
-#include "core/random.h"
+#include "core/util/philox.h"
+#include "core/util/random.h"
 
 namespace chainer::cuda {
 

@@ -11,11 +11,11 @@
 
 #include "core/cuda/common.cuh"
 #include "core/cuda/kernels.h"
-#include "core/elementwise_formulas.h"
+#include "core/ops/elementwise_formulas.h"
 
 // The memory kernels (fill, copy, take_rows) also take the storage types float16 and bfloat16
-// (core/dtype.h), as CUDA's __half and __nv_bfloat16, converted by CUDA's round-to-nearest-even
-// intrinsics: the same results as the host conversions of core/float16.h.
+// (core/tensor/dtype.h), as CUDA's __half and __nv_bfloat16, converted by CUDA's round-to-nearest-even
+// intrinsics: the same results as the host conversions of core/tensor/float16.h.
 #define CHAINER_DISPATCH_MEMORY(DTYPE, OPNAME, ...) \
   CHAINER_DISPATCH_ALL_AND(DTYPE, OPNAME, __half, __nv_bfloat16, __VA_ARGS__)
 
@@ -158,7 +158,7 @@ struct Convert {
   __device__ D operator()(S x) const { return convert<D>(x); }
 };
 
-// FILL's VALUE as a T, on the host: the 16-bit types from core/float16.h's conversions (the same
+// FILL's VALUE as a T, on the host: the 16-bit types from core/tensor/float16.h's conversions (the same
 // rounding as CUDA's), passed to the kernel as their bits.
 template <class T>
 T host_value(double value) {

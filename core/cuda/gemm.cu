@@ -1,10 +1,10 @@
 // Matrix products through cuBLAS, on the calling thread's handle for its current device (the
 // policy: core/cuda/blas_handles.h), bound to the device's compute stream with a workspace from
-// the caching allocator. FP32 products compute in FP32 unless TF32 is allowed (core/cuda.h,
+// the caching allocator. FP32 products compute in FP32 unless TF32 is allowed (core/device/cuda.h,
 // set_allow_tf32).
 #include <cublas_v2.h>
 
-#include "core/cuda.h"
+#include "core/device/cuda.h"
 #include "core/cuda/blas_handles.h"
 #include "core/cuda/common.cuh"
 #include "core/cuda/kernels.h"

@@ -168,7 +168,7 @@ namespace {
 
 const Kernels kernel_table{
 #define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) .NAME = cuda::NAME,
-#include "core/kernel_list.def"
+#include "core/ops/kernel_list.def"
 };
 
 // The plugin's runtime. Never destroyed: tensors may outlive static destruction, and the device

@@ -1,5 +1,5 @@
-// What libchainer asks of the CUDA plugin, libchainer_cuda.so (core/cuda.h says why it is a
-// plugin). The plugin exports chainer_cuda_runtime(), which returns the one Runtime; core/cuda.cpp
+// What libchainer asks of the CUDA plugin, libchainer_cuda.so (core/device/cuda.h says why it is a
+// plugin). The plugin exports chainer_cuda_runtime(), which returns the one Runtime; core/device/cuda.cpp
 // loads it on first use and is the only caller. No CUDA type appears here, so libchainer
 // compiles without the CUDA headers.
 #pragma once
@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "core/cuda.h"
-#include "core/kernels.h"
+#include "core/device/cuda.h"
+#include "core/ops/kernels.h"
 
 namespace chainer::cuda {
 
@@ -45,14 +45,14 @@ class Runtime {
   // against it (the NCCL communicators: distributed/communicators/nccl_backend.h).
   virtual void* native_stream(int device) = 0;
 
-  // Graphs (core/cuda.h, Graph): capture on DEVICE's compute stream from this thread. Meanwhile
+  // Graphs (core/device/cuda.h, Graph): capture on DEVICE's compute stream from this thread. Meanwhile
   // other threads' calls that would queue work on DEVICE throw chainer::Error.
   virtual void begin_capture(int device) = 0;
   virtual std::shared_ptr<void> end_capture(int device) = 0;  // the executable graph and what it needs
   virtual void abort_capture(int device) = 0;                 // discards this thread's capture that failed
   virtual void replay(const std::shared_ptr<void>& graph) = 0;
 
-  // Diagnostics (core/cuda.h): versions() works without a device; device_properties() needs a
+  // Diagnostics (core/device/cuda.h): versions() works without a device; device_properties() needs a
   // valid DEVICE but neither makes it current nor sets it up.
   virtual RuntimeVersions versions() = 0;
   virtual DeviceProperties device_properties(int device) = 0;

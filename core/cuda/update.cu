@@ -1,10 +1,10 @@
 // Optimizer updates on CUDA: every parameter of a step in one launch (a launch per parameter
 // costs more than the update of a small one). The tensors' addresses travel as kernel
-// parameters, the per-parameter scalars through step_scalars (core/kernels.h: a replayed graph
+// parameters, the per-parameter scalars through step_scalars (core/ops/kernels.h: a replayed graph
 // reads this step's learning rate).
 #include "core/cuda/common.cuh"
 #include "core/cuda/kernels.h"
-#include "core/update_rules.h"
+#include "core/ops/update_rules.h"
 
 namespace chainer::cuda {
 
@@ -30,7 +30,7 @@ struct Scalars {
 };
 
 // blockIdx.y picks the parameter, the x blocks stride over its elements; the same element
-// formulas as core/cpu/update.cpp (core/update_rules.h for the rules after Adam). One kernel per
+// formulas as core/cpu/update.cpp (core/ops/update_rules.h for the rules after Adam). One kernel per
 // rule, so each carries only its own code.
 template <class T, UpdateRule R>
 __global__ void update_kernel(TensorList<T> list, const Scalars* scalars) {

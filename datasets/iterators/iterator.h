@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/error.h"
-#include "core/serializer.h"
+#include "core/util/error.h"
+#include "core/io/serializer.h"
 #include "datasets/dataset.h"
 
 namespace chainer::iterators {

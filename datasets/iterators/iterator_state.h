@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
-#include "core/serializer.h"
+#include "core/util/random.h"
+#include "core/io/serializer.h"
 
 namespace chainer::iterators {
 

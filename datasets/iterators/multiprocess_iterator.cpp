@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/ops.h"
-#include "core/parallel.h"
+#include "core/ops/ops.h"
+#include "core/util/parallel.h"
 
 namespace chainer::iterators {
 

@@ -4,7 +4,7 @@
 #include <climits>
 #include <cstring>
 
-#include "core/error.h"
+#include "core/util/error.h"
 #include "distributed/runtime/chunked_transfer.h"
 #include "distributed/runtime/mpi_check.h"
 #include "distributed/runtime/mpi_wait.h"

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 #include "distributed/communicators/pending_sum.h"
 
 namespace chainermn {

@@ -8,8 +8,8 @@
 #include <map>
 #include <string_view>
 
-#include "core/config.h"
-#include "core/ops.h"
+#include "core/util/config.h"
+#include "core/ops/ops.h"
 #include "distributed/runtime/chunked_transfer.h"
 #include "distributed/communicators/packing.h"
 #include "distributed/runtime/mpi_check.h"

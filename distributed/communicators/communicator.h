@@ -23,7 +23,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 #include "distributed/communicators/pending_sum.h"
 #include "distributed/runtime/mpi_runtime.h"
 #include "distributed/runtime/object_reduction.h"

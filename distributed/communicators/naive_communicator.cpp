@@ -1,6 +1,6 @@
 #include "distributed/communicators/naive_communicator.h"
 
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "distributed/communicators/packing.h"
 
 namespace chainermn {

@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "core/dtype.h"
+#include "core/tensor/dtype.h"
 
 namespace chainermn::nccl {
 

@@ -1,8 +1,8 @@
 // Loads libchainermn_nccl.so on first use (the reasons are in nccl_backend.h).
 #include "distributed/communicators/nccl_backend.h"
 
-#include "core/error.h"
-#include "core/plugin.h"
+#include "core/util/error.h"
+#include "core/util/plugin.h"
 #include "distributed/communicators/nccl_api.h"
 
 namespace chainermn::nccl {

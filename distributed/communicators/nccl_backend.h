@@ -1,7 +1,7 @@
 // NCCL on device memory, as a CollectiveBackend (distributed/communicators/collective_backend.h):
 // the intra-host stage of hierarchical, two_dimensional, single_node and non_cuda_aware on
 // GPUs, and the whole of pure_nccl. NCCL lives in a plugin, libchainermn_nccl.so, beside
-// libchainermn.so and loaded at first use, as the CUDA backend is (core/cuda.h): a CPU-only run
+// libchainermn.so and loaded at first use, as the CUDA backend is (core/device/cuda.h): a CPU-only run
 // of a CUDA build loads neither NCCL nor the CUDA runtime.
 //
 // A backend belongs to one device and one MPI communicator (borrowed). Its NCCL communicator is

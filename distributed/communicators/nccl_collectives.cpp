@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
-#include "core/cuda.h"
-#include "core/error.h"
+#include "core/device/cuda.h"
+#include "core/util/error.h"
 #include "distributed/runtime/mpi_runtime.h"
 
 namespace chainermn::nccl {

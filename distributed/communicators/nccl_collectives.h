@@ -33,7 +33,7 @@
 // - Reduce-scatter and all-gather over uneven shares use NCCL's own (equal-share) calls on a
 //   scratch buffer with every share padded to the largest: one ncclReduceScatter or
 //   ncclAllGather instead of one grouped ncclReduce or ncclBroadcast per member.
-// - cuda::synchronize() waits for the communicator's stream too (core/cuda.h,
+// - cuda::synchronize() waits for the communicator's stream too (core/device/cuda.h,
 //   detail::add_stream_waiter).
 // One thread uses a communicator (the MPI thread); the synchronize waiter and the watchdog run on
 // others, so every call on the communicator is made under one lock.

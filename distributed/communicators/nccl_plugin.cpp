@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/cuda/runtime.h"
-#include "core/error.h"
+#include "core/util/error.h"
 #include "distributed/communicators/nccl_backend.h"
 #include "distributed/communicators/nccl_collectives.h"
 #include "distributed/runtime/mpi_check.h"

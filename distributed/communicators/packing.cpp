@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 namespace chainermn::packing {
 

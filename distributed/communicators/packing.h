@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace chainermn::packing {
 

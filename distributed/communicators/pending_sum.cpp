@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/cuda.h"
+#include "core/device/cuda.h"
 #include "distributed/runtime/chunked_transfer.h"
 #include "distributed/runtime/mpi_library.h"
 #include "distributed/runtime/mpi_check.h"

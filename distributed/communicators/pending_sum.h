@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace chainermn {
 

@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "core/random.h"
+#include "core/util/random.h"
 #include "datasets/dataset_description.h"
 #include "datasets/sub_dataset.h"
 #include "datasets/tuple_dataset.h"

@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 namespace chainermn::extensions {
 

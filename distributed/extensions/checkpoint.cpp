@@ -13,8 +13,8 @@
 #include <map>
 #include <set>
 
-#include "core/error.h"
-#include "core/npz.h"
+#include "core/util/error.h"
+#include "core/io/npz.h"
 #include "distributed/datasets/scatter_dataset.h"
 #include "distributed/extensions/allreduce_persistent.h"
 #include "distributed/optimizers/multi_node_optimizer.h"

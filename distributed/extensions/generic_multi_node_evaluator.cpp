@@ -3,8 +3,8 @@
 #include <map>
 #include <utility>
 
-#include "core/config.h"
-#include "core/ops.h"
+#include "core/util/config.h"
+#include "core/ops/ops.h"
 #include "distributed/runtime/object_serialization.h"
 
 namespace chainermn {

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "core/error.h"
+#include "core/util/error.h"
 #include "training/trainer.h"
 
 namespace chainermn::extensions {

@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "autograd/function_node.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "distributed/functions/delegate_variable.h"
 
 namespace chainermn::functions {

@@ -14,7 +14,7 @@
 #pragma once
 #include <optional>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 #include "distributed/communicators/communicator.h"
 
 namespace chainermn::functions::detail {

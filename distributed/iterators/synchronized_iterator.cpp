@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "core/random.h"
+#include "core/util/random.h"
 #include "datasets/iterators/multiprocess_iterator.h"
 #include "datasets/iterators/serial_iterator.h"
 

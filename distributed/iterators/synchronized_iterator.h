@@ -7,7 +7,7 @@
 /// datasets of the same length (a model-parallel stage iterating create_empty_dataset) the ranks
 /// stay in step, epoch for epoch.
 ///
-/// The seed comes from chainer's default generator (core/random.h; every rank draws one, so the
+/// The seed comes from chainer's default generator (core/util/random.h; every rank draws one, so the
 /// ranks' generators stay in step, and rank 0's is used): a program that seeds it repeats its
 /// orders. Only iterators whose order comes from a seed can be synchronized (SerialIterator,
 /// MultiprocessIterator), and the datasets must have one length everywhere; otherwise every rank

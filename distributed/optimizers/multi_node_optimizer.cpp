@@ -1,6 +1,6 @@
 #include "distributed/optimizers/multi_node_optimizer.h"
 
-#include "core/config.h"
+#include "core/util/config.h"
 
 namespace chainermn {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 #include "distributed/communicators/communicator.h"
 
 namespace chainermn {

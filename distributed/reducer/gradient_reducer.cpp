@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "core/config.h"
+#include "core/util/config.h"
 #include "distributed/runtime/mpi_check.h"
 #include "distributed/runtime/mpi_wait.h"
 #include "distributed/runtime/mpi_runtime.h"

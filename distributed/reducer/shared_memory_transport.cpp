@@ -3,7 +3,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "core/parallel.h"
+#include "core/util/parallel.h"
 #include "distributed/runtime/mpi_check.h"
 #include "distributed/runtime/mpi_wait.h"
 #include "distributed/runtime/shared_segment.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "core/error.h"
+#include "core/util/error.h"
 #include "distributed/runtime/mpi_check.h"
 #include "distributed/runtime/mpi_wait.h"
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/dtype.h"
+#include "core/tensor/dtype.h"
 
 namespace chainermn::detail {
 

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/error.h"
+#include "core/util/error.h"
 
 namespace chainermn {
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/error.h"
+#include "core/util/error.h"
 #include "distributed/runtime/mpi_check.h"
 #include "distributed/runtime/mpi_runtime.h"
 

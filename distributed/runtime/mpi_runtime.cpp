@@ -22,7 +22,7 @@
 
 #include <cxxabi.h>
 
-#include "core/error.h"
+#include "core/util/error.h"
 #include "distributed/runtime/mpi_check.h"
 #include "distributed/runtime/mpi_wait.h"
 #include "distributed/runtime/shared_segment.h"

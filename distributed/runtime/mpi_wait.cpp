@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/util/error.h"
 #include "distributed/runtime/mpi_check.h"
 
 namespace chainermn {

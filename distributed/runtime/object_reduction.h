@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
-#include "core/ops.h"
-#include "core/tensor.h"
+#include "core/util/error.h"
+#include "core/ops/ops.h"
+#include "core/tensor/tensor.h"
 
 namespace chainermn {
 

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/byte_stream.h"
-#include "core/error.h"
-#include "core/tensor.h"
+#include "core/io/byte_stream.h"
+#include "core/util/error.h"
+#include "core/tensor/tensor.h"
 #include "nn/reporter.h"
 
 namespace chainermn {

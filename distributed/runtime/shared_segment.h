@@ -8,7 +8,7 @@
 /// removed as soon as everybody has it, so nothing is left in /dev/shm even if the job dies
 /// later. A job killed inside that window leaves its name behind; the next create() on the host
 /// removes names whose creating process is gone. Unmapping is local: the mapping goes when the
-/// last shared_ptr does, so tensors wrapping it (core/storage.h) stay valid on their own.
+/// last shared_ptr does, so tensors wrapping it (core/tensor/storage.h) stay valid on their own.
 #pragma once
 #include <mpi.h>
 

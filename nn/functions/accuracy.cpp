@@ -1,6 +1,6 @@
 #include "nn/functions/accuracy.h"
 
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 namespace chainer::functions {
 

@@ -5,7 +5,7 @@
 /// cover_all rounds up, so that the last windows cover every pixel), as Chainer's
 /// conv.get_conv_outsize. GROUPS splits the channels of x and y into that many groups, each
 /// convolved with its own C_out / groups filters. Computed by lowering to matrix products
-/// (core/ops.h); backward gives x, W and b their gradients.
+/// (core/ops/ops.h); backward gives x, W and b their gradients.
 #pragma once
 #include "autograd/variable.h"
 #include "nn/functions/pair.h"

@@ -1,8 +1,8 @@
 #include "nn/functions/dropout.h"
 
 #include "autograd/function_node.h"
-#include "core/config.h"
-#include "core/ops.h"
+#include "core/util/config.h"
+#include "core/ops/ops.h"
 
 namespace chainer::functions {
 

@@ -5,7 +5,7 @@
 /// generator reseeded before each call reproduces the mask (gradient checks rely on it).
 #pragma once
 #include "autograd/variable.h"
-#include "core/random.h"
+#include "core/util/random.h"
 
 namespace chainer::functions {
 

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "autograd/function_node.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 namespace chainer::functions {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "autograd/function_node.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 namespace chainer::functions {
 

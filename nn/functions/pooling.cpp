@@ -1,7 +1,7 @@
 #include "nn/functions/pooling.h"
 
 #include "autograd/function_node.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 namespace chainer::functions {
 

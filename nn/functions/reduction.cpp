@@ -1,7 +1,7 @@
 #include "nn/functions/reduction.h"
 
 #include "autograd/function_node.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "nn/functions/arithmetic.h"
 #include "nn/functions/array.h"
 

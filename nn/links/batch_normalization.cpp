@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/config.h"
+#include "core/util/config.h"
 
 namespace chainer::links {
 

@@ -9,7 +9,7 @@
 /// steps, all saved by serialize under Chainer's names. chainermn's MultiNodeBatchNormalization
 /// is this link with the batch statistics summed over the processes (the protected constructor).
 #pragma once
-#include "core/dtype.h"
+#include "core/tensor/dtype.h"
 #include "nn/functions/batch_normalization.h"
 #include "nn/link.h"
 

@@ -1,6 +1,6 @@
 #include "nn/links/inceptionbn.h"
 
-#include "core/error.h"
+#include "core/util/error.h"
 #include "nn/functions.h"
 
 namespace chainer::links {

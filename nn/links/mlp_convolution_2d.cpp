@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "core/util/error.h"
 #include "nn/functions.h"
 
 namespace chainer::links {

@@ -1,6 +1,6 @@
 #include "training/extensions/evaluator.h"
 
-#include "core/config.h"
+#include "core/util/config.h"
 
 namespace chainer::training::extensions {
 

@@ -9,7 +9,7 @@
 #include <limits>
 #include <memory>
 
-#include "core/error.h"
+#include "core/util/error.h"
 
 #ifdef CHAINER_WITH_CAIRO
 #include <cairo.h>

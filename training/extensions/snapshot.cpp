@@ -12,8 +12,8 @@
 #include <limits>
 #include <optional>
 
-#include "core/npz.h"
-#include "core/serializers.h"
+#include "core/io/npz.h"
+#include "core/io/serializers.h"
 #include "training/trainer.h"
 
 namespace chainer::training::extensions {

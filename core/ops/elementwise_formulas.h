@@ -1,0 +1,157 @@
+/// @file
+/// The element formulas of the elementwise kernels, shared by the CPU (core/cpu/elementwise.cpp)
+/// and CUDA (core/cuda/elementwise.cu) so both devices compute one expression per op, as
+/// core/ops/update_rules.h does for the optimizers. Each is a function object on one element (two
+/// for the binary ones) of type T; the kernels around them handle layouts, broadcasting and
+/// threads. On the host the math is <cmath>'s, on the device CUDA's overloads of the same names.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/ops/kernels.h"
+
+#if defined(__CUDACC__)
+#define CHAINER_FORMULA __host__ __device__ __forceinline__
+#else
+#define CHAINER_FORMULA inline
+#endif
+
+namespace chainer::formulas {
+
+/// The math functions the formulas use, in T's own precision on the host and on the device.
+namespace math {
+#if defined(__CUDA_ARCH__)
+#define CHAINER_FORMULA_MATH(NAME, DEVICE, HOST) \
+  template <class T>                             \
+  CHAINER_FORMULA T NAME(T x) {                  \
+    return ::DEVICE(x);                          \
+  }
+#else
+#define CHAINER_FORMULA_MATH(NAME, DEVICE, HOST) \
+  template <class T>                             \
+  CHAINER_FORMULA T NAME(T x) {                  \
+    return std::HOST(x);                         \
+  }
+#endif
+CHAINER_FORMULA_MATH(exp, exp, exp)
+CHAINER_FORMULA_MATH(log, log, log)
+CHAINER_FORMULA_MATH(sqrt, sqrt, sqrt)
+CHAINER_FORMULA_MATH(tanh, tanh, tanh)
+CHAINER_FORMULA_MATH(abs, fabs, abs)
+CHAINER_FORMULA_MATH(expm1, expm1, expm1)
+CHAINER_FORMULA_MATH(log1p, log1p, log1p)
+#undef CHAINER_FORMULA_MATH
+}  // namespace math
+
+/// `x op y` for the `binary` kernel. Integer operands narrower than int are promoted: the cast
+/// wraps the result back to T. Maximum and Minimum give NaN when either is NaN, as numpy.
+template <BinaryOp Op>
+struct Binary {
+  template <class T>
+  CHAINER_FORMULA T operator()(T x, T y) const {
+    if constexpr (Op == BinaryOp::Add) return T(x + y);
+    else if constexpr (Op == BinaryOp::Sub) return T(x - y);
+    else if constexpr (Op == BinaryOp::Mul) return T(x * y);
+    else if constexpr (Op == BinaryOp::Div) return T(x / y);
+    else {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (x != x) return x;
+      }
+      if constexpr (Op == BinaryOp::Maximum) return x >= y ? x : y;
+      else return x <= y ? x : y;
+    }
+  }
+};
+
+/// `op(x)` for the `unary` kernel (floating types).
+template <UnaryOp Op>
+struct Unary {
+  template <class T>
+  CHAINER_FORMULA T operator()(T x) const {
+    if constexpr (Op == UnaryOp::Neg) return -x;
+    else if constexpr (Op == UnaryOp::Exp) return math::exp(x);
+    else if constexpr (Op == UnaryOp::Log) return math::log(x);
+    else if constexpr (Op == UnaryOp::Sqrt) return math::sqrt(x);
+    else if constexpr (Op == UnaryOp::Square) return x * x;
+    else if constexpr (Op == UnaryOp::Relu) return x > T(0) ? x : T(0);
+    else if constexpr (Op == UnaryOp::Sigmoid) return T(0.5) * math::tanh(T(0.5) * x) + T(0.5);
+    else if constexpr (Op == UnaryOp::Tanh) return math::tanh(x);
+    else if constexpr (Op == UnaryOp::Abs) return math::abs(x);
+    else return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;  // Sign: 0 and NaN stay
+  }
+};
+
+/// The gradient of activation OP from its output V and the output gradient G.
+template <GradOp Op>
+struct ActivationGrad {
+  template <class T>
+  CHAINER_FORMULA T operator()(T v, T g) const {
+    if constexpr (Op == GradOp::Relu) return v > T(0) ? g : T(0);
+    else if constexpr (Op == GradOp::Sigmoid) return g * v * (T(1) - v);
+    else return g * (T(1) - v * v);
+  }
+};
+
+/// `x op y` as 1 or 0 for the `compare` kernel.
+template <CompareOp Op>
+struct Compare {
+  template <class T>
+  CHAINER_FORMULA uint8_t operator()(T x, T y) const {
+    if constexpr (Op == CompareOp::Equal) return x == y;
+    else if constexpr (Op == CompareOp::NotEqual) return x != y;
+    else if constexpr (Op == CompareOp::Less) return x < y;
+    else if constexpr (Op == CompareOp::LessEqual) return x <= y;
+    else if constexpr (Op == CompareOp::Greater) return x > y;
+    else return x >= y;
+  }
+};
+
+/// X clipped to [LO, HI]; NaN stays NaN.
+template <class T>
+struct Clip {
+  T lo, hi;
+  CHAINER_FORMULA T operator()(T x) const { return x < lo ? lo : x > hi ? hi : x; }
+};
+
+/// X * MUL + ADD.
+template <class T>
+struct Affine {
+  T mul, add;
+  CHAINER_FORMULA T operator()(T x) const { return x * mul + add; }
+};
+
+/// Y + ALPHA * X.
+template <class T>
+struct Axpy {
+  T alpha;
+  CHAINER_FORMULA T operator()(T y, T x) const { return y + alpha * x; }
+};
+
+/// Activation OP with parameter P of its input X (core/ops/kernels.h's ParametricOp); INV is 1 / P,
+/// rounded from double.
+template <ParametricOp Op, class T>
+struct Parametric {
+  T p, inv;
+  CHAINER_FORMULA T operator()(T x) const {
+    if constexpr (Op == ParametricOp::LeakyRelu) return x >= T(0) ? x : p * x;
+    else if constexpr (Op == ParametricOp::Elu) return x >= T(0) ? x : p * math::expm1(x);
+    else {
+      const T px = p * x;  // max(px, 0) + log1p(exp(-|px|)): exp never overflows
+      return ((px < T(0) ? T(0) : px) + math::log1p(math::exp(-math::abs(px)))) * inv;
+    }
+  }
+};
+
+/// The gradient of Parametric<OP> at its input X, from the output gradient G.
+template <ParametricOp Op, class T>
+struct ParametricGrad {
+  T p;
+  CHAINER_FORMULA T operator()(T x, T g) const {
+    if constexpr (Op == ParametricOp::LeakyRelu) return x >= T(0) ? g : p * g;
+    else if constexpr (Op == ParametricOp::Elu) return x > T(0) ? g : p * math::exp(x) * g;
+    else return g * (T(0.5) * math::tanh(T(0.5) * p * x) + T(0.5));
+  }
+};
+
+}  // namespace chainer::formulas
