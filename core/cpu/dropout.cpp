@@ -6,10 +6,6 @@
 
 namespace chainer::cpu::CHAINER_ISA {
 
-namespace {
-constexpr int64_t kGrain = 1 << 15;  // elements per parallel chunk
-}  // namespace
-
 void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
   const uint64_t key = gen.next_u64();  // one draw per mask; the elements come from Philox
   CHAINER_DISPATCH_FLOATING(mask.dtype(), "dropout", [&] {

@@ -10,8 +10,6 @@
 namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
-constexpr int64_t kGrain = 1 << 15;
-
 template <class T>
 constexpr bool is_16bit = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
 

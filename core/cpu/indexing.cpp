@@ -10,8 +10,6 @@
 namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
-constexpr int64_t kGrain = 1 << 15;
-
 int64_t wrap(int64_t index, int64_t extent) { return index < 0 ? index + extent : index; }
 }  // namespace
 

@@ -33,9 +33,11 @@ namespace chainer::cpu::CHAINER_ISA {
 #define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) RETURN NAME PARAMETERS;
 #include "core/ops/kernel_list.def"
 
-// Rows per parallel chunk for rows of LEN elements: about 2^15 elements a chunk, the grain of
-// the row-wise kernels (softmax, the losses, add_bias).
-inline int64_t row_grain(int64_t len) { return std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(len, 1)); }
+// Elements per parallel chunk of the elementwise and row-wise kernels.
+constexpr int64_t kGrain = 1 << 15;
+// Rows per parallel chunk for rows of LEN elements: about kGrain elements a chunk (softmax, the
+// losses, add_bias).
+inline int64_t row_grain(int64_t len) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)); }
 
 // The lowering of convolutions (core/ops/conv_lowering.h) and the kernels it is built from.
 // Products of a batch, summed in groups: C[g] = alpha * sum of op(A[i]) op(B[i]) over the

@@ -9,10 +9,6 @@
 
 namespace chainer::cpu::CHAINER_ISA {
 
-namespace {
-constexpr int64_t kGrain = 1 << 15;  // elements per parallel chunk
-}  // namespace
-
 int64_t softmax_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_label, LossReduction reduction,
                               Tensor& loss, Tensor& lse, Tensor& reduced, Tensor& scale) {
   const Tensor tc = t.contiguous();

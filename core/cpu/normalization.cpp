@@ -16,7 +16,6 @@
 namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
-constexpr int64_t kGrain = 1 << 15;
 constexpr int64_t kBlock = 1 << 14;  // elements per block of the channel sums
 constexpr int kLanes = 16;           // independent accumulators: the sums vectorize without reassociation
 

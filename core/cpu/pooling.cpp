@@ -12,8 +12,6 @@
 namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
-constexpr int64_t kGrain = 1 << 15;
-
 // The planes of an (N, C, H, W) array, and the planes per parallel chunk: about kGrain elements.
 int64_t planes(const Tensor& t) { return t.size(0) * t.size(1); }
 int64_t plane_grain(int64_t plane_size) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(plane_size, 1)); }

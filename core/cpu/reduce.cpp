@@ -27,7 +27,7 @@ void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
       for (int64_t d = lead; d < nd; ++d) cols *= shape[size_t(d)];
       // Columns split over the team (each column still summed row by row, in order: the
       // result does not depend on the thread count); serial, this was ~1% of a tutorial step.
-      parallel_for(cols, std::max<int64_t>(16, (1 << 15) / std::max<int64_t>(rows, 1)), [&](int64_t j0, int64_t j1) {
+      parallel_for(cols, std::max<int64_t>(16, kGrain / std::max<int64_t>(rows, 1)), [&](int64_t j0, int64_t j1) {
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = j0; j < j1; ++j) acc[size_t(j)] += double(pa[r * cols + j]);
       });
@@ -56,7 +56,7 @@ void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
       for (const Group& g : kept) units *= g.size;
       for (const Group& g : reduced) steps *= g.size;
       const int64_t width = last.size, outputs_per_unit = last.reduced ? 1 : width;
-      parallel_for(units, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(steps * width, 1)), [&](int64_t u0, int64_t u1) {
+      parallel_for(units, std::max<int64_t>(1, kGrain / std::max<int64_t>(steps * width, 1)), [&](int64_t u0, int64_t u1) {
         std::vector<int64_t> at(reduced.size());
         for (int64_t u = u0; u < u1; ++u) {
           int64_t offset = 0;

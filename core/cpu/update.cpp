@@ -13,7 +13,7 @@
 namespace chainer::cpu::CHAINER_ISA {
 
 namespace {
-constexpr int64_t kGrain = 1 << 14;
+constexpr int64_t kUpdateGrain = 1 << 14;  // elements per chunk of an optimizer step
 
 // Adam's element update, exactly as written (sqrt and division): float64, and the tails.
 template <class T>
@@ -97,7 +97,7 @@ void adam(ParamTensors& t, const UpdateScalars& s) {
   T* const pv = t.state1.data<T>();
   const T b1 = T(1 - s.beta1), b2 = T(1 - s.beta2), lr = T(s.lr), eps = T(s.eps), eta = T(s.eta),
           wd = T(s.weight_decay_rate);
-  parallel_for(t.param.numel(), kGrain, [=](int64_t b, int64_t e) { adam_range(p, g, pm, pv, b, e, b1, b2, lr, eps, eta, wd); });
+  parallel_for(t.param.numel(), kUpdateGrain, [=](int64_t b, int64_t e) { adam_range(p, g, pm, pv, b, e, b1, b2, lr, eps, eta, wd); });
 }
 
 // v = momentum * v - lr * g; p += v.
@@ -107,7 +107,7 @@ void momentum_sgd(ParamTensors& t, const UpdateScalars& s) {
   const T* g = t.grad.data<T>();
   T* pv = t.state0.data<T>();
   const T mom = T(s.momentum), a = T(s.lr);
-  parallel_for(t.param.numel(), kGrain, [&](int64_t b, int64_t e) {
+  parallel_for(t.param.numel(), kUpdateGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       pv[i] = mom * pv[i] - a * g[i];
       p[i] += pv[i];
@@ -123,7 +123,7 @@ void elementwise(ParamTensors& t, Step step) {
   T* const s0 = t.state0.data<T>();
   T* const s1 = States > 1 ? t.state1.data<T>() : nullptr;
   T* const s2 = States > 2 ? t.state2.data<T>() : nullptr;
-  parallel_for(t.param.numel(), kGrain, [=](int64_t b, int64_t e) {
+  parallel_for(t.param.numel(), kUpdateGrain, [=](int64_t b, int64_t e) {
     _Pragma("GCC ivdep")  // the arrays never overlap
     for (int64_t i = b; i < e; ++i) {
       if constexpr (States == 1) step(p[i], g[i], s0[i]);
