@@ -4,7 +4,8 @@
 // op takes) and must give the CPU's result: NaN and infinities at the same places first, then
 // values within a tolerance per dtype (per op where the arithmetic differs). Then the
 // differentiable functions of nn/functions.h: finite differences checked on the GPU in float64,
-// and forward and backward on the GPU equal to the CPU's in float32. What the CPU suite already
+// and forward and backward on the GPU equal to the CPU's in float32, over the registry of function
+// cases (tests/nn/functions/function_cases.h). What the CPU suite already
 // checks about the CPU alone is not repeated here. tests/cuda_main.cpp exits 77 (skipped)
 // before any case runs when no CUDA device is usable.
 #include <catch2/catch.hpp>
@@ -33,13 +34,21 @@
 #include "core/ops/update_ops.h"
 #include "nn/functions.h"
 #include "tests/function_inputs.h"
+#include "tests/nn/functions/function_cases.h"
 
 namespace F = chainer::functions;
 using namespace chainer;
 using chainer::testing::away_from_zero;
 using chainer::testing::labels;
 using chainer::testing::spaced;
-using Vars = std::vector<Variable>;
+using chainer::testing::FunctionCase;
+using chainer::testing::KernelCase;
+using chainer::testing::Vars;
+using chainer::testing::forward_backward;
+using chainer::testing::function_cases;
+using chainer::testing::kernel_cases;
+using chainer::testing::run_kernel_case;
+using chainer::testing::shapes_of;
 
 namespace {
 
@@ -1777,289 +1786,12 @@ TEST_CASE("cuda tensor: float16 and bfloat16 fill_, copy_ into views, take_rows;
 
 // ---- The differentiable functions ----
 
-namespace {
-using Fn = std::function<Variable(const Vars&)>;
-
-struct FnCase {
-  std::string name;
-  Fn f;
-  std::vector<Tensor> inputs;        // float64 values and int32 labels, on the CPU
-  std::vector<bool> no_grads = {};   // per input: data, no gradient
-  bool differentiable = true;
-};
-
-Tensor input(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1) {
-  Generator gen(seed);
-  return random_tensor(shape, kF64, gen, lo, hi);
-}
-
-std::string shapes_of(const std::vector<Tensor>& inputs) {
-  std::string s;
-  for (const Tensor& t : inputs) s += (s.empty() ? "" : " ") + shape_str(t.shape());
-  return s;
-}
-
-// Inputs of linear_relu whose pre-activations are all at least 0.05 from the kink.
-std::vector<Tensor> linear_relu_inputs() {
-  for (uint64_t seed = 1; seed < 1000; ++seed) {
-    Tensor x = input({4, 3}, 100 * seed), W = input({5, 3}, 100 * seed + 1), b = input({5}, 100 * seed + 2);
-    bool far = true;
-    for (double p : ops::add(ops::matmul(x, W, false, true), b).to_vector<double>()) far &= std::abs(p) > 0.05;
-    if (far) return {x, W, b};
-  }
-  throw Error("linear_relu_inputs: no seed gave pre-activations away from 0");
-}
-
-std::vector<FnCase> function_cases() {
-  auto gen = std::make_shared<Generator>();  // dropout's, reseeded before every call
-  auto sce = [](bool normalize, int64_t ignore, const char* reduce) -> Fn {
-    return [=](const Vars& v) { return F::softmax_cross_entropy(v[0], v[1], normalize, ignore, reduce); };
-  };
-  std::vector<FnCase> cases = {
-      {"linear", [](const Vars& v) { return F::linear(v[0], v[1], v[2]); },
-       {input({7, 5}, 1), input({3, 5}, 2), input({3}, 3)}},
-      {"linear without bias", [](const Vars& v) { return F::linear(v[0], v[1]); },
-       {input({4, 6}, 4), input({2, 6}, 5)}},
-      {"linear of a (3, 2, 4) x", [](const Vars& v) { return F::linear(v[0], v[1], v[2]); },
-       {input({3, 2, 4}, 6), input({5, 8}, 7), input({5}, 8)}},
-      {"linear with x as data", [](const Vars& v) { return F::linear(v[0], v[1], v[2]); },
-       {input({4, 3}, 9), input({2, 3}, 10), input({2}, 11)}, {true, false, false}},
-      {"linear_relu", [](const Vars& v) { return F::linear_relu(v[0], v[1], v[2]); }, linear_relu_inputs()},
-      {"relu", [](const Vars& v) { return F::relu(v[0]); }, {away_from_zero({5, 7}, 12)}},
-      {"sigmoid", [](const Vars& v) { return F::sigmoid(v[0]); }, {input({5, 7}, 13, -3, 3)}},
-      {"tanh", [](const Vars& v) { return F::tanh(v[0]); }, {input({3, 4, 2}, 14, -2, 2)}},
-      {"add (5, 7) + (7,)", [](const Vars& v) { return v[0] + v[1]; }, {input({5, 7}, 15), input({7}, 16)}},
-      {"sub (5, 1) - (1, 7)", [](const Vars& v) { return v[0] - v[1]; }, {input({5, 1}, 17), input({1, 7}, 18)}},
-      {"mul (2, 3, 4) * (3, 1)", [](const Vars& v) { return v[0] * v[1]; }, {input({2, 3, 4}, 19), input({3, 1}, 20)}},
-      {"mul () * (5, 7)", [](const Vars& v) { return v[0] * v[1]; }, {input({}, 21), input({5, 7}, 22)}},
-      {"div (5, 7) / (5, 1)", [](const Vars& v) { return v[0] / v[1]; },
-       {input({5, 7}, 23), input({5, 1}, 24, 0.5, 2)}},
-      {"scalar arithmetic", [](const Vars& v) { return 2.0 * (1.0 - v[0]) * v[0] + v[0] / 3.0 - 0.5; },
-       {input({5, 7}, 25)}},
-      {"2 / x and -x", [](const Vars& v) { return 2.0 / v[0] + (-v[0]) * 3.0; }, {input({5, 7}, 26, 0.5, 2)}},
-      {"sum", [](const Vars& v) { return F::sum(v[0]); }, {input({5, 7}, 27)}},
-      {"sum axis 1 keepdims", [](const Vars& v) { return F::sum(v[0], 1, true); }, {input({3, 5, 7}, 28)}},
-      {"mean axis -1", [](const Vars& v) { return F::mean(v[0], -1); }, {input({5, 7}, 29)}},
-      {"average weighted along axis 0", [](const Vars& v) { return F::average(v[0], 0, v[1]); },
-       {input({5, 7}, 30), input({5}, 31, 0.5, 2)}},
-      {"average weighted over all", [](const Vars& v) { return F::average(v[0], std::nullopt, v[1]); },
-       {input({5, 7}, 32), input({5, 7}, 33, 0.5, 2)}},
-      {"reshape", [](const Vars& v) { return F::reshape(v[0], {3, -1}); }, {input({2, 3, 2}, 34)}},
-      {"transpose (1, 2, 0)", [](const Vars& v) { return F::transpose(v[0], {1, 2, 0}); }, {input({2, 3, 4}, 35)}},
-      {"concat along axis 1", [](const Vars& v) { return F::concat({v[0], v[1], v[2]}, 1); },
-       {input({2, 3}, 36), input({2, 1}, 37), input({2, 4}, 38)}},
-      {"stack along axis 2", [](const Vars& v) { return F::stack({v[0], v[1]}, 2); },
-       {input({2, 3}, 39), input({2, 3}, 40)}},
-      {"softmax axis 1", [](const Vars& v) { return F::softmax(v[0]); }, {input({5, 7}, 41, -2, 2)}},
-      {"softmax axis 0 of (2, 3, 4)", [](const Vars& v) { return F::softmax(v[0], 0); }, {input({2, 3, 4}, 42, -2, 2)}},
-      {"log_softmax axis -1 of (3, 4, 5)", [](const Vars& v) { return F::log_softmax(v[0], -1); },
-       {input({3, 4, 5}, 43, -2, 2)}},
-      {"softmax_cross_entropy mean over the valid rows", sce(true, -1, "mean"),
-       {input({6, 5}, 44, -2, 2), labels({4, -1, 0, 3, -1, 1})}},
-      {"softmax_cross_entropy mean over the batch", sce(false, -1, "mean"),
-       {input({3, 4}, 45, -2, 2), labels({3, -1, 0})}},
-      {"softmax_cross_entropy per example", sce(true, -1, "no"), {input({5, 3}, 46, -2, 2), labels({1, -1, 0, 2, 2})}},
-      {"softmax_cross_entropy ignore_label 7", sce(true, 7, "mean"), {input({3, 4}, 47, -2, 2), labels({7, 2, 0})}},
-      {"softmax_cross_entropy, every row ignored", sce(true, -1, "mean"), {input({2, 3}, 48, -2, 2), labels({-1, -1})}},
-      {"mean_squared_error", [](const Vars& v) { return F::mean_squared_error(v[0], v[1]); },
-       {input({3, 4}, 49), input({3, 4}, 50)}},
-      {"dropout 0.3", [gen](const Vars& v) {
-         gen->seed(42);
-         return F::dropout(v[0], 0.3, gen.get());
-       }, {input({4, 5}, 51)}},
-      {"tanh MLP into softmax_cross_entropy", [](const Vars& v) {
-         return F::softmax_cross_entropy(F::linear(F::tanh(F::linear(v[0], v[1], v[2])), v[3], v[4]), v[5]);
-       },
-       {input({6, 4}, 52), input({5, 4}, 53), input({5}, 54), input({3, 5}, 55), input({3}, 56),
-        labels({0, 2, 1, 1, -1, 0})}},
-      {"batch_normalization of (5, 3)", [](const Vars& v) { return F::batch_normalization(v[0], v[1], v[2]); },
-       {input({5, 3}, 58), input({3}, 59, 0.5, 2), input({3}, 80)}},
-      {"batch_normalization of (2, 3, 2, 2)", [](const Vars& v) { return F::batch_normalization(v[0], v[1], v[2]); },
-       {input({2, 3, 2, 2}, 81), input({3}, 82, 0.5, 2), input({3}, 83)}},
-      {"fixed_batch_normalization of (3, 2, 2)",
-       [](const Vars& v) { return F::fixed_batch_normalization(v[0], v[1], v[2], v[3], v[4]); },
-       {input({3, 2, 2}, 84), input({2}, 85), input({2}, 86), input({2}, 87), input({2}, 88, 0.5, 2)}},
-      {"broadcast_to (3, 1) to (2, 3, 5)", [](const Vars& v) { return F::broadcast_to(v[0], {2, 3, 5}); },
-       {input({3, 1}, 89)}},
-      {"expand_dims axis -2", [](const Vars& v) { return F::expand_dims(v[0], -2); }, {input({3, 5}, 90)}},
-      {"squeeze every size-1 axis", [](const Vars& v) { return F::squeeze(v[0]); }, {input({1, 3, 1, 5}, 91)}},
-      {"squeeze axes (0, -2)", [](const Vars& v) { return F::squeeze(v[0], {0, -2}); }, {input({1, 3, 1, 5}, 92)}},
-      {"get_item x[1:, None, ..., ::-2]",
-       [](const Vars& v) { return F::get_item(v[0], {Slice(1, std::nullopt), newaxis, ellipsis, Slice(std::nullopt, std::nullopt, -2)}); },
-       {input({4, 3, 7}, 93)}},
-      {"get_item x[-1, 2]", [](const Vars& v) { return F::get_item(v[0], {-1, 2}); }, {input({4, 3, 7}, 94)}},
-      {"get_item x[[3, 0, 3, -1]] (repeats)",
-       [](const Vars& v) { return F::get_item(v[0], std::vector<int64_t>{3, 0, 3, -1}); }, {input({4, 3}, 95)}},
-      {"get_item x[::2, int32 (2, 3) indices]",
-       [](const Vars& v) {
-         return F::get_item(v[0], {Slice(std::nullopt, std::nullopt, 2),
-                                   Tensor::from_vector<int32_t>({6, 0, 6, 6, 2, -7}, {2, 3})});
-       },
-       {input({5, 7}, 96)}},
-      {"get_item x[0, :, [1, 2, 1]] (array axis first)",
-       [](const Vars& v) { return F::get_item(v[0], {0, Slice(), std::vector<int64_t>{1, 2, 1}}); },
-       {input({2, 3, 4}, 97)}},
-      {"split_axis into 3 along axis 1, weighted", [](const Vars& v) {
-         auto ys = F::split_axis(v[0], 3, 1);
-         return F::sum(ys[0]) + 2.0 * F::sum(F::tanh(ys[1])) + 3.0 * F::sum(ys[2] * ys[2]);
-       }, {input({2, 6, 3}, 98)}},
-      {"split_axis at (1, 1, 4), the middle piece", [](const Vars& v) { return F::split_axis(v[0], {1, 1, 4}, 0)[2]; },
-       {input({5, 3}, 99)}},
-      {"accuracy", [](const Vars& v) { return F::accuracy(v[0], v[1]); },
-       {input({7, 5}, 57), labels({0, 4, -1, 2, 2, 1, 3})}, {}, false},
-      {"exp", [](const Vars& v) { return F::exp(v[0]); }, {input({5, 7}, 200, -2, 2)}},
-      {"log", [](const Vars& v) { return F::log(v[0]); }, {input({5, 7}, 201, 0.2, 3)}},
-      {"sqrt", [](const Vars& v) { return F::sqrt(v[0]); }, {input({3, 1, 4}, 202, 0.2, 3)}},
-      {"square", [](const Vars& v) { return F::square(v[0]); }, {input({5, 7}, 203)}},
-      {"absolute", [](const Vars& v) { return F::absolute(v[0]); }, {away_from_zero({5, 7}, 204)}},
-      {"clip(x, -0.3, 0.2)", [](const Vars& v) { return F::clip(v[0], -0.3, 0.2); }, {spaced({5, 7}, 205, 0.05)}},
-      {"clip(x, None, 0.2)", [](const Vars& v) { return F::clip(v[0], std::nullopt, 0.2); },
-       {spaced({3, 4}, 206, 0.05)}},
-      {"maximum (5, 7) and (7,)", [](const Vars& v) { return F::maximum(v[0], v[1]); },
-       {spaced({5, 7}, 207), spaced({7}, 208, 0.05)}},
-      {"minimum (5, 1) and (1, 7)", [](const Vars& v) { return F::minimum(v[0], v[1]); },
-       {spaced({5, 1}, 209), spaced({1, 7}, 210, 0.05)}},
-      {"max", [](const Vars& v) { return F::max(v[0]); }, {spaced({5, 7}, 211)}},
-      {"max over axes (0, 2) keepdims", [](const Vars& v) { return F::max(v[0], {0, 2}, true); },
-       {spaced({3, 4, 5}, 212)}},
-      {"min along axis -1", [](const Vars& v) { return F::min(v[0], -1); }, {spaced({3, 4, 5}, 213)}},
-      {"min over axes (1, 0)", [](const Vars& v) { return F::min(v[0], {1, 0}); }, {spaced({3, 4, 5}, 214)}},
-      {"argmax along axis 1", [](const Vars& v) { return F::argmax(v[0], 1); }, {spaced({5, 7}, 215)}, {}, false},
-      {"argmin of the flattened x", [](const Vars& v) { return F::argmin(v[0]); }, {spaced({5, 7}, 216)}, {},
-       false},
-      {"logsumexp", [](const Vars& v) { return F::logsumexp(v[0]); }, {input({5, 7}, 217, -2, 2)}},
-      {"logsumexp over axes (-1, 0)", [](const Vars& v) { return F::logsumexp(v[0], {-1, 0}); },
-       {input({3, 4, 5}, 218, -2, 2)}},
-      {"sum over axes (0, 2)", [](const Vars& v) { return F::sum(v[0], {0, 2}); }, {input({3, 4, 5}, 219)}},
-      {"where, condition (5, 1), x (7,), y (5, 7)", [](const Vars& v) {
-         const Tensor condition = Tensor::from_vector<uint8_t>({1, 0, 2, 0, 1}, {5, 1});
-         return F::where(Variable(condition.to(v[0].data().device())), v[0], v[1]);
-       }, {input({7}, 220), input({5, 7}, 221)}},
-      {"sigmoid_cross_entropy normalized mean",
-       [](const Vars& v) { return F::sigmoid_cross_entropy(v[0], v[1]); },
-       {input({3, 4}, 222, -3, 3), Tensor::from_vector<int32_t>({0, 1, -1, 1, 1, 0, 0, -1, 1, 1, 0, 1}, {3, 4})}},
-      {"sigmoid_cross_entropy mean over the batch",
-       [](const Vars& v) { return F::sigmoid_cross_entropy(v[0], v[1], false); },
-       {input({3, 4}, 223, -3, 3), Tensor::from_vector<int32_t>({0, 1, -1, 1, 1, 0, 0, -1, 1, 1, 0, 1}, {3, 4})}},
-      {"sigmoid_cross_entropy per element",
-       [](const Vars& v) { return F::sigmoid_cross_entropy(v[0], v[1], true, "no"); },
-       {input({2, 3, 2}, 224, -3, 3), Tensor::from_vector<int32_t>({1, -1, 0, 0, 1, 1, -1, 0, 1, 0, 1, 0}, {2, 3, 2})}},
-      {"huber_loss summed along axis 1, delta 0.5",
-       [](const Vars& v) { return F::huber_loss(v[0], v[1], 0.5); },
-       {ops::add(input({5, 7}, 225), spaced({5, 7}, 226, 0.05)), input({5, 7}, 225)}},
-      {"huber_loss per element, delta 0.3",
-       [](const Vars& v) { return F::huber_loss(v[0], v[1], 0.3, "no"); },
-       {ops::add(input({3, 4}, 227), spaced({3, 4}, 228, 0.05)), input({3, 4}, 227)}},
-      {"convolution_2d 3x3 pad 1 (the flipped data gradient)",
-       [](const Vars& v) { return F::convolution_2d(v[0], v[1], v[2], 1, 1); },
-       {input({2, 2, 5, 4}, 229), input({3, 2, 3, 3}, 230), input({3}, 231)}},
-      {"convolution_2d stride (2, 1), pad (0, 2), dilate (1, 2), cover_all",
-       [](const Vars& v) { return F::convolution_2d(v[0], v[1], v[2], {2, 1}, {0, 2}, true, {1, 2}); },
-       {input({2, 2, 6, 5}, 232), input({3, 2, 2, 3}, 233), input({3}, 234)}},
-      {"convolution_2d groups 2, x as data", [](const Vars& v) { return F::convolution_2d(v[0], v[1], Variable(), 1, 1, false, 1, 2); },
-       {input({2, 4, 4, 3}, 235), input({4, 2, 3, 3}, 236)}, {true, false}},
-      {"convolution_2d 1x1 (no lowering)", [](const Vars& v) { return F::convolution_2d(v[0], v[1], v[2]); },
-       {input({3, 5, 2, 3}, 237), input({4, 5, 1, 1}, 238), input({4}, 239)}},
-      {"depthwise_convolution_2d multiplier 2, stride 2",
-       [](const Vars& v) { return F::depthwise_convolution_2d(v[0], v[1], v[2], 2, 1); },
-       {input({2, 3, 5, 5}, 240), input({2, 3, 3, 3}, 241), input({6}, 242)}},
-      {"deconvolution_2d stride 2, pad 1", [](const Vars& v) { return F::deconvolution_2d(v[0], v[1], v[2], 2, 1); },
-       {input({2, 3, 3, 4}, 243), input({3, 2, 3, 3}, 244), input({2}, 245)}},
-      {"deconvolution_2d groups 2, outsize (8, 7)",
-       [](const Vars& v) { return F::deconvolution_2d(v[0], v[1], Variable(), 2, {1, 0}, F::Pair(8, 7), 1, 2); },
-       {input({1, 4, 4, 3}, 246), input({4, 1, 3, 2}, 247)}},
-      {"deconvolution_2d stride (1, 2), pad 1, dilate (2, 1)",
-       [](const Vars& v) { return F::deconvolution_2d(v[0], v[1], v[2], {1, 2}, 1, std::nullopt, {2, 1}); },
-       {input({2, 3, 4, 3}, 248), input({3, 2, 3, 2}, 249), input({2}, 250)}},
-  };
-  // The CNN functions beside the convolutions: pooling over odd sizes, overlapping and
-  // non-square windows, padding and cover_all; local response normalization; the parametric
-  // activations; batch normalization over other axes (a transposed copy for axis 1 of 3-D x).
-  const auto bn_axis = [](F::Axes axis) -> Fn {
-    return [=](const Vars& v) {
-      F::BatchNormalizationOptions options;
-      options.axis = axis;
-      return F::batch_normalization(v[0], v[1], v[2], options);
-    };
-  };
-  const std::vector<FnCase> cnn_cases = {
-      {"max_pooling_2d k2 of (2, 3, 6, 6)", [](const Vars& v) { return F::max_pooling_2d(v[0], 2); },
-       {spaced({2, 3, 6, 6}, 300)}},
-      {"max_pooling_2d k3 stride 2 pad 1, cover_all, odd 7x5",
-       [](const Vars& v) { return F::max_pooling_2d(v[0], 3, 2, 1); }, {spaced({1, 2, 7, 5}, 301)}},
-      {"max_pooling_2d k (3, 2) stride (2, 1) pad (1, 0), no cover_all",
-       [](const Vars& v) { return F::max_pooling_2d(v[0], {3, 2}, F::Pair{2, 1}, {1, 0}, false); },
-       {spaced({2, 2, 6, 5}, 302)}},
-      {"average_pooling_2d k3 stride 2 pad 1 of (2, 2, 7, 6)",
-       [](const Vars& v) { return F::average_pooling_2d(v[0], 3, 2, 1); }, {input({2, 2, 7, 6}, 303)}},
-      {"average_pooling_2d k (2, 3) stride 1", [](const Vars& v) { return F::average_pooling_2d(v[0], {2, 3}, 1); },
-       {input({1, 3, 4, 5}, 304)}},
-      {"unpooling_2d k2, cover_all (odd output)", [](const Vars& v) { return F::unpooling_2d(v[0], 2); },
-       {input({2, 2, 3, 4}, 305)}},
-      {"unpooling_2d k3 stride 1 pad 1 (overlapping), outsize (4, 5)",
-       [](const Vars& v) { return F::unpooling_2d(v[0], 3, 1, 1, F::Pair{4, 5}); }, {input({1, 2, 4, 5}, 306)}},
-      {"local_response_normalization n 5 of (2, 7, 3, 2)",
-       [](const Vars& v) { return F::local_response_normalization(v[0], 5, 2, 0.1, 0.75); },
-       {input({2, 7, 3, 2}, 307, -2, 2)}},
-      {"local_response_normalization n 4 of (3, 5)",
-       [](const Vars& v) { return F::local_response_normalization(v[0], 4, 1, 0.5, 0.6); },
-       {input({3, 5}, 308, -2, 2)}},
-      {"leaky_relu", [](const Vars& v) { return F::leaky_relu(v[0]); }, {away_from_zero({5, 7}, 309)}},
-      {"elu alpha 1.5", [](const Vars& v) { return F::elu(v[0], 1.5); }, {away_from_zero({5, 7}, 310)}},
-      {"softplus beta 2", [](const Vars& v) { return F::softplus(v[0], 2.0); }, {input({5, 7}, 311, -3, 3)}},
-      {"flatten", [](const Vars& v) { return F::flatten(v[0]); }, {input({2, 3, 2}, 312)}},
-      {"global average pooling: mean over axes (2, 3)", [](const Vars& v) { return F::mean(v[0], {2, 3}); },
-       {input({2, 3, 4, 5}, 313)}},
-      {"batch_normalization of (8, 2, 2, 3), gamma (2, 2, 3): axis 0", bn_axis({}),
-       {input({8, 2, 2, 3}, 314, -2, 2), input({2, 2, 3}, 315, 0.5, 2), input({2, 2, 3}, 316)}},
-      {"batch_normalization of (3, 8, 2) over axis 1 (channels apart)", bn_axis(1),
-       {input({3, 8, 2}, 317, -2, 2), input({3, 2}, 318, 0.5, 2), input({3, 2}, 319)}},
-      {"batch_normalization of (4, 3, 5), channels last: axis (0, 1)", bn_axis(F::Axes{0, 1}),
-       {input({4, 3, 5}, 320, -2, 2), input({5}, 321, 0.5, 2), input({5}, 322)}},
-      {"fixed_batch_normalization of (3, 4, 2) over axis 1",
-       [](const Vars& v) { return F::fixed_batch_normalization(v[0], v[1], v[2], v[3], v[4], 2e-5, 1); },
-       {input({3, 4, 2}, 323), input({3, 2}, 324), input({3, 2}, 325), input({3, 2}, 326),
-        input({3, 2}, 327, 0.5, 2)}},
-  };
-  cases.insert(cases.end(), cnn_cases.begin(), cnn_cases.end());
-  for (int mode = 0; mode < 4; ++mode) {
-    const bool ta = mode & 1, tb = mode & 2;
-    cases.push_back({str("matmul", ta ? " a^T" : "", tb ? " b^T" : ""),
-                     [=](const Vars& v) { return F::matmul(v[0], v[1], ta, tb); },
-                     {input(ta ? Shape{3, 5} : Shape{5, 3}, 60 + uint64_t(mode)),
-                      input(tb ? Shape{4, 3} : Shape{3, 4}, 70 + uint64_t(mode))}});
-  }
-  return cases;
-}
-
-// Forward of C on DEVICE in float32, then backward from a fixed random gy: the output and the
-// gradient of every input that has one, each named.
-std::vector<std::pair<std::string, Tensor>> forward_backward(const FnCase& c, Device device) {
-  Vars vars;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const Tensor& x = c.inputs[i];
-    const bool floating = is_floating(x.dtype());
-    const bool data = i < c.no_grads.size() && c.no_grads[i];
-    vars.emplace_back((floating ? x.astype(kF32) : x).to(device), floating && !data);
-  }
-  Variable y = c.f(vars);
-  std::vector<std::pair<std::string, Tensor>> out{{"the output", y.data()}};
-  if (!y.creator()) return out;
-  Generator gen(7);
-  y.set_grad(random::normal(y.shape(), 0, 1, kF32, &gen).to(device));
-  y.backward();
-  for (size_t i = 0; i < vars.size(); ++i)
-    if (vars[i].requires_grad()) out.push_back({str("the gradient of input ", i), vars[i].grad()});
-  return out;
-}
-}  // namespace
-
 TEST_CASE("cuda functions: gradients on the GPU match finite differences (float64)", "[cuda][functions]") {
-  for (const FnCase& c : function_cases()) {
+  for (const FunctionCase& c : function_cases()) {
     if (!c.differentiable) continue;
-    INFO("function: " << c.name << " of " << shapes_of(c.inputs) << ", float64");
+    INFO(c.label() << " of " << shapes_of(c.inputs) << ", float64");
     int off_device = 0;  // outputs not on cuda:0: the check would not be testing the GPU
-    const Fn on_gpu = [&](const Vars& v) {
+    const std::function<Variable(const Vars&)> on_gpu = [&](const Vars& v) {
       Variable y = c.f(v);
       off_device += y.data().device() != kGpu;
       return y;
@@ -2073,12 +1805,12 @@ TEST_CASE("cuda functions: forward and backward on the GPU equal the CPU's (floa
   // Small graphs of O(1) values with sums of up to ~35 terms: float32 1e-5 relative with a
   // floor of 1e-5; the cases on cuDNN's convolutions (convolution_2d, depthwise_convolution_2d,
   // deconvolution_2d) as for_convolution says.
-  for (const FnCase& c : function_cases()) {
-    INFO("function: " << c.name << " of " << shapes_of(c.inputs) << ", float32");
-    const bool on_cudnn = c.name.find("convolution_2d") != std::string::npos;
+  for (const FunctionCase& c : function_cases()) {
+    INFO(c.label() << " of " << shapes_of(c.inputs) << ", float32");
+    const bool on_cudnn = c.functions.front().find("convolution_2d") != std::string::npos;
     const Tol tol = on_cudnn ? for_convolution({1e-5, 1e-5}, kF32) : Tol{1e-5, 1e-5};
     run_case([&] {
-      const auto want = forward_backward(c, kCpu), got = forward_backward(c, kGpu);
+      const auto want = forward_backward(c, kF32, kCpu), got = forward_backward(c, kF32, kGpu);
       CHECK(got.size() == want.size());
       for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
         INFO(want[i].first);
@@ -2086,4 +1818,20 @@ TEST_CASE("cuda functions: forward and backward on the GPU equal the CPU's (floa
       }
     });
   }
+}
+
+TEST_CASE("cuda functions: the kernel cases on the GPU equal the CPU's (float32 and float64)", "[cuda][functions]") {
+  for (const KernelCase& c : kernel_cases())
+    for (DType dtype : kFloatTypes) {
+      INFO("kernel case: " << c.name << " of " << shapes_of(c.inputs) << ", " << dtype_name(dtype));
+      run_case([&] {
+        const auto want = run_kernel_case(c, dtype, kCpu), got = run_kernel_case(c, dtype, kGpu);
+        REQUIRE(got.size() == want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          INFO("output " << i);
+          // sum_of_squares comes back as a host value, in a CPU tensor
+          expect_close(want[i], want[i].device() == got[i].device() ? got[i].to(kGpu) : got[i], tol_for(dtype, 50));
+        }
+      });
+    }
 }

@@ -596,19 +596,3 @@ TEST_CASE("huber_loss: values on both branches, gradients, errors", "[functions]
       F::huber_loss(Variable(Tensor::zeros({4}, DType::Int32)), Variable(Tensor::zeros({4}, DType::Int32)), 1.0, "no"),
       Catch::Contains("huber_loss: dtype int32 is not supported"));
 }
-
-TEST_CASE("the new functions record no graph under NoBackpropMode", "[functions][graph]") {
-  Variable x(Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}), true);
-  Variable y(Tensor::from_vector<float>({4, 3, 2, 1}, {2, 2}), true);
-  const Variable cond(mask({1, 0, 0, 1}, {2, 2}));
-  const Variable t(labels({0, 1, -1, 1}, {2, 2}));
-  NoBackpropMode no_backprop;
-  const std::vector<Variable> ys = {F::exp(x), F::log(x), F::sqrt(x), F::square(x), F::abs(x), F::clip(x, 1, 3),
-                                    F::maximum(x, y), F::minimum(x, y), F::max(x), F::min(x, 1), F::logsumexp(x),
-                                    F::where(cond, x, y), F::sigmoid_cross_entropy(x, t), F::huber_loss(x, y, 1.0)};
-  for (size_t i = 0; i < ys.size(); ++i) {
-    INFO("function " << i);
-    CHECK(ys[i].is_leaf());
-    CHECK_FALSE(ys[i].requires_grad());
-  }
-}

@@ -1,5 +1,7 @@
 #include "core/cpu/family.h"
 
+#include <atomic>
+
 namespace chainer::cpu {
 
 const KernelFamily& kernel_family_for(Isa isa) {
@@ -16,7 +18,19 @@ const KernelFamily& kernel_family() {
   return family;
 }
 
-const Kernels& kernel_table() { return *kernel_family().kernels; }
+namespace {
+// The table kernel_table() returns: the family's unless a test set another.
+std::atomic<const Kernels*>& table_in_use() {
+  static std::atomic<const Kernels*> table{kernel_family().kernels};
+  return table;
+}
+}  // namespace
+
+const Kernels& kernel_table() { return *table_in_use().load(std::memory_order_acquire); }
+
+void set_kernel_table(const Kernels* table) {
+  table_in_use().store(table ? table : kernel_family().kernels, std::memory_order_release);
+}
 
 const char* gemm_backend() { return kernel_family().gemm_backend(); }
 

@@ -42,6 +42,11 @@ const KernelFamily& kernel_family_for(Isa isa);
 // The family in use: isa()'s.
 const KernelFamily& kernel_family();
 
+// Makes kernel_table() return TABLE instead of the family's (null: the family's again). For tests
+// that wrap every kernel (tests/nn/functions/test_function_cases.cpp counts which kernels the
+// function cases reach); set it while no op runs on another thread.
+void set_kernel_table(const Kernels* table);
+
 // The family in use's gemm_backend() and gemm_blocking() (the benchmarks print them).
 const char* gemm_backend();
 std::string gemm_blocking();
