@@ -1,6 +1,6 @@
 // main() of the single-process test binaries. A binary that tests/meson.build runs for one
 // kernel family (CHAINER_CPU_ISA) on a CPU without its instruction set is skipped (exit 77,
-// meson's SKIP) instead of failing at its first kernel; tests/test_cpu_isa.cpp checks that this
+// meson's SKIP) instead of failing at its first kernel; tests/core/cpu/test_cpu_isa.cpp checks that this
 // CPU's sets are read as Linux reports them.
 #include <cstdlib>
 #include <iostream>

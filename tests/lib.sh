@@ -32,10 +32,10 @@ expect_app_error() {
   fi
 }
 
-# check_app_log NAME DIR EPOCHS MIN_ACCURACY [KEY...]: an app's log (tests/check_app_log.py);
+# check_app_log NAME DIR EPOCHS MIN_ACCURACY [KEY...]: an app's log (tests/apps/check_app_log.py);
 # a failure counts as one.
 check_app_log() {
-  python3 "$tests_dir/check_app_log.py" "$@" || failures=$((failures + 1))
+  python3 "$tests_dir/apps/check_app_log.py" "$@" || failures=$((failures + 1))
 }
 # fail MESSAGE...: one failed case (the script goes on to the next).
 fail() {

@@ -1,6 +1,6 @@
 // Which cuBLAS handle a matrix product uses, and how it is prepared (core/cuda/gemm.cu). The
 // policy is written against an injected Native interface, plain C++ with no CUDA type, so it is
-// tested on the host against a fake (tests/test_blas_handles.cpp), as the caching allocator's
+// tested on the host against a fake (tests/core/cuda/test_blas_handles.cpp), as the caching allocator's
 // policy is; gemm.cu plugs in cuBLAS and the caching allocator. A fake library loaded in place of
 // libcublas would also have to fake the CUDA runtime the plugin starts with; the interface is
 // six calls. The rules, as PyTorch's CuBLASHandlePool and getCurrentCUDABlasHandle:

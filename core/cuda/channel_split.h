@@ -1,7 +1,7 @@
 // How batch normalization's channel sums (core/cuda/normalization.cu) cut each channel of an
 // (outer, channels, inner) view into pieces, a block each, and which elements of its piece each
 // thread adds. Host and device code alike: the kernel walks pieces with it, and
-// tests/test_channel_split.cpp checks on a machine without a GPU that every element of every
+// tests/core/cuda/test_channel_split.cpp checks on a machine without a GPU that every element of every
 // channel is added exactly once, by its own channel's blocks.
 #pragma once
 #include <algorithm>

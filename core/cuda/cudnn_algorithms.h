@@ -1,6 +1,6 @@
 // Which cuDNN algorithm a convolution runs (core/cuda/conv.cu), chosen once per shape and kept.
 // Plain C++ with no CUDA type: conv.cu passes in the two ways cuDNN has of proposing algorithms,
-// so the rules are tested on the host against scripted proposals (tests/test_cudnn_policy.cpp).
+// so the rules are tested on the host against scripted proposals (tests/core/cuda/test_cudnn_policy.cpp).
 // The rules, as torch.backends.cudnn and Chainer's config.autotune:
 //
 // - The choice is cached per key: device, direction, dtype, the x/W/y shapes, the geometry with

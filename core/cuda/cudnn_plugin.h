@@ -5,7 +5,7 @@
 // libchainer_cudnn.so exports chainer_cudnn_plugin(), which returns the table below;
 // CudnnLoader loads it once, whatever the threads, and turns a failure into an error naming the
 // convolution, the device, the library it needs and the dynamic loader's message. Plain C++
-// with no CUDA type: tests/test_cudnn_loader.cpp runs the loader on the host.
+// with no CUDA type: tests/core/cuda/test_cudnn_loader.cpp runs the loader on the host.
 #pragma once
 #include <atomic>
 #include <cstddef>

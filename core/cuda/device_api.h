@@ -1,6 +1,6 @@
 // The CUDA runtime calls that the plugin's runtime logic (core/cuda/device_runtime.h) makes, as
 // an interface: core/cuda/runtime.cu forwards each to the CUDA function of the same name
-// (event_record to cudaEventRecord, ...), and tests/test_cuda_runtime.cpp answers them with a
+// (event_record to cudaEventRecord, ...), and tests/core/cuda/test_cuda_runtime.cpp answers them with a
 // fake device (two devices, events that are not ready, a free that fails, a runtime that has
 // shut down), so the logic runs and is tested on a machine without a GPU. An interface rather
 // than a fake libcudart loaded by the tests: the logic is then plain C++ compiled into the

@@ -2,7 +2,7 @@
 // calls of core/cuda/device_api.h: per-device state (compute stream, caching allocator, pinned
 // staging, the device-error record, per-step scalars), copies, graph capture and replay. Plain
 // C++: core/cuda/runtime.cu builds the plugin's one DeviceRuntime over the real CUDA runtime and
-// keeps the kernels; tests/test_cuda_runtime.cpp builds others over a fake device. Every CUDA
+// keeps the kernels; tests/core/cuda/test_cuda_runtime.cpp builds others over a fake device. Every CUDA
 // call goes through CHAINER_DEVICE_CHECK (the call and file:line in the message).
 //
 // Rules it keeps:

@@ -2,7 +2,7 @@
 // same tensors every iteration, and cudaMalloc/cudaFree cost tens of microseconds and synchronize
 // the device, so freed blocks are kept and handed out again; a steady-state step calls cudaMalloc
 // zero times. The policy is written against an injected Native interface, so it is tested on the
-// host (tests/test_caching_allocator.cpp); core/cuda/runtime.cu plugs in cudaMalloc, cudaFree and
+// host (tests/core/memory/test_caching_allocator.cpp); core/cuda/runtime.cu plugs in cudaMalloc, cudaFree and
 // events. The policy, as PyTorch's CUDACachingAllocator with what a training loop does not need
 // left out (no block splitting or merging):
 //

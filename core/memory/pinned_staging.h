@@ -2,7 +2,7 @@
 // runs asynchronously (one from pageable memory may wait for the stream), and pinning costs about
 // as much as cudaMalloc, so buffers are kept and reused. The policy is written against an injected
 // Native interface, as CachingAllocator's, so it is tested on the host
-// (tests/test_caching_allocator.cpp); core/cuda/device_runtime.cpp plugs in cudaHostAlloc, cudaFreeHost
+// (tests/core/memory/test_caching_allocator.cpp); core/cuda/device_runtime.cpp plugs in cudaHostAlloc, cudaFreeHost
 // and events.
 //
 // - A buffer is handed out again once the copy that read it has completed: an event is recorded

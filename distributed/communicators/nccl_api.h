@@ -1,7 +1,7 @@
 // What the NCCL communicators (distributed/communicators/nccl_collectives.h) use of the device:
 // the CUDA runtime and NCCL calls they make, the device's compute stream and scratch memory.
 // The plugin, libchainermn_nccl.so, forwards each method to the library function of the same
-// name (nccl_plugin.cpp); tests/test_nccl_logic.cpp scripts a fake one, so the communicators'
+// name (nccl_plugin.cpp); tests/distributed/test_nccl_logic.cpp scripts a fake one, so the communicators'
 // logic (errors, waits, aborts, the padded shares) runs on a machine without a GPU. An interface
 // rather than a fake libnccl/libcudart loaded in their place: a fake library would have to match
 // every signature and symbol version of both, and a test could not script it per case.

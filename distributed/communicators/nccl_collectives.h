@@ -1,5 +1,5 @@
 // The NCCL communicators' logic, written against NcclApi (nccl_api.h) so that it is tested on the
-// host (tests/test_nccl_logic.cpp); the plugin, libchainermn_nccl.so, hands it the real calls and
+// host (tests/distributed/test_nccl_logic.cpp); the plugin, libchainermn_nccl.so, hands it the real calls and
 // adapts it to CollectiveBackend (nccl_plugin.cpp).
 //
 // - The communicator is made at the first collective, which every member reaches together:

@@ -1,5 +1,5 @@
 // A job where one rank fails while the others wait for it in a collective; driven by
-// tests/mpi_failure.sh, which checks that the whole job ends quickly with a non-zero status and
+// tests/distributed/mpi_failure.sh, which checks that the whole job ends quickly with a non-zero status and
 // the failing rank's message. Modes (argv[1]):
 //   throw      rank 1 throws a chainer::Error inside run_main
 //   throw_std  rank 1 throws std::out_of_range("stoll"), a library exception whose what() names no
@@ -10,7 +10,7 @@
 //              peer behind a cut link; the watchdog (CHAINERMN_TIMEOUT) must end the job, and
 //              the healthy ranks' messages must name rank 1 as not running
 //   loop [S]   every rank all-reduces 256 KiB over and over, for S seconds (rank 0's clock), or
-//              until the job is ended from outside (tests/simhosts.sh cuts a host's link)
+//              until the job is ended from outside (tests/distributed/simhosts.sh cuts a host's link)
 //   ok         nobody fails: every rank prints "rank R ok" and the job exits 0
 // and, for chainermn::functions (model parallelism; 2 processes):
 //   fn_send_unreceived        rank 0 sends, then runs backward on the delegate, which waits for a

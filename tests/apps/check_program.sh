@@ -15,7 +15,7 @@
 #     must fail, exit 1, naming the variable and mpiexec.mpich;
 #   - --help (exit 0) and an unknown option (exit 2, with the option named).
 # Exits 77 (skipped) when everything else passed but simcluster cannot make namespaces here.
-#   tests/check_program.sh CHAINERMN_CHECK MPIEXEC SIMCLUSTER cuda|nocuda
+#   tests/apps/check_program.sh CHAINERMN_CHECK MPIEXEC SIMCLUSTER cuda|nocuda
 # The simulated hosts' commands are single-quoted: they expand on simhost0, where $SIMCLUSTER_* are set.
 # shellcheck disable=SC2016
 set -u

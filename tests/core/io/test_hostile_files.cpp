@@ -3,7 +3,7 @@
 // leaves its root. Each must be refused with a message naming the file (and the line or entry)
 // and what was expected, before anything of the declared size is allocated.
 //
-// The table runs under a memory limit (tests/hostile_files.sh: ulimit -v), far below what the
+// The table runs under a memory limit (tests/core/io/hostile_files.sh: ulimit -v), far below what the
 // lies declare, so a reader that allocates on a header's word fails here with std::bad_alloc
 // instead of swapping; a reader that waits on a FIFO is ended by an alarm naming the case.
 #include <catch2/catch.hpp>
@@ -240,10 +240,10 @@ Bytes idx_header(uint32_t magic, const std::vector<uint32_t>& extents) {
 }  // namespace
 
 TEST_CASE("hostile files: the table runs under a memory limit, far below what the files declare", "[hostile]") {
-  // tests/hostile_files.sh sets it (ulimit -v); without it a regression would swap, not fail.
+  // tests/core/io/hostile_files.sh sets it (ulimit -v); without it a regression would swap, not fail.
   rlimit limit{};
   REQUIRE(::getrlimit(RLIMIT_AS, &limit) == 0);
-  INFO("run this binary through tests/hostile_files.sh, which sets ulimit -v");
+  INFO("run this binary through tests/core/io/hostile_files.sh, which sets ulimit -v");
   REQUIRE(limit.rlim_cur != RLIM_INFINITY);
   CHECK(limit.rlim_cur <= (rlim_t(2) << 30));
 }

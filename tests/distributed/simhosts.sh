@@ -11,7 +11,7 @@
 # mnist_mlp that loses the second host ends naming the lost rank, rerun resumes to the bit, and
 # 2 ranks on one host resume its checkpoints with the other process count.
 # Exits 77 (skipped) with the reason where namespaces cannot be made.
-#   tests/simhosts.sh SIMCLUSTER MPIEXEC MNIST_MLP MPI_FAILURE TEST_BINARY...
+#   tests/distributed/simhosts.sh SIMCLUSTER MPIEXEC MNIST_MLP MPI_FAILURE TEST_BINARY...
 set -u
 simcluster=${1:?usage: simhosts.sh SIMCLUSTER MPIEXEC MNIST_MLP MPI_FAILURE TEST_BINARY...}
 mpiexec=${2:?}

@@ -695,7 +695,7 @@ TEST_CASE("multi_node: the multi-node optimizer behaves as the actual one (hooks
   CHECK(&mn::create_multi_node_optimizer(pre, comm)->target() == model.get());
 
   // Double buffering works on any averaging communicator (ChainerMN's needs pure_nccl);
-  // tests/test_double_buffering.cpp has its behaviour.
+  // tests/distributed/test_double_buffering.cpp has its behaviour.
   CHECK(dynamic_cast<mn::MultiNodeOptimizer&>(*mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(), comm, true))
             .options()
             .double_buffering);
@@ -1015,7 +1015,7 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
       }
       if (variant.reversed) CHECK(out.stats.waited_for_earlier > 0);
       // Ranks all on one host average through shared memory unless it is turned off; across
-      // hosts (simulated ones, tests/simhosts.sh) never.
+      // hosts (simulated ones, tests/distributed/simhosts.sh) never.
       const bool shm = variant.reducer.shared_memory && all_on_one_host();
       CHECK(out.stats.shared_memory_steps == (shm ? 4 : 0));
       CHECK(out.stats.held_fallbacks == 0);

@@ -194,9 +194,9 @@ TEST_CASE("communicator: intra and inter ranks group the processes by host name"
 }
 
 TEST_CASE("communicator: the job spans the hosts it was started on", "[hosts]") {
-  // Set by tests/simhosts.sh: a run on simulated hosts must really see them as separate hosts.
+  // Set by tests/distributed/simhosts.sh: a run on simulated hosts must really see them as separate hosts.
   const char* expected = std::getenv("CHAINERMN_EXPECT_HOSTS");
-  SKIP_UNLESS(expected, "CHAINERMN_EXPECT_HOSTS unset: set by tests/simhosts.sh, which runs this case");
+  SKIP_UNLESS(expected, "CHAINERMN_EXPECT_HOSTS unset: set by tests/distributed/simhosts.sh, which runs this case");
   auto comm = make();
   CHECK(comm->inter_size() == std::atoi(expected));
   CHECK(std::set<std::string>(comm->host_names().begin(), comm->host_names().end()).size() == size_t(std::atoi(expected)));

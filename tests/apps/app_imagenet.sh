@@ -7,10 +7,10 @@
 # crops, classes) must fail with a message naming them. resnet50 (batch
 # normalization) at --insize 40 with --checkpoint-interval restarts 2 -> 1 -> 2 processes. Skipped
 # (exit 77) without Fashion-MNIST.
-#   tests/app_imagenet.sh MPIEXEC EXPORT_IMAGES COMPUTE_MEAN TRAIN_IMAGENET
+#   tests/apps/app_imagenet.sh MPIEXEC EXPORT_IMAGES COMPUTE_MEAN TRAIN_IMAGENET
 set -u
 mpiexec=${1:?usage: app_imagenet.sh MPIEXEC EXPORT_IMAGES COMPUTE_MEAN TRAIN_IMAGENET}
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 export_images=$(absolute "${2:?}")
 compute_mean=$(absolute "${3:?}")
 app=$(absolute "${4:?}")

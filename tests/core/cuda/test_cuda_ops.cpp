@@ -1212,7 +1212,7 @@ TEST_CASE("cuda ops: sigmoid_cross_entropy and its gradient with ignored labels,
 
 TEST_CASE("cuda ops: a label out of range throws at the next host read, and the device stays usable",
           "[cuda][ops][loss]") {
-  // The CPU checks labels before any work and throws at the call (tests/test_functions.cpp); the
+  // The CPU checks labels before any work and throws at the call (tests/nn/functions/test_functions.cpp); the
   // GPU kernel records the first bad label and the next read on the host reports it
   // (core/device/cuda.h, "Device errors").
   Generator gen(11);
@@ -1719,7 +1719,7 @@ TEST_CASE("cuda tensor: float16 and bfloat16 round trips, views and astype again
 
 TEST_CASE("cuda tensor: float16 and bfloat16 conversions round as the CPU's: ties, overflow, subnormals, NaN",
           "[cuda][tensor]") {
-  // The cases of tests/test_tensor.cpp, converted on the GPU from float32 and float64.
+  // The cases of tests/core/tensor/test_tensor.cpp, converted on the GPU from float32 and float64.
   const std::vector<double> values = {1.0, -2.0, 0.0, -0.0, 0.1, 65504.0, 65519.99609375, 65520.0, -65520.0, 1e10,
                                       kInf, -kInf, 0x1p-24, 0x1p-25, 0x1.8p-25, 0x1.8p-24, 0x1.4p-23, 0x1.ffcp-15,
                                       1 + 0x1p-11, 1 + 0x1.8p-10, 1 + 0x1p-11 + 0x1p-20, 2049.0, 1 + 0x1p-8,

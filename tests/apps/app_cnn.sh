@@ -7,11 +7,11 @@
 # run must exit 0, and write a log whose entries have the reported keys and a test accuracy well
 # above chance (0.1), and its snapshots; bad options must fail with a clear message. Without the
 # data set (no package, nothing in the dataset root) it is skipped (exit 77), saying so.
-#   tests/app_cnn.sh MPIEXEC FASHION_MNIST_CNN
+#   tests/apps/app_cnn.sh MPIEXEC FASHION_MNIST_CNN
 set -u
 mpiexec=${1:?usage: app_cnn.sh MPIEXEC FASHION_MNIST_CNN}
 app=${2:?}
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 app=$(absolute "$app")
 
 find_fashion_mnist

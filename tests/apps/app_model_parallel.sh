@@ -6,10 +6,10 @@
 # resume from the first; with the multi-node checkpointer, a rerun that resumes; one epoch of mnist_dual_parallel on 4 and mnist_ensemble on 2), which
 # must exit 0, print from rank 0 only and reach test accuracy >= 0.9; and the guide's
 # program docs/model_parallel/steps on 2 and 4 processes. Needs the real MNIST in $MNIST_DIR.
-#   tests/app_model_parallel.sh MPIEXEC MODEL_PARALLEL DUAL_PARALLEL ENSEMBLE STEPS
+#   tests/apps/app_model_parallel.sh MPIEXEC MODEL_PARALLEL DUAL_PARALLEL ENSEMBLE STEPS
 set -u
 mpiexec=${1:?usage: app_model_parallel.sh MPIEXEC MODEL_PARALLEL DUAL_PARALLEL ENSEMBLE STEPS}
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 model_parallel=$(absolute "${2:?}")
 dual_parallel=$(absolute "${3:?}")
 ensemble=$(absolute "${4:?}")

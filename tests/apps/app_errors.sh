@@ -3,10 +3,10 @@
 # status 1 exactly (an error, not a crash or a signal); -h prints the usage and exits 0.
 # Cases that get as far as loading data use $MNIST_DIR (and fail without it); runs that
 # train use -u 10 to stay cheap.
-#   tests/app_errors.sh path/to/mnist_mlp
+#   tests/apps/app_errors.sh path/to/mnist_mlp
 set -u
 app=${1:?usage: app_errors.sh MNIST_MLP}
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 app=$(absolute "$app")
 scratch app_errors
 

@@ -3,7 +3,7 @@
 // inputs), against finite differences (float64), float32 against float64, the running
 // statistics by Chainer's rule, the sum_over_processes hook with K processes simulated by K
 // threads, the errors; then links::BatchNormalization: parameters, training and test mode,
-// fine-tuning and serialization. tests/test_multi_node_links.cpp checks the multi-node link.
+// fine-tuning and serialization. tests/distributed/test_multi_node_links.cpp checks the multi-node link.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

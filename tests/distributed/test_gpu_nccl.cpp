@@ -1,5 +1,5 @@
 // The NCCL backend on a real GPU, one rank (NCCL refuses two ranks on one GPU): what the fake of
-// tests/test_nccl_logic.cpp stands in for. The non-blocking initialization completes; a sum polled
+// tests/distributed/test_nccl_logic.cpp stands in for. The non-blocking initialization completes; a sum polled
 // while it is still running leaves no "device not ready" for the next kernel launch; cuda::synchronize()
 // waits for NCCL's stream; reduce_scatter and allgather (one ncclReduceScatter and one ncclAllGather)
 // leave the buffer as they should; a healthy wait does not trip a short CHAINERMN_TIMEOUT; a

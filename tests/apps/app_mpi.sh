@@ -7,12 +7,12 @@
 # -prepend-rank tags every line with its rank; step 1 excepted, where every worker reports), and
 # mnist_mlp must write its log (test accuracy >= 0.9 after one epoch of a 100-unit model) and
 # one snapshot per rank. Needs the real MNIST in $MNIST_DIR.
-#   tests/app_mpi.sh MPIEXEC MNIST_MLP TUTORIAL
+#   tests/apps/app_mpi.sh MPIEXEC MNIST_MLP TUTORIAL
 set -u
 mpiexec=${1:?usage: app_mpi.sh MPIEXEC MNIST_MLP TUTORIAL}
 app=${2:?}
 tutorial=${3:?}
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 app=$(absolute "$app")
 tutorial=$(absolute "$tutorial")
 [ -d "${MNIST_DIR:-}" ] || { echo "FAIL: MNIST_DIR '${MNIST_DIR:-}' is not a directory (the real MNIST is needed)"; exit 1; }

@@ -7,11 +7,11 @@
 # its first save (what it leaves is removed, and the job starts afresh), also by a real kill -9.
 # CHAINERMN_TIMEOUT ends a rank left alone in a collective, MPIEXEC_TIMEOUT and timeout the job.
 # Needs the real MNIST in $MNIST_DIR.
-#   tests/restart_matrix.sh MPIEXEC MNIST_MLP
+#   tests/apps/restart_matrix.sh MPIEXEC MNIST_MLP
 set -u
 mpiexec=${1:?usage: restart_matrix.sh MPIEXEC MNIST_MLP}
 app=${2:?}
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 app=$(absolute "$app")
 [ -d "${MNIST_DIR:-}" ] || { echo "FAIL: MNIST_DIR '${MNIST_DIR:-}' is not a directory (the real MNIST is needed)"; exit 1; }
 scratch restart_matrix
