@@ -1,7 +1,8 @@
 /// @file
 /// The kernel table: one entry per kernel behind core/ops/ops.h and core/ops/update_ops.h, filled once per
-/// device kind (core/cpu/ on the CPU, core/cuda/ on CUDA devices). ops.cpp and update_ops.cpp
-/// check arguments and look the table up by the operands' device; nothing else dispatches.
+/// device kind (core/cpu/ on the CPU, core/cuda/ on CUDA devices). The ops' sources in core/ops/
+/// (one per family, core/ops/ops.h) and update_ops.cpp check arguments and look the table up by
+/// the operands' device; nothing else dispatches.
 ///
 /// The contract, for every device: arguments are already checked (same device, dtypes and shapes
 /// as the op requires); outputs are preallocated contiguous tensors on that device unless an entry

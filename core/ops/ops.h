@@ -1,8 +1,17 @@
 /// @file
 /// Tensor math: the device-independent entry points. Each checks its arguments (errors name the op
-/// and the values) and dispatches on the device in core/ops/ops.cpp -- the one place that knows which
-/// devices exist. Results are new contiguous tensors unless the name ends in '_' (in place).
+/// and the values) and dispatches on the device through the kernel table (core/ops/kernels.h).
+/// Results are new contiguous tensors unless the name ends in '_' (in place).
 /// Float kernels run in float32 and float64 (float64 serves the gradient checks).
+///
+/// One header, and one source per family in core/ops/, named as its kernels' files in core/cpu/
+/// and core/cuda/: elementwise.cpp (arithmetic, comparisons, where, clip, the activations and
+/// their gradients, axpy_, scale_, scale_to_, accumulate_, add_bias_), reduce.cpp (sum, sum_to,
+/// broadcast_to, max, min, argmax, argmin, amax, amin), gemm.cpp, softmax.cpp (with its
+/// gradients), loss.cpp (the cross entropies, accuracy), dropout.cpp, indexing.cpp (take_rows,
+/// take, scatter_add_, concat, stack), conv.cpp (with conv_outsize and deconv_outsize),
+/// pooling.cpp and normalization.cpp; broadcast_shapes and the checks the families share are in
+/// checks.cpp.
 #pragma once
 #include <vector>
 

@@ -5,7 +5,7 @@
 /// Float16 and BFloat16 are storage types (core/tensor/float16.h): their tensors are made, filled,
 /// copied, converted (astype, copy_, across devices), saved (float16) and sent and summed by the
 /// communicators, but no other op computes in them: those throw "OP: dtype float16 is not
-/// supported", from the argument checks of core/ops/ops.cpp or from CHAINER_DISPATCH_ALL. Their codes
+/// supported", from the ops' argument checks (core/ops/) or from CHAINER_DISPATCH_ALL. Their codes
 /// follow UInt8, so the codes that travel in messages and files keep their meaning.
 #pragma once
 #include <cstddef>
