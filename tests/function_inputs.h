@@ -1,6 +1,7 @@
 // What the tests of differentiable functions share: float64 inputs made to keep finite
-// differences away from kinks and ties, labels, values read back, and check_backward as a test
-// assertion. Header-only: included by each test binary that checks functions.
+// differences away from kinks and ties or written out, masks, labels, values read back, and
+// check_backward as a test assertion. Header-only: included by each test binary that checks
+// functions (and by the tests of the ops under them).
 #pragma once
 #include <catch2/catch.hpp>
 
@@ -45,6 +46,12 @@ inline Tensor spaced(const Shape& shape, uint64_t seed, double offset = 0.0) {
 inline Tensor labels(const std::vector<int32_t>& values, const Shape& shape = {}) {
   return shape.empty() ? Tensor::from_vector(values) : Tensor::from_vector(values, shape);
 }
+
+/// Float64 VALUES in SHAPE, as written.
+inline Tensor f64(const std::vector<double>& values, const Shape& shape) { return Tensor::from_vector(values, shape); }
+
+/// A uint8 mask (a condition of where, as the comparison ops make them) of VALUES in SHAPE.
+inline Tensor mask(const std::vector<uint8_t>& values, const Shape& shape) { return Tensor::from_vector(values, shape); }
 
 /// The values of T (or of V's data), as doubles in row-major order.
 inline std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }

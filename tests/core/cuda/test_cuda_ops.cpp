@@ -1212,9 +1212,9 @@ TEST_CASE("cuda ops: sigmoid_cross_entropy and its gradient with ignored labels,
 
 TEST_CASE("cuda ops: a label out of range throws at the next host read, and the device stays usable",
           "[cuda][ops][loss]") {
-  // The CPU checks labels before any work and throws at the call (tests/nn/functions/test_functions.cpp); the
-  // GPU kernel records the first bad label and the next read on the host reports it
-  // (core/device/cuda.h, "Device errors").
+  // The CPU checks labels before any work and throws at the call
+  // (tests/nn/functions/test_softmax_cross_entropy.cpp); the GPU kernel records the first bad label
+  // and the next read on the host reports it (core/device/cuda.h, "Device errors").
   Generator gen(11);
   const Tensor x = random_tensor({3, 10}, kF32, gen), xg = x.to(kGpu);
   SECTION("read by item()") {

@@ -824,3 +824,22 @@ TEST_CASE("tensor: NPZ saves and loads float16 as numpy's '<f2'; bfloat16 is ref
   REQUIRE_THROWS_WITH(save_npz(path, {{"w", Tensor::ones({2}, DType::BFloat16)}}),
                       Catch::Contains("save_npz: entry 'w' is bfloat16"));
 }
+
+// ---- as_strided ----
+
+namespace {
+// The values of T, as doubles in row-major order.
+std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+}  // namespace
+
+TEST_CASE("as_strided views any strides inside the storage and refuses to reach outside it", "[tensor][get_item]") {
+  const Tensor t = Tensor::arange(12, DType::Float64);
+  CHECK(values(t.as_strided({3, 2}, {-4, 1}, 9)) == std::vector<double>{9, 10, 5, 6, 1, 2});
+  CHECK(values(t.as_strided({2, 1, 2}, {6, 0, 5}, 0)) == std::vector<double>{0, 5, 6, 11});
+  CHECK(t.as_strided({0, 5}, {100, 100}, 50).numel() == 0);  // reaches nothing
+  REQUIRE_THROWS_WITH(t.as_strided({3}, {5}, 2),
+                      Catch::Contains("as_strided: shape (3,) with strides (5,) from offset 2 reaches elements [2, 12] "
+                                      "outside the storage of 12 elements"));
+  REQUIRE_THROWS_WITH(t.as_strided({2}, {-1}, 0), Catch::Contains("reaches elements [-1, 0]"));
+  REQUIRE_THROWS_WITH(t.as_strided({2}, {1, 1}, 0), Catch::Contains("have different lengths"));
+}

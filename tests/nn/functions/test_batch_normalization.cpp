@@ -1,9 +1,6 @@
-// Batch normalization in one process: functions::batch_normalization and
-// fixed_batch_normalization against a reference computed element by element (2-D and 4-D
-// inputs), against finite differences (float64), float32 against float64, the running
-// statistics by Chainer's rule, the sum_over_processes hook with K processes simulated by K
-// threads, the errors; then links::BatchNormalization: parameters, training and test mode,
-// fine-tuning and serialization. tests/distributed/test_multi_node_links.cpp checks the multi-node link.
+// Tests of batch_normalization and fixed_batch_normalization (nn/functions/batch_normalization.h):
+// values against references element by element, for every axis too; finite differences; float32
+// against float64; the running statistics; sum_over_processes with K processes as K threads; errors.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,115 +8,25 @@
 #include <cmath>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "autograd/gradient_check.h"
-#include "core/util/config.h"
 #include "core/ops/ops.h"
-#include "core/util/random.h"
-#include "core/io/serializer.h"
 #include "nn/functions.h"
-#include "nn/links/batch_normalization.h"
+#include "tests/function_inputs.h"
+#include "tests/nn/functions/batch_norm_references.h"
+#include "tests/nn/functions/reference_checks.h"
 
 namespace F = chainer::functions;
-namespace L = chainer::links;
 using namespace chainer;
+using namespace chainer::testing;
 using Vars = std::vector<Variable>;
+using Catch::Contains;
 
 namespace {
-constexpr double kEps = 2e-5;  // Chainer's default
-
-Tensor uniform(const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0, DType dtype = DType::Float64) {
-  Generator gen(seed);
-  return random::uniform(shape, lo, hi, dtype, &gen);
-}
-
-Tensor normal(const Shape& shape, uint64_t seed, double mean = 0.0, double stddev = 1.0, DType dtype = DType::Float64) {
-  Generator gen(seed);
-  return random::normal(shape, mean, stddev, dtype, &gen);
-}
-
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
-
-// The values of X (N, C, ...) grouped by channel, in the reference's plain vectors.
-std::vector<std::vector<double>> by_channel(const Tensor& x) {
-  const std::vector<double> v = values(x);
-  const int64_t n = x.size(0), c = x.size(1), inner = x.numel() / (n * c);
-  std::vector<std::vector<double>> out(static_cast<size_t>(c));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t s = 0; s < inner; ++s) out[size_t(ch)].push_back(v[size_t((i * c + ch) * inner + s)]);
-  return out;
-}
-
-double mean_of(const std::vector<double>& v) {
-  double s = 0;
-  for (double a : v) s += a;
-  return s / double(v.size());
-}
-
-double biased_var_of(const std::vector<double>& v) {
-  const double m = mean_of(v);
-  double s = 0;
-  for (double a : v) s += (a - m) * (a - m);
-  return s / double(v.size());
-}
-
-std::vector<double> batch_means(const Tensor& x) {
-  std::vector<double> out;
-  for (const auto& v : by_channel(x)) out.push_back(mean_of(v));
-  return out;
-}
-
-std::vector<double> batch_vars(const Tensor& x) {
-  std::vector<double> out;
-  for (const auto& v : by_channel(x)) out.push_back(biased_var_of(v));
-  return out;
-}
-
-// y = gamma (x - mean) / sqrt(var + eps) + beta, element by element in float64 (row-major).
-std::vector<double> reference(const Tensor& x, const std::vector<double>& gamma, const std::vector<double>& beta,
-                              const std::vector<double>& mean, const std::vector<double>& var, double eps = kEps) {
-  const std::vector<double> v = values(x);
-  const int64_t c = x.size(1), inner = x.numel() / (x.size(0) * c);
-  std::vector<double> y(v.size());
-  for (size_t k = 0; k < v.size(); ++k) {
-    const size_t ch = size_t((int64_t(k) / inner) % c);
-    y[k] = gamma[ch] * (v[k] - mean[ch]) / std::sqrt(var[ch] + eps) + beta[ch];
-  }
-  return y;
-}
-
-// Every |got - want| within tol (1 + |want|), with the worst named.
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  if (got.empty()) return;
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double err = std::abs(got[i] - want[i]) / (1 + std::abs(want[i]));
-    if (!(err <= worst)) worst = err, at = i;
-  }
-  INFO("worst relative difference " << worst << " at flat index " << at << ": got " << got[at] << ", want "
-                                     << want[at]);
-  CHECK(worst <= tol);
-}
-
-void check(const std::function<Variable(const Vars&)>& f, const std::vector<Tensor>& inputs) {
-  REQUIRE_NOTHROW(check_backward(f, inputs));
-}
-
-// The message of the chainer::Error F throws ("" when it throws none).
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // K processes simulated by K threads: the sum_over_processes of process k hands its tensor
 // over, waits for the others, and returns the sum of all K (added in process order, so every
 // process gets the same bits), as an allreduce would. A process that does not arrive within
@@ -191,8 +98,6 @@ Step step(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor
   return {y.data(), xv.grad(), g.grad(), b.grad()};
 }
 }  // namespace
-
-// ---- functions::batch_normalization ----
 
 TEST_CASE("batch_normalization: a (3, 2) batch is normalized per column by its mean and biased variance",
           "[batch_normalization]") {
@@ -381,107 +286,120 @@ TEST_CASE("batch_normalization and fixed_batch_normalization: errors name the op
   CHECK(error_of([&] { F::fixed_batch_normalization(Variable(Tensor::zeros({1, 3})), g, b, b, g); }).empty());
 }
 
-// ---- links::BatchNormalization ----
+// ---- the axis argument ----
 
-TEST_CASE("BatchNormalization link: gamma and beta are parameters, avg_mean and avg_var persistents, as Chainer's",
-          "[batch_normalization][link]") {
-  L::BatchNormalization bn(3);
-  std::vector<std::string> names;
-  for (auto& [name, p] : bn.namedparams()) names.push_back(name);
-  CHECK(names == std::vector<std::string>{"/beta", "/gamma"});
-  CHECK(values(bn.gamma()->data()) == std::vector<double>{1, 1, 1});
-  CHECK(values(bn.beta()->data()) == std::vector<double>{0, 0, 0});
-  CHECK(values(bn.avg_mean()) == std::vector<double>{0, 0, 0});
-  CHECK(values(bn.avg_var()) == std::vector<double>{1, 1, 1});
-  CHECK(bn.gamma()->data().dtype() == DType::Float32);
-
-  L::BatchNormalization fixed_affine(2, {.dtype = DType::Float64, .use_gamma = false, .initial_beta = 0.5});
-  names.clear();
-  for (auto& [name, p] : fixed_affine.namedparams()) names.push_back(name);
-  CHECK(names == std::vector<std::string>{"/beta"});
-  CHECK(fixed_affine.gamma() == nullptr);
-  CHECK(values(fixed_affine.beta()->data()) == std::vector<double>{0.5, 0.5});
-  // Without gamma the output is x_hat + beta.
-  const Tensor x = uniform({4, 2}, 80);
-  const Variable y = fixed_affine(Variable(x));
-  expect_close(values(y.data()), reference(x, {1, 1}, {0.5, 0.5}, batch_means(x), batch_vars(x)), 1e-12);
-  CHECK_THAT(error_of([] { L::BatchNormalization(0); }),
-             Catch::Contains("BatchNormalization: size must be positive, got 0"));
-}
-
-TEST_CASE("BatchNormalization link: training uses the batch and updates the averages; test mode uses the averages",
-          "[batch_normalization][link]") {
-  L::BatchNormalization bn(3, {.decay = 0.8, .dtype = DType::Float64});
-  bn.gamma()->data().copy_(uniform({3}, 90, 0.5, 2));
-  bn.beta()->data().copy_(uniform({3}, 91));
-  const std::vector<double> gamma = values(bn.gamma()->data()), beta = values(bn.beta()->data());
-  std::vector<double> want_mean{0, 0, 0}, want_var{1, 1, 1};
-  for (uint64_t t = 0; t < 2; ++t) {
-    const Tensor x = normal({4, 3, 2}, 92 + t, 1.0, 2.0);  // m = 8
-    Variable xv(x, true);
-    const Variable y = bn(xv);
-    expect_close(values(y.data()), reference(x, gamma, beta, batch_means(x), batch_vars(x)), 1e-12);
-    F::sum(y * y).backward();
-    CHECK(bn.gamma()->grad().defined());
-    CHECK(xv.grad().defined());
-    bn.cleargrads();
-    const auto mean = batch_means(x), var = batch_vars(x);
-    for (size_t c = 0; c < 3; ++c) {
-      want_mean[c] = 0.8 * want_mean[c] + 0.2 * mean[c];
-      want_var[c] = 0.8 * want_var[c] + 0.2 * var[c] * 8.0 / 7.0;
-    }
-    expect_close(values(bn.avg_mean()), want_mean, 1e-14);
-    expect_close(values(bn.avg_var()), want_var, 1e-14);
+namespace {
+// Batch normalization of X over AXES (sorted), gamma/beta of the other axes' extents, in float64.
+Tensor naive_batch_norm(const Tensor& x, const std::vector<int64_t>& axes, const Tensor& gamma, const Tensor& beta,
+                        double eps = 2e-5) {
+  const int64_t nd = x.ndim();
+  const std::vector<double> v = values(x), g = values(gamma), b = values(beta);
+  const std::vector<int64_t> strides = contiguous_strides(x.shape());
+  // The channel of each element: its coordinates on the kept axes, row-major.
+  std::vector<size_t> channel(v.size(), 0);
+  for (size_t k = 0; k < v.size(); ++k)
+    for (int64_t d = 0; d < nd; ++d)
+      if (std::find(axes.begin(), axes.end(), d) == axes.end())
+        channel[k] = channel[k] * size_t(x.shape()[size_t(d)]) +
+                     size_t(int64_t(k) / strides[size_t(d)] % x.shape()[size_t(d)]);
+  std::vector<double> mean(g.size(), 0.0), var(g.size(), 0.0), count(g.size(), 0.0);
+  for (size_t k = 0; k < v.size(); ++k) mean[channel[k]] += v[k], count[channel[k]] += 1;
+  for (size_t c = 0; c < g.size(); ++c) mean[c] /= count[c];
+  for (size_t k = 0; k < v.size(); ++k) var[channel[k]] += (v[k] - mean[channel[k]]) * (v[k] - mean[channel[k]]);
+  std::vector<double> y(v.size());
+  for (size_t k = 0; k < v.size(); ++k) {
+    const size_t c = channel[k];
+    y[k] = g[c] * (v[k] - mean[c]) / std::sqrt(var[c] / count[c] + eps) + b[c];
   }
-  config::TrainScope test_mode(false);
-  const Tensor x = normal({1, 3, 2}, 99);  // one example is fine in test mode
-  const Variable y = bn(Variable(x));
-  expect_close(values(y.data()), reference(x, gamma, beta, want_mean, want_var), 1e-12);
-  expect_close(values(bn.avg_mean()), want_mean, 1e-14);  // unchanged
-  expect_close(values(bn.avg_var()), want_var, 1e-14);
-  CHECK(bn.N() == 0);
+  return Tensor::from_vector(y, x.shape());
 }
 
-TEST_CASE("BatchNormalization link: fine-tuning averages the batch statistics since start_finetuning",
-          "[batch_normalization][link]") {
-  L::BatchNormalization bn(2, {.dtype = DType::Float64});
-  bn(Variable(normal({5, 2}, 100, 4.0)));  // a plain step first: fine-tuning starts over
-  std::vector<double> sum_mean{0, 0}, sum_var{0, 0};
-  for (uint64_t t = 0; t < 3; ++t) {
-    const Tensor x = normal({5, 2}, 101 + t, double(t), 1.0 + double(t));
-    bn.forward(Variable(x), true);
-    CHECK(bn.N() == int64_t(t) + 1);
-    const auto mean = batch_means(x), var = batch_vars(x);
-    for (size_t c = 0; c < 2; ++c) sum_mean[c] += mean[c], sum_var[c] += var[c] * 5.0 / 4.0;
+struct AxisCase {
+  std::string name;
+  Shape x, gamma;
+  F::Axes axis;
+  std::vector<int64_t> reduced;
+};
+std::vector<AxisCase> axis_cases() {
+  return {
+      {"(N, C, H, W), default axis (0, 2, 3)", {3, 4, 3, 2}, {4}, {}, {0, 2, 3}},
+      {"(N, C, H, W), axis (0, 2, 3) given", {2, 3, 3, 5}, {3}, F::Axes{0, 2, 3}, {0, 2, 3}},
+      {"(N, C, H, W), gamma (C, H, W): default axis 0", {4, 2, 3, 2}, {2, 3, 2}, {}, {0}},
+      {"(N, C, H, W), axis 0 given", {3, 2, 2, 3}, {2, 2, 3}, 0, {0}},
+      {"(N, C), default axis 0", {5, 3}, {3}, {}, {0}},
+      {"(N, C, L), axis (0, 1): channels last", {2, 3, 4}, {4}, F::Axes{0, 1}, {0, 1}},
+      {"(N, C, L), axis 1: channels apart (a transposed copy)", {3, 4, 2}, {3, 2}, 1, {1}},
+      {"(N, H, W, C), axis (0, 1, 2) with negative axes", {2, 3, 2, 3}, {3}, F::Axes{-4, -3, -2}, {0, 1, 2}},
+      {"batch 1, (1, C, H, W)", {1, 3, 2, 3}, {3}, {}, {0, 2, 3}},
+  };
+}
+}  // namespace
+
+TEST_CASE("batch_normalization: axis picks the statistics' axes, as Chainer's; the output equals a naive reference",
+          "[batch_normalization][axis]") {
+  for (const AxisCase& c : axis_cases()) {
+    INFO(c.name);
+    const Tensor x = uniform(c.x, 71, -2, 3), gamma = uniform(c.gamma, 72, 0.5, 2), beta = uniform(c.gamma, 73);
+    F::BatchNormalizationOptions options;
+    options.axis = c.axis;
+    CHECK_THAT(values(F::batch_normalization(Variable(x), Variable(gamma), Variable(beta), options)),
+               Catch::Matchers::Approx(values(naive_batch_norm(x, c.reduced, gamma, beta))).margin(1e-9));
+    // float32 follows: the kernels' float32 path with float64 statistics.
+    const Variable y32 = F::batch_normalization(Variable(x.astype(DType::Float32)),
+                                                Variable(gamma.astype(DType::Float32)),
+                                                Variable(beta.astype(DType::Float32)), options);
+    CHECK_THAT(values(y32), Catch::Matchers::Approx(values(naive_batch_norm(x, c.reduced, gamma, beta))).margin(1e-5));
   }
-  expect_close(values(bn.avg_mean()), {sum_mean[0] / 3, sum_mean[1] / 3}, 1e-14);
-  expect_close(values(bn.avg_var()), {sum_var[0] / 3, sum_var[1] / 3}, 1e-14);
-  bn.start_finetuning();
-  CHECK(bn.N() == 0);
-  // A rejected input does not count.
-  CHECK_FALSE(error_of([&] { bn.forward(Variable(Tensor::zeros({1, 2}, DType::Float64)), true); }).empty());
-  CHECK(bn.N() == 0);
 }
 
-TEST_CASE("BatchNormalization link: serialize saves gamma, beta, avg_mean, avg_var and N, and loads them back",
-          "[batch_normalization][link]") {
-  L::BatchNormalization a(3);
-  a.gamma()->data().copy_(uniform({3}, 110, 0.5, 2));
-  a.forward(Variable(normal({4, 3}, 111, 1.0, 3.0, DType::Float32)), true);
-  a.forward(Variable(normal({4, 3}, 112, 1.0, 3.0, DType::Float32)), true);
-  Serializer writer = Serializer::writer();
-  a.serialize(writer);
-  std::vector<std::string> keys;
-  for (const auto& [key, t] : writer.entries()) keys.push_back(key);
-  CHECK(keys == std::vector<std::string>{"N", "avg_mean", "avg_var", "beta", "gamma"});
+TEST_CASE("batch_normalization and fixed_batch_normalization: gradients match finite differences for every axis",
+          "[batch_normalization][axis][gradient]") {
+  // Channels of as few as 3 values can have a small spread: a step of 1e-4 keeps the central
+  // differences of the batch statistics within the tolerance.
+  const GradientCheckOptions small_step{.eps = 1e-4};
+  for (const AxisCase& c : axis_cases()) {
+    INFO(c.name);
+    F::BatchNormalizationOptions options;
+    options.axis = c.axis;
+    check([&](const Vars& v) { return F::batch_normalization(v[0], v[1], v[2], options); },
+          {uniform(c.x, 81), uniform(c.gamma, 82, 0.5, 2), uniform(c.gamma, 83)}, small_step);
+    check([&](const Vars& v) { return F::fixed_batch_normalization(v[0], v[1], v[2], v[3], v[4], 2e-5, c.axis); },
+          {uniform(c.x, 84), uniform(c.gamma, 85, 0.5, 2), uniform(c.gamma, 86), uniform(c.gamma, 87),
+           uniform(c.gamma, 88, 0.5, 2)});
+  }
+}
 
-  L::BatchNormalization b(3);
-  Serializer reader = Serializer::reader(writer.entries());
-  b.serialize(reader);
-  CHECK(b.N() == 2);
-  CHECK(values(b.gamma()->data()) == values(a.gamma()->data()));
-  CHECK(values(b.beta()->data()) == values(a.beta()->data()));
-  CHECK(values(b.avg_mean()) == values(a.avg_mean()));
-  CHECK(values(b.avg_var()) == values(a.avg_var()));
-  CHECK(values(b.avg_mean()) != std::vector<double>{0, 0, 0});
+TEST_CASE("batch_normalization: the running statistics take gamma's shape under axis", "[batch_normalization][axis]") {
+  const Tensor x = uniform({4, 3, 2}, 91);
+  Tensor mean = Tensor::zeros({3, 2}, DType::Float64), var = Tensor::ones({3, 2}, DType::Float64);
+  F::BatchNormalizationOptions options;
+  options.running_mean = mean;
+  options.running_var = var;
+  options.axis = 0;
+  F::batch_normalization(Variable(x), Variable(Tensor::ones({3, 2}, DType::Float64)),
+                         Variable(Tensor::zeros({3, 2}, DType::Float64)), options);
+  // decay 0.9: 0.1 of the batch mean over axis 0.
+  const std::vector<double> v = values(x), m = values(mean);
+  for (int64_t c = 0; c < 6; ++c)
+    CHECK(m[size_t(c)] == Approx(0.1 * (v[size_t(c)] + v[size_t(6 + c)] + v[size_t(12 + c)] + v[size_t(18 + c)]) / 4));
+}
+
+TEST_CASE("batch_normalization: errors for axis name the op, the axes and the expected shape",
+          "[batch_normalization][axis][errors]") {
+  const Variable x(Tensor::zeros({4, 3, 2}));
+  F::BatchNormalizationOptions options;
+  options.axis = 0;
+  CHECK_THAT(error_of([&] { F::batch_normalization(x, Variable(Tensor::ones({3})), Variable(Tensor::zeros({3})),
+                                                   options); }),
+             Contains("batch_normalization: gamma has shape (3,) but x of shape (4, 3, 2) normalized over axis 0") &&
+                 Contains("expected (3, 2)"));
+  options.axis = 3;
+  CHECK_THAT(error_of([&] { F::batch_normalization(x, Variable(Tensor::ones({3})), Variable(Tensor::zeros({3})),
+                                                   options); }),
+             Contains("batch_normalization: axis 3 is out of range for an array of 3 dimensions"));
+  const Variable g(Tensor::ones({3})), b(Tensor::zeros({3}));
+  CHECK_THAT(error_of([&] { F::fixed_batch_normalization(x, g, b, b, g, 2e-5, F::Axes{0, 1}); }),
+             Contains("fixed_batch_normalization: gamma has shape (3,) but x of shape (4, 3, 2) normalized over axis "
+                      "(0, 1)") &&
+                 Contains("expected (2,)"));
 }

@@ -1,26 +1,19 @@
-// Tests of the CNN functions beside the convolutions: max_pooling_2d, average_pooling_2d,
-// unpooling_2d, local_response_normalization, leaky_relu, elu, softplus, flatten, global
-// average pooling through F::mean, and batch normalization's axis argument. Forward values come
-// from naive references written from Chainer's definitions (windows by their start
-// `o * stride - pad`, -inf or 0 padding, get_conv_outsize), over a table of geometries with odd
-// sizes, stride != ksize, padding, cover_all both ways, batch 1 and non-square windows; every
-// function is checked against finite differences in float64; then the error messages.
+// Tests of max_pooling_2d, average_pooling_2d and unpooling_2d (nn/functions/pooling.h): values
+// against naive references from Chainer's definitions over a table of geometries, gradients
+// against finite differences, global average pooling through F::mean, the errors.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <string>
 
-#include "autograd/gradient_check.h"
 #include "core/ops/ops.h"
 #include "nn/functions.h"
-#include "nn/links/batch_normalization.h"
 #include "tests/function_inputs.h"
+#include "tests/nn/functions/reference_checks.h"
 
 namespace F = chainer::functions;
-namespace L = chainer::links;
 using namespace chainer;
 using namespace chainer::testing;
 using Vars = std::vector<Variable>;
@@ -28,18 +21,6 @@ using Catch::Contains;
 
 namespace {
 const double kInf = std::numeric_limits<double>::infinity();
-
-auto near(const std::vector<double>& want) { return Catch::Matchers::Approx(want).epsilon(1e-12).margin(1e-12); }
-
-// The message of the chainer::Error F throws ("" when it throws none).
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // One pooling geometry: input (N, C, H, W), window, stride, pad, cover_all.
 struct Geometry {
@@ -268,104 +249,7 @@ TEST_CASE("unpooling_2d: gradients match finite differences over every geometry"
         {uniform({2, 1, 3, 2}, 24)});
 }
 
-// ---- local_response_normalization ----
-
-namespace {
-// Chainer's CPU definition: unit_scale = k + alpha sum over [c - n/2, c + n/2] of x^2.
-Tensor naive_lrn(const Tensor& x, int64_t n, double k, double alpha, double beta) {
-  const int64_t N = x.size(0), C = x.size(1), S = x.numel() / (N * C);
-  const std::vector<double> v = values(x);
-  std::vector<double> y(v.size());
-  for (int64_t b = 0; b < N; ++b)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t s = 0; s < S; ++s) {
-        double sum = 0;
-        for (int64_t j = c - n / 2; j <= c + n / 2; ++j)
-          if (j >= 0 && j < C) sum += v[size_t((b * C + j) * S + s)] * v[size_t((b * C + j) * S + s)];
-        const size_t at = size_t((b * C + c) * S + s);
-        y[at] = v[at] * std::pow(k + alpha * sum, -beta);
-      }
-  return Tensor::from_vector(y, x.shape());
-}
-}  // namespace
-
-TEST_CASE("local_response_normalization: values equal Chainer's formula, odd and even n, 2-D to 4-D", "[lrn]") {
-  struct Case {
-    Shape x;
-    int64_t n;
-    double k, alpha, beta;
-  };
-  for (const Case& c : std::vector<Case>{{{2, 7, 3, 2}, 5, 2, 1e-4, 0.75},
-                                         {{1, 6, 5}, 4, 1, 0.5, 0.6},
-                                         {{3, 4}, 3, 0.5, 2.0, 1.5},
-                                         {{2, 3, 2, 3}, 1, 2, 1.0, 0.75},
-                                         {{2, 2, 3}, 9, 1, 0.3, 0.5}}) {
-    INFO("x " << shape_str(c.x) << ", n " << c.n);
-    const Tensor x = uniform(c.x, 31, -2, 2);
-    CHECK_THAT(values(F::local_response_normalization(Variable(x), c.n, c.k, c.alpha, c.beta)),
-               near(values(naive_lrn(x, c.n, c.k, c.alpha, c.beta))));
-    check([&](const Vars& v) { return F::local_response_normalization(v[0], c.n, c.k, c.alpha, c.beta); }, {x});
-  }
-  // Chainer's defaults n=5, k=2, alpha=1e-4, beta=0.75.
-  const Tensor x = uniform({2, 6, 2, 2}, 32, -3, 3);
-  CHECK_THAT(values(F::local_response_normalization(Variable(x))), near(values(naive_lrn(x, 5, 2, 1e-4, 0.75))));
-}
-
-// ---- leaky_relu, elu, softplus ----
-
-TEST_CASE("leaky_relu, elu and softplus: hand-computed values with Chainer's defaults and other parameters",
-          "[activation]") {
-  const Tensor x = Tensor::from_vector<double>({-2, -0.5, 0, 1.5});
-  CHECK_THAT(values(F::leaky_relu(Variable(x))), near({-0.4, -0.1, 0, 1.5}));
-  CHECK_THAT(values(F::leaky_relu(Variable(x), 0.5)), near({-1, -0.25, 0, 1.5}));
-  CHECK_THAT(values(F::elu(Variable(x))), near({std::expm1(-2.0), std::expm1(-0.5), 0, 1.5}));
-  CHECK_THAT(values(F::elu(Variable(x), 2.0)), near({2 * std::expm1(-2.0), 2 * std::expm1(-0.5), 0, 1.5}));
-  CHECK_THAT(values(F::softplus(Variable(x))),
-             near({std::log1p(std::exp(-2.0)), std::log1p(std::exp(-0.5)), std::log(2.0), std::log1p(std::exp(1.5))}));
-  CHECK_THAT(values(F::softplus(Variable(x), 2.0)),
-             near({std::log1p(std::exp(-4.0)) / 2, std::log1p(std::exp(-1.0)) / 2, std::log(2.0) / 2,
-                   std::log1p(std::exp(3.0)) / 2}));
-  // No overflow: softplus(1000) is 1000, softplus(-1000) is 0, in float32 too.
-  const Tensor big = Tensor::from_vector<float>({1000, -1000});
-  CHECK_THAT(values(F::softplus(Variable(big))), near({1000, 0}));
-}
-
-TEST_CASE("leaky_relu, elu and softplus: gradients match finite differences; at 0 they are Chainer's",
-          "[activation][gradient]") {
-  for (const Shape& shape : {Shape{5, 7}, Shape{3, 1, 4}, Shape{1}}) {
-    INFO("x " << shape_str(shape));
-    const Tensor x = away_from_zero(shape, 41);
-    check([](const Vars& v) { return F::leaky_relu(v[0]); }, {x});
-    check([](const Vars& v) { return F::leaky_relu(v[0], -0.3); }, {x});
-    check([](const Vars& v) { return F::elu(v[0], 1.7); }, {x});
-    check([](const Vars& v) { return F::softplus(v[0]); }, {ops::mul_scalar(x, 3.0)});
-    check([](const Vars& v) { return F::softplus(v[0], 0.5); }, {x});
-  }
-  // At x = 0: leaky_relu's slope is 1 (x >= 0 is the positive side), elu's is alpha (Chainer's
-  // backward takes x <= 0), softplus's is sigmoid(0) = 1/2.
-  const auto grad_at_zero = [](const std::function<Variable(const Variable&)>& f) {
-    Variable x(Tensor::zeros({1}, DType::Float64), true);
-    Variable y = f(x);
-    y.set_grad(Tensor::ones({1}, DType::Float64));
-    y.backward();
-    return values(x.grad())[0];
-  };
-  CHECK(grad_at_zero([](const Variable& x) { return F::leaky_relu(x); }) == 1.0);
-  CHECK(grad_at_zero([](const Variable& x) { return F::elu(x, 0.7); }) == Approx(0.7));
-  CHECK(grad_at_zero([](const Variable& x) { return F::softplus(x, 3.0); }) == Approx(0.5));
-}
-
-// ---- flatten and global average pooling ----
-
-TEST_CASE("flatten: a 1-D array of every element, as Chainer's (the batch axis too), and its gradient",
-          "[array]") {
-  const Tensor x = uniform({2, 3, 4}, 51);
-  const Variable y = F::flatten(Variable(x));
-  CHECK(y.shape() == Shape{24});
-  CHECK(values(y) == values(x));
-  check([](const Vars& v) { return F::flatten(v[0]); }, {uniform({2, 1, 3}, 52)});
-  check([](const Vars& v) { return F::flatten(F::transpose(v[0])); }, {uniform({2, 3}, 53)});
-}
+// ---- global average pooling ----
 
 TEST_CASE("global average pooling: F::mean over axes (2, 3) of NCHW, values and gradients", "[pooling]") {
   const Tensor x = uniform({2, 3, 4, 5}, 61);
@@ -381,121 +265,6 @@ TEST_CASE("global average pooling: F::mean over axes (2, 3) of NCHW, values and 
   CHECK_THAT(values(F::average_pooling_2d(Variable(x), {4, 5})), near(got));
   check([](const Vars& v) { return F::mean(v[0], {2, 3}); }, {uniform({2, 3, 3, 5}, 62)});
   check([](const Vars& v) { return F::mean(v[0], {-1, -2}, true); }, {uniform({1, 2, 1, 3}, 63)});
-}
-
-// ---- batch normalization's axis ----
-
-namespace {
-// Batch normalization of X over AXES (sorted), gamma/beta of the other axes' extents, in float64.
-Tensor naive_batch_norm(const Tensor& x, const std::vector<int64_t>& axes, const Tensor& gamma, const Tensor& beta,
-                        double eps = 2e-5) {
-  const int64_t nd = x.ndim();
-  const std::vector<double> v = values(x), g = values(gamma), b = values(beta);
-  const std::vector<int64_t> strides = contiguous_strides(x.shape());
-  // The channel of each element: its coordinates on the kept axes, row-major.
-  std::vector<size_t> channel(v.size(), 0);
-  for (size_t k = 0; k < v.size(); ++k)
-    for (int64_t d = 0; d < nd; ++d)
-      if (std::find(axes.begin(), axes.end(), d) == axes.end())
-        channel[k] = channel[k] * size_t(x.shape()[size_t(d)]) +
-                     size_t(int64_t(k) / strides[size_t(d)] % x.shape()[size_t(d)]);
-  std::vector<double> mean(g.size(), 0.0), var(g.size(), 0.0), count(g.size(), 0.0);
-  for (size_t k = 0; k < v.size(); ++k) mean[channel[k]] += v[k], count[channel[k]] += 1;
-  for (size_t c = 0; c < g.size(); ++c) mean[c] /= count[c];
-  for (size_t k = 0; k < v.size(); ++k) var[channel[k]] += (v[k] - mean[channel[k]]) * (v[k] - mean[channel[k]]);
-  std::vector<double> y(v.size());
-  for (size_t k = 0; k < v.size(); ++k) {
-    const size_t c = channel[k];
-    y[k] = g[c] * (v[k] - mean[c]) / std::sqrt(var[c] / count[c] + eps) + b[c];
-  }
-  return Tensor::from_vector(y, x.shape());
-}
-
-struct AxisCase {
-  std::string name;
-  Shape x, gamma;
-  F::Axes axis;
-  std::vector<int64_t> reduced;
-};
-std::vector<AxisCase> axis_cases() {
-  return {
-      {"(N, C, H, W), default axis (0, 2, 3)", {3, 4, 3, 2}, {4}, {}, {0, 2, 3}},
-      {"(N, C, H, W), axis (0, 2, 3) given", {2, 3, 3, 5}, {3}, F::Axes{0, 2, 3}, {0, 2, 3}},
-      {"(N, C, H, W), gamma (C, H, W): default axis 0", {4, 2, 3, 2}, {2, 3, 2}, {}, {0}},
-      {"(N, C, H, W), axis 0 given", {3, 2, 2, 3}, {2, 2, 3}, 0, {0}},
-      {"(N, C), default axis 0", {5, 3}, {3}, {}, {0}},
-      {"(N, C, L), axis (0, 1): channels last", {2, 3, 4}, {4}, F::Axes{0, 1}, {0, 1}},
-      {"(N, C, L), axis 1: channels apart (a transposed copy)", {3, 4, 2}, {3, 2}, 1, {1}},
-      {"(N, H, W, C), axis (0, 1, 2) with negative axes", {2, 3, 2, 3}, {3}, F::Axes{-4, -3, -2}, {0, 1, 2}},
-      {"batch 1, (1, C, H, W)", {1, 3, 2, 3}, {3}, {}, {0, 2, 3}},
-  };
-}
-}  // namespace
-
-TEST_CASE("batch_normalization: axis picks the statistics' axes, as Chainer's; the output equals a naive reference",
-          "[batch_normalization][axis]") {
-  for (const AxisCase& c : axis_cases()) {
-    INFO(c.name);
-    const Tensor x = uniform(c.x, 71, -2, 3), gamma = uniform(c.gamma, 72, 0.5, 2), beta = uniform(c.gamma, 73);
-    F::BatchNormalizationOptions options;
-    options.axis = c.axis;
-    CHECK_THAT(values(F::batch_normalization(Variable(x), Variable(gamma), Variable(beta), options)),
-               Catch::Matchers::Approx(values(naive_batch_norm(x, c.reduced, gamma, beta))).margin(1e-9));
-    // float32 follows: the kernels' float32 path with float64 statistics.
-    const Variable y32 = F::batch_normalization(Variable(x.astype(DType::Float32)),
-                                                Variable(gamma.astype(DType::Float32)),
-                                                Variable(beta.astype(DType::Float32)), options);
-    CHECK_THAT(values(y32), Catch::Matchers::Approx(values(naive_batch_norm(x, c.reduced, gamma, beta))).margin(1e-5));
-  }
-}
-
-TEST_CASE("batch_normalization and fixed_batch_normalization: gradients match finite differences for every axis",
-          "[batch_normalization][axis][gradient]") {
-  // Channels of as few as 3 values can have a small spread: a step of 1e-4 keeps the central
-  // differences of the batch statistics within the tolerance.
-  const GradientCheckOptions small_step{.eps = 1e-4};
-  for (const AxisCase& c : axis_cases()) {
-    INFO(c.name);
-    F::BatchNormalizationOptions options;
-    options.axis = c.axis;
-    check([&](const Vars& v) { return F::batch_normalization(v[0], v[1], v[2], options); },
-          {uniform(c.x, 81), uniform(c.gamma, 82, 0.5, 2), uniform(c.gamma, 83)}, small_step);
-    check([&](const Vars& v) { return F::fixed_batch_normalization(v[0], v[1], v[2], v[3], v[4], 2e-5, c.axis); },
-          {uniform(c.x, 84), uniform(c.gamma, 85, 0.5, 2), uniform(c.gamma, 86), uniform(c.gamma, 87),
-           uniform(c.gamma, 88, 0.5, 2)});
-  }
-}
-
-TEST_CASE("batch_normalization: the running statistics take gamma's shape under axis", "[batch_normalization][axis]") {
-  const Tensor x = uniform({4, 3, 2}, 91);
-  Tensor mean = Tensor::zeros({3, 2}, DType::Float64), var = Tensor::ones({3, 2}, DType::Float64);
-  F::BatchNormalizationOptions options;
-  options.running_mean = mean;
-  options.running_var = var;
-  options.axis = 0;
-  F::batch_normalization(Variable(x), Variable(Tensor::ones({3, 2}, DType::Float64)),
-                         Variable(Tensor::zeros({3, 2}, DType::Float64)), options);
-  // decay 0.9: 0.1 of the batch mean over axis 0.
-  const std::vector<double> v = values(x), m = values(mean);
-  for (int64_t c = 0; c < 6; ++c)
-    CHECK(m[size_t(c)] == Approx(0.1 * (v[size_t(c)] + v[size_t(6 + c)] + v[size_t(12 + c)] + v[size_t(18 + c)]) / 4));
-}
-
-TEST_CASE("BatchNormalization link: a tuple size normalizes each element over the batch; axis passes through",
-          "[batch_normalization][axis][link]") {
-  const Tensor x = uniform({5, 2, 3, 3}, 95, -1, 2, DType::Float32);
-  L::BatchNormalization per_element(Shape{2, 3, 3});
-  CHECK(per_element.avg_mean().shape() == Shape{2, 3, 3});
-  CHECK(per_element.size() == 18);
-  const Variable y = per_element.forward(Variable(x));
-  const Tensor mean_over_batch = ops::sum(y.data(), {0});
-  for (double v : values(mean_over_batch)) CHECK(std::abs(v) < 1e-5);
-  // Channels last, as (N, H, W, C) with axis (0, 1, 2).
-  L::BatchNormalization channels_last(3, {.axis = F::Axes{0, 1, 2}});
-  const Variable z = channels_last.forward(Variable(x));
-  CHECK(z.shape() == x.shape());
-  for (double v : values(ops::sum(z.data(), {0, 1, 2}))) CHECK(std::abs(v) < 1e-4);
-  CHECK(values(channels_last.avg_mean()) != std::vector<double>(3, 0.0));
 }
 
 // ---- errors ----
@@ -527,24 +296,4 @@ TEST_CASE("pooling: errors name the op, the value and what was expected", "[pool
   CHECK_THAT(error_of([&] { F::softplus(x, 0.0); }), Contains("softplus: beta must not be 0"));
   CHECK_THAT(error_of([&] { F::elu(Variable(Tensor::zeros({2}, DType::Int32))); }),
              Contains("elu: dtype int32 is not supported (expected float32 or float64)"));
-}
-
-TEST_CASE("batch_normalization: errors for axis name the op, the axes and the expected shape",
-          "[batch_normalization][axis][errors]") {
-  const Variable x(Tensor::zeros({4, 3, 2}));
-  F::BatchNormalizationOptions options;
-  options.axis = 0;
-  CHECK_THAT(error_of([&] { F::batch_normalization(x, Variable(Tensor::ones({3})), Variable(Tensor::zeros({3})),
-                                                   options); }),
-             Contains("batch_normalization: gamma has shape (3,) but x of shape (4, 3, 2) normalized over axis 0") &&
-                 Contains("expected (3, 2)"));
-  options.axis = 3;
-  CHECK_THAT(error_of([&] { F::batch_normalization(x, Variable(Tensor::ones({3})), Variable(Tensor::zeros({3})),
-                                                   options); }),
-             Contains("batch_normalization: axis 3 is out of range for an array of 3 dimensions"));
-  const Variable g(Tensor::ones({3})), b(Tensor::zeros({3}));
-  CHECK_THAT(error_of([&] { F::fixed_batch_normalization(x, g, b, b, g, 2e-5, F::Axes{0, 1}); }),
-             Contains("fixed_batch_normalization: gamma has shape (3,) but x of shape (4, 3, 2) normalized over axis "
-                      "(0, 1)") &&
-                 Contains("expected (2,)"));
 }
