@@ -196,3 +196,5 @@ const void* step_scalars(size_t bytes, std::function<void(void* host)> fill) {
 }  // namespace chainer::cuda
 
 extern "C" chainer::cuda::Runtime* chainer_cuda_runtime() { return &chainer::cuda::the_runtime(); }
+// The kernel list this plugin's table was compiled from (core/ops/kernels.h, kKernelListHash).
+extern "C" uint64_t chainer_cuda_kernel_list() { return chainer::kKernelListHash; }

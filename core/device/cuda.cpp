@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cuda/runtime.h"
+#include "core/ops/kernels.h"
 #include "core/util/plugin.h"
 
 namespace chainer::cuda {
@@ -28,6 +29,16 @@ Plugin load() {
       reinterpret_cast<const void*>(&load), "libchainer_cuda.so", "chainer_cuda_runtime", "the CUDA support library",
       p.why_not));
   if (!entry) return p;
+  // A plugin compiled from another kernel list has a table of another layout: refuse it.
+  auto list = reinterpret_cast<uint64_t (*)()>(load_plugin_entry(reinterpret_cast<const void*>(&load),
+                                                                 "libchainer_cuda.so", "chainer_cuda_kernel_list",
+                                                                 "the CUDA support library", p.why_not));
+  if (!list || list() != kKernelListHash) {
+    p.why_not = "libchainer_cuda.so was compiled from another kernel list than libchainer.so "
+                "(core/ops/kernel_list.def changed since): rebuild it (meson does not follow the headers of "
+                "the .cu files: touch core/cuda/*.cu)";
+    return p;
+  }
   p.runtime = entry();
   p.devices = p.runtime->device_count(p.why_not);
 #endif

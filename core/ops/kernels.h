@@ -63,6 +63,18 @@ inline constexpr const char* kKernelNames[] = {
 inline constexpr size_t kKernelCount = sizeof(kKernelNames) / sizeof(kKernelNames[0]);
 static_assert(sizeof(Kernels) == kKernelCount * sizeof(void (*)()), "Kernels holds exactly the listed kernels");
 
+/// A fingerprint of the list (FNV-1a over the names in order): the CUDA plugin reports the one it
+/// was compiled with, and a plugin built from another list is refused (core/device/cuda.cpp)
+/// rather than handed a table of another layout.
+inline constexpr uint64_t kKernelListHash = [] {
+  uint64_t h = 14695981039346656037ull;
+  for (const char* name : kKernelNames) {
+    for (const char* c = name; *c; ++c) h = (h ^ uint64_t(uint8_t(*c))) * 1099511628211ull;
+    h = (h ^ uint64_t(',')) * 1099511628211ull;
+  }
+  return h;
+}();
+
 /// The entry of TABLE for the kernel at INDEX of the list (null when a table leaves it out):
 /// how tests check that every table is complete, naming what is missing.
 inline const void* kernel_entry(const Kernels& table, size_t index) {
