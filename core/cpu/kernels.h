@@ -2,7 +2,7 @@
 // the contract: arguments already checked, outputs preallocated and contiguous). Files, one per
 // family, paired with core/cuda/'s: elementwise.cpp (with the linear epilogue), reduce.cpp,
 // gemm.cpp, softmax.cpp, loss.cpp, dropout.cpp, update.cpp, indexing.cpp, conv.cpp and
-// conv_implicit.cpp, pooling.cpp, normalization.cpp; convert.cpp (float16 arrays) and
+// conv_implicit.cpp, pooling.cpp, normalization.cpp, rnn.cpp; convert.cpp (float16 arrays) and
 // kernel_table.cpp.
 //
 // These sources make one kernel family (core/cpu/family.h) each time they are compiled: meson
@@ -40,13 +40,7 @@ constexpr int64_t kGrain = 1 << 15;
 inline int64_t row_grain(int64_t len) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)); }
 
 // The lowering of convolutions (core/ops/conv_lowering.h) and the kernels it is built from.
-// Products of a batch, summed in groups: C[g] = alpha * sum of op(A[i]) op(B[i]) over the
-// products i of group g + beta * C[g]. A and B are 3-D with a batch axis of 1 (one matrix for
-// every product) or of the batch size; C (groups, m, n) has `groups` dividing the batch, group g
-// holding products [g * batch / groups, (g + 1) * batch / groups) (groups == batch: one product
-// each). Every matrix A[i], B[i], C[g] is a contiguous 2-D block; the batch axes may have any
-// stride (C may be a view).
-void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
+// batched_gemm, a kernel of the list, is what the lowering multiplies with.
 // COL (B, C * kh * kw, out_h * out_w) = the windows of X (B, C, H, W, contiguous):
 // col[b, (c, i, j), (oy, ox)] = x[b, c, oy*sy - ph + i*dy, ox*sx - pw + j*dx], 0 outside X.
 void im2col(const Tensor& x, const Conv2dGeometry& g, Tensor& col);

@@ -107,4 +107,37 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
   }
 }
 
+// One strided-batched cuBLAS call when each group holds one product (matmul over batches; a
+// batch axis of 1 is a stride of 0); otherwise each group's products in order, the first with
+// BETA and the rest adding to it, as the CPU's.
+void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta,
+                  Tensor& c) {
+  const int64_t batch = std::max(a.size(0), b.size(0)), groups = c.size(0);
+  const int64_t m = c.size(1), n = c.size(2), k = trans_a ? a.size(1) : a.size(2);
+  if (groups == 0 || m == 0 || n == 0) return;
+  if (groups != batch || k == 0) {
+    for (int64_t g = 0; g < groups; ++g) {
+      Tensor cg = c[g];
+      for (int64_t i = g * batch / groups; i < (g + 1) * batch / groups; ++i)
+        gemm(a[a.size(0) == 1 ? 0 : i], trans_a, b[b.size(0) == 1 ? 0 : i], trans_b, alpha,
+             i == g * batch / groups ? beta : 1.0, cg);
+    }
+    return;
+  }
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int64_t lda = std::max<int64_t>(a.size(2), 1), ldb = std::max<int64_t>(b.size(2), 1);
+  const int64_t stride_a = a.size(0) == 1 ? 0 : a.strides()[0], stride_b = b.size(0) == 1 ? 0 : b.strides()[0];
+  if (c.dtype() == DType::Float32) {
+    const float al = float(alpha), be = float(beta);
+    CHAINER_CUBLAS_CHECK(cublasSgemmStridedBatched_64(handle(), op_b, op_a, n, m, k, &al, b.data<float>(), ldb,
+                                                      stride_b, a.data<float>(), lda, stride_a, &be, c.data<float>(),
+                                                      n, c.strides()[0], batch));
+  } else {
+    CHAINER_CUBLAS_CHECK(cublasDgemmStridedBatched_64(handle(), op_b, op_a, n, m, k, &alpha, b.data<double>(), ldb,
+                                                      stride_b, a.data<double>(), lda, stride_a, &beta,
+                                                      c.data<double>(), n, c.strides()[0], batch));
+  }
+  count_library_launch();
+}
+
 }  // namespace chainer::cuda

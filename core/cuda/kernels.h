@@ -4,7 +4,8 @@
 // elementwise.cu (memory, elementwise, the linear epilogue), reduce.cu (reductions), gemm.cu
 // (cuBLAS), softmax.cu, loss.cu (the losses and accuracy), dropout.cu, update.cu (optimizer
 // updates), indexing.cu (gather and scatter-add along an axis), conv.cu (convolutions on cuDNN),
-// pooling.cu (2-D pooling), normalization.cu (batch and local response normalization).
+// pooling.cu (2-D pooling), normalization.cu (batch and local response normalization), rnn.cu
+// (recurrent cells).
 #pragma once
 #include <vector>
 

@@ -154,4 +154,27 @@ struct ParametricGrad {
   }
 };
 
+/// One unit of one LSTM step (the `lstm` kernel), as Chainer's lstm: the gates' inputs XA, XI, XF,
+/// XO and the previous cell state C_PREV give the cell state C and the output H.
+template <class T>
+CHAINER_FORMULA void lstm_cell(T xa, T xi, T xf, T xo, T c_prev, T& c, T& h) {
+  const Unary<UnaryOp::Sigmoid> sigmoid;
+  c = math::tanh(xa) * sigmoid(xi) + sigmoid(xf) * c_prev;
+  h = sigmoid(xo) * math::tanh(c);
+}
+
+/// The gradients of lstm_cell (the `lstm_grad` kernel) from its inputs, its output C and the
+/// output gradients GC and GH: GX[0..3] for XA, XI, XF, XO and GC_PREV.
+template <class T>
+CHAINER_FORMULA void lstm_cell_grad(T xa, T xi, T xf, T xo, T c_prev, T c, T gc, T gh, T* gx, T& gc_prev) {
+  const Unary<UnaryOp::Sigmoid> sigmoid;
+  const T a = math::tanh(xa), i = sigmoid(xi), f = sigmoid(xf), o = sigmoid(xo), tc = math::tanh(c);
+  const T g = gh * o * (T(1) - tc * tc) + gc;  // the whole gradient of c
+  gx[0] = g * i * (T(1) - a * a);
+  gx[1] = g * a * i * (T(1) - i);
+  gx[2] = g * c_prev * f * (T(1) - f);
+  gx[3] = gh * tc * o * (T(1) - o);
+  gc_prev = g * f;
+}
+
 }  // namespace chainer::formulas

@@ -10,9 +10,10 @@
 /// broadcast_to, max, min, argmax, argmin, amax, amin), gemm.cpp, softmax.cpp (with its
 /// gradients), loss.cpp (the cross entropies, accuracy), dropout.cpp, indexing.cpp (take_rows,
 /// take, scatter_add_, concat, stack), conv.cpp (with conv_outsize and deconv_outsize),
-/// pooling.cpp and normalization.cpp; broadcast_shapes and the checks the families share are in
+/// pooling.cpp, normalization.cpp and rnn.cpp (lstm); broadcast_shapes and the checks the families share are in
 /// checks.cpp.
 #pragma once
+#include <utility>
 #include <vector>
 
 #include "core/ops/op_types.h"
@@ -125,6 +126,9 @@ Tensor amin(const Tensor& a, const std::vector<int64_t>& axes, bool keepdims = f
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 /// c = alpha * op(a) @ op(b) + beta * c, c preallocated with the right shape.
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
+/// Matrix products over a batch: A (batch or 1, ., .) and B (batch or 1, ., .), 3-D, give
+/// (batch, m, n) with out[i] = op(a[i or 0]) @ op(b[i or 0]).
+Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 
 /// Softmax of X along AXIS.
 Tensor softmax(const Tensor& x, int64_t axis = 1);
@@ -172,6 +176,15 @@ Tensor sigmoid_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
 /// a CUDA graph, every replay draws its key from GEN again: GEN must outlive the graph (the
 /// default generator, which F::dropout uses, always does).
 Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device, Generator& gen);
+
+/// One LSTM step, as Chainer's lstm: X (B, 4U) holds unit u's gate inputs at columns 4u .. 4u + 3
+/// (a, i, f, o); with C_PREV (B, U), c = tanh(a) sigmoid(i) + sigmoid(f) c_prev and
+/// h = sigmoid(o) tanh(c). Returns {c, h}.
+std::pair<Tensor, Tensor> lstm(const Tensor& x, const Tensor& c_prev);
+/// The gradients of lstm, {gx, gc_prev}, from its X, C_PREV and C and the gradients GC and GH of
+/// c and h (either may be undefined: zero).
+std::pair<Tensor, Tensor> lstm_grad(const Tensor& x, const Tensor& c_prev, const Tensor& c, const Tensor& gc,
+                                    const Tensor& gh);
 
 // ---- Convolutions over NCHW images ----
 //

@@ -292,10 +292,13 @@ TEST_CASE("PlotReport: its data as Chainer's JSON, read back exactly") {
   CHECK_THROWS_AS(E::PlotReport::from_json(""), Error);
 }
 
-TEST_CASE("PlotReport: errors name the marker, the x key and the path") {
+TEST_CASE("PlotReport: an unknown marker is an error naming it and the markers expected") {
   CHECK_THROWS_WITH(E::PlotReport({"main/loss"}, "epoch", IntervalTrigger(1, Unit::Epoch), {}, "plot.png", "q"),
                     Catch::Contains("PlotReport") && Catch::Contains("'q'") && Catch::Contains("x, +, o"));
-  if (!E::PlotReport::available()) return;
+}
+
+TEST_CASE("PlotReport: errors while drawing name the x key, the path and the bad limits", "[cairo]") {
+  SKIP_UNLESS(E::PlotReport::available(), "built without cairo (libcairo2-dev)");
   TempDir dir("errors");
   {
     Trainer trainer(scripted({1, 2}), IntervalTrigger(2, Unit::Epoch), dir.path.string());
@@ -321,8 +324,8 @@ TEST_CASE("PlotReport: errors name the marker, the x key and the path") {
   CHECK_THROWS_WITH(E::save_plot_png(figure, (dir.path / "f.png").string()), Catch::Contains("'*'"));
 }
 
-TEST_CASE("save_plot_png: 640 x 480 without a legend, wider for a longer one; any data draw") {
-  if (!E::plot_png_available()) return;
+TEST_CASE("save_plot_png: 640 x 480 without a legend, wider for a longer one; any data draw", "[cairo]") {
+  SKIP_UNLESS(E::plot_png_available(), "built without cairo (libcairo2-dev)");
   TempDir dir("figure");
   E::PlotFigure empty;
   E::save_plot_png(empty, (dir.path / "empty.png").string());
@@ -355,7 +358,7 @@ TEST_CASE("save_plot_png: 640 x 480 without a legend, wider for a longer one; an
 
 // Not a check: prints the time one figure takes (run it by name).
 TEST_CASE("PlotReport: how long one figure takes to draw", "[.timing]") {
-  if (!E::plot_png_available()) return;
+  SKIP_UNLESS(E::plot_png_available(), "built without cairo (libcairo2-dev)");
   TempDir dir("time");
   E::PlotFigure f;
   f.x_label = "epoch";

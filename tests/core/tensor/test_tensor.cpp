@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/catch_session.h"
 #include "core/memory/allocator.h"
 #include "core/util/config.h"
 #include "core/cpu/family.h"
@@ -540,8 +541,8 @@ TEST_CASE("ops: take_rows, scale_to_ and accumulate_") {
   REQUIRE_THROWS_WITH(ops::accumulate_(out, acc), Catch::Contains("accumulate: the accumulator must be one float64"));
 }
 
-TEST_CASE("cuda: a device that cannot be used is an error naming it and why, not a crash") {
-  if (cuda::is_available()) return;  // the GPU suite covers that case
+TEST_CASE("cuda: a device that cannot be used is an error naming it and why, not a crash", "[no-gpu]") {
+  SKIP_UNLESS(!cuda::is_available(), "a CUDA device is usable here: the GPU suite covers this case");
   CHECK(cuda::device_count() == 0);
   const std::string why = cuda::unavailable_reason();
   CHECK_FALSE(why.empty());

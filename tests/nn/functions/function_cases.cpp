@@ -246,6 +246,41 @@ std::vector<FunctionCase> make_function_cases() {
         input({3, 2}, 327, 0.5, 2)}},
   };
   cases.insert(cases.end(), cnn_cases.begin(), cnn_cases.end());
+  // The sequence models' pieces: embeddings, the LSTM cell, products over batches.
+  const std::vector<FunctionCase> sequence_cases = {
+      {{"embed_id"}, "ids (2, 3) into a table of 5 vectors of 4",
+       [](const Vars& v) { return F::embed_id(v[0], v[1]); },
+       {Tensor::from_vector<int32_t>({4, 0, 2, 2, 1, 4}, {2, 3}), input({5, 4}, 400)}},
+      {{"embed_id"}, "ignore_label -1 gives zeros and no gradient",
+       [](const Vars& v) { return F::embed_id(v[0], v[1], -1); },
+       {Tensor::from_vector<int32_t>({3, -1, 0, 3, -1}), input({4, 3}, 401)}},
+      {{"lstm"}, "c_prev (3, 4), x (3, 16): the output h",
+       [](const Vars& v) { return F::lstm(v[0], v[1]).second; }, {input({3, 4}, 402), input({3, 16}, 403, -2, 2)}},
+      {{"lstm"}, "c_prev (4, 3), x (2, 12): c with the rows beyond x passed through, and h",
+       [](const Vars& v) {
+         auto [c, h] = F::lstm(v[0], v[1]);
+         return F::sum(c * c) + 2.0 * F::sum(h);
+       },
+       {input({4, 3}, 404), input({2, 12}, 405, -2, 2)}},
+      {{"matmul"}, "stacks (2, 3, 4) and (2, 4, 5)", [](const Vars& v) { return F::matmul(v[0], v[1]); },
+       {input({2, 3, 4}, 406), input({2, 4, 5}, 407)}},
+      {{"matmul"}, "stacks (2, 1, 4, 3)^T and (3, 4, 2), leading axes broadcast",
+       [](const Vars& v) { return F::matmul(v[0], v[1], true, false); }, {input({2, 1, 4, 3}, 408), input({3, 4, 2}, 409)}},
+      {{"matmul"}, "a matrix (3, 4) and a stack (2, 5, 4)^T",
+       [](const Vars& v) { return F::matmul(v[0], v[1], false, true); }, {input({3, 4}, 410), input({2, 5, 4}, 411)}},
+      {{"matmul"}, "a vector (4,) and a stack (2, 4, 3)", [](const Vars& v) { return F::matmul(v[0], v[1]); },
+       {input({4}, 412), input({2, 4, 3}, 413)}},
+      {{"matmul"}, "a matrix (3, 4) and a vector (4,)", [](const Vars& v) { return F::matmul(v[0], v[1]); },
+       {input({3, 4}, 414), input({4}, 415)}},
+      {{"matmul"}, "two vectors: the dot product", [](const Vars& v) { return F::matmul(v[0], v[1]); },
+       {input({5}, 416), input({5}, 417)}},
+      {{"batch_matmul"}, "(3, 4, 2) and (3, 2, 5)", [](const Vars& v) { return F::batch_matmul(v[0], v[1]); },
+       {input({3, 4, 2}, 418), input({3, 2, 5}, 419)}},
+      {{"batch_matmul"}, "batches of vectors (3, 4)^T and (3, 4): their dot products",
+       [](const Vars& v) { return F::batch_matmul(v[0], v[1], true, false); }, {input({3, 4}, 420), input({3, 4}, 421)}},
+  };
+  cases.insert(cases.end(), sequence_cases.begin(), sequence_cases.end());
+
   for (int mode = 0; mode < 4; ++mode) {
     const bool ta = mode & 1, tb = mode & 2;
     cases.push_back({{"matmul"}, str(ta ? "a transposed" : "a", tb ? ", b transposed" : ", b"),

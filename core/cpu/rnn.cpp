@@ -1,0 +1,54 @@
+// Recurrent cells: the fused LSTM step and its gradient, one pass over the batch's units each
+// (the formulas are core/ops/elementwise_formulas.h's, shared with core/cuda/rnn.cu).
+#include "core/cpu/kernels.h"
+#include "core/ops/elementwise_formulas.h"
+#include "core/util/parallel.h"
+
+namespace chainer::cpu::CHAINER_ISA {
+
+void lstm(const Tensor& x, const Tensor& c_prev, Tensor& c, Tensor& h) {
+  const int64_t batch = c.size(0), units = c.size(1);
+  const Tensor cp = c_prev.contiguous();
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "lstm", [&] {
+    using T = scalar_t;
+    const T* px = x.data<T>();
+    const T* pc = cp.data<T>();
+    T* oc = c.data<T>();
+    T* oh = h.data<T>();
+    parallel_for(batch, row_grain(4 * units), [&](int64_t s, int64_t e) {
+      for (int64_t b = s; b < e; ++b)
+        for (int64_t u = 0; u < units; ++u) {
+          const T* g = px + (b * units + u) * 4;
+          formulas::lstm_cell<T>(g[0], g[1], g[2], g[3], pc[b * units + u], oc[b * units + u], oh[b * units + u]);
+        }
+    });
+  });
+}
+
+void lstm_grad(const Tensor& x, const Tensor& c_prev, const Tensor& c, const Tensor& gc, const Tensor& gh, Tensor& gx,
+               Tensor& gc_prev) {
+  const int64_t batch = c.size(0), units = c.size(1);
+  const Tensor cp = c_prev.contiguous(), cc = c.contiguous();
+  const Tensor gcc = gc.defined() ? gc.contiguous() : Tensor(), ghc = gh.defined() ? gh.contiguous() : Tensor();
+  CHAINER_DISPATCH_FLOATING(x.dtype(), "lstm", [&] {
+    using T = scalar_t;
+    const T* px = x.data<T>();
+    const T* pcp = cp.data<T>();
+    const T* pc = cc.data<T>();
+    const T* pgc = gcc.defined() ? gcc.data<T>() : nullptr;
+    const T* pgh = ghc.defined() ? ghc.data<T>() : nullptr;
+    T* ogx = gx.data<T>();
+    T* ogc = gc_prev.data<T>();
+    parallel_for(batch, row_grain(4 * units), [&](int64_t s, int64_t e) {
+      for (int64_t b = s; b < e; ++b)
+        for (int64_t u = 0; u < units; ++u) {
+          const int64_t k = b * units + u;
+          const T* g = px + 4 * k;
+          formulas::lstm_cell_grad<T>(g[0], g[1], g[2], g[3], pcp[k], pc[k], pgc ? pgc[k] : T(0), pgh ? pgh[k] : T(0),
+                                      ogx + 4 * k, ogc[k]);
+        }
+    });
+  });
+}
+
+}  // namespace chainer::cpu::CHAINER_ISA
