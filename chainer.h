@@ -38,6 +38,7 @@
 #include "nn/links/linear.h"
 #include "nn/links/lstm.h"
 #include "nn/links/mlp_convolution_2d.h"
+#include "nn/links/n_step_rnn.h"
 #include "nn/optimizer.h"
 #include "nn/optimizer_hooks.h"
 #include "nn/optimizers/ada_delta.h"

@@ -280,6 +280,52 @@ std::vector<FunctionCase> make_function_cases() {
        [](const Vars& v) { return F::batch_matmul(v[0], v[1], true, false); }, {input({3, 4}, 420), input({3, 4}, 421)}},
   };
   cases.insert(cases.end(), sequence_cases.begin(), sequence_cases.end());
+  cases.push_back(
+      {{"transpose_sequence"}, "sequences of lengths 3, 2, 2 and 0 to steps and back",
+       [](const Vars& v) {
+         const Vars steps = F::transpose_sequence(v);
+         const Vars back = F::transpose_sequence(steps);
+         return F::sum(F::concat(steps, 0) * F::concat(steps, 0)) + F::sum(F::tanh(F::concat(back, 0)));
+       },
+       {input({3, 2}, 430), input({2, 2}, 431), input({2, 2}, 432), input({0, 2}, 433)}});
+  cases.push_back({{"pad_sequence"}, "lengths 2, 4 and 3 to length 5, padding -1",
+                   [](const Vars& v) { return F::pad_sequence(v, 5, -1.0); },
+                   {input({2, 3}, 434), input({4, 3}, 435), input({3, 3}, 436)}});
+  // The stacks: inputs hx, cx, the 16 arrays of each layer and direction (w0 .. w7, b0 .. b7),
+  // then the steps; the result mixes hy, cy and every step's output.
+  const auto stack_case = [](bool bi, int64_t layers, int64_t in, int64_t units, std::vector<int64_t> batches,
+                             uint64_t seed) {
+    const int64_t directions = bi ? 2 : 1, batch = batches.front();
+    std::vector<Tensor> inputs = {input({layers * directions, batch, units}, seed++),
+                                  input({layers * directions, batch, units}, seed++)};
+    for (int64_t layer = 0; layer < layers; ++layer)
+      for (int64_t d = 0; d < directions; ++d) {
+        for (int j = 0; j < 8; ++j) inputs.push_back(input({units, j < 4 ? (layer ? units * directions : in) : units}, seed++));
+        for (int j = 0; j < 8; ++j) inputs.push_back(input({units}, seed++));
+      }
+    for (int64_t b : batches) inputs.push_back(input({b, in}, seed++));
+    const size_t params = size_t(layers * directions);
+    Function f = [=](const Vars& v) {
+      std::vector<Vars> ws(params), bs(params);
+      for (size_t k = 0; k < params; ++k) {
+        ws[k] = Vars(v.begin() + 2 + 16 * k, v.begin() + 2 + 16 * k + 8);
+        bs[k] = Vars(v.begin() + 2 + 16 * k + 8, v.begin() + 2 + 16 * k + 16);
+      }
+      const Vars xs(v.begin() + 2 + 16 * params, v.end());
+      auto [hy, cy, ys] = bi ? F::n_step_bilstm(layers, 0.0, v[0], v[1], ws, bs, xs)
+                             : F::n_step_lstm(layers, 0.0, v[0], v[1], ws, bs, xs);
+      return F::sum(hy * hy) + F::sum(F::tanh(cy)) + 0.5 * F::sum(F::concat(ys, 0) * F::concat(ys, 0));
+    };
+    return std::pair{f, inputs};
+  };
+  {
+    auto [f, in] = stack_case(false, 2, 2, 3, {3, 2, 2, 1}, 440);
+    cases.push_back({{"n_step_lstm"}, "2 layers of 3 units, batches of 3, 2, 2, 1 sequences", f, in});
+  }
+  {
+    auto [f, in] = stack_case(true, 2, 3, 2, {3, 3, 1}, 500);
+    cases.push_back({{"n_step_bilstm"}, "2 bidirectional layers of 2 units, batches of 3, 3, 1 sequences", f, in});
+  }
 
   for (int mode = 0; mode < 4; ++mode) {
     const bool ta = mode & 1, tb = mode & 2;

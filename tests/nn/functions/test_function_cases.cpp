@@ -90,13 +90,14 @@ struct CountingKernels {
 };
 
 // The public functions of chainer::functions: the names of the functions declared in
-// nn/functions/*.h (returning a Variable, a list or a pair of them), read from the source tree.
+// nn/functions/*.h (returning a Variable, a list or a pair of them, or a result struct of them),
+// read from the source tree.
 std::set<std::string> public_functions() {
   const char* root = std::getenv("CHAINER_SOURCE_ROOT");
   REQUIRE(root != nullptr);  // tests/meson.build sets it
   const std::filesystem::path dir = std::filesystem::path(root) / "nn" / "functions";
   const std::regex declaration(
-      R"(^\s*(?:inline\s+)?(?:Variable|std::vector<Variable>|std::pair<Variable, Variable>)\s+([a-z_0-9]+)\()");
+      R"(^\s*(?:inline\s+)?(?:Variable|std::vector<Variable>|std::pair<Variable, Variable>|[A-Za-z]+Result)\s+([a-z_0-9]+)\()");
   std::set<std::string> names;
   int headers = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

@@ -1,0 +1,133 @@
+#include "nn/functions/n_step_rnn.h"
+
+#include "nn/functions/activation.h"
+#include "nn/functions/arithmetic.h"
+#include "nn/functions/array.h"
+#include "nn/functions/dropout.h"
+#include "nn/functions/linear.h"
+#include "nn/functions/lstm.h"
+
+namespace chainer::functions {
+
+namespace {
+// Four (U, ...) arrays as one (4U, ...) with unit u's rows at 4u .. 4u + 3 in the order given:
+// Chainer's parameters (i, f, a, o) in the layout of the fused cell (a, i, f, o).
+Variable interleave(const Variable& a, const Variable& i, const Variable& f, const Variable& o) {
+  Shape shape = a.shape();
+  shape[0] *= 4;
+  return reshape(stack({a, i, f, o}, 1), shape);
+}
+
+// The pieces of X along axis 0 at the row counts SIZES (one piece: X itself).
+std::vector<Variable> split_rows(const Variable& x, const std::vector<int64_t>& sizes) {
+  if (sizes.size() == 1) return {x};
+  std::vector<int64_t> cuts;
+  int64_t at = 0;
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) cuts.push_back(at += sizes[i]);
+  return split_axis(x, cuts, 0);
+}
+
+struct DirectionResult {
+  Variable h, c;               // the last state of every sequence, (B, U)
+  std::vector<Variable> hs;    // the output of each step, (B_t, U), in the steps' order
+};
+
+// One direction of one layer over the steps XS (REVERSE: from the last), from state (H, C).
+DirectionResult run_direction(const std::vector<Variable>& xs, Variable h, Variable c, const std::vector<Variable>& w,
+                              const std::vector<Variable>& b, bool reverse) {
+  const Variable wx = interleave(w[2], w[0], w[1], w[3]), wh = interleave(w[6], w[4], w[5], w[7]);
+  const Variable bias = interleave(b[2] + b[6], b[0] + b[4], b[1] + b[5], b[3] + b[7]);
+  std::vector<int64_t> sizes;
+  for (const Variable& x : xs) sizes.push_back(x.shape()[0]);
+  // Every step's input projection in one product.
+  const std::vector<Variable> gates = split_rows(linear(xs.size() == 1 ? xs[0] : concat(xs, 0), wx, bias), sizes);
+  DirectionResult r;
+  r.hs.resize(xs.size());
+  for (size_t k = 0; k < xs.size(); ++k) {
+    const size_t t = reverse ? xs.size() - 1 - k : k;
+    const int64_t batch = sizes[t], rows = h.shape()[0];
+    std::vector<Variable> parts = batch < rows ? split_axis(h, std::vector<int64_t>{batch}, 0) : std::vector<Variable>{h};
+    auto [c_next, h_next] = lstm(c, gates[t] + linear(parts[0], wh));
+    c = c_next;  // lstm passes the rows beyond the batch through
+    h = batch < rows ? concat({h_next, parts[1]}, 0) : h_next;
+    r.hs[t] = h_next;
+  }
+  r.h = h;
+  r.c = c;
+  return r;
+}
+
+// The layers' states as a list, from (layers * directions, B, U) or zeros.
+std::vector<Variable> states(const char* op, const char* name, const Variable& s, int64_t count, int64_t batch,
+                             int64_t units, const Variable& like) {
+  if (!s.defined()) {
+    const Variable zeros(Tensor::zeros({batch, units}, like.dtype(), like.data().device()));
+    return std::vector<Variable>(size_t(count), zeros);
+  }
+  if (s.shape() != Shape{count, batch, units})
+    throw Error(str(op, ": ", name, " has shape ", shape_str(s.shape()), " (expected ",
+                    shape_str({count, batch, units}), ": layers * directions, the batch, the units)"));
+  std::vector<Variable> out;
+  for (const Variable& p : split_axis(s, count, 0)) out.push_back(squeeze(p, 0));
+  return out;
+}
+
+NStepLSTMResult n_step(const char* op, int64_t directions, int64_t n_layers, double dropout_ratio, const Variable& hx,
+                       const Variable& cx, const std::vector<std::vector<Variable>>& ws,
+                       const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
+  if (n_layers <= 0) throw Error(str(op, ": n_layers must be positive, got ", n_layers));
+  const size_t count = size_t(n_layers * directions);
+  if (ws.size() != count || bs.size() != count)
+    throw Error(str(op, ": ", ws.size(), " weight lists and ", bs.size(), " bias lists for ", n_layers, " layers (expected ",
+                    count, " of each: layers * directions)"));
+  for (size_t k = 0; k < count; ++k)
+    if (ws[k].size() != 8 || bs[k].size() != 8)
+      throw Error(str(op, ": list ", k, " has ", ws[k].size(), " weights and ", bs[k].size(), " biases (expected 8 of each)"));
+  if (xs.empty()) throw Error(str(op, ": no steps given"));
+  for (size_t t = 0; t < xs.size(); ++t) {
+    if (!xs[t].defined() || xs[t].ndim() != 2) throw Error(str(op, ": step ", t, " is not a (batch, features) array"));
+    if (t > 0 && xs[t].shape()[0] > xs[t - 1].shape()[0])
+      throw Error(str(op, ": step ", t, " has a batch of ", xs[t].shape()[0], ", larger than step ", t - 1, "'s ",
+                      xs[t - 1].shape()[0], " (steps are transpose_sequence's: sequences sorted, longest first)"));
+  }
+  const int64_t batch = xs[0].shape()[0], units = ws[0][0].shape()[0];
+  std::vector<Variable> h0 = states(op, "hx", hx, int64_t(count), batch, units, xs[0]);
+  std::vector<Variable> c0 = states(op, "cx", cx, int64_t(count), batch, units, xs[0]);
+  std::vector<Variable> next = xs, hy, cy;
+  const auto inputs = [&](int64_t layer) {
+    if (layer == 0 || dropout_ratio == 0) return next;
+    std::vector<Variable> dropped;
+    for (const Variable& x : next) dropped.push_back(dropout(x, dropout_ratio));
+    return dropped;
+  };
+  for (int64_t layer = 0; layer < n_layers; ++layer) {
+    const size_t k = size_t(layer * directions);
+    DirectionResult forward = run_direction(inputs(layer), h0[k], c0[k], ws[k], bs[k], false);
+    hy.push_back(forward.h);
+    cy.push_back(forward.c);
+    if (directions == 1) {
+      next = forward.hs;
+      continue;
+    }
+    DirectionResult backward = run_direction(inputs(layer), h0[k + 1], c0[k + 1], ws[k + 1], bs[k + 1], true);
+    hy.push_back(backward.h);
+    cy.push_back(backward.c);
+    for (size_t t = 0; t < next.size(); ++t) next[t] = concat({forward.hs[t], backward.hs[t]}, 1);
+  }
+  return {stack(hy, 0), stack(cy, 0), next};
+}
+}  // namespace
+
+NStepLSTMResult n_step_lstm(int64_t n_layers, double dropout_ratio, const Variable& hx, const Variable& cx,
+                            const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
+                            const std::vector<Variable>& xs) {
+  return n_step("n_step_lstm", 1, n_layers, dropout_ratio, hx, cx, ws, bs, xs);
+}
+
+NStepLSTMResult n_step_bilstm(int64_t n_layers, double dropout_ratio, const Variable& hx, const Variable& cx,
+                              const std::vector<std::vector<Variable>>& ws,
+                              const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
+  return n_step("n_step_bilstm", 2, n_layers, dropout_ratio, hx, cx, ws, bs, xs);
+}
+
+}  // namespace chainer::functions

@@ -1,0 +1,49 @@
+/// @file
+/// Stacked recurrent layers over variable-length sequences, as chainer.functions.n_step_lstm and
+/// n_step_bilstm: N layers, each running over time-major steps (transpose_sequence's output: step
+/// t holds the B_t sequences longer than t, B_t never growing), one or two directions per layer.
+///
+/// Parameters are Chainer's: for layer l and direction d, index k = l * directions + d holds
+/// ws[k] = {w0, ..., w7} and bs[k] = {b0, ..., b7}, w0 .. w3 (U, in) acting on the layer's input
+/// and w4 .. w7 (U, U) on the previous output, for the input, forget, cell and output gates in
+/// the order (i, f, a, o) = (w0/w4, w1/w5, w2/w6, w3/w7):
+///
+///     i = sigmoid(w0 x + b0 + w4 h + b4)    f = sigmoid(w1 x + b1 + w5 h + b5)
+///     a = tanh(w2 x + b2 + w6 h + b6)       o = sigmoid(w3 x + b3 + w7 h + b7)
+///     c' = f c + i a                        h' = o tanh(c')
+///
+/// The input is a layer's whole sequence at once: its projections for all steps are one matrix
+/// product per layer and direction, and each step is one more product and the fused cell (lstm).
+/// Dropout (DROPOUT_RATIO, in training) applies to the inputs of every layer but the first, as
+/// Chainer's. The backward direction reads the steps from the last: each sequence starts at its
+/// own end from hx.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "autograd/variable.h"
+
+namespace chainer::functions {
+
+/// What n_step_lstm and n_step_bilstm return: the last outputs and cell states of every layer and
+/// direction, hy and cy (layers * directions, B, U), and the outputs of the last layer per step,
+/// ys[t] (B_t, U * directions): Chainer's (hy, cy, ys), for `auto [hy, cy, ys] = ...`.
+struct NStepLSTMResult {
+  Variable hy;                 ///< (layers * directions, B, U)
+  Variable cy;                 ///< (layers * directions, B, U)
+  std::vector<Variable> ys;    ///< per step: (B_t, U * directions)
+};
+
+/// N_LAYERS unidirectional LSTM layers over the time-major steps XS (each (B_t, in)) from states
+/// HX and CX ((n_layers, B, U); undefined: zeros).
+NStepLSTMResult n_step_lstm(int64_t n_layers, double dropout_ratio, const Variable& hx, const Variable& cx,
+                            const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
+                            const std::vector<Variable>& xs);
+/// The bidirectional stack: each layer runs forward and backward over the steps, and its output
+/// (the next layer's input) is the two directions' outputs joined, (B_t, 2U); HX and CX
+/// (2 n_layers, B, U), forward direction first in each layer.
+NStepLSTMResult n_step_bilstm(int64_t n_layers, double dropout_ratio, const Variable& hx, const Variable& cx,
+                              const std::vector<std::vector<Variable>>& ws,
+                              const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs);
+
+}  // namespace chainer::functions

@@ -1,0 +1,123 @@
+#include "nn/functions/sequence.h"
+
+#include <algorithm>
+
+#include "autograd/function_node.h"
+#include "core/ops/ops.h"
+
+namespace chainer::functions {
+
+namespace {
+// The transposition of lists of rows: out[t] = row t of every in[i] longer than t. IN sorted by
+// length, longest first; undefined entries of IN (gradients no one computed) count as zeros of
+// the length LENGTHS gives.
+std::vector<Tensor> transpose_rows(const std::vector<Tensor>& in, const std::vector<int64_t>& lengths,
+                                   const Shape& row_shape, DType dtype, Device device) {
+  std::vector<Tensor> out;
+  const int64_t steps = lengths.empty() ? 0 : lengths.front();
+  for (int64_t t = 0; t < steps; ++t) {
+    std::vector<Tensor> rows;
+    for (size_t i = 0; i < in.size() && lengths[i] > t; ++i) {
+      if (in[i].defined()) {
+        rows.push_back(in[i].narrow(0, t, 1));
+      } else {
+        Shape s = row_shape;
+        s.insert(s.begin(), 1);
+        rows.push_back(Tensor::zeros(s, dtype, device));
+      }
+    }
+    out.push_back(ops::concat(rows, 0));
+  }
+  return out;
+}
+
+class TransposeSequenceNode : public FunctionNode {
+ public:
+  TransposeSequenceNode(std::vector<int64_t> in_lengths, std::vector<int64_t> out_lengths, Shape row_shape)
+      : in_lengths_(std::move(in_lengths)), out_lengths_(std::move(out_lengths)), row_shape_(std::move(row_shape)) {}
+  std::string name() const override { return "TransposeSequence"; }
+
+  // The transposition of the gradients: gx[i] = row i of every gy[t] with t < L_i.
+  std::vector<Tensor> backward(const std::vector<Tensor>& gys) override {
+    const Tensor& any = gys.front();
+    std::vector<Tensor> gx = transpose_rows(gys, out_lengths_, row_shape_, any.dtype(), any.device());
+    gx.resize(in_lengths_.size());  // sequences of length 0 get no gradient
+    for (size_t i = 0; i < gx.size(); ++i)
+      if (!gx[i].defined() && input_requires_grad(i)) {
+        Shape s = row_shape_;
+        s.insert(s.begin(), 0);
+        gx[i] = Tensor::zeros(s, any.dtype(), any.device());
+      }
+    return gx;
+  }
+
+ private:
+  std::vector<int64_t> in_lengths_, out_lengths_;
+  Shape row_shape_;
+};
+
+class PadSequenceNode : public FunctionNode {
+ public:
+  explicit PadSequenceNode(std::vector<int64_t> lengths) : lengths_(std::move(lengths)) {}
+  std::string name() const override { return "PadSequence"; }
+
+  std::vector<Tensor> backward(const std::vector<Tensor>& gy) override {
+    std::vector<Tensor> gx;
+    for (size_t i = 0; i < lengths_.size(); ++i) gx.push_back(gy[0][int64_t(i)].narrow(0, 0, lengths_[i]).contiguous());
+    return gx;
+  }
+
+ private:
+  std::vector<int64_t> lengths_;
+};
+
+// Every sequence defined, with a time axis and one row shape, dtype and device; returns the lengths.
+std::vector<int64_t> sequence_lengths(const char* op, const std::vector<Variable>& xs) {
+  std::vector<int64_t> lengths;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (!xs[i].defined()) throw Error(str(op, ": sequence ", i, " is undefined"));
+    if (xs[i].ndim() < 1) throw Error(str(op, ": sequence ", i, " is 0-dimensional (expected (length, ...))"));
+    const Shape a(xs[i].shape().begin() + 1, xs[i].shape().end()), b(xs[0].shape().begin() + 1, xs[0].shape().end());
+    if (a != b || xs[i].dtype() != xs[0].dtype() || xs[i].data().device() != xs[0].data().device())
+      throw Error(str(op, ": sequence ", i, " has rows of shape ", shape_str(a), " and dtype ",
+                      dtype_name(xs[i].dtype()), " on ", xs[i].data().device().str(), ", sequence 0 ", shape_str(b),
+                      " and ", dtype_name(xs[0].dtype()), " on ", xs[0].data().device().str()));
+    lengths.push_back(xs[i].shape()[0]);
+  }
+  return lengths;
+}
+}  // namespace
+
+std::vector<Variable> transpose_sequence(const std::vector<Variable>& xs) {
+  const std::vector<int64_t> lengths = sequence_lengths("transpose_sequence", xs);
+  for (size_t i = 1; i < lengths.size(); ++i)
+    if (lengths[i] > lengths[i - 1])
+      throw Error(str("transpose_sequence: sequence ", i, " (length ", lengths[i], ") is longer than sequence ", i - 1,
+                      " (length ", lengths[i - 1], "); sort the sequences by length, longest first"));
+  if (lengths.empty() || lengths.front() == 0) return {};
+  const Shape row(xs[0].shape().begin() + 1, xs[0].shape().end());
+  std::vector<Tensor> in;
+  for (const Variable& x : xs) in.push_back(x.data());
+  std::vector<Tensor> out = transpose_rows(in, lengths, row, xs[0].dtype(), xs[0].data().device());
+  if (!needs_recording(xs)) return std::vector<Variable>(out.begin(), out.end());
+  std::vector<int64_t> out_lengths;  // B_t, longest first
+  for (const Tensor& y : out) out_lengths.push_back(y.shape()[0]);
+  return record(std::make_shared<TransposeSequenceNode>(lengths, out_lengths, row), xs, out);
+}
+
+Variable pad_sequence(const std::vector<Variable>& xs, std::optional<int64_t> length, double padding) {
+  if (xs.empty()) throw Error("pad_sequence: no sequences given");
+  const std::vector<int64_t> lengths = sequence_lengths("pad_sequence", xs);
+  const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  if (length && *length < longest)
+    throw Error(str("pad_sequence: length ", *length, " is shorter than the longest sequence (", longest, ")"));
+  Shape shape = xs[0].shape();
+  shape[0] = length.value_or(longest);
+  shape.insert(shape.begin(), int64_t(xs.size()));
+  Tensor y = Tensor::full(shape, padding, xs[0].dtype(), xs[0].data().device());
+  for (size_t i = 0; i < xs.size(); ++i) y[int64_t(i)].narrow(0, 0, lengths[i]).copy_(xs[i].data());
+  if (!needs_recording(xs)) return Variable(std::move(y));
+  return record(std::make_shared<PadSequenceNode>(lengths), xs, {y})[0];
+}
+
+}  // namespace chainer::functions
