@@ -1,4 +1,4 @@
-// Recurrent cells: the fused LSTM step and its gradient, one pass over the batch's units each
+// Recurrent cells: the fused LSTM and GRU steps and their gradients, one pass over the batch's units each
 // (the formulas are core/ops/elementwise_formulas.h's, shared with core/cuda/rnn.cu).
 #include "core/cpu/kernels.h"
 #include "core/ops/elementwise_formulas.h"
@@ -47,6 +47,48 @@ void lstm_grad(const Tensor& x, const Tensor& c_prev, const Tensor& c, const Ten
           formulas::lstm_cell_grad<T>(g[0], g[1], g[2], g[3], pcp[k], pc[k], pgc ? pgc[k] : T(0), pgh ? pgh[k] : T(0),
                                       ogx + 4 * k, ogc[k]);
         }
+    });
+  });
+}
+
+void gru(const Tensor& xg, const Tensor& hg, const Tensor& h, Tensor& y) {
+  const int64_t batch = y.size(0), units = y.size(1);
+  const Tensor hc = h.contiguous();
+  CHAINER_DISPATCH_FLOATING(xg.dtype(), "gru", [&] {
+    using T = scalar_t;
+    const T* px = xg.data<T>();
+    const T* ph = hg.data<T>();
+    const T* pp = hc.data<T>();
+    T* py = y.data<T>();
+    parallel_for(batch, row_grain(6 * units), [&](int64_t s, int64_t e) {
+      for (int64_t k = s * units; k < e * units; ++k) {
+        const T* x = px + 3 * k;
+        const T* g = ph + 3 * k;
+        py[k] = formulas::gru_cell<T>(x[0], x[1], x[2], g[0], g[1], g[2], pp[k]);
+      }
+    });
+  });
+}
+
+void gru_grad(const Tensor& xg, const Tensor& hg, const Tensor& h, const Tensor& gy, Tensor& gxg, Tensor& ghg,
+              Tensor& gh) {
+  const int64_t batch = gh.size(0), units = gh.size(1);
+  const Tensor hc = h.contiguous(), gyc = gy.contiguous();
+  CHAINER_DISPATCH_FLOATING(xg.dtype(), "gru", [&] {
+    using T = scalar_t;
+    const T* px = xg.data<T>();
+    const T* ph = hg.data<T>();
+    const T* pp = hc.data<T>();
+    const T* pg = gyc.data<T>();
+    T* ox = gxg.data<T>();
+    T* oh = ghg.data<T>();
+    T* op = gh.data<T>();
+    parallel_for(batch, row_grain(6 * units), [&](int64_t s, int64_t e) {
+      for (int64_t k = s * units; k < e * units; ++k) {
+        const T* x = px + 3 * k;
+        const T* g = ph + 3 * k;
+        formulas::gru_cell_grad<T>(x[0], x[1], x[2], g[0], g[1], g[2], pp[k], pg[k], ox + 3 * k, oh + 3 * k, op[k]);
+      }
     });
   });
 }

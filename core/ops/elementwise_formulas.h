@@ -177,4 +177,29 @@ CHAINER_FORMULA void lstm_cell_grad(T xa, T xi, T xf, T xo, T c_prev, T c, T gc,
   gc_prev = g * f;
 }
 
+/// One unit of one GRU step (the `gru` kernel), as Chainer's n_step_gru: the input's projections
+/// XR, XZ, XN (with their biases), the previous output's HR, HZ, HN (with theirs) and the previous
+/// output H give r = sigmoid(xr + hr), z = sigmoid(xz + hz), n = tanh(xn + r hn) and the output
+/// (1 - z) n + z h.
+template <class T>
+CHAINER_FORMULA T gru_cell(T xr, T xz, T xn, T hr, T hz, T hn, T h) {
+  const Unary<UnaryOp::Sigmoid> sigmoid;
+  const T r = sigmoid(xr + hr), z = sigmoid(xz + hz), n = math::tanh(xn + r * hn);
+  return (T(1) - z) * n + z * h;
+}
+
+/// The gradients of gru_cell (the `gru_grad` kernel) from the output gradient G: GX[0..2] for
+/// XR, XZ, XN, GH[0..2] for HR, HZ, HN, and GH_PREV for H.
+template <class T>
+CHAINER_FORMULA void gru_cell_grad(T xr, T xz, T xn, T hr, T hz, T hn, T h, T g, T* gx, T* gh, T& gh_prev) {
+  const Unary<UnaryOp::Sigmoid> sigmoid;
+  const T r = sigmoid(xr + hr), z = sigmoid(xz + hz), n = math::tanh(xn + r * hn);
+  const T dn = g * (T(1) - z) * (T(1) - n * n);  // through tanh
+  const T dz = g * (h - n) * z * (T(1) - z);
+  const T dr = dn * hn * r * (T(1) - r);
+  gx[0] = dr, gx[1] = dz, gx[2] = dn;
+  gh[0] = dr, gh[1] = dz, gh[2] = dn * r;
+  gh_prev = g * z;
+}
+
 }  // namespace chainer::formulas

@@ -10,7 +10,7 @@
 /// broadcast_to, max, min, argmax, argmin, amax, amin), gemm.cpp, softmax.cpp (with its
 /// gradients), loss.cpp (the cross entropies, accuracy), dropout.cpp, indexing.cpp (take_rows,
 /// take, scatter_add_, concat, stack), conv.cpp (with conv_outsize and deconv_outsize),
-/// pooling.cpp, normalization.cpp and rnn.cpp (lstm); broadcast_shapes and the checks the families share are in
+/// pooling.cpp, normalization.cpp and rnn.cpp (lstm, gru); broadcast_shapes and the checks the families share are in
 /// checks.cpp.
 #pragma once
 #include <utility>
@@ -185,6 +185,13 @@ std::pair<Tensor, Tensor> lstm(const Tensor& x, const Tensor& c_prev);
 /// c and h (either may be undefined: zero).
 std::pair<Tensor, Tensor> lstm_grad(const Tensor& x, const Tensor& c_prev, const Tensor& c, const Tensor& gc,
                                     const Tensor& gh);
+
+/// One GRU step, as Chainer's n_step_gru: XG and HG (B, 3U) hold unit u's projections of the input
+/// and of the previous output H (B, U), biases included, at columns 3u .. 3u + 2 (r, z, n).
+/// Returns (1 - z) tanh(xn + r hn) + z h, r = sigmoid(xr + hr), z = sigmoid(xz + hz).
+Tensor gru(const Tensor& xg, const Tensor& hg, const Tensor& h);
+/// The gradients of gru, {gxg, ghg, gh}, from its inputs and the output gradient GY.
+std::vector<Tensor> gru_grad(const Tensor& xg, const Tensor& hg, const Tensor& h, const Tensor& gy);
 
 // ---- Convolutions over NCHW images ----
 //

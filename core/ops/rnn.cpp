@@ -1,5 +1,5 @@
-// Recurrent cells: the checks of the fused LSTM step and its gradient. The kernels are in
-// core/cpu/rnn.cpp and core/cuda/rnn.cu.
+// Recurrent cells: the checks of the fused LSTM and GRU steps and their gradients. The kernels
+// are in core/cpu/rnn.cpp and core/cuda/rnn.cu.
 #include "core/ops/ops.h"
 
 #include "core/ops/checks.h"
@@ -42,6 +42,38 @@ std::pair<Tensor, Tensor> lstm_grad(const Tensor& x, const Tensor& c_prev, const
   Tensor gx = Tensor::empty(x.shape(), x.dtype(), device), gc_prev = Tensor::empty(c_prev.shape(), x.dtype(), device);
   kernels_for(device).lstm_grad(x.contiguous(), c_prev, c, gc, gh, gx, gc_prev);
   return {gx, gc_prev};
+}
+
+namespace {
+// XG and HG (B, 3U) and H (B, U), of one floating dtype on one device; returns the device.
+Device check_gru_args(const Tensor& xg, const Tensor& hg, const Tensor& h) {
+  const Device device = require_same_device("gru", {&xg, &hg, &h});
+  require_floating("gru", xg);
+  require_same_dtype("gru", xg, hg);
+  require_same_dtype("gru", xg, h);
+  if (h.ndim() != 2 || xg.shape() != Shape{h.size(0), 3 * h.size(1)} || hg.shape() != xg.shape())
+    throw Error(str("gru: the projections have shapes ", shape_str(xg.shape()), " and ", shape_str(hg.shape()),
+                    " and h ", shape_str(h.shape()), "; expected (B, 3 U), (B, 3 U) and (B, U)"));
+  return device;
+}
+}  // namespace
+
+Tensor gru(const Tensor& xg, const Tensor& hg, const Tensor& h) {
+  const Device device = check_gru_args(xg, hg, h);
+  Tensor y = Tensor::empty(h.shape(), h.dtype(), device);
+  kernels_for(device).gru(xg.contiguous(), hg.contiguous(), h, y);
+  return y;
+}
+
+std::vector<Tensor> gru_grad(const Tensor& xg, const Tensor& hg, const Tensor& h, const Tensor& gy) {
+  const Device device = check_gru_args(xg, hg, h);
+  if (gy.shape() != h.shape() || gy.dtype() != h.dtype() || gy.device() != device)
+    throw Error(str("gru: the output gradient has shape ", shape_str(gy.shape()), " and dtype ", dtype_name(gy.dtype()),
+                    "; expected ", shape_str(h.shape()), " ", dtype_name(h.dtype())));
+  Tensor gxg = Tensor::empty(xg.shape(), xg.dtype(), device), ghg = Tensor::empty(xg.shape(), xg.dtype(), device);
+  Tensor gh = Tensor::empty(h.shape(), h.dtype(), device);
+  kernels_for(device).gru_grad(xg.contiguous(), hg.contiguous(), h, gy, gxg, ghg, gh);
+  return {gxg, ghg, gh};
 }
 
 }  // namespace chainer::ops

@@ -1,5 +1,7 @@
 #include "nn/functions/n_step_rnn.h"
 
+#include "autograd/function_node.h"
+#include "core/ops/ops.h"
 #include "nn/functions/activation.h"
 #include "nn/functions/arithmetic.h"
 #include "nn/functions/array.h"
@@ -10,12 +12,36 @@
 namespace chainer::functions {
 
 namespace {
-// Four (U, ...) arrays as one (4U, ...) with unit u's rows at 4u .. 4u + 3 in the order given:
-// Chainer's parameters (i, f, a, o) in the layout of the fused cell (a, i, f, o).
-Variable interleave(const Variable& a, const Variable& i, const Variable& f, const Variable& o) {
-  Shape shape = a.shape();
-  shape[0] *= 4;
-  return reshape(stack({a, i, f, o}, 1), shape);
+enum class Cell { Lstm, Gru, Tanh, Relu };
+
+int weights_of(Cell cell) { return cell == Cell::Lstm ? 8 : cell == Cell::Gru ? 6 : 2; }
+
+// Arrays (U, ...) as one (K U, ...) with unit u's rows at K u .. K u + K - 1 in the order given:
+// Chainer's per-gate parameters in the layout of the fused cells.
+Variable interleave(const std::vector<Variable>& parts) {
+  Shape shape = parts[0].shape();
+  shape[0] *= int64_t(parts.size());
+  return reshape(stack(parts, 1), shape);
+}
+
+// The fused GRU step: one node, whose forward and backward are one kernel each.
+class GRUNode : public FunctionNode {
+ public:
+  GRUNode(Tensor xg, Tensor hg, Tensor h) : xg_(std::move(xg)), hg_(std::move(hg)), h_(std::move(h)) {}
+  std::string name() const override { return "GRU"; }
+  std::vector<Tensor> backward(const std::vector<Tensor>& gy) override { return ops::gru_grad(xg_, hg_, h_, gy[0]); }
+
+ protected:
+  void release_saved() override { xg_ = hg_ = h_ = Tensor(); }
+
+ private:
+  Tensor xg_, hg_, h_;
+};
+
+Variable gru(const Variable& xg, const Variable& hg, const Variable& h) {
+  Tensor y = ops::gru(xg.data(), hg.data(), h.data());
+  if (!needs_recording({xg, hg, h})) return Variable(std::move(y));
+  return record(std::make_shared<GRUNode>(xg.data(), hg.data(), h.data()), {xg, hg, h}, {y})[0];
 }
 
 // The pieces of X along axis 0 at the row counts SIZES (one piece: X itself).
@@ -28,27 +54,57 @@ std::vector<Variable> split_rows(const Variable& x, const std::vector<int64_t>& 
 }
 
 struct DirectionResult {
-  Variable h, c;               // the last state of every sequence, (B, U)
-  std::vector<Variable> hs;    // the output of each step, (B_t, U), in the steps' order
+  Variable h, c;             // the last state of every sequence, (B, U); c: LSTMs only
+  std::vector<Variable> hs;  // the output of each step, (B_t, U), in the steps' order
 };
 
 // One direction of one layer over the steps XS (REVERSE: from the last), from state (H, C).
-DirectionResult run_direction(const std::vector<Variable>& xs, Variable h, Variable c, const std::vector<Variable>& w,
-                              const std::vector<Variable>& b, bool reverse) {
-  const Variable wx = interleave(w[2], w[0], w[1], w[3]), wh = interleave(w[6], w[4], w[5], w[7]);
-  const Variable bias = interleave(b[2] + b[6], b[0] + b[4], b[1] + b[5], b[3] + b[7]);
+DirectionResult run_direction(Cell cell, const std::vector<Variable>& xs, Variable h, Variable c,
+                              const std::vector<Variable>& w, const std::vector<Variable>& b, bool reverse) {
+  // The input's projection (weights and bias) and the previous output's (bias: GRUs only, whose
+  // candidate multiplies it by r; the others' is folded into the input's).
+  Variable wx, bx, wh, bh;
+  switch (cell) {
+    case Cell::Lstm:
+      wx = interleave({w[2], w[0], w[1], w[3]});  // Chainer's (i, f, a, o) as lstm's (a, i, f, o)
+      wh = interleave({w[6], w[4], w[5], w[7]});
+      bx = interleave({b[2] + b[6], b[0] + b[4], b[1] + b[5], b[3] + b[7]});
+      break;
+    case Cell::Gru:
+      wx = interleave({w[0], w[1], w[2]});  // (r, z, n)
+      wh = interleave({w[3], w[4], w[5]});
+      bx = interleave({b[0], b[1], b[2]});
+      bh = interleave({b[3], b[4], b[5]});
+      break;
+    case Cell::Tanh:
+    case Cell::Relu:
+      wx = w[0];
+      wh = w[1];
+      bx = b[0] + b[1];
+      break;
+  }
   std::vector<int64_t> sizes;
   for (const Variable& x : xs) sizes.push_back(x.shape()[0]);
   // Every step's input projection in one product.
-  const std::vector<Variable> gates = split_rows(linear(xs.size() == 1 ? xs[0] : concat(xs, 0), wx, bias), sizes);
+  const std::vector<Variable> projected = split_rows(linear(xs.size() == 1 ? xs[0] : concat(xs, 0), wx, bx), sizes);
   DirectionResult r;
   r.hs.resize(xs.size());
   for (size_t k = 0; k < xs.size(); ++k) {
     const size_t t = reverse ? xs.size() - 1 - k : k;
     const int64_t batch = sizes[t], rows = h.shape()[0];
     std::vector<Variable> parts = batch < rows ? split_axis(h, std::vector<int64_t>{batch}, 0) : std::vector<Variable>{h};
-    auto [c_next, h_next] = lstm(c, gates[t] + linear(parts[0], wh));
-    c = c_next;  // lstm passes the rows beyond the batch through
+    Variable h_next;
+    switch (cell) {
+      case Cell::Lstm: {
+        auto [c_next, out] = lstm(c, projected[t] + linear(parts[0], wh));
+        c = c_next;  // lstm passes the rows beyond the batch through
+        h_next = out;
+        break;
+      }
+      case Cell::Gru: h_next = gru(projected[t], linear(parts[0], wh, bh), parts[0]); break;
+      case Cell::Tanh: h_next = tanh(projected[t] + linear(parts[0], wh)); break;
+      case Cell::Relu: h_next = relu(projected[t] + linear(parts[0], wh)); break;
+    }
     h = batch < rows ? concat({h_next, parts[1]}, 0) : h_next;
     r.hs[t] = h_next;
   }
@@ -72,17 +128,19 @@ std::vector<Variable> states(const char* op, const char* name, const Variable& s
   return out;
 }
 
-NStepLSTMResult n_step(const char* op, int64_t directions, int64_t n_layers, double dropout_ratio, const Variable& hx,
-                       const Variable& cx, const std::vector<std::vector<Variable>>& ws,
+// hy, cy (LSTMs) and ys of the stack.
+NStepLSTMResult n_step(const char* op, Cell cell, int64_t directions, int64_t n_layers, double dropout_ratio,
+                       const Variable& hx, const Variable& cx, const std::vector<std::vector<Variable>>& ws,
                        const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
   if (n_layers <= 0) throw Error(str(op, ": n_layers must be positive, got ", n_layers));
-  const size_t count = size_t(n_layers * directions);
+  const size_t count = size_t(n_layers * directions), n = size_t(weights_of(cell));
   if (ws.size() != count || bs.size() != count)
     throw Error(str(op, ": ", ws.size(), " weight lists and ", bs.size(), " bias lists for ", n_layers, " layers (expected ",
                     count, " of each: layers * directions)"));
   for (size_t k = 0; k < count; ++k)
-    if (ws[k].size() != 8 || bs[k].size() != 8)
-      throw Error(str(op, ": list ", k, " has ", ws[k].size(), " weights and ", bs[k].size(), " biases (expected 8 of each)"));
+    if (ws[k].size() != n || bs[k].size() != n)
+      throw Error(str(op, ": list ", k, " has ", ws[k].size(), " weights and ", bs[k].size(), " biases (expected ", n,
+                      " of each)"));
   if (xs.empty()) throw Error(str(op, ": no steps given"));
   for (size_t t = 0; t < xs.size(); ++t) {
     if (!xs[t].defined() || xs[t].ndim() != 2) throw Error(str(op, ": step ", t, " is not a (batch, features) array"));
@@ -91,8 +149,9 @@ NStepLSTMResult n_step(const char* op, int64_t directions, int64_t n_layers, dou
                       xs[t - 1].shape()[0], " (steps are transpose_sequence's: sequences sorted, longest first)"));
   }
   const int64_t batch = xs[0].shape()[0], units = ws[0][0].shape()[0];
-  std::vector<Variable> h0 = states(op, "hx", hx, int64_t(count), batch, units, xs[0]);
-  std::vector<Variable> c0 = states(op, "cx", cx, int64_t(count), batch, units, xs[0]);
+  const std::vector<Variable> h0 = states(op, "hx", hx, int64_t(count), batch, units, xs[0]);
+  const std::vector<Variable> c0 = cell == Cell::Lstm ? states(op, "cx", cx, int64_t(count), batch, units, xs[0])
+                                                      : std::vector<Variable>(count);
   std::vector<Variable> next = xs, hy, cy;
   const auto inputs = [&](int64_t layer) {
     if (layer == 0 || dropout_ratio == 0) return next;
@@ -102,32 +161,66 @@ NStepLSTMResult n_step(const char* op, int64_t directions, int64_t n_layers, dou
   };
   for (int64_t layer = 0; layer < n_layers; ++layer) {
     const size_t k = size_t(layer * directions);
-    DirectionResult forward = run_direction(inputs(layer), h0[k], c0[k], ws[k], bs[k], false);
+    DirectionResult forward = run_direction(cell, inputs(layer), h0[k], c0[k], ws[k], bs[k], false);
     hy.push_back(forward.h);
     cy.push_back(forward.c);
     if (directions == 1) {
       next = forward.hs;
       continue;
     }
-    DirectionResult backward = run_direction(inputs(layer), h0[k + 1], c0[k + 1], ws[k + 1], bs[k + 1], true);
+    DirectionResult backward = run_direction(cell, inputs(layer), h0[k + 1], c0[k + 1], ws[k + 1], bs[k + 1], true);
     hy.push_back(backward.h);
     cy.push_back(backward.c);
     for (size_t t = 0; t < next.size(); ++t) next[t] = concat({forward.hs[t], backward.hs[t]}, 1);
   }
-  return {stack(hy, 0), stack(cy, 0), next};
+  return {stack(hy, 0), cell == Cell::Lstm ? stack(cy, 0) : Variable(), next};
 }
+
+Cell activation_cell(const char* op, const std::string& activation) {
+  if (activation == "tanh") return Cell::Tanh;
+  if (activation == "relu") return Cell::Relu;
+  throw Error(str(op, ": activation '", activation, "' is not 'tanh' or 'relu'"));
+}
+
+NStepRNNResult without_cell(NStepLSTMResult r) { return {std::move(r.hy), std::move(r.ys)}; }
 }  // namespace
 
 NStepLSTMResult n_step_lstm(int64_t n_layers, double dropout_ratio, const Variable& hx, const Variable& cx,
                             const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
                             const std::vector<Variable>& xs) {
-  return n_step("n_step_lstm", 1, n_layers, dropout_ratio, hx, cx, ws, bs, xs);
+  return n_step("n_step_lstm", Cell::Lstm, 1, n_layers, dropout_ratio, hx, cx, ws, bs, xs);
 }
 
 NStepLSTMResult n_step_bilstm(int64_t n_layers, double dropout_ratio, const Variable& hx, const Variable& cx,
                               const std::vector<std::vector<Variable>>& ws,
                               const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
-  return n_step("n_step_bilstm", 2, n_layers, dropout_ratio, hx, cx, ws, bs, xs);
+  return n_step("n_step_bilstm", Cell::Lstm, 2, n_layers, dropout_ratio, hx, cx, ws, bs, xs);
+}
+
+NStepRNNResult n_step_gru(int64_t n_layers, double dropout_ratio, const Variable& hx,
+                          const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
+                          const std::vector<Variable>& xs) {
+  return without_cell(n_step("n_step_gru", Cell::Gru, 1, n_layers, dropout_ratio, hx, Variable(), ws, bs, xs));
+}
+
+NStepRNNResult n_step_bigru(int64_t n_layers, double dropout_ratio, const Variable& hx,
+                            const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
+                            const std::vector<Variable>& xs) {
+  return without_cell(n_step("n_step_bigru", Cell::Gru, 2, n_layers, dropout_ratio, hx, Variable(), ws, bs, xs));
+}
+
+NStepRNNResult n_step_rnn(int64_t n_layers, double dropout_ratio, const Variable& hx,
+                          const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
+                          const std::vector<Variable>& xs, const std::string& activation) {
+  const Cell cell = activation_cell("n_step_rnn", activation);
+  return without_cell(n_step("n_step_rnn", cell, 1, n_layers, dropout_ratio, hx, Variable(), ws, bs, xs));
+}
+
+NStepRNNResult n_step_birnn(int64_t n_layers, double dropout_ratio, const Variable& hx,
+                            const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
+                            const std::vector<Variable>& xs, const std::string& activation) {
+  const Cell cell = activation_cell("n_step_birnn", activation);
+  return without_cell(n_step("n_step_birnn", cell, 2, n_layers, dropout_ratio, hx, Variable(), ws, bs, xs));
 }
 
 }  // namespace chainer::functions

@@ -291,41 +291,59 @@ std::vector<FunctionCase> make_function_cases() {
   cases.push_back({{"pad_sequence"}, "lengths 2, 4 and 3 to length 5, padding -1",
                    [](const Vars& v) { return F::pad_sequence(v, 5, -1.0); },
                    {input({2, 3}, 434), input({4, 3}, 435), input({3, 3}, 436)}});
-  // The stacks: inputs hx, cx, the 16 arrays of each layer and direction (w0 .. w7, b0 .. b7),
-  // then the steps; the result mixes hy, cy and every step's output.
-  const auto stack_case = [](bool bi, int64_t layers, int64_t in, int64_t units, std::vector<int64_t> batches,
-                             uint64_t seed) {
+  // The stacks: inputs hx (and cx for LSTMs), the 2 N arrays of each layer and direction (w0 ..
+  // w(N-1), b0 .. b(N-1)), then the steps; the result mixes hy, cy and every step's output.
+  const auto stack_case = [](const std::string& kind, bool bi, int64_t layers, int64_t in, int64_t units,
+                             std::vector<int64_t> batches, uint64_t seed) {
     const int64_t directions = bi ? 2 : 1, batch = batches.front();
-    std::vector<Tensor> inputs = {input({layers * directions, batch, units}, seed++),
-                                  input({layers * directions, batch, units}, seed++)};
+    const bool lstm = kind == "lstm";
+    const int n = lstm ? 8 : kind == "gru" ? 6 : 2;
+    const size_t states = lstm ? 2 : 1;
+    std::vector<Tensor> inputs;
+    for (size_t s = 0; s < states; ++s) inputs.push_back(input({layers * directions, batch, units}, seed++));
     for (int64_t layer = 0; layer < layers; ++layer)
       for (int64_t d = 0; d < directions; ++d) {
-        for (int j = 0; j < 8; ++j) inputs.push_back(input({units, j < 4 ? (layer ? units * directions : in) : units}, seed++));
-        for (int j = 0; j < 8; ++j) inputs.push_back(input({units}, seed++));
+        for (int j = 0; j < n; ++j)
+          inputs.push_back(input({units, j < n / 2 ? (layer ? units * directions : in) : units}, seed++, -0.8, 0.8));
+        for (int j = 0; j < n; ++j) inputs.push_back(input({units}, seed++));
       }
     for (int64_t b : batches) inputs.push_back(input({b, in}, seed++));
-    const size_t params = size_t(layers * directions);
+    const size_t params = size_t(layers * directions), per = size_t(2 * n);
     Function f = [=](const Vars& v) {
       std::vector<Vars> ws(params), bs(params);
       for (size_t k = 0; k < params; ++k) {
-        ws[k] = Vars(v.begin() + 2 + 16 * k, v.begin() + 2 + 16 * k + 8);
-        bs[k] = Vars(v.begin() + 2 + 16 * k + 8, v.begin() + 2 + 16 * k + 16);
+        ws[k] = Vars(v.begin() + long(states + per * k), v.begin() + long(states + per * k + n));
+        bs[k] = Vars(v.begin() + long(states + per * k + n), v.begin() + long(states + per * (k + 1)));
       }
-      const Vars xs(v.begin() + 2 + 16 * params, v.end());
-      auto [hy, cy, ys] = bi ? F::n_step_bilstm(layers, 0.0, v[0], v[1], ws, bs, xs)
-                             : F::n_step_lstm(layers, 0.0, v[0], v[1], ws, bs, xs);
-      return F::sum(hy * hy) + F::sum(F::tanh(cy)) + 0.5 * F::sum(F::concat(ys, 0) * F::concat(ys, 0));
+      const Vars xs(v.begin() + long(states + per * params), v.end());
+      Variable hy, cy;
+      Vars ys;
+      if (lstm) {
+        auto r = bi ? F::n_step_bilstm(layers, 0.0, v[0], v[1], ws, bs, xs) : F::n_step_lstm(layers, 0.0, v[0], v[1], ws, bs, xs);
+        hy = r.hy, cy = r.cy, ys = r.ys;
+      } else {
+        auto r = kind == "gru" ? (bi ? F::n_step_bigru(layers, 0.0, v[0], ws, bs, xs) : F::n_step_gru(layers, 0.0, v[0], ws, bs, xs))
+                               : (bi ? F::n_step_birnn(layers, 0.0, v[0], ws, bs, xs, kind)
+                                     : F::n_step_rnn(layers, 0.0, v[0], ws, bs, xs, kind));
+        hy = r.hy, ys = r.ys;
+      }
+      Variable out = F::sum(hy * hy) + 0.5 * F::sum(F::concat(ys, 0) * F::concat(ys, 0));
+      return cy.defined() ? out + F::sum(F::tanh(cy)) : out;
     };
     return std::pair{f, inputs};
   };
-  {
-    auto [f, in] = stack_case(false, 2, 2, 3, {3, 2, 2, 1}, 440);
-    cases.push_back({{"n_step_lstm"}, "2 layers of 3 units, batches of 3, 2, 2, 1 sequences", f, in});
-  }
-  {
-    auto [f, in] = stack_case(true, 2, 3, 2, {3, 3, 1}, 500);
-    cases.push_back({{"n_step_bilstm"}, "2 bidirectional layers of 2 units, batches of 3, 3, 1 sequences", f, in});
-  }
+  const auto add_stack = [&](const char* function, const std::string& kind, bool bi, const char* name,
+                             std::vector<int64_t> batches, uint64_t seed) {
+    auto [f, in] = stack_case(kind, bi, 2, bi ? 3 : 2, bi ? 2 : 3, std::move(batches), seed);
+    cases.push_back({{function}, name, f, in});
+  };
+  add_stack("n_step_lstm", "lstm", false, "2 layers of 3 units, batches of 3, 2, 2, 1 sequences", {3, 2, 2, 1}, 440);
+  add_stack("n_step_bilstm", "lstm", true, "2 bidirectional layers of 2 units, batches of 3, 3, 1", {3, 3, 1}, 500);
+  add_stack("n_step_gru", "gru", false, "2 layers of 3 units, batches of 3, 2, 2, 1 sequences", {3, 2, 2, 1}, 560);
+  add_stack("n_step_bigru", "gru", true, "2 bidirectional layers of 2 units, batches of 3, 3, 1", {3, 3, 1}, 620);
+  add_stack("n_step_rnn", "tanh", false, "tanh, 2 layers of 3 units, batches of 3, 2, 2, 1", {3, 2, 2, 1}, 680);
+  add_stack("n_step_birnn", "tanh", true, "tanh, 2 bidirectional layers of 2 units, batches of 3, 3, 1", {3, 3, 1},
+            700);
 
   for (int mode = 0; mode < 4; ++mode) {
     const bool ta = mode & 1, tb = mode & 2;

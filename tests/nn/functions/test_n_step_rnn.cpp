@@ -1,10 +1,13 @@
-// Tests of the LSTM stacks (nn/functions/n_step_rnn.h): Chainer's gate order on a hand-computed
-// step, ragged batches equal to each sequence run alone (both directions: the backward one starts
-// at each sequence's own end), dropout only in training, and the errors. The generic checks
+// Tests of the recurrent stacks (nn/functions/n_step_rnn.h): Chainer's gate order on
+// hand-computed steps (LSTM, GRU, tanh and ReLU RNNs), ragged batches equal to each sequence run
+// alone (both directions: the backward one starts at each sequence's own end), dropout only in
+// training, and the errors. The generic checks
 // (finite differences, float32, no graph) are the registry's.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "core/util/config.h"
 #include "nn/functions.h"
@@ -18,18 +21,18 @@ using Vars = std::vector<Variable>;
 namespace {
 double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
 
-// Random parameters of LAYERS layers in DIRECTIONS directions, IN inputs, UNITS units.
+// Random parameters of LAYERS layers in DIRECTIONS directions, IN inputs, UNITS units, N weights.
 struct Params {
   std::vector<Vars> ws, bs;
 };
-Params params(int64_t layers, int64_t directions, int64_t in, int64_t units, uint64_t seed) {
+Params params(int64_t layers, int64_t directions, int64_t in, int64_t units, uint64_t seed, int n = 8) {
   Params p;
   for (int64_t layer = 0; layer < layers; ++layer)
     for (int64_t d = 0; d < directions; ++d) {
       p.ws.emplace_back();
       p.bs.emplace_back();
-      for (int j = 0; j < 8; ++j) {
-        p.ws.back().emplace_back(uniform({units, j < 4 ? (layer ? units * directions : in) : units}, seed++));
+      for (int j = 0; j < n; ++j) {
+        p.ws.back().emplace_back(uniform({units, j < n / 2 ? (layer ? units * directions : in) : units}, seed++));
         p.bs.back().emplace_back(uniform({units}, seed++));
       }
     }
@@ -68,6 +71,60 @@ TEST_CASE("n_step_lstm: one unit, one step, Chainer's gates: i from w0/w4, f w1/
   CHECK(values(hy)[0] == Approx(h1).epsilon(1e-14));
   REQUIRE(ys.size() == 1);
   CHECK(values(ys[0])[0] == Approx(h1).epsilon(1e-14));
+}
+
+TEST_CASE("n_step_gru and n_step_rnn: one unit, one step, Chainer's formulas", "[functions][n_step_rnn]") {
+  const double x = 0.7, h = -0.3;
+  const double w[6] = {0.5, -0.2, 0.9, 0.3, -0.6, 0.8}, b[6] = {0.1, 0.2, -0.1, 0.05, 0.3, -0.2};
+  const auto lists = [&](int n) {
+    std::vector<Vars> ws(1), bs(1);
+    for (int j = 0; j < n; ++j) {
+      ws[0].emplace_back(Tensor::from_vector<double>({w[j]}, {1, 1}));
+      bs[0].emplace_back(Tensor::from_vector<double>({b[j]}));
+    }
+    return std::pair{ws, bs};
+  };
+  const Variable hx(Tensor::from_vector<double>({h}, {1, 1, 1}));
+  const Vars xs = {Variable(Tensor::from_vector<double>({x}, {1, 1}))};
+  {
+    auto [ws, bs] = lists(6);
+    auto [hy, ys] = F::n_step_gru(1, 0.0, hx, ws, bs, xs);
+    const double r = sigmoid(w[0] * x + b[0] + w[3] * h + b[3]), z = sigmoid(w[1] * x + b[1] + w[4] * h + b[4]);
+    const double n = std::tanh(w[2] * x + b[2] + r * (w[5] * h + b[5]));
+    CHECK(values(hy)[0] == Approx((1 - z) * n + z * h).epsilon(1e-14));
+    CHECK(values(ys[0]) == values(hy));
+  }
+  auto [ws, bs] = lists(2);
+  const double pre = w[0] * x + b[0] + w[1] * h + b[1];
+  CHECK(values(F::n_step_rnn(1, 0.0, hx, ws, bs, xs).hy)[0] == Approx(std::tanh(pre)).epsilon(1e-14));
+  CHECK(values(F::n_step_rnn(1, 0.0, hx, ws, bs, xs, "relu").hy)[0] == Approx(std::max(pre, 0.0)).epsilon(1e-14));
+  CHECK_THROWS_WITH(F::n_step_rnn(1, 0.0, hx, ws, bs, xs, "sigmoid"),
+                    "n_step_rnn: activation 'sigmoid' is not 'tanh' or 'relu'");
+}
+
+TEST_CASE("n_step_gru, n_step_rnn and their bidirectional twins: a ragged batch gives what each sequence gives alone",
+          "[functions][n_step_rnn]") {
+  for (const std::string kind : {"gru", "tanh", "relu"})
+    for (bool bi : {false, true}) {
+      INFO(kind << (bi ? ", bidirectional" : ""));
+      const int64_t layers = 2, directions = bi ? 2 : 1, in = 3, units = 4;
+      const Params p = params(layers, directions, in, units, 70, kind == "gru" ? 6 : 2);
+      const auto run = [&](const Variable& hx, const Vars& xs) {
+        if (kind == "gru") return bi ? F::n_step_bigru(layers, 0.0, hx, p.ws, p.bs, xs) : F::n_step_gru(layers, 0.0, hx, p.ws, p.bs, xs);
+        return bi ? F::n_step_birnn(layers, 0.0, hx, p.ws, p.bs, xs, kind) : F::n_step_rnn(layers, 0.0, hx, p.ws, p.bs, xs, kind);
+      };
+      Vars seqs;
+      for (int64_t i = 0; i < 3; ++i) seqs.emplace_back(uniform({4 - i, in}, 300 + uint64_t(i)));
+      const Variable hx(uniform({layers * directions, 3, units}, 310));
+      auto [hy, ys] = run(hx, F::transpose_sequence(seqs));
+      for (int64_t i = 0; i < 3; ++i) {
+        INFO("sequence " << i);
+        const Variable h1 = F::get_item(hx, {F::Slice(), F::Slice(i, i + 1)});
+        auto [hy1, ys1] = run(h1, F::transpose_sequence({seqs[size_t(i)]}));
+        expect_near(values(sequence_of(ys, i)), values(F::concat(ys1, 0)));
+        expect_near(values(F::get_item(hy, {F::Slice(), F::Slice(i, i + 1)})), values(hy1));
+      }
+    }
 }
 
 TEST_CASE("n_step_lstm and n_step_bilstm: a ragged batch gives what each sequence gives alone",

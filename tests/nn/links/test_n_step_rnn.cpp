@@ -1,6 +1,6 @@
-// Tests of the LSTM stack links (nn/links/n_step_rnn.h): Chainer's parameters (names, shapes,
-// initial values), sequences in any order and of any lengths equal to the function on the sorted
-// steps, and the errors.
+// Tests of the recurrent stack links (nn/links/n_step_rnn.h): Chainer's parameters (names,
+// shapes, initial values), sequences in any order and of any lengths equal to each sequence run
+// alone, and the errors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -70,9 +70,34 @@ TEST_CASE("NStepLSTM: sequences in any order give the function's results on the 
   }
 }
 
+TEST_CASE("NStepGRU, NStepRNNTanh/ReLU and their Bi twins: 6 or 2 weights, results in the sequences' order",
+          "[links][n_step_rnn]") {
+  std::vector<std::shared_ptr<L::NStepGRUBase>> stacks = {
+      std::make_shared<L::NStepGRU>(2, 3, 4, 0.0), std::make_shared<L::NStepBiGRU>(2, 3, 4, 0.0),
+      std::make_shared<L::NStepRNNTanh>(2, 3, 4, 0.0), std::make_shared<L::NStepRNNReLU>(2, 3, 4, 0.0),
+      std::make_shared<L::NStepBiRNNTanh>(2, 3, 4, 0.0), std::make_shared<L::NStepBiRNNReLU>(2, 3, 4, 0.0)};
+  const std::vector<size_t> counts = {2 * 12, 4 * 12, 2 * 4, 2 * 4, 4 * 4, 4 * 4};
+  for (size_t s = 0; s < stacks.size(); ++s) {
+    INFO("stack " << s);
+    CHECK(stacks[s]->namedparams().size() == counts[s]);
+    const int64_t d = stacks[s]->directions();
+    const std::vector<Variable> xs = {input({2, 3}, 11), input({4, 3}, 12)};
+    auto [hy, ys] = stacks[s]->forward(Variable(), xs);
+    CHECK(hy.shape() == Shape{2 * d, 2, 4});
+    REQUIRE(ys.size() == 2);
+    CHECK(ys[1].shape() == Shape{4, 4 * d});
+    auto [hy1, ys1] = stacks[s]->forward(Variable(), {xs[0]});
+    const std::vector<float> want = ys1[0].data().to_vector<float>(), got = ys[0].data().to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < want.size(); ++k) CHECK(got[k] == Approx(want[k]).epsilon(1e-5).margin(1e-6));
+  }
+}
+
 TEST_CASE("NStepLSTM: errors name the link and the value", "[links][n_step_rnn][errors]") {
   CHECK_THROWS_WITH(L::NStepLSTM(0, 3, 4, 0.0), Catch::Contains("NStepLSTM: n_layers, in_size and out_size must be positive"));
   CHECK_THROWS_WITH(L::NStepBiLSTM(1, 3, 4, 1.0), "NStepBiLSTM: dropout 1 is outside [0, 1)");
   L::NStepLSTM lstm(1, 3, 4, 0.0);
   CHECK_THROWS_WITH(lstm.forward(Variable(), Variable(), {}), "NStepLSTM: no sequences given");
+  L::NStepGRU gru(1, 3, 4, 0.0);
+  CHECK_THROWS_WITH(gru.forward(Variable(), {}), "NStepGRU: no sequences given");
 }
