@@ -1,10 +1,26 @@
-// Recurrent cells: the fused LSTM and GRU steps and their gradients, one pass over the batch's units each
-// (the formulas are core/ops/elementwise_formulas.h's, shared with core/cuda/rnn.cu).
+// Recurrent cells: the fused LSTM and GRU steps and their gradients, one pass over the batch's
+// units each (the formulas are core/ops/elementwise_formulas.h's, shared with core/cuda/rnn.cu,
+// with float32's sigmoid and tanh from core/cpu/vector_math.h so that the loops vectorize).
 #include "core/cpu/kernels.h"
+#include "core/cpu/vector_math.h"
 #include "core/ops/elementwise_formulas.h"
 #include "core/util/parallel.h"
 
 namespace chainer::cpu::CHAINER_ISA {
+
+namespace {
+// The cells' sigmoid and tanh: vector_math's, which loops over units vectorize.
+struct VectorMath {
+  template <class T>
+  static T sigmoid(T x) {
+    return vector_math::sigmoid(x);
+  }
+  template <class T>
+  static T tanh(T x) {
+    return vector_math::tanh(x);
+  }
+};
+}  // namespace
 
 void lstm(const Tensor& x, const Tensor& c_prev, Tensor& c, Tensor& h) {
   const int64_t batch = c.size(0), units = c.size(1);
@@ -19,7 +35,8 @@ void lstm(const Tensor& x, const Tensor& c_prev, Tensor& c, Tensor& h) {
       for (int64_t b = s; b < e; ++b)
         for (int64_t u = 0; u < units; ++u) {
           const T* g = px + (b * units + u) * 4;
-          formulas::lstm_cell<T>(g[0], g[1], g[2], g[3], pc[b * units + u], oc[b * units + u], oh[b * units + u]);
+          const int64_t k = b * units + u;
+          formulas::lstm_cell<T, VectorMath>(g[0], g[1], g[2], g[3], pc[k], oc[k], oh[k]);
         }
     });
   });
@@ -44,8 +61,8 @@ void lstm_grad(const Tensor& x, const Tensor& c_prev, const Tensor& c, const Ten
         for (int64_t u = 0; u < units; ++u) {
           const int64_t k = b * units + u;
           const T* g = px + 4 * k;
-          formulas::lstm_cell_grad<T>(g[0], g[1], g[2], g[3], pcp[k], pc[k], pgc ? pgc[k] : T(0), pgh ? pgh[k] : T(0),
-                                      ogx + 4 * k, ogc[k]);
+          formulas::lstm_cell_grad<T, VectorMath>(g[0], g[1], g[2], g[3], pcp[k], pc[k], pgc ? pgc[k] : T(0),
+                                                  pgh ? pgh[k] : T(0), ogx + 4 * k, ogc[k]);
         }
     });
   });
@@ -64,7 +81,7 @@ void gru(const Tensor& xg, const Tensor& hg, const Tensor& h, Tensor& y) {
       for (int64_t k = s * units; k < e * units; ++k) {
         const T* x = px + 3 * k;
         const T* g = ph + 3 * k;
-        py[k] = formulas::gru_cell<T>(x[0], x[1], x[2], g[0], g[1], g[2], pp[k]);
+        py[k] = formulas::gru_cell<T, VectorMath>(x[0], x[1], x[2], g[0], g[1], g[2], pp[k]);
       }
     });
   });
@@ -87,7 +104,8 @@ void gru_grad(const Tensor& xg, const Tensor& hg, const Tensor& h, const Tensor&
       for (int64_t k = s * units; k < e * units; ++k) {
         const T* x = px + 3 * k;
         const T* g = ph + 3 * k;
-        formulas::gru_cell_grad<T>(x[0], x[1], x[2], g[0], g[1], g[2], pp[k], pg[k], ox + 3 * k, oh + 3 * k, op[k]);
+        formulas::gru_cell_grad<T, VectorMath>(x[0], x[1], x[2], g[0], g[1], g[2], pp[k], pg[k], ox + 3 * k,
+                                               oh + 3 * k, op[k]);
       }
     });
   });

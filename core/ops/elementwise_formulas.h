@@ -154,21 +154,32 @@ struct ParametricGrad {
   }
 };
 
+/// The sigmoid and tanh of the recurrent cells: the formulas' own by default; the CPU's kernels
+/// pass one that vectorizes (core/cpu/vector_math.h).
+struct CellMath {
+  template <class T>
+  CHAINER_FORMULA static T sigmoid(T x) {
+    return Unary<UnaryOp::Sigmoid>{}(x);
+  }
+  template <class T>
+  CHAINER_FORMULA static T tanh(T x) {
+    return math::tanh(x);
+  }
+};
+
 /// One unit of one LSTM step (the `lstm` kernel), as Chainer's lstm: the gates' inputs XA, XI, XF,
 /// XO and the previous cell state C_PREV give the cell state C and the output H.
-template <class T>
+template <class T, class M = CellMath>
 CHAINER_FORMULA void lstm_cell(T xa, T xi, T xf, T xo, T c_prev, T& c, T& h) {
-  const Unary<UnaryOp::Sigmoid> sigmoid;
-  c = math::tanh(xa) * sigmoid(xi) + sigmoid(xf) * c_prev;
-  h = sigmoid(xo) * math::tanh(c);
+  c = M::tanh(xa) * M::sigmoid(xi) + M::sigmoid(xf) * c_prev;
+  h = M::sigmoid(xo) * M::tanh(c);
 }
 
 /// The gradients of lstm_cell (the `lstm_grad` kernel) from its inputs, its output C and the
 /// output gradients GC and GH: GX[0..3] for XA, XI, XF, XO and GC_PREV.
-template <class T>
+template <class T, class M = CellMath>
 CHAINER_FORMULA void lstm_cell_grad(T xa, T xi, T xf, T xo, T c_prev, T c, T gc, T gh, T* gx, T& gc_prev) {
-  const Unary<UnaryOp::Sigmoid> sigmoid;
-  const T a = math::tanh(xa), i = sigmoid(xi), f = sigmoid(xf), o = sigmoid(xo), tc = math::tanh(c);
+  const T a = M::tanh(xa), i = M::sigmoid(xi), f = M::sigmoid(xf), o = M::sigmoid(xo), tc = M::tanh(c);
   const T g = gh * o * (T(1) - tc * tc) + gc;  // the whole gradient of c
   gx[0] = g * i * (T(1) - a * a);
   gx[1] = g * a * i * (T(1) - i);
@@ -181,19 +192,17 @@ CHAINER_FORMULA void lstm_cell_grad(T xa, T xi, T xf, T xo, T c_prev, T c, T gc,
 /// XR, XZ, XN (with their biases), the previous output's HR, HZ, HN (with theirs) and the previous
 /// output H give r = sigmoid(xr + hr), z = sigmoid(xz + hz), n = tanh(xn + r hn) and the output
 /// (1 - z) n + z h.
-template <class T>
+template <class T, class M = CellMath>
 CHAINER_FORMULA T gru_cell(T xr, T xz, T xn, T hr, T hz, T hn, T h) {
-  const Unary<UnaryOp::Sigmoid> sigmoid;
-  const T r = sigmoid(xr + hr), z = sigmoid(xz + hz), n = math::tanh(xn + r * hn);
+  const T r = M::sigmoid(xr + hr), z = M::sigmoid(xz + hz), n = M::tanh(xn + r * hn);
   return (T(1) - z) * n + z * h;
 }
 
 /// The gradients of gru_cell (the `gru_grad` kernel) from the output gradient G: GX[0..2] for
 /// XR, XZ, XN, GH[0..2] for HR, HZ, HN, and GH_PREV for H.
-template <class T>
+template <class T, class M = CellMath>
 CHAINER_FORMULA void gru_cell_grad(T xr, T xz, T xn, T hr, T hz, T hn, T h, T g, T* gx, T* gh, T& gh_prev) {
-  const Unary<UnaryOp::Sigmoid> sigmoid;
-  const T r = sigmoid(xr + hr), z = sigmoid(xz + hz), n = math::tanh(xn + r * hn);
+  const T r = M::sigmoid(xr + hr), z = M::sigmoid(xz + hz), n = M::tanh(xn + r * hn);
   const T dn = g * (T(1) - z) * (T(1) - n * n);  // through tanh
   const T dz = g * (h - n) * z * (T(1) - z);
   const T dr = dn * hn * r * (T(1) - r);

@@ -9,7 +9,8 @@ namespace {
 // Saves the ids actually gathered (an ignored one replaced by 0) and the mask of the others.
 class EmbedIDNode : public FunctionNode {
  public:
-  EmbedIDNode(Tensor ids, Tensor keep, Shape w_shape) : ids_(std::move(ids)), keep_(std::move(keep)), w_shape_(std::move(w_shape)) {}
+  EmbedIDNode(Tensor ids, Tensor keep, Shape w_shape)
+      : ids_(std::move(ids)), keep_(std::move(keep)), w_shape_(std::move(w_shape)) {}
   std::string name() const override { return "EmbedIDFunction"; }
 
   // gW[r] = the sum of gy over the positions whose id is r: take's adjoint, scatter_add_.

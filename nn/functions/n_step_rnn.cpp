@@ -92,7 +92,8 @@ DirectionResult run_direction(Cell cell, const std::vector<Variable>& xs, Variab
   for (size_t k = 0; k < xs.size(); ++k) {
     const size_t t = reverse ? xs.size() - 1 - k : k;
     const int64_t batch = sizes[t], rows = h.shape()[0];
-    std::vector<Variable> parts = batch < rows ? split_axis(h, std::vector<int64_t>{batch}, 0) : std::vector<Variable>{h};
+    const std::vector<Variable> parts =
+        batch < rows ? split_axis(h, std::vector<int64_t>{batch}, 0) : std::vector<Variable>{h};
     Variable h_next;
     switch (cell) {
       case Cell::Lstm: {
@@ -135,8 +136,8 @@ NStepLSTMResult n_step(const char* op, Cell cell, int64_t directions, int64_t n_
   if (n_layers <= 0) throw Error(str(op, ": n_layers must be positive, got ", n_layers));
   const size_t count = size_t(n_layers * directions), n = size_t(weights_of(cell));
   if (ws.size() != count || bs.size() != count)
-    throw Error(str(op, ": ", ws.size(), " weight lists and ", bs.size(), " bias lists for ", n_layers, " layers (expected ",
-                    count, " of each: layers * directions)"));
+    throw Error(str(op, ": ", ws.size(), " weight lists and ", bs.size(), " bias lists for ", n_layers,
+                    " layers (expected ", count, " of each: layers * directions)"));
   for (size_t k = 0; k < count; ++k)
     if (ws[k].size() != n || bs[k].size() != n)
       throw Error(str(op, ": list ", k, " has ", ws[k].size(), " weights and ", bs[k].size(), " biases (expected ", n,

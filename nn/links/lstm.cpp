@@ -59,8 +59,8 @@ Variable LSTM::forward(const Variable& x) {
   if (!x.defined() || x.ndim() < 1) throw Error("LSTM: the input must have a batch axis");
   const int64_t batch = x.shape()[0];
   if (h_.defined() && batch > h_.shape()[0])
-    throw Error(str("LSTM: the batch size of x (", batch, ") must be equal to or less than that of the previous state h (",
-                    h_.shape()[0], ")"));
+    throw Error(str("LSTM: the batch size of x (", batch,
+                    ") must be equal to or less than that of the previous state h (", h_.shape()[0], ")"));
   Variable g = gates(x, h_);
   if (!c_.defined()) c_ = Variable(Tensor::zeros({batch, state_size()}, g.dtype(), g.data().device()));
   auto [c, y] = functions::lstm(c_, g);
