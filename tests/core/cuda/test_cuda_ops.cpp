@@ -1307,30 +1307,12 @@ struct ParamSpec {
   DType dtype;
 };
 
-// The ranges RULE's states start in: what a run could have left there (mean squares positive;
-// RMSpropGraves' n above its g^2; SMORMS3's mem at least 1).
-std::vector<std::pair<double, double>> state_ranges(UpdateRule rule) {
-  switch (rule) {
-    case UpdateRule::SGD: return {};
-    case UpdateRule::MomentumSGD:
-    case UpdateRule::NesterovAG: return {{-0.1, 0.1}};
-    case UpdateRule::Adam: return {{-0.1, 0.1}, {0.01, 1}};
-    case UpdateRule::AMSGrad: return {{-0.1, 0.1}, {0.01, 1}, {0.01, 1}};
-    case UpdateRule::AdaGrad:
-    case UpdateRule::RMSprop: return {{0.01, 1}};
-    case UpdateRule::AdaDelta: return {{0.01, 1}, {0.01, 1}};
-    case UpdateRule::RMSpropGraves: return {{0.5, 1}, {-0.1, 0.1}, {-0.1, 0.1}};
-    case UpdateRule::SMORMS3: return {{1, 3}, {-0.1, 0.1}, {0.01, 1}};
-  }
-  return {};
-}
-
 // The tensors RULE reads for one parameter of SPEC, appended to CPU and (copied) to GPU.
 void add_param(UpdateRule rule, const ParamSpec& spec, Generator& gen, std::vector<ParamTensors>& cpu,
                std::vector<ParamTensors>& gpu) {
   ParamTensors p{random_tensor(spec.shape, spec.dtype, gen, -1, 1), random_tensor(spec.shape, spec.dtype, gen, -1, 1),
                  Tensor(), Tensor(), Tensor()};
-  const auto ranges = state_ranges(rule);
+  const auto ranges = chainer::testing::update_state_ranges(rule);
   REQUIRE(int(ranges.size()) == update_rule_states(rule));
   Tensor* states[] = {&p.state0, &p.state1, &p.state2};
   for (size_t k = 0; k < ranges.size(); ++k)
@@ -1346,12 +1328,7 @@ void check_update(UpdateRule rule, const std::vector<ParamSpec>& specs, uint64_t
   std::vector<ParamTensors> cpu, gpu;
   for (const ParamSpec& s : specs) add_param(rule, s, gen, cpu, gpu);
   int step = 0;
-  const UpdateScalarsFn scalars = [&step](size_t i) {
-    const double k = 1 + 0.1 * double(i), s = double(step) + 1;
-    return UpdateScalars{.lr = 0.01 * k / s, .beta1 = 0.9 - 0.01 * k, .beta2 = 0.999 - 0.001 * k, .eps = 1e-8 * k,
-                         .eta = 1.0 - 0.05 * k, .weight_decay_rate = 1e-3 * k, .momentum = 0.9 - 0.02 * k,
-                         .alpha = 0.95 - 0.01 * k, .rho = 0.9 + 0.005 * k, .eps_inside_sqrt = i % 2 == 1};
-  };
+  const UpdateScalarsFn scalars = [&step](size_t i) { return chainer::testing::update_test_scalars(i, step); };
   for (step = 0; step < 3; ++step) {
     ops::update_(rule, cpu, scalars);
     ops::update_(rule, gpu, scalars);

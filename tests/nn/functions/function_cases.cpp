@@ -355,28 +355,10 @@ std::vector<FunctionCase> make_function_cases() {
   return cases;
 }
 
-// The ranges RULE's states start in: what a run could have left there (mean squares positive;
-// RMSpropGraves' n above its g^2; SMORMS3's mem at least 1).
-std::vector<std::pair<double, double>> state_ranges(UpdateRule rule) {
-  switch (rule) {
-    case UpdateRule::SGD: return {};
-    case UpdateRule::MomentumSGD:
-    case UpdateRule::NesterovAG: return {{-0.1, 0.1}};
-    case UpdateRule::Adam: return {{-0.1, 0.1}, {0.01, 1}};
-    case UpdateRule::AMSGrad: return {{-0.1, 0.1}, {0.01, 1}, {0.01, 1}};
-    case UpdateRule::AdaGrad:
-    case UpdateRule::RMSprop: return {{0.01, 1}};
-    case UpdateRule::AdaDelta: return {{0.01, 1}, {0.01, 1}};
-    case UpdateRule::RMSpropGraves: return {{0.5, 1}, {-0.1, 0.1}, {-0.1, 0.1}};
-    case UpdateRule::SMORMS3: return {{1, 3}, {-0.1, 0.1}, {0.01, 1}};
-  }
-  throw Error(str("state_ranges: no ranges for rule ", update_rule_name(rule)));
-}
-
 // Three steps of RULE on two parameters, (5, 7) and (13,), whose tensors (param, grad, then the
 // rule's states) are the inputs in that order; scalars differ per parameter and per step.
 KernelCase update_case(UpdateRule rule, uint64_t seed) {
-  const auto ranges = state_ranges(rule);
+  const auto ranges = update_state_ranges(rule);
   if (int(ranges.size()) != update_rule_states(rule))
     throw Error(str("update_case: ", ranges.size(), " state ranges for ", update_rule_name(rule)));
   const size_t per_param = 2 + ranges.size();
@@ -395,12 +377,7 @@ KernelCase update_case(UpdateRule rule, uint64_t seed) {
       params.push_back(p);
     }
     int step = 0;
-    const UpdateScalarsFn scalars = [&step](size_t i) {
-      const double k = 1 + 0.1 * double(i), s = double(step) + 1;
-      return UpdateScalars{.lr = 0.01 * k / s, .beta1 = 0.9 - 0.01 * k, .beta2 = 0.999 - 0.001 * k, .eps = 1e-8 * k,
-                           .eta = 1.0 - 0.05 * k, .weight_decay_rate = 1e-3 * k, .momentum = 0.9 - 0.02 * k,
-                           .alpha = 0.95 - 0.01 * k, .rho = 0.9 + 0.005 * k, .eps_inside_sqrt = i % 2 == 1};
-    };
+    const UpdateScalarsFn scalars = [&step](size_t i) { return update_test_scalars(i, step); };
     for (step = 0; step < 3; ++step) ops::update_(rule, params, scalars);
     std::vector<Tensor> out;  // every parameter and state (the gradients are read only)
     for (size_t at = 0; at < t.size(); at += per_param)
@@ -457,6 +434,29 @@ const std::vector<FunctionCase>& function_cases() {
 const std::vector<KernelCase>& kernel_cases() {
   static const std::vector<KernelCase> cases = make_kernel_cases();
   return cases;
+}
+
+std::vector<std::pair<double, double>> update_state_ranges(UpdateRule rule) {
+  switch (rule) {
+    case UpdateRule::SGD: return {};
+    case UpdateRule::MomentumSGD:
+    case UpdateRule::NesterovAG: return {{-0.1, 0.1}};
+    case UpdateRule::Adam: return {{-0.1, 0.1}, {0.01, 1}};
+    case UpdateRule::AMSGrad: return {{-0.1, 0.1}, {0.01, 1}, {0.01, 1}};
+    case UpdateRule::AdaGrad:
+    case UpdateRule::RMSprop: return {{0.01, 1}};
+    case UpdateRule::AdaDelta: return {{0.01, 1}, {0.01, 1}};
+    case UpdateRule::RMSpropGraves: return {{0.5, 1}, {-0.1, 0.1}, {-0.1, 0.1}};
+    case UpdateRule::SMORMS3: return {{1, 3}, {-0.1, 0.1}, {0.01, 1}};
+  }
+  throw Error(str("update_state_ranges: no ranges for rule ", update_rule_name(rule)));
+}
+
+UpdateScalars update_test_scalars(size_t i, int step) {
+  const double k = 1 + 0.1 * double(i), s = double(step) + 1;
+  return UpdateScalars{.lr = 0.01 * k / s, .beta1 = 0.9 - 0.01 * k, .beta2 = 0.999 - 0.001 * k, .eps = 1e-8 * k,
+                       .eta = 1.0 - 0.05 * k, .weight_decay_rate = 1e-3 * k, .momentum = 0.9 - 0.02 * k,
+                       .alpha = 0.95 - 0.01 * k, .rho = 0.9 + 0.005 * k, .eps_inside_sqrt = i % 2 == 1};
 }
 
 std::string shapes_of(const std::vector<Tensor>& inputs) {

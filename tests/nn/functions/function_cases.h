@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
+#include "core/ops/op_types.h"
 
 namespace chainer::testing {
 
@@ -43,6 +44,13 @@ struct KernelCase {
 const std::vector<FunctionCase>& function_cases();
 /// Every kernel case.
 const std::vector<KernelCase>& kernel_cases();
+
+/// The ranges the states of RULE start in, in the update tests: what a run could have left there
+/// (mean squares positive; RMSpropGraves' n above its g^2; SMORMS3's mem at least 1).
+std::vector<std::pair<double, double>> update_state_ranges(UpdateRule rule);
+/// The scalars of parameter I's step STEP (from 0) in the update tests: every one differs per
+/// parameter and per step, and RMSprop's eps_inside_sqrt alternates.
+UpdateScalars update_test_scalars(size_t i, int step);
 
 /// "(7, 5) (3, 5)": the inputs' shapes, for messages.
 std::string shapes_of(const std::vector<Tensor>& inputs);
