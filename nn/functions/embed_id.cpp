@@ -45,20 +45,21 @@ Variable embed_id(const Variable& x, const Variable& W, std::optional<int64_t> i
   if (ids.device() != w.device())
     throw Error(str("embed_id: the ids are on ", ids.device().str(), " and W on ", w.device().str()));
   const int64_t n = w.size(0);
-  if (ids.device().is_cpu()) {
-    const Tensor flat = ids.astype(DType::Int64);
-    const int64_t* p = flat.data<int64_t>();
-    for (int64_t j = 0; j < flat.numel(); ++j)
+  // Int64 once: what take and scatter_add_ index with, so neither converts again.
+  const Tensor ids64 = ids.dtype() == DType::Int64 ? ids.contiguous() : ids.astype(DType::Int64);
+  if (ids64.device().is_cpu()) {
+    const int64_t* p = ids64.data<int64_t>();
+    for (int64_t j = 0; j < ids64.numel(); ++j)
       if ((p[j] < 0 || p[j] >= n) && !(ignore_label && p[j] == *ignore_label))
         throw Error(str("embed_id: id ", p[j], " at flat position ", j, " is outside [0, ", n, ")",
                         ignore_label ? str(" and is not the ignore_label ", *ignore_label) : std::string()));
   }
-  Tensor gathered = ids, keep;
+  Tensor gathered = ids64, keep;
   if (ignore_label) {
-    const Tensor ignored = Tensor::full({}, double(*ignore_label), ids.dtype(), ids.device());
-    const Tensor mask = ops::not_equal(ids, ignored);  // uint8: 1 where the id is used
-    gathered = ops::where(mask, ids, Tensor::zeros({}, ids.dtype(), ids.device()));
-    Shape keep_shape = ids.shape();
+    const Tensor ignored = Tensor::full({}, double(*ignore_label), DType::Int64, ids64.device());
+    const Tensor mask = ops::not_equal(ids64, ignored);  // uint8: 1 where the id is used
+    gathered = ops::where(mask, ids64, Tensor::zeros({}, DType::Int64, ids64.device()));
+    Shape keep_shape = ids64.shape();
     keep_shape.push_back(1);
     keep = mask.astype(w.dtype()).reshape(keep_shape);
   }

@@ -8,24 +8,14 @@
 namespace chainer::functions {
 
 namespace {
-// The transposition of lists of rows: out[t] = row t of every in[i] longer than t. IN sorted by
-// length, longest first; undefined entries of IN (gradients no one computed) count as zeros of
-// the length LENGTHS gives.
-std::vector<Tensor> transpose_rows(const std::vector<Tensor>& in, const std::vector<int64_t>& lengths,
-                                   const Shape& row_shape, DType dtype, Device device) {
+// The transposition of lists of rows: out[t] = row t of every in[i] longer than t, IN sorted by
+// length (LENGTHS), longest first.
+std::vector<Tensor> transpose_rows(const std::vector<Tensor>& in, const std::vector<int64_t>& lengths) {
   std::vector<Tensor> out;
   const int64_t steps = lengths.empty() ? 0 : lengths.front();
   for (int64_t t = 0; t < steps; ++t) {
     std::vector<Tensor> rows;
-    for (size_t i = 0; i < in.size() && lengths[i] > t; ++i) {
-      if (in[i].defined()) {
-        rows.push_back(in[i].narrow(0, t, 1));
-      } else {
-        Shape s = row_shape;
-        s.insert(s.begin(), 1);
-        rows.push_back(Tensor::zeros(s, dtype, device));
-      }
-    }
+    for (size_t i = 0; i < in.size() && lengths[i] > t; ++i) rows.push_back(in[i].narrow(0, t, 1));
     out.push_back(ops::concat(rows, 0));
   }
   return out;
@@ -37,10 +27,11 @@ class TransposeSequenceNode : public FunctionNode {
       : in_lengths_(std::move(in_lengths)), out_lengths_(std::move(out_lengths)), row_shape_(std::move(row_shape)) {}
   std::string name() const override { return "TransposeSequence"; }
 
-  // The transposition of the gradients: gx[i] = row i of every gy[t] with t < L_i.
+  // The transposition of the gradients: gx[i] = row i of every gy[t] with t < L_i (the engine
+  // hands zeros for the steps no one used).
   std::vector<Tensor> backward(const std::vector<Tensor>& gys) override {
     const Tensor& any = gys.front();
-    std::vector<Tensor> gx = transpose_rows(gys, out_lengths_, row_shape_, any.dtype(), any.device());
+    std::vector<Tensor> gx = transpose_rows(gys, out_lengths_);
     gx.resize(in_lengths_.size());  // sequences of length 0 get no gradient
     for (size_t i = 0; i < gx.size(); ++i)
       if (!gx[i].defined() && input_requires_grad(i)) {
@@ -98,7 +89,7 @@ std::vector<Variable> transpose_sequence(const std::vector<Variable>& xs) {
   const Shape row(xs[0].shape().begin() + 1, xs[0].shape().end());
   std::vector<Tensor> in;
   for (const Variable& x : xs) in.push_back(x.data());
-  std::vector<Tensor> out = transpose_rows(in, lengths, row, xs[0].dtype(), xs[0].data().device());
+  std::vector<Tensor> out = transpose_rows(in, lengths);
   if (!needs_recording(xs)) return std::vector<Variable>(out.begin(), out.end());
   std::vector<int64_t> out_lengths;  // B_t, longest first
   for (const Tensor& y : out) out_lengths.push_back(y.shape()[0]);

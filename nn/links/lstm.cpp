@@ -61,16 +61,15 @@ Variable LSTM::forward(const Variable& x) {
   if (h_.defined() && batch > h_.shape()[0])
     throw Error(str("LSTM: the batch size of x (", batch,
                     ") must be equal to or less than that of the previous state h (", h_.shape()[0], ")"));
-  Variable g = gates(x, h_);
+  // A smaller batch advances the state's first rows; the rest wait in `parts[1]`.
+  const std::vector<Variable> parts = h_.defined() && batch < h_.shape()[0]
+                                          ? functions::split_axis(h_, std::vector<int64_t>{batch}, 0)
+                                          : std::vector<Variable>{h_};
+  Variable g = gates(x, parts[0]);
   if (!c_.defined()) c_ = Variable(Tensor::zeros({batch, state_size()}, g.dtype(), g.data().device()));
   auto [c, y] = functions::lstm(c_, g);
   c_ = c;
-  if (h_.defined() && batch < h_.shape()[0]) {
-    Variable rest = functions::split_axis(h_, std::vector<int64_t>{batch}, 0)[1];
-    h_ = batch == 0 ? rest : functions::concat({y, rest}, 0);
-  } else {
-    h_ = y;
-  }
+  h_ = parts.size() == 1 ? y : batch == 0 ? parts[1] : functions::concat({y, parts[1]}, 0);
   return y;
 }
 
