@@ -63,7 +63,7 @@ command -v xz >/dev/null || die "xz is needed (apt-get install xz-utils)"
 # The binaries the run uses (validate.sh's step table); everything else stays here.
 programs=(tests/test_cuda_ops tests/test_cuda_training tests/test_gpu_nccl tests/test_gpu_communicators
   apps/chainermn_check apps/mnist_mlp apps/fashion_mnist_cnn apps/mnist_model_parallel apps/mnist_ensemble
-  bench/bench_epoch)
+  bench/bench_epoch bench/bench_lstm)
 
 build_needed=0
 if [[ -z $from ]]; then
@@ -106,7 +106,7 @@ for f in "${libraries[@]}"; do
   # The version links the loader looks for (libchainer.so.0 -> libchainer.so.0.1.0).
   for link in "$from/${f%.so*}".so*; do [[ -L $link ]] && cp -P "$link" "$stage/lib/"; done
 done
-cp "$shared"/peers/torch_gpu.py "$shared"/peers/torch_common.py "$shared"/peers/mnist_idx.py bench/peers/fashion_mnist_cnn.py \
+cp "$shared"/peers/torch_gpu.py "$shared"/peers/torch_common.py "$shared"/peers/mnist_idx.py bench/peers/fashion_mnist_cnn.py bench/peers/lstm_peer.py \
   "$stage/peers/"
 cp scripts/catch_failures.py "$stage/"
 # MPICH and every library our files need that the GPU machine may lack; uncompressed inside the

@@ -43,6 +43,8 @@ mlp_pure_nccl         B  10  gpu
 mlp_np2_flat          B  10  gpu
 model_parallel        B  10  gpu
 ensemble              B  10  gpu
+lstm_gpu              X  15  gpu
+torch_lstm            X  30  peer
 torch_compile         X  90  peer
 mlp_accuracy          X  60  gpu
 memcheck              X  90  gpu
@@ -142,6 +144,10 @@ mlp_pure_nccl() { mpiexec -n 1 "$(B mnist_mlp)" --gpu --communicator pure_nccl -
 mlp_np2_flat() { mpiexec -n 2 "$(B mnist_mlp)" --gpu --communicator flat -e 1 --no-plot -o "$R/mlp_np2" --data "$data"; }
 model_parallel() { mpiexec -n 2 "$(B mnist_model_parallel)" --gpu -e 1 -o "$R/mp" --data "$data"; }
 ensemble() { mpiexec -n 2 "$(B mnist_ensemble)" --gpu -e 1 -o "$R/ens" --data "$data"; }
+# The LSTM stack's training step (bench_lstm: NStepLSTM, 2 layers of 256, 64 sequences of 10-30
+# steps; our per-step kernels) beside PyTorch's nn.LSTM (cuDNN) on the same sizes.
+lstm_gpu() { "$(B bench_lstm)" --gpu --steps 20; }
+torch_lstm() { peer "$U/peers/lstm_peer.py" --device cuda --steps 20; }
 mlp_accuracy() { "$(B mnist_mlp)" --gpu -e 20 --no-plot -o "$R/mlp_accuracy" --data "$data"; }
 # The peer with torch.optim.Adam(fused=True), as our updates are fused: the fair comparison;
 # and PyTorch's peak device memory beside our bench_epoch's peak_mib (both hold MNIST on the GPU).
@@ -319,7 +325,7 @@ for i in "${!names[@]}"; do
         profile_*) note+=$(grep -E '^profiled:' "$R/$n.out" | tail -n 1 | sed 's/^/ /') ;;
         torch_fused_*) note+=$(grep -E '^torch peak' "$R/$n.out" | sed 's/^/ /')"; "$(grep -E '^\{' "$R/$n.out" | tail -n 1 | grep -oE '"mean_train_s_excl_first": [0-9.]+') ;;
         memcheck) note+=$(grep -E 'ERROR SUMMARY' "$R/$n.out" | tail -n 1 | sed 's/^=* */ /') ;;
-        bench_*|torch_*) note+=$(grep -E '^\{' "$R/$n.out" | tail -n 1 | sed 's/^/ /') ;;
+        bench_*|torch_*|lstm_gpu) note+=$(grep -E '^\{' "$R/$n.out" | tail -n 1 | sed 's/^/ /') ;;
         mlp_*|cnn_gpu|model_parallel|ensemble) note+=$(grep -E '^ *[0-9]+ ' "$R/$n.out" | tail -n 1 | tr -s ' ' | sed 's/^/ last epoch:/') ;;
       esac
       [[ $n == mlp_* || $n == cnn_gpu ]] && [[ $status == pass ]] && note+=" (eager steps: the multi-node optimizer is not captured)"
