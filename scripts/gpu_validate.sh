@@ -26,13 +26,13 @@ here=$(dirname "$self")
 table="
 libcheck              A  10  host
 test_cuda_ops         A  75  gpu
-test_cuda_training    A  45  gpu
+test_cuda_training    A  30  gpu
 gpu_nccl              A  20  gpu
-gpu_communicators_np1 A  15  gpu
-gpu_communicators_np2 A  15  gpu
-timings               A  10  gpu
+gpu_communicators_np1 A  10  gpu
+gpu_communicators_np2 A  10  gpu
+timings               A   5  gpu
 rerun_failures        A  30  host
-cudnn_autotune        B  25  gpu
+cudnn_autotune        B  15  gpu
 bench_graphs          B  10  gpu
 bench_eager           B  10  gpu
 torch_eager           B  40  peer
@@ -43,8 +43,8 @@ mlp_pure_nccl         B  10  gpu
 mlp_np2_flat          B  10  gpu
 model_parallel        B  10  gpu
 ensemble              B  10  gpu
-lstm_gpu              X  15  gpu
-torch_lstm            X  30  peer
+lstm_gpu              B  10  gpu
+torch_lstm            B  30  peer
 torch_compile         X  90  peer
 mlp_accuracy          X  60  gpu
 memcheck              X  90  gpu
@@ -145,7 +145,7 @@ mlp_np2_flat() { mpiexec -n 2 "$(B mnist_mlp)" --gpu --communicator flat -e 1 --
 model_parallel() { mpiexec -n 2 "$(B mnist_model_parallel)" --gpu -e 1 -o "$R/mp" --data "$data"; }
 ensemble() { mpiexec -n 2 "$(B mnist_ensemble)" --gpu -e 1 -o "$R/ens" --data "$data"; }
 # The LSTM stack's training step (bench_lstm: NStepLSTM, 2 layers of 256, 64 sequences of 10-30
-# steps; our per-step kernels) beside PyTorch's nn.LSTM (cuDNN) on the same sizes.
+# steps; cuDNN's fused stack) beside PyTorch's nn.LSTM (cuDNN too) on the same sizes.
 lstm_gpu() { "$(B bench_lstm)" --gpu --steps 20; }
 torch_lstm() { peer "$U/peers/lstm_peer.py" --device cuda --steps 20; }
 mlp_accuracy() { "$(B mnist_mlp)" --gpu -e 20 --no-plot -o "$R/mlp_accuracy" --data "$data"; }

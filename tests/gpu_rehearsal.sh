@@ -54,13 +54,13 @@ grep -q 'NCCL: ' "$tmp/out1/validate.log" && grep -q 'cuDNN: ' "$tmp/out1/valida
 echo "ok: the rehearsal ran $rows steps in $took s ($(grep -c ' no-gpu ' "$tmp/out1/summary.txt") said no GPU)"
 
 # -- The deadline: what does not fit goes to the next lease; an extra too long for what is left is skipped.
-OUT=$tmp/out2 bash "$validate" --rehearse --deadline 50 --only libcheck,test_cuda_training,gpu_nccl,torch_compile >"$tmp/log2" 2>&1
+OUT=$tmp/out2 bash "$validate" --rehearse --deadline 35 --only libcheck,test_cuda_training,gpu_nccl,torch_compile >"$tmp/log2" 2>&1
 grep -q '^next lease (did not fit the deadline): test_cuda_training$' "$tmp/out2/summary.txt" ||
   fail "no next-lease list naming test_cuda_training: $(cat "$tmp/out2/summary.txt")"
 grep -Eq '^torch_compile +skipped .*the deadline is near' "$tmp/out2/summary.txt" ||
-  fail "torch_compile (90 s) was not skipped with 50 s of deadline: $(grep torch_compile "$tmp/out2/summary.txt")"
+  fail "torch_compile (90 s) was not skipped with 35 s of deadline: $(grep torch_compile "$tmp/out2/summary.txt")"
 grep -Eq '^gpu_nccl +no-gpu' "$tmp/out2/summary.txt" || fail "gpu_nccl did not run inside the deadline"
-echo "ok: a 50 s deadline plans libcheck and gpu_nccl, leaves test_cuda_training to the next lease, skips torch_compile"
+echo "ok: a 35 s deadline plans libcheck and gpu_nccl, leaves test_cuda_training to the next lease, skips torch_compile"
 
 # -- --continue: steps an earlier call passed are not run again.
 printf 'libcheck pass 0 1\ngpu_nccl FAIL 1 3\n' >"$tmp/state"

@@ -28,6 +28,9 @@ def main():
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.set_flush_denormal(True)  # ours runs with FTZ/DAZ
+    if a.device != "cpu":  # float32 as ours computes it on CUDA: no TF32 (cuDNN's default allows it)
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     g = torch.Generator().manual_seed(a.seed)
     lengths = torch.randint(a.min_len, a.max_len + 1, (a.batch,), generator=g).tolist()
     xs = [torch.randn(n, getattr(a, "in"), generator=g).to(a.device) for n in lengths]

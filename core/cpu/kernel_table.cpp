@@ -8,6 +8,7 @@ namespace {
 // dispatch picks it, not even a static initializer, on a CPU that may lack its instructions.
 constexpr Kernels kTable{
 #define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) .NAME = NAME,
+#define CHAINER_LIBRARY_KERNEL(RETURN, NAME, PARAMETERS) .NAME = nullptr,  // none on the CPU
 #include "core/ops/kernel_list.def"
 };
 

@@ -31,6 +31,7 @@ namespace chainer::cpu::CHAINER_ISA {
 
 // The kernel functions of core/ops/kernel_list.def, which this file's sources define.
 #define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) RETURN NAME PARAMETERS;
+#define CHAINER_LIBRARY_KERNEL(RETURN, NAME, PARAMETERS)  // none on the CPU
 #include "core/ops/kernel_list.def"
 
 // Elements per parallel chunk of the elementwise and row-wise kernels.

@@ -25,18 +25,10 @@
 #include "core/cuda/blas_handles.h"
 #include "core/cuda/common.cuh"
 #include "core/cuda/cudnn_algorithms.h"
+#include "core/cuda/cudnn_common.cuh"
 #include "core/cuda/cudnn_plugin.h"
 #include "core/cuda/kernels.h"
 #include "core/cuda/runtime.h"
-
-#define CHAINER_CUDNN_CHECK(call)                                                                    \
-  do {                                                                                               \
-    const cudnnStatus_t chainer_status_ = (call);                                                    \
-    if (chainer_status_ != CUDNN_STATUS_SUCCESS)                                                     \
-      throw ::chainer::Error(::chainer::str("cuDNN error: ", #call, " failed: ",                      \
-                                            cudnnGetErrorString(chainer_status_), " at ", __FILE__, \
-                                            ":", __LINE__));                                         \
-  } while (0)
 
 namespace chainer::cuda {
 
@@ -89,33 +81,9 @@ bool capturing() {
   return status != cudaStreamCaptureStatusNone;
 }
 
-// Relaxed capture mode for the calling thread while it lives: cuDNN's heuristic queries are host
-// calls, but nothing promises they make no call that the default capture mode forbids.
-class RelaxedCapture {
- public:
-  RelaxedCapture() { CHAINER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode_)); }
-  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }  // restoring cannot fail
-  RelaxedCapture(const RelaxedCapture&) = delete;
-  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-};
 
 // ---- Descriptors ----
 
-template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
-class Descriptor {
- public:
-  Descriptor() { CHAINER_CUDNN_CHECK(Create(&d_)); }
-  ~Descriptor() { Destroy(d_); }  // only frees host memory; never throws
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  operator T() const { return d_; }
-
- private:
-  T d_ = nullptr;
-};
 using TensorDescriptor = Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
 using FilterDescriptor = Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
 using ConvDescriptor =
@@ -385,6 +353,8 @@ void prepare_handle() { handle(); }
 
 size_t library_version() { return cudnnGetVersion(); }
 
+cudnnHandle_t handle() { return cuda::handle(); }
+
 }  // namespace cudnn
 
 }  // namespace chainer::cuda
@@ -397,6 +367,8 @@ extern "C" const chainer::cuda::CudnnPlugin* chainer_cudnn_plugin() {
                                         .convolution_2d = cuda::cudnn::convolution_2d,
                                         .convolution_2d_grad_data = cuda::cudnn::convolution_2d_grad_data,
                                         .convolution_2d_grad_filter = cuda::cudnn::convolution_2d_grad_filter,
+                                        .rnn_forward = cuda::cudnn::rnn_forward,
+                                        .rnn_backward = cuda::cudnn::rnn_backward,
                                         .prepare_handle = cuda::cudnn::prepare_handle};
   return &plugin;
 }

@@ -41,8 +41,8 @@ CudnnLoader::CudnnLoader(std::string library, Open open) : library_(std::move(li
   CHAINER_ASSERT(open_, "CudnnLoader needs a way to open the plugin");
 }
 
-const CudnnPlugin& CudnnLoader::get(const char* op, int device) {
-  if (const CudnnPlugin* p = loaded()) return *p;
+const CudnnPlugin* CudnnLoader::try_get() {
+  if (const CudnnPlugin* p = loaded()) return p;
   std::call_once(once_, [this] {
     ++opens_;
     std::string why;
@@ -50,10 +50,15 @@ const CudnnPlugin& CudnnLoader::get(const char* op, int device) {
     if (!p) why_not_ = why.empty() ? std::string("no reason given") : why;
     plugin_.store(p, std::memory_order_release);
   });
-  if (const CudnnPlugin* p = loaded()) return *p;
+  return loaded();
+}
+
+const CudnnPlugin& CudnnLoader::get(const char* op, int device) {
+  if (const CudnnPlugin* p = try_get()) return *p;
   throw Error(str(op, " on cuda:", device, ": the convolutions need cuDNN (", library_,
                   "), and the cuDNN support library could not be loaded: ", why_not_,
-                  " (everything but the convolutions runs without it)"));
+                  " (everything but the convolutions runs without it; the recurrent stacks without it are "
+                  "composed of other kernels)"));
 }
 
 }  // namespace chainer::cuda

@@ -1,5 +1,6 @@
-// cuDNN as a plugin of the CUDA plugin: the convolutions (core/cuda/conv.cu) live in
-// libchainer_cudnn.so, which libchainer_cuda.so opens at the first convolution, so that a
+// cuDNN as a plugin of the CUDA plugin: the convolutions (core/cuda/conv.cu) and the recurrent
+// stacks (core/cuda/cudnn_rnn.cu) live in libchainer_cudnn.so, which libchainer_cuda.so opens at
+// the first convolution or recurrent stack, so that a
 // machine without libcudnn still runs everything else on its GPUs (docs/design.md says why, and
 // why the cuDNN plugin links libchainer_cuda.so rather than being handed its functions).
 // libchainer_cudnn.so exports chainer_cudnn_plugin(), which returns the table below;
@@ -19,7 +20,7 @@ namespace chainer::cuda {
 
 // What libchainer_cudnn.so gives libchainer_cuda.so. Changed whenever the table changes, so a
 // plugin left from another build is refused with a message rather than called wrongly.
-constexpr int kCudnnPluginInterface = 1;
+constexpr int kCudnnPluginInterface = 2;
 
 struct CudnnPlugin {
   int interface = 0;       // kCudnnPluginInterface of the build that made the plugin
@@ -32,6 +33,13 @@ struct CudnnPlugin {
                                    Tensor& gx) = nullptr;
   void (*convolution_2d_grad_filter)(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g,
                                      Tensor& gW) = nullptr;
+  void (*rnn_forward)(const RnnGeometry& g, const Tensor& x, const Tensor& hx, const Tensor& cx,
+                      const std::vector<Tensor>& weights, bool for_backward, Tensor& y, Tensor& hy, Tensor& cy,
+                      Tensor& reserve) = nullptr;
+  void (*rnn_backward)(const RnnGeometry& g, const Tensor& x, const Tensor& hx, const Tensor& cx,
+                       const std::vector<Tensor>& weights, const Tensor& y, Tensor& reserve, const Tensor& gy,
+                       const Tensor& ghy, const Tensor& gcy, Tensor& gx, Tensor& ghx, Tensor& gcx,
+                       std::vector<Tensor>& gweights) = nullptr;
   // Creates the calling thread's cuDNN handle for its current device now, if it has none: a
   // graph capture is about to begin, and cudnnCreate is no call to make while capturing.
   void (*prepare_handle)() = nullptr;
@@ -59,6 +67,8 @@ class CudnnLoader {
   // failed is not tried again: the loader's answer will not change while the process runs.
   // Throws chainer::Error naming OP, cuda:DEVICE, the library and why it could not be loaded.
   const CudnnPlugin& get(const char* op, int device);
+  // The plugin, loaded as get() loads it, or nullptr when it cannot be: never throws.
+  const CudnnPlugin* try_get();
   // The plugin when a call of get() has loaded it, else nullptr; never loads.
   const CudnnPlugin* loaded() const { return plugin_.load(std::memory_order_acquire); }
   // How many times OPEN was called (1 after the first get, whatever happened).

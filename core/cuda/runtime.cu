@@ -164,6 +164,21 @@ void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dG
   cudnn("convolution_2d_grad_filter").convolution_2d_grad_filter(x, gy, g, gW);
 }
 
+// The kernel table's recurrent stacks: the cuDNN plugin's too. Without cuDNN, rnn_available says
+// so and nn/functions/n_step_rnn.cpp composes the stacks of the kernels of this library.
+bool rnn_available() { return cudnn_loader().try_get() != nullptr; }
+void rnn_forward(const RnnGeometry& g, const Tensor& x, const Tensor& hx, const Tensor& cx,
+                 const std::vector<Tensor>& weights, bool for_backward, Tensor& y, Tensor& hy, Tensor& cy,
+                 Tensor& reserve) {
+  cudnn("rnn_forward").rnn_forward(g, x, hx, cx, weights, for_backward, y, hy, cy, reserve);
+}
+void rnn_backward(const RnnGeometry& g, const Tensor& x, const Tensor& hx, const Tensor& cx,
+                  const std::vector<Tensor>& weights, const Tensor& y, Tensor& reserve, const Tensor& gy,
+                  const Tensor& ghy, const Tensor& gcy, Tensor& gx, Tensor& ghx, Tensor& gcx,
+                  std::vector<Tensor>& gweights) {
+  cudnn("rnn_backward").rnn_backward(g, x, hx, cx, weights, y, reserve, gy, ghy, gcy, gx, ghx, gcx, gweights);
+}
+
 namespace {
 
 const Kernels kernel_table{

@@ -63,6 +63,16 @@ inline constexpr const char* kKernelNames[] = {
 inline constexpr size_t kKernelCount = sizeof(kKernelNames) / sizeof(kKernelNames[0]);
 static_assert(sizeof(Kernels) == kKernelCount * sizeof(void (*)()), "Kernels holds exactly the listed kernels");
 
+/// Whether each kernel of the list is a library's (CHAINER_LIBRARY_KERNEL): one that a device
+/// kind may leave out of its table.
+inline constexpr bool kKernelFromLibrary[] = {
+/// @cond
+#define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) false,
+#define CHAINER_LIBRARY_KERNEL(RETURN, NAME, PARAMETERS) true,
+#include "core/ops/kernel_list.def"
+    /// @endcond
+};
+
 /// A fingerprint of the list (FNV-1a over the names in order): the CUDA plugin reports the one it
 /// was compiled with, and a plugin built from another list is refused (core/device/cuda.cpp)
 /// rather than handed a table of another layout.

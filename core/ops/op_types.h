@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "core/tensor/tensor.h"
 
@@ -68,6 +69,23 @@ struct Conv2dGeometry {
   int64_t out_h = 0;  ///< the output grid's rows
   int64_t out_w = 0;  ///< the output grid's columns
   int64_t groups = 1; ///< channel groups, each convolved apart
+};
+
+/// The cell of a recurrent stack (nn/functions/n_step_rnn.h): LSTM, GRU, or a plain RNN with tanh
+/// or ReLU.
+enum class RnnCell { Lstm, Gru, Tanh, Relu };
+/// A stack of recurrent layers over packed variable-length sequences, what the library kernels
+/// rnn_forward and rnn_backward run: LAYERS layers of UNITS units in DIRECTIONS (1 or 2)
+/// directions over inputs of IN_SIZE features; LENGTHS: each sequence's length, longest first.
+struct RnnGeometry {
+  RnnCell cell = RnnCell::Lstm;  ///< the cell of every layer
+  int64_t layers = 1;            ///< the stacked layers
+  int64_t directions = 1;        ///< 1, or 2 for bidirectional layers
+  int64_t in_size = 0;           ///< the first layer's input features
+  int64_t units = 0;             ///< the units of each layer and direction
+  std::vector<int32_t> lengths;  ///< each sequence's length, longest first
+  /// Weights and biases per layer and direction: 8 (LSTM), 6 (GRU) or 2 (RNN) of each.
+  int64_t weights_per_layer() const { return cell == RnnCell::Lstm ? 8 : cell == RnnCell::Gru ? 6 : 2; }
 };
 
 /// The tensors of one parameter in a fused optimizer step (all contiguous, one shape and dtype;

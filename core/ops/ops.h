@@ -193,6 +193,37 @@ Tensor gru(const Tensor& xg, const Tensor& hg, const Tensor& h);
 /// The gradients of gru, {gxg, ghg, gh}, from its inputs and the output gradient GY.
 std::vector<Tensor> gru_grad(const Tensor& xg, const Tensor& hg, const Tensor& h, const Tensor& gy);
 
+/// Whether DEVICE runs whole recurrent stacks in one call (rnn_forward and rnn_backward: cuDNN's
+/// on CUDA). False on the CPU, where nn/functions/n_step_rnn.cpp composes them from one product
+/// per layer and the fused cells above.
+bool has_fused_rnn(Device device);
+/// What rnn_forward returns: the last layer's outputs Y (packed, (sum of lengths, U *
+/// directions)), the last states HY and CY (CY: LSTMs only), and what rnn_backward reads.
+struct RnnForward {
+  Tensor y;        ///< the last layer's outputs, packed: (sum of lengths, U * directions)
+  Tensor hy;       ///< the last outputs of every layer and direction: (layers * directions, B, U)
+  Tensor cy;       ///< the last cell states (LSTMs; else undefined)
+  Tensor reserve;  ///< what rnn_backward reads (undefined unless for_backward)
+};
+/// The stack G over the packed sequences X (time-major, longest first: transpose_sequence's steps
+/// joined) from HX and CX ((layers * directions, B, U); undefined: zeros; CX for LSTMs only) with
+/// WEIGHTS (per layer and direction, Chainer's w0, ... then b0, ...); FOR_BACKWARD keeps what
+/// rnn_backward needs. Throws chainer::Error naming the bad shape, or on a device without it.
+RnnForward rnn_forward(const RnnGeometry& g, const Tensor& x, const Tensor& hx, const Tensor& cx,
+                       const std::vector<Tensor>& weights, bool for_backward);
+/// The gradients of rnn_forward: for X, HX, CX (LSTMs) and, when WEIGHT_GRADS, every weight.
+struct RnnGradients {
+  Tensor gx;                     ///< for X
+  Tensor ghx;                    ///< for HX
+  Tensor gcx;                    ///< for CX (LSTMs; else undefined)
+  std::vector<Tensor> gweights;  ///< for each weight, in WEIGHTS' order (empty unless asked for)
+};
+/// The gradients of rnn_forward from its arguments, its result F (whose reserve it consumes) and
+/// the gradients GY, GHY and GCY (undefined: zeros).
+RnnGradients rnn_backward(const RnnGeometry& g, const Tensor& x, const Tensor& hx, const Tensor& cx,
+                          const std::vector<Tensor>& weights, RnnForward& f, const Tensor& gy, const Tensor& ghy,
+                          const Tensor& gcy, bool weight_grads);
+
 // ---- Convolutions over NCHW images ----
 //
 // These check their arguments and hand the work to the device: the CPU lowers the convolutions

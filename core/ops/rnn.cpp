@@ -1,6 +1,10 @@
-// Recurrent cells: the checks of the fused LSTM and GRU steps and their gradients. The kernels
-// are in core/cpu/rnn.cpp and core/cuda/rnn.cu.
+// Recurrent cells: the checks of the fused LSTM and GRU steps and their gradients (kernels in
+// core/cpu/rnn.cpp and core/cuda/rnn.cu), and of the whole stacks a library runs (cuDNN's, in
+// core/cuda/cudnn_rnn.cu).
 #include "core/ops/ops.h"
+
+#include <string>
+#include <utility>
 
 #include "core/ops/checks.h"
 #include "core/ops/kernels.h"
@@ -74,6 +78,123 @@ std::vector<Tensor> gru_grad(const Tensor& xg, const Tensor& hg, const Tensor& h
   Tensor gh = Tensor::empty(h.shape(), h.dtype(), device);
   kernels_for(device).gru_grad(xg.contiguous(), hg.contiguous(), h, gy, gxg, ghg, gh);
   return {gxg, ghg, gh};
+}
+
+bool has_fused_rnn(Device device) {
+  const Kernels& k = kernels_for(device);
+  return k.rnn_available && k.rnn_forward && k.rnn_backward && k.rnn_available();
+}
+
+namespace {
+// The packed input, the states and the weights of G: one floating dtype on one device, every
+// shape as G says. Returns the device.
+Device check_rnn_args(const RnnGeometry& g, const Tensor& x, const Tensor& hx, const Tensor& cx,
+                      const std::vector<Tensor>& weights) {
+  const char* op = "rnn_forward";
+  if (g.layers < 1 || (g.directions != 1 && g.directions != 2) || g.in_size < 1 || g.units < 1 || g.lengths.empty())
+    throw Error(str(op, ": ", g.layers, " layers, ", g.directions, " directions, ", g.in_size, " inputs, ", g.units,
+                    " units and ", g.lengths.size(), " sequences (expected positive counts, 1 or 2 directions)"));
+  int64_t total = 0;
+  for (size_t i = 0; i < g.lengths.size(); ++i) {
+    if (g.lengths[i] < 1 || (i > 0 && g.lengths[i] > g.lengths[i - 1]))
+      throw Error(str(op, ": sequence ", i, " has length ", g.lengths[i],
+                      " (expected positive lengths, longest first)"));
+    total += g.lengths[i];
+  }
+  const Device device = x.device();
+  require_floating(op, x);
+  if (x.shape() != Shape{total, g.in_size})
+    throw Error(str(op, ": x has shape ", shape_str(x.shape()), "; expected ", shape_str({total, g.in_size}),
+                    " (the sum of the lengths, the input size)"));
+  const int64_t count = g.layers * g.directions, batch = int64_t(g.lengths.size());
+  const Shape state{count, batch, g.units};
+  for (const auto& [name, t] : {std::pair{"hx", &hx}, std::pair{"cx", &cx}}) {
+    const bool wanted = std::string(name) == "hx" || g.cell == RnnCell::Lstm;
+    if (!t->defined()) continue;
+    if (!wanted) throw Error(str(op, ": cx is given to a stack without cell states"));
+    if (t->shape() != state || t->dtype() != x.dtype() || t->device() != device)
+      throw Error(str(op, ": ", name, " is ", shape_str(t->shape()), " ", dtype_name(t->dtype()), " on ",
+                      t->device().str(), "; expected ", shape_str(state), " ", dtype_name(x.dtype()), " on ",
+                      device.str()));
+  }
+  const int64_t n = g.weights_per_layer();
+  if (int64_t(weights.size()) != count * 2 * n)
+    throw Error(str(op, ": ", weights.size(), " weights and biases (expected ", count * 2 * n, ": ", 2 * n,
+                    " for each of the ", count, " layers and directions)"));
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t in = k < g.directions ? g.in_size : g.units * g.directions;
+    for (int64_t j = 0; j < 2 * n; ++j) {
+      const Tensor& w = weights[size_t(k * 2 * n + j)];
+      const Shape want = j >= n ? Shape{g.units} : j < n / 2 ? Shape{g.units, in} : Shape{g.units, g.units};
+      if (w.shape() != want || w.dtype() != x.dtype() || w.device() != device)
+        throw Error(str(op, ": ", j < n ? "w" : "b", j % n, " of layer ", k / g.directions, " direction ",
+                        k % g.directions, " is ", shape_str(w.shape()), " ", dtype_name(w.dtype()), " on ",
+                        w.device().str(), "; expected ", shape_str(want), " ", dtype_name(x.dtype()), " on ",
+                        device.str()));
+    }
+  }
+  if (!has_fused_rnn(device))
+    throw Error(str(op, ": ", device.str(), " has no fused recurrent stacks (nn/functions/n_step_rnn.h composes them)"));
+  return device;
+}
+
+// T contiguous, or zeros of SHAPE when undefined.
+Tensor or_zeros(const Tensor& t, const Shape& shape, DType dtype, Device device) {
+  return t.defined() ? t.contiguous() : Tensor::zeros(shape, dtype, device);
+}
+
+std::vector<Tensor> contiguous(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  out.reserve(ts.size());
+  for (const Tensor& t : ts) out.push_back(t.contiguous());
+  return out;
+}
+}  // namespace
+
+RnnForward rnn_forward(const RnnGeometry& g, const Tensor& x, const Tensor& hx, const Tensor& cx,
+                       const std::vector<Tensor>& weights, bool for_backward) {
+  const Device device = check_rnn_args(g, x, hx, cx, weights);
+  const DType dtype = x.dtype();
+  const Shape state{g.layers * g.directions, int64_t(g.lengths.size()), g.units};
+  const bool lstm = g.cell == RnnCell::Lstm;
+  RnnForward f;
+  f.y = Tensor::empty({x.size(0), g.units * g.directions}, dtype, device);
+  f.hy = Tensor::empty(state, dtype, device);
+  if (lstm) f.cy = Tensor::empty(state, dtype, device);
+  kernels_for(device).rnn_forward(g, x.contiguous(), or_zeros(hx, state, dtype, device),
+                                  lstm ? or_zeros(cx, state, dtype, device) : Tensor(), contiguous(weights),
+                                  for_backward, f.y, f.hy, f.cy, f.reserve);
+  return f;
+}
+
+RnnGradients rnn_backward(const RnnGeometry& g, const Tensor& x, const Tensor& hx, const Tensor& cx,
+                          const std::vector<Tensor>& weights, RnnForward& f, const Tensor& gy, const Tensor& ghy,
+                          const Tensor& gcy, bool weight_grads) {
+  const Device device = check_rnn_args(g, x, hx, cx, weights);
+  if (!f.reserve.defined())
+    throw Error("rnn_backward: the forward kept nothing for the backward (it ran with for_backward false), or its "
+                "backward has run already");
+  const DType dtype = x.dtype();
+  const Shape state{g.layers * g.directions, int64_t(g.lengths.size()), g.units};
+  const bool lstm = g.cell == RnnCell::Lstm;
+  for (const Tensor* t : {&gy, &ghy, &gcy})
+    if (t->defined() && (t->dtype() != dtype || t->device() != device))
+      throw Error(str("rnn_backward: a gradient is ", dtype_name(t->dtype()), " on ", t->device().str(), "; expected ",
+                      dtype_name(dtype), " on ", device.str()));
+  RnnGradients r;
+  r.gx = Tensor::empty(x.shape(), dtype, device);
+  r.ghx = Tensor::empty(state, dtype, device);
+  if (lstm) r.gcx = Tensor::empty(state, dtype, device);
+  if (weight_grads)
+    for (const Tensor& w : weights) r.gweights.push_back(Tensor::empty(w.shape(), dtype, device));
+  kernels_for(device).rnn_backward(g, x.contiguous(), or_zeros(hx, state, dtype, device),
+                                   lstm ? or_zeros(cx, state, dtype, device) : Tensor(), contiguous(weights), f.y,
+                                   f.reserve, or_zeros(gy, f.y.shape(), dtype, device),
+                                   or_zeros(ghy, state, dtype, device),
+                                   lstm ? or_zeros(gcy, state, dtype, device) : Tensor(), r.gx, r.ghx, r.gcx,
+                                   r.gweights);
+  f.reserve = Tensor();  // cuDNN writes into it: one backward per forward
+  return r;
 }
 
 }  // namespace chainer::ops

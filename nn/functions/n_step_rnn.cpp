@@ -2,6 +2,7 @@
 
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
+#include "core/util/config.h"
 #include "nn/functions/activation.h"
 #include "nn/functions/arithmetic.h"
 #include "nn/functions/array.h"
@@ -114,6 +115,13 @@ DirectionResult run_direction(Cell cell, const std::vector<Variable>& xs, Variab
   return r;
 }
 
+// Throws unless the states S (when given) are (layers * directions, B, U).
+void check_states(const char* op, const char* name, const Variable& s, int64_t count, int64_t batch, int64_t units) {
+  if (s.defined() && s.shape() != Shape{count, batch, units})
+    throw Error(str(op, ": ", name, " has shape ", shape_str(s.shape()), " (expected ",
+                    shape_str({count, batch, units}), ": layers * directions, the batch, the units)"));
+}
+
 // The layers' states as a list, from (layers * directions, B, U) or zeros.
 std::vector<Variable> states(const char* op, const char* name, const Variable& s, int64_t count, int64_t batch,
                              int64_t units, const Variable& like) {
@@ -121,12 +129,105 @@ std::vector<Variable> states(const char* op, const char* name, const Variable& s
     const Variable zeros(Tensor::zeros({batch, units}, like.dtype(), like.data().device()));
     return std::vector<Variable>(size_t(count), zeros);
   }
-  if (s.shape() != Shape{count, batch, units})
-    throw Error(str(op, ": ", name, " has shape ", shape_str(s.shape()), " (expected ",
-                    shape_str({count, batch, units}), ": layers * directions, the batch, the units)"));
+  check_states(op, name, s, count, batch, units);
   std::vector<Variable> out;
   for (const Variable& p : split_axis(s, count, 0)) out.push_back(squeeze(p, 0));
   return out;
+}
+
+// ---- The whole stack in one node, where the device has a library's (cuDNN's on CUDA) ----
+
+RnnCell rnn_cell(Cell cell) {
+  switch (cell) {
+    case Cell::Lstm: return RnnCell::Lstm;
+    case Cell::Gru: return RnnCell::Gru;
+    case Cell::Tanh: return RnnCell::Tanh;
+    case Cell::Relu: return RnnCell::Relu;
+  }
+  return RnnCell::Lstm;
+}
+
+// Inputs: the packed steps x, then hx and cx where given, then every weight and bias in Chainer's
+// order; outputs: the packed outputs y, hy, and cy for LSTMs.
+class FusedRNNNode : public FunctionNode {
+ public:
+  FusedRNNNode(RnnGeometry g, Tensor x, Tensor hx, Tensor cx, std::vector<Tensor> weights, ops::RnnForward f)
+      : g_(std::move(g)), x_(std::move(x)), hx_(std::move(hx)), cx_(std::move(cx)), weights_(std::move(weights)),
+        f_(std::move(f)) {}
+  std::string name() const override { return "NStepRNN"; }
+  std::vector<Tensor> backward(const std::vector<Tensor>& gy) override {
+    const bool lstm = g_.cell == RnnCell::Lstm;
+    const size_t first_weight = 1 + size_t(hx_.defined()) + size_t(cx_.defined());
+    bool weight_grads = false;
+    for (size_t i = first_weight; i < inputs().size(); ++i) weight_grads = weight_grads || input_requires_grad(i);
+    ops::RnnGradients r =
+        ops::rnn_backward(g_, x_, hx_, cx_, weights_, f_, gy[0], gy[1], lstm ? gy[2] : Tensor(), weight_grads);
+    std::vector<Tensor> grads{r.gx};
+    if (hx_.defined()) grads.push_back(r.ghx);
+    if (cx_.defined()) grads.push_back(r.gcx);
+    if (weight_grads) grads.insert(grads.end(), r.gweights.begin(), r.gweights.end());
+    grads.resize(inputs().size());
+    return grads;
+  }
+
+ protected:
+  void release_saved() override {
+    x_ = hx_ = cx_ = Tensor();
+    weights_.clear();
+    f_ = {};
+  }
+
+ private:
+  RnnGeometry g_;
+  Tensor x_, hx_, cx_;
+  std::vector<Tensor> weights_;
+  ops::RnnForward f_;
+};
+
+// Whether the stack runs as one library call: the device has one, and no dropout applies (the
+// library's would draw other masks than ours; with dropout the stack is composed).
+bool use_fused(int64_t n_layers, double dropout_ratio, const std::vector<Variable>& xs) {
+  const bool dropout = dropout_ratio > 0 && n_layers > 1 && config::train();
+  const DType dtype = xs[0].dtype();
+  return !dropout && (dtype == DType::Float32 || dtype == DType::Float64) && ops::has_fused_rnn(xs[0].data().device());
+}
+
+NStepLSTMResult n_step_fused(Cell cell, int64_t directions, int64_t n_layers, const Variable& hx, const Variable& cx,
+                             const std::vector<std::vector<Variable>>& ws,
+                             const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
+  RnnGeometry g{.cell = rnn_cell(cell), .layers = n_layers, .directions = directions, .in_size = xs[0].shape()[1],
+                .units = ws[0][0].shape()[0], .lengths = {}};
+  std::vector<int64_t> sizes;
+  for (const Variable& x : xs) sizes.push_back(x.shape()[0]);
+  // Sequence i is as long as the steps whose batch holds it.
+  for (int64_t i = 0; i < sizes[0]; ++i) {
+    int32_t len = 0;
+    while (size_t(len) < sizes.size() && sizes[size_t(len)] > i) ++len;
+    g.lengths.push_back(len);
+  }
+  const Variable x = xs.size() == 1 ? xs[0] : concat(xs, 0);
+  std::vector<Variable> inputs{x};
+  if (hx.defined()) inputs.push_back(hx);
+  const bool lstm = cell == Cell::Lstm;
+  if (lstm && cx.defined()) inputs.push_back(cx);
+  std::vector<Tensor> weights;
+  for (size_t k = 0; k < ws.size(); ++k) {
+    for (const Variable& w : ws[k]) inputs.push_back(w);
+    for (const Variable& b : bs[k]) inputs.push_back(b);
+  }
+  for (size_t i = inputs.size() - ws.size() * ws[0].size() * 2; i < inputs.size(); ++i)
+    weights.push_back(inputs[i].data());
+  const Tensor cx_data = lstm && cx.defined() ? cx.data() : Tensor();
+  const bool recording = needs_recording(inputs);
+  ops::RnnForward f = ops::rnn_forward(g, x.data(), hx.defined() ? hx.data() : Tensor(), cx_data, weights, recording);
+  std::vector<Tensor> outputs{f.y, f.hy};
+  if (lstm) outputs.push_back(f.cy);
+  std::vector<Variable> out =
+      recording ? record(std::make_shared<FusedRNNNode>(g, x.data(), hx.defined() ? hx.data() : Tensor(), cx_data,
+                                                        std::move(weights), f),
+                         inputs, outputs)
+                : wrap_outputs(outputs);
+  return {out[1], lstm ? out[2] : Variable(), split_rows(out[0], sizes)};
 }
 
 // hy, cy (LSTMs) and ys of the stack.
@@ -150,6 +251,11 @@ NStepLSTMResult n_step(const char* op, Cell cell, int64_t directions, int64_t n_
                       xs[t - 1].shape()[0], " (steps are transpose_sequence's: sequences sorted, longest first)"));
   }
   const int64_t batch = xs[0].shape()[0], units = ws[0][0].shape()[0];
+  if (use_fused(n_layers, dropout_ratio, xs)) {
+    check_states(op, "hx", hx, int64_t(count), batch, units);
+    if (cell == Cell::Lstm) check_states(op, "cx", cx, int64_t(count), batch, units);
+    return n_step_fused(cell, directions, n_layers, hx, cx, ws, bs, xs);
+  }
   const std::vector<Variable> h0 = states(op, "hx", hx, int64_t(count), batch, units, xs[0]);
   const std::vector<Variable> c0 = cell == Cell::Lstm ? states(op, "cx", cx, int64_t(count), batch, units, xs[0])
                                                       : std::vector<Variable>(count);

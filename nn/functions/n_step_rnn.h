@@ -20,6 +20,10 @@
 /// GRU's own kernel; the activation). Dropout (DROPOUT_RATIO, in training) applies to the inputs of
 /// every layer but the first, as Chainer's. The backward direction reads the steps from the last:
 /// each sequence starts at its own end from hx.
+///
+/// Where the device runs whole stacks (cuDNN's RNN API on CUDA: ops::has_fused_rnn), the stack is
+/// one node of one library call each way instead, when no dropout applies (DROPOUT_RATIO 0, one
+/// layer, or not training): the same results, the weights kept under Chainer's names.
 #pragma once
 #include <cstdint>
 #include <string>

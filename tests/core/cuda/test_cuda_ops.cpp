@@ -33,10 +33,12 @@
 #include "core/util/random.h"
 #include "core/ops/update_ops.h"
 #include "nn/functions.h"
+#include "nn/links/n_step_rnn.h"
 #include "tests/function_inputs.h"
 #include "tests/nn/functions/function_cases.h"
 
 namespace F = chainer::functions;
+namespace L = chainer::links;
 using namespace chainer;
 using chainer::testing::away_from_zero;
 using chainer::testing::labels;
@@ -1758,6 +1760,105 @@ TEST_CASE("cuda tensor: float16 and bfloat16 fill_, copy_ into views, take_rows;
     Tensor p = g.clone(), v = g.clone();
     CHECK_THAT(error_of([&] { ops::momentum_sgd_update_(p, g, v, 0.1, 0.9); }),
                Catch::Contains("momentum_sgd: dtype " + name + " is not supported"));
+  }
+}
+
+// ---- The recurrent stacks on cuDNN ----
+
+// The stacks' links on the GPU run cuDNN's fused RNN (the registry's n_step cases above compare
+// it with the CPU and with finite differences); here: the links over unsorted sequences of
+// uneven lengths, with and without given states, the ReLU cell, float32 against the CPU's
+// composed stack, every parameter's gradient included; and a captured step replayed.
+TEST_CASE("cuda functions: NStep links run cuDNN's fused stacks and equal the CPU's", "[cuda][functions][rnn]") {
+  REQUIRE(ops::has_fused_rnn(kGpu));  // the lent machines have cuDNN: without it this path is not tested
+  CHECK_FALSE(ops::has_fused_rnn(kCpu));
+  Generator gen(7);
+  const std::vector<int64_t> lengths{3, 7, 1, 7, 4};
+  std::vector<Variable> xs_cpu;
+  for (int64_t n : lengths) xs_cpu.emplace_back(random::normal({n, 5}, 0, 1, kF32, &gen));
+  const auto on = [](const std::vector<Variable>& xs, Device d) {
+    std::vector<Variable> out;
+    for (const Variable& x : xs) out.emplace_back(x.data().to(d));
+    return out;
+  };
+  // Runs LINK's step on DEVICE: the outputs and every parameter's gradient, on the CPU.
+  using Step = std::function<std::vector<Variable>(const std::vector<Variable>& xs, const Variable& hx)>;
+  const auto run = [&](Link& link, const Step& step, Device d, bool with_state) {
+    link.to_device(d);
+    link.cleargrads();
+    const Variable hx = with_state ? Variable(random::normal({4, 5, 6}, 0, 1, kF32, &gen).to(d)) : Variable();
+    std::vector<Variable> outs = step(on(xs_cpu, d), hx);
+    Variable loss = F::sum(outs[0] * outs[0]);
+    for (size_t i = 1; i < outs.size(); ++i) loss = loss + F::sum(F::tanh(outs[i]));
+    loss.backward();
+    std::vector<Tensor> got;
+    for (const Variable& o : outs) got.push_back(o.data().to(kCpu));
+    for (const Variable& p : link.params()) got.push_back(p.grad().to(kCpu));
+    return got;
+  };
+  const auto compare = [&](Link& link, const Step& step, bool with_state) {
+    const uint64_t seed = gen.below(1000);
+    gen = Generator(seed);  // the same states on both devices
+    const std::vector<Tensor> want = run(link, step, kCpu, with_state);
+    gen = Generator(seed);
+    const std::vector<Tensor> got = run(link, step, kGpu, with_state);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      INFO("output or gradient " << i);
+      expect_close(want[i], got[i], {1e-4, 1e-5});
+    }
+  };
+  for (bool with_state : {false, true}) {
+    INFO((with_state ? "hx given" : "hx zeros"));
+    L::NStepBiLSTM bilstm(2, 5, 6, 0.0);
+    compare(bilstm, [&](const std::vector<Variable>& xs, const Variable& hx) {
+      auto [hy, cy, ys] = bilstm.forward(hx, hx, xs);
+      std::vector<Variable> out{F::concat(ys, 0), hy, cy};
+      return out;
+    }, with_state);
+    L::NStepRNNReLU relu(4, 5, 6, 0.0);
+    compare(relu, [&](const std::vector<Variable>& xs, const Variable& hx) {
+      auto [hy, ys] = relu.forward(hx, xs);
+      return std::vector<Variable>{F::concat(ys, 0), hy};
+    }, with_state);
+    L::NStepGRU gru(4, 5, 6, 0.0);
+    compare(gru, [&](const std::vector<Variable>& xs, const Variable& hx) {
+      auto [hy, ys] = gru.forward(hx, xs);
+      return std::vector<Variable>{F::concat(ys, 0), hy};
+    }, with_state);
+  }
+}
+
+TEST_CASE("cuda functions: an LSTM stack's forward and backward captured in a graph equal eager steps",
+          "[cuda][functions][rnn]") {
+  Generator gen(9);
+  L::NStepLSTM lstm(2, 4, 8, 0.0);
+  lstm.to_device(kGpu);
+  std::vector<Variable> xs;
+  for (int64_t n : {6, 6, 3, 2}) xs.emplace_back(random::normal({n, 4}, 0, 1, kF32, &gen).to(kGpu));
+  const auto step = [&] {
+    lstm.cleargrads();
+    auto [hy, cy, ys] = lstm.forward(Variable(), Variable(), xs);
+    Variable loss = F::sum(F::concat(ys, 0) * F::concat(ys, 0)) + F::sum(hy) + F::sum(cy);
+    loss.backward();
+    return loss;
+  };
+  const Tensor eager_loss = step().data().to(kCpu);
+  std::vector<Tensor> eager;
+  for (const Variable& p : lstm.params()) eager.push_back(p.grad().to(kCpu));
+  Tensor captured_loss;
+  std::unique_ptr<cuda::Graph> graph = cuda::Graph::capture(kGpu, [&] { captured_loss = step().data(); });
+  for (const Variable& p : lstm.params()) Tensor(p.grad()).fill_(0.0);  // the replay must write them again
+  graph->replay();
+  graph->replay();  // every replay recomputes the same step
+  cuda::synchronize();
+  expect_close(eager_loss, captured_loss.to(kCpu), tol_for(kF32));
+  const std::vector<Variable> params = lstm.params();
+  REQUIRE(params.size() == eager.size());
+  for (size_t i = 0; i < eager.size(); ++i) {
+    INFO("gradient of parameter " << i);
+    REQUIRE(params[i].grad().defined());
+    expect_close(eager[i], params[i].grad().to(kCpu), tol_for(kF32));
   }
 }
 

@@ -83,6 +83,7 @@ struct CountingKernels {
     for (auto& c : g_calls) c = 0;
 #define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) \
   table.NAME = &Counted<kIndex_##NAME, decltype(Kernels::NAME)>::template call<&Kernels::NAME>;
+#define CHAINER_LIBRARY_KERNEL(RETURN, NAME, PARAMETERS)  // the CPU has none: left null
 #include "core/ops/kernel_list.def"
     cpu::set_kernel_table(&table);
   }
@@ -205,6 +206,7 @@ TEST_CASE("function cases: every kernel of core/ops/kernel_list.def is reached b
   }
   CHECK(&cpu::kernel_table() == cpu::kernel_family().kernels);  // the family's own again
   for (size_t i = 0; i < kKernelCount; ++i) {
+    if (kKernelFromLibrary[i]) continue;  // none on the CPU: the cases reach them on CUDA (test_cuda_ops)
     INFO("kernel " << kKernelNames[i] << " is reached by no function case or kernel case");
     CHECK(g_calls[i] > 0);
   }
