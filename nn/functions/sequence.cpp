@@ -9,14 +9,32 @@ namespace chainer::functions {
 
 namespace {
 // The transposition of lists of rows: out[t] = row t of every in[i] longer than t, IN sorted by
-// length (LENGTHS), longest first.
+// length (LENGTHS), longest first. One gather of every row from the lists joined, the pieces of
+// the result views of it: a copy per row would be one kernel launch per row on a GPU (a batch of
+// 64 sequences of 20 steps: 1280 launches each way, most of an LSTM's step).
 std::vector<Tensor> transpose_rows(const std::vector<Tensor>& in, const std::vector<int64_t>& lengths) {
-  std::vector<Tensor> out;
   const int64_t steps = lengths.empty() ? 0 : lengths.front();
+  if (steps == 0) return {};
+  std::vector<Tensor> pieces;
+  std::vector<int64_t> starts;
+  int64_t at = 0;
+  for (size_t i = 0; i < in.size() && lengths[i] > 0; ++i) {
+    pieces.push_back(in[i]);
+    starts.push_back(at);
+    at += lengths[i];
+  }
+  std::vector<int64_t> index, sizes;
   for (int64_t t = 0; t < steps; ++t) {
-    std::vector<Tensor> rows;
-    for (size_t i = 0; i < in.size() && lengths[i] > t; ++i) rows.push_back(in[i].narrow(0, t, 1));
-    out.push_back(ops::concat(rows, 0));
+    const size_t before = index.size();
+    for (size_t i = 0; i < pieces.size() && lengths[i] > t; ++i) index.push_back(starts[i] + t);
+    sizes.push_back(int64_t(index.size() - before));
+  }
+  const Tensor rows = ops::take(pieces.size() == 1 ? pieces[0] : ops::concat(pieces, 0), Tensor::from_vector(index), 0);
+  std::vector<Tensor> out;
+  at = 0;
+  for (int64_t n : sizes) {
+    out.push_back(rows.narrow(0, at, n));
+    at += n;
   }
   return out;
 }

@@ -1781,7 +1781,7 @@ TEST_CASE("cuda functions: NStep links run cuDNN's fused stacks and equal the CP
     for (const Variable& x : xs) out.emplace_back(x.data().to(d));
     return out;
   };
-  // Runs LINK's step on DEVICE: the outputs and every parameter's gradient, on the CPU.
+  // Runs LINK's step on DEVICE: the outputs and every parameter's gradient, on DEVICE.
   using Step = std::function<std::vector<Variable>(const std::vector<Variable>& xs, const Variable& hx)>;
   const auto run = [&](Link& link, const Step& step, Device d, bool with_state) {
     link.to_device(d);
@@ -1792,8 +1792,8 @@ TEST_CASE("cuda functions: NStep links run cuDNN's fused stacks and equal the CP
     for (size_t i = 1; i < outs.size(); ++i) loss = loss + F::sum(F::tanh(outs[i]));
     loss.backward();
     std::vector<Tensor> got;
-    for (const Variable& o : outs) got.push_back(o.data().to(kCpu));
-    for (const Variable& p : link.params()) got.push_back(p.grad().to(kCpu));
+    for (const Variable& o : outs) got.push_back(o.data());
+    for (const Variable& p : link.params()) got.push_back(p.grad());
     return got;
   };
   const auto compare = [&](Link& link, const Step& step, bool with_state) {
@@ -1852,13 +1852,13 @@ TEST_CASE("cuda functions: an LSTM stack's forward and backward captured in a gr
   graph->replay();
   graph->replay();  // every replay recomputes the same step
   cuda::synchronize();
-  expect_close(eager_loss, captured_loss.to(kCpu), tol_for(kF32));
+  expect_close(eager_loss, captured_loss, tol_for(kF32));
   const std::vector<Variable> params = lstm.params();
   REQUIRE(params.size() == eager.size());
   for (size_t i = 0; i < eager.size(); ++i) {
     INFO("gradient of parameter " << i);
     REQUIRE(params[i].grad().defined());
-    expect_close(eager[i], params[i].grad().to(kCpu), tol_for(kF32));
+    expect_close(eager[i], params[i].grad(), tol_for(kF32));
   }
 }
 
