@@ -64,16 +64,19 @@ double sum_of(const Tensor& x) {
 }
 
 // The seq2seq example's converter: the sequences as a list on the device, the targets stacked.
-ConvertedBatch convert(const std::vector<Example>& batch, Device device) {
-  std::vector<Tensor> xs;
-  std::vector<Example> ts;
-  for (const Example& e : batch) {
+// (docs/tutorial.md quotes it.)
+// [ragged-convert]
+chainer::dataset::ConvertedBatch convert(const std::vector<chainer::datasets::Example>& batch, chainer::Device device) {
+  std::vector<chainer::Tensor> xs;  // one sequence per example, each of its own length
+  std::vector<chainer::datasets::Example> ts;
+  for (const chainer::datasets::Example& e : batch) {
     xs.push_back(e.at(0));
     ts.push_back({e.at(1)});
   }
-  return ConvertedBatch({{"xs", dataset::to_device(device, xs)},
-                         {"t", dataset::concat_examples(ts, device).at(0)}});
+  return chainer::dataset::ConvertedBatch({{"xs", chainer::dataset::to_device(device, xs)},
+                                           {"t", chainer::dataset::concat_examples(ts, device).at(0)}});
 }
+// [end]
 
 }  // namespace
 
@@ -196,12 +199,15 @@ TEST_CASE("converter: a Trainer runs the converter path with the Evaluator as an
   sgd->setup(model);
   auto train = std::make_shared<ListDataset>(sequences(8));
   const auto loss = [&](const ConvertedBatch& in) { return model->loss(in.list("xs"), in.tensor("t")); };
-  auto updater = std::make_shared<training::StandardUpdater>(
-      std::make_shared<iterators::SerialIterator>(train, 4, true, true, 3), sgd, convert, [&](const ConvertedBatch& in) {
-        Variable l = loss(in);
-        report({{"loss", l}}, model.get());
+  auto train_iter = std::make_shared<iterators::SerialIterator>(train, 4, true, true, 3);
+  // [ragged-updater]
+  auto updater = std::make_shared<chainer::training::StandardUpdater>(
+      train_iter, sgd, convert, [&](const chainer::dataset::ConvertedBatch& in) {
+        chainer::Variable l = model->loss(in.list("xs"), in.tensor("t"));  // xs: a list, t: one tensor
+        chainer::report({{"loss", l}}, model.get());
         return l;
       });
+  // [end]
   const auto out = std::filesystem::temp_directory_path() / ("chainer_test_converter_" + std::to_string(getpid()));
   training::Trainer trainer(updater, training::IntervalTrigger(5, training::Unit::Epoch), out.string());
   auto evaluator = std::make_shared<E::Evaluator>(std::make_shared<iterators::SerialIterator>(train, 3, false, false),
