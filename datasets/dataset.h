@@ -28,6 +28,8 @@ class Dataset {
   virtual size_t size() const = 0;
   virtual Example get_example(size_t i) const = 0;  ///< Example `i`; throws chainer::Error when `i >= size()`.
   /// One tensor per field with the examples stacked along a new axis 0, in the order of INDICES.
+  /// The default stacks get_example's results (concat_examples) and throws chainer::Error when
+  /// their shapes differ (ragged data: see datasets/list_dataset.h).
   virtual std::vector<Tensor> get_batch(const std::vector<size_t>& indices) const;
   /// A description of the examples INDICES, in that order, from which build_dataset makes a
   /// dataset of them on another process (its kind's name, then what that kind's builder reads);

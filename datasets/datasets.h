@@ -1,8 +1,10 @@
 /// @file
 /// The datasets module in one include: datasets, MNIST and Fashion-MNIST, their download,
-/// image files and their preprocessing, batching and iterators.
+/// image files and their preprocessing, lists of examples of any shapes, batching, converters and
+/// iterators.
 #pragma once
 #include "datasets/concat_examples.h"
+#include "datasets/converter.h"
 #include "datasets/dataset.h"
 #include "datasets/dataset_description.h"
 #include "datasets/download.h"
@@ -11,6 +13,7 @@
 #include "datasets/image_dataset.h"
 #include "datasets/image_io.h"
 #include "datasets/iterators/iterator.h"
+#include "datasets/list_dataset.h"
 #include "datasets/mnist.h"
 #include "datasets/iterators/multiprocess_iterator.h"
 #include "datasets/preprocessed_image_dataset.h"

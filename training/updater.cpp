@@ -8,6 +8,21 @@ StandardUpdater::StandardUpdater(std::shared_ptr<iterators::Iterator> iterator, 
                       std::map<std::string, std::shared_ptr<Optimizer>>{{"main", std::move(optimizer)}},
                       std::move(loss_func), std::move(options)) {}
 
+StandardUpdater::StandardUpdater(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Optimizer> optimizer,
+                                 dataset::Converter converter, ConvertedLossFunction loss_func, UpdaterOptions options)
+    : StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>>{{"main", std::move(iterator)}},
+                      std::map<std::string, std::shared_ptr<Optimizer>>{{"main", std::move(optimizer)}},
+                      std::move(converter), std::move(loss_func), std::move(options)) {}
+
+StandardUpdater::StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators,
+                                 std::map<std::string, std::shared_ptr<Optimizer>> optimizers,
+                                 dataset::Converter converter, ConvertedLossFunction loss_func, UpdaterOptions options)
+    : StandardUpdater(std::move(iterators), std::move(optimizers), LossFunction{}, std::move(options)) {
+  if (!converter) throw Error("StandardUpdater: the converter is null (leave it out for the default concat_examples)");
+  converter_ = std::move(converter);
+  converted_loss_func_ = std::move(loss_func);
+}
+
 StandardUpdater::StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators,
                                  std::map<std::string, std::shared_ptr<Optimizer>> optimizers, LossFunction loss_func,
                                  UpdaterOptions options)
@@ -44,6 +59,19 @@ Device StandardUpdater::device() const {
 void StandardUpdater::update_core() {
   Optimizer& opt = main_optimizer("the default update_core");  // before a batch is taken
   iterators::Iterator& it = *iterators_.at("main");
+  if (converter_) {
+    // Eager: the converter's output may differ in shape (and in number of tensors) every step,
+    // which a captured graph cannot follow.
+    const dataset::ConvertedBatch in = converter_(it.next(), device());
+    opt.update([&] {
+      if (converted_loss_func_) return converted_loss_func_(in);
+      std::vector<Variable> inputs;
+      for (const Tensor& t : in.tensors("StandardUpdater")) inputs.emplace_back(t);
+      return opt.target().forward_args(inputs).at(0);
+    });
+    if (it.is_new_epoch()) opt.new_epoch();
+    return;
+  }
   const std::vector<Tensor> arrays = it.next_batch();
   const auto step = [&](const std::vector<Variable>& inputs) {
     opt.update([&] { return loss_func_ ? loss_func_(inputs) : opt.target().forward_args(inputs).at(0); });

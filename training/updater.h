@@ -3,6 +3,9 @@
 /// from the "main" iterator, converts it to arrays, moves them to the device, and lets the "main"
 /// optimizer update its target with the loss that target.forward_args(arrays) returns. On a GPU
 /// the whole step is captured into a CUDA graph and replayed (training/cuda_graph_step.h).
+/// With a converter (Chainer's `converter=`), the step takes the iterator's examples (next()),
+/// the converter turns them into a dataset::ConvertedBatch on the device (lists of tensors of
+/// any shapes for ragged data), and the loss function reads that; such steps run eagerly.
 #pragma once
 #include <functional>
 #include <map>
@@ -10,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "datasets/converter.h"
 #include "datasets/iterators/iterator.h"
 #include "nn/optimizer.h"
 #include "training/cuda_graph_step.h"
@@ -49,15 +53,27 @@ class StandardUpdater : public Updater {
  public:
   /// Computes the loss from the batch's arrays; unset, the main optimizer's target's forward_args does.
   using LossFunction = std::function<Variable(const std::vector<Variable>& arrays)>;
+  /// Computes the loss from a converter's output (the converter path).
+  using ConvertedLossFunction = std::function<Variable(const dataset::ConvertedBatch& batch)>;
   /// An updater with a single iterator and optimizer, both registered as "main".
   StandardUpdater(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Optimizer> optimizer,
                   LossFunction loss_func = {}, UpdaterOptions options = {});
+  /// An updater whose steps convert the main iterator's examples with CONVERTER (called with the
+  /// examples and device()) and take the loss LOSS_FUNC returns from its result; a null LOSS_FUNC
+  /// calls the main optimizer's target's forward_args with the result's fields, which must then
+  /// all be tensors. The steps run eagerly (a converter's shapes may change every step).
+  StandardUpdater(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Optimizer> optimizer,
+                  dataset::Converter converter, ConvertedLossFunction loss_func, UpdaterOptions options = {});
   /// An updater over named iterators and optimizers. The iterators need a "main" entry (it
   /// counts the epochs); the optimizers need one only for the default update_core and device():
   /// an updater that overrides update_core may name them as it likes ("gen", "dis").
   StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators,
                   std::map<std::string, std::shared_ptr<Optimizer>> optimizers, LossFunction loss_func = {},
                   UpdaterOptions options = {});
+  /// The same over named iterators and optimizers, on the converter path.
+  StandardUpdater(std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators,
+                  std::map<std::string, std::shared_ptr<Optimizer>> optimizers, dataset::Converter converter,
+                  ConvertedLossFunction loss_func, UpdaterOptions options = {});
 
   void update() override;
   int64_t iteration() const override { return iteration_; }
@@ -74,6 +90,8 @@ class StandardUpdater : public Updater {
   Device device() const;
   /// The CUDA graph runner of the steps, with its capture and replay counts.
   const CudaGraphStep& cuda_graph_step() const { return graph_step_; }
+  /// The converter given at construction; null on the default path (stacked arrays).
+  const dataset::Converter& converter() const { return converter_; }
 
  protected:
   /// One iteration's work, which update() runs before counting it: override to change the step.
@@ -85,6 +103,8 @@ class StandardUpdater : public Updater {
   std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators_;
   std::map<std::string, std::shared_ptr<Optimizer>> optimizers_;
   LossFunction loss_func_;
+  dataset::Converter converter_;
+  ConvertedLossFunction converted_loss_func_;
   UpdaterOptions options_;
   CudaGraphStep graph_step_;
   int64_t iteration_ = 0;

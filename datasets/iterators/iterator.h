@@ -1,8 +1,9 @@
 /// @file
 /// Iterator: hands out mini-batches of a dataset epoch after epoch, as Chainer's
-/// chainer.dataset.Iterator. Updaters call next_batch() (the stacked arrays the converter would
-/// make); next() gives Chainer's list of examples. Triggers read epoch, epoch_detail and
-/// is_new_epoch; snapshots save and restore the position through serialize().
+/// chainer.dataset.Iterator. Updaters call next_batch() (the stacked arrays the default converter
+/// would make); next() gives Chainer's list of examples, unstacked: how examples of different
+/// shapes (ragged data) are read, on which next_batch() throws chainer::Error. Triggers read
+/// epoch, epoch_detail and is_new_epoch; snapshots save and restore the position through serialize().
 /// One thread consumes an iterator; it is not safe to call it from several threads at once.
 #pragma once
 #include <cstdint>
@@ -30,7 +31,8 @@ class Iterator {
   virtual ~Iterator() = default;
 
   virtual std::vector<Tensor> next_batch() = 0;  ///< The next batch: one tensor per field, batch along axis 0.
-  virtual std::vector<Example> next() = 0;       ///< The next batch as its examples (Chainer's `next()`).
+  /// The next batch as its examples, of any shapes (Chainer's `next()`).
+  virtual std::vector<Example> next() = 0;
   /// Whether another batch follows: false once a non-repeating iterator has handed out its last.
   virtual bool has_next() const = 0;
 

@@ -42,9 +42,10 @@ void MultiprocessIterator::work() {
   for (;;) {
     // Plan batches while there is room: every worker plans, so none waits on another to.
     while (!stopping_ && int64_t(planned_.size()) < n_prefetch_ && ahead_.has_next()) {
-      Planned batch{ahead_.next_indices(), ahead_, {}, {}};
+      Planned batch{ahead_.next_indices(), ahead_, as_examples_, {}, {}, {}};
       const size_t chunks = std::clamp<size_t>(size_t(n_processes_), 1, std::max<size_t>(batch.indices.size(), 1));
       batch.chunks.resize(chunks);
+      if (batch.as_examples) batch.example_chunks.resize(chunks);
       batch.errors.resize(chunks);
       planned_.push_back(std::move(batch));
       work_.notify_all();
@@ -61,16 +62,22 @@ void MultiprocessIterator::work() {
     const size_t c = batch.taken++, n = batch.indices.size(), chunks = batch.chunks.size();
     const std::vector<size_t> part(batch.indices.begin() + ptrdiff_t(n * c / chunks),
                                    batch.indices.begin() + ptrdiff_t(n * (c + 1) / chunks));
+    const bool as_examples = batch.as_examples;
     lock.unlock();
     std::vector<Tensor> fields;
+    std::vector<Example> examples;
     std::exception_ptr error;
     try {
-      fields = dataset_->get_batch(part);
+      if (as_examples)
+        for (size_t i : part) examples.push_back(dataset_->get_example(i));
+      else
+        fields = dataset_->get_batch(part);
     } catch (...) {
       error = std::current_exception();
     }
     lock.lock();
     batch.chunks[c] = std::move(fields);
+    if (as_examples) batch.example_chunks[c] = std::move(examples);
     batch.errors[c] = error;
     if (++batch.done == chunks) ready_.notify_all();
   }
@@ -89,7 +96,7 @@ void MultiprocessIterator::stop() {
   planned_.clear();
 }
 
-std::vector<Tensor> MultiprocessIterator::next_batch() {
+MultiprocessIterator::Planned MultiprocessIterator::take(bool as_examples) {
   const auto start = std::chrono::steady_clock::now();
   struct AddTime {  // whether the batch is returned or an error thrown
     double& total;
@@ -98,6 +105,10 @@ std::vector<Tensor> MultiprocessIterator::next_batch() {
   } add_time{data_seconds_, start};
   if (error_) std::rethrow_exception(error_);
   state_.check_has_next();
+  {
+    std::lock_guard lock(mutex_);
+    as_examples_ = as_examples;  // before the workers start, so the first batches are planned right
+  }
   if (workers_.empty()) {
     ahead_ = state_;
     for (int64_t i = 0; i < n_processes_; ++i) workers_.emplace_back(&MultiprocessIterator::work, this);
@@ -115,14 +126,19 @@ std::vector<Tensor> MultiprocessIterator::next_batch() {
       error_ = e;
       std::rethrow_exception(error_);
     }
-  state_ = std::move(batch.state);
-  if (batch.chunks.size() == 1) return std::move(batch.chunks.front());
-  // The chunks' fields joined along the examples (on this thread: a copy of the batch, small
-  // beside producing it).
-  std::vector<Tensor> fields(batch.chunks.front().size());
+  state_ = batch.state;
+  return batch;
+}
+
+namespace {
+// The fields of a batch planned stacked, its chunks joined along the examples (on the calling
+// thread: a copy of the batch, small beside producing it).
+std::vector<Tensor> joined(std::vector<std::vector<Tensor>>& chunks) {
+  if (chunks.size() == 1) return std::move(chunks.front());
+  std::vector<Tensor> fields(chunks.front().size());
   for (size_t f = 0; f < fields.size(); ++f) {
     std::vector<Tensor> parts;
-    for (const std::vector<Tensor>& chunk : batch.chunks) {
+    for (const std::vector<Tensor>& chunk : chunks) {
       if (chunk.size() != fields.size())
         throw Error(str("MultiprocessIterator: the dataset's get_batch returned ", chunk.size(), " fields for one part "
                         "of a batch and ", fields.size(), " for another"));
@@ -132,13 +148,29 @@ std::vector<Tensor> MultiprocessIterator::next_batch() {
   }
   return fields;
 }
+}  // namespace
+
+std::vector<Tensor> MultiprocessIterator::next_batch() {
+  Planned batch = take(false);
+  // Planned for next() before this call (the call in use changed): gathered again, stacked.
+  if (batch.as_examples) return dataset_->get_batch(batch.indices);
+  return joined(batch.chunks);
+}
 
 std::vector<Example> MultiprocessIterator::next() {
-  const std::vector<Tensor> batch = next_batch();
-  const int64_t n = batch.empty() ? 0 : batch.front().size(0);
-  std::vector<Example> examples(static_cast<size_t>(n));
+  Planned batch = take(true);
+  std::vector<Example> examples;
+  if (batch.as_examples) {
+    for (std::vector<Example>& chunk : batch.example_chunks)
+      for (Example& e : chunk) examples.push_back(std::move(e));
+    return examples;
+  }
+  // Planned for next_batch() before this call: row views of its stacked fields.
+  const std::vector<Tensor> fields = joined(batch.chunks);
+  const int64_t n = fields.empty() ? 0 : fields.front().size(0);
+  examples.resize(size_t(n));
   for (int64_t j = 0; j < n; ++j)
-    for (const Tensor& field : batch) examples[size_t(j)].push_back(field[j]);
+    for (const Tensor& field : fields) examples[size_t(j)].push_back(field[j]);
   return examples;
 }
 

@@ -13,6 +13,10 @@
 /// batches before it are handed out first); finalize(), reset(), restoring from a snapshot and
 /// the destructor stop them cleanly. The dataset's get_batch runs on several threads at once:
 /// it must allow concurrent calls (the library's datasets do).
+///
+/// Ragged data (examples of different shapes, a ListDataset of sentences) is read with next():
+/// from the first next() on, the workers gather each chunk's examples with get_example instead
+/// of stacking them, and next() hands them out as they are (next_batch() switches back).
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -39,7 +43,9 @@ class MultiprocessIterator : public Iterator {
   MultiprocessIterator& operator=(const MultiprocessIterator&) = delete;
 
   std::vector<Tensor> next_batch() override;
-  std::vector<Example> next() override;  ///< Row views of the prefetched batch.
+  /// The prefetched batch's examples: row views of stacked chunks, or, once next() is the call
+  /// in use, the examples as get_example gave them (of any shapes).
+  std::vector<Example> next() override;
   bool has_next() const override { return state_.has_next(); }
 
   int64_t epoch() const override { return state_.epoch(); }
@@ -72,13 +78,18 @@ class MultiprocessIterator : public Iterator {
   struct Planned {
     std::vector<size_t> indices;
     IteratorState state;  // after this batch
+    bool as_examples = false;  // chunks gathered with get_example (for next()), not stacked
     std::vector<std::vector<Tensor>> chunks;
+    std::vector<std::vector<Example>> example_chunks;  // as_examples: per chunk
     std::vector<std::exception_ptr> errors;  // per chunk
     size_t taken = 0;                        // chunks handed to workers
     size_t done = 0;                         // chunks finished
   };
   void work();  // a worker thread
   void stop();
+  // The next planned batch once its chunks are done (as it was planned: stacked or as
+  // examples); batches planned from now on are gathered AS_EXAMPLES. Rethrows a worker's error.
+  Planned take(bool as_examples);
 
   datasets::DatasetPtr dataset_;
   int64_t n_prefetch_, n_processes_;
@@ -93,6 +104,7 @@ class MultiprocessIterator : public Iterator {
   std::deque<Planned> planned_;
   IteratorState ahead_;
   bool stopping_ = false;
+  bool as_examples_ = false;  // how workers gather the batches they plan: for next() or next_batch()
 };
 
 }  // namespace chainer::iterators

@@ -5,6 +5,7 @@
 
 #include "core/util/random.h"
 #include "datasets/dataset_description.h"
+#include "datasets/list_dataset.h"
 #include "datasets/sub_dataset.h"
 #include "datasets/tuple_dataset.h"
 #include "distributed/runtime/object_serialization.h"
@@ -14,6 +15,8 @@ namespace chainermn {
 using chainer::Error;
 using chainer::Tensor;
 using chainer::datasets::DatasetPtr;
+using chainer::datasets::Example;
+using chainer::datasets::ListDataset;
 using chainer::datasets::SubDataset;
 using chainer::datasets::TupleDataset;
 
@@ -81,6 +84,14 @@ std::vector<Tensor> empty_fields(const chainer::datasets::Dataset& dataset) {
     out.push_back(Tensor::empty(shape, t.dtype()));
   }
 
+  return out;
+}
+
+// The examples INDICES of DATASET, as get_example gives them.
+std::vector<Example> examples_of(const chainer::datasets::Dataset& dataset, const std::vector<size_t>& indices) {
+  std::vector<Example> out;
+  out.reserve(indices.size());
+  for (size_t i : indices) out.push_back(dataset.get_example(i));
   return out;
 }
 
@@ -196,16 +207,19 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
   }
   const auto table = scatter_index_table(header.second, size, force_equal_length);
 
-  // 2. The root sends each worker its share: (error, number of fields) then the fields, or
-  //    (error, kDescribed) then the share's description.
+  // 2. The root sends each worker its share: (error, number of fields) then the fields,
+  //    (error, kDescribed) then the share's description, or (error, kExamples) then the
+  //    share's examples as one object (ragged data: examples whose shapes differ).
   using Part = std::pair<std::string, int64_t>;
-  constexpr int64_t kDescribed = -1;
+  constexpr int64_t kDescribed = -1, kExamples = -2;
+  const bool listed = rank == root && std::dynamic_pointer_cast<const ListDataset>(dataset) != nullptr;
   DatasetPtr mine;
   std::string failure;
   if (rank == root) {
     for (int i = 0; i < size; ++i) {
       std::vector<Tensor> rows;
       std::optional<std::string> description;
+      std::optional<std::vector<Example>> examples;
       if (failure.empty()) {
         try {
           const auto [b, e] = table[size_t(i)];
@@ -216,7 +230,16 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
           std::vector<size_t> indices;
           for (int64_t j : share_indices({b, e}, order)) indices.push_back(size_t(j));
           description = dataset->describe(indices);
-          if (!description) rows = indices.empty() ? empty_fields(*dataset) : dataset->get_batch(indices);
+          if (!description && listed) examples = examples_of(*dataset, indices);
+          if (!description && !examples) {
+            try {
+              rows = indices.empty() ? empty_fields(*dataset) : dataset->get_batch(indices);
+            } catch (const Error&) {
+              // Examples that do not stack (ragged data behind a SubDataset or TransformDataset)
+              // travel as they are; if reading them fails too, that error is the one reported.
+              examples = examples_of(*dataset, indices);
+            }
+          }
           for (size_t k = 0; k < rows.size(); ++k)
             if (!rows[k].defined() || rows[k].ndim() < 1 || rows[k].size(0) != e - b)
               throw Error(chainer::str("scatter_dataset: get_batch of ", e - b, " examples returned field ", k,
@@ -226,12 +249,14 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
           failure = ex.what();
           rows.clear();
           description.reset();
+          examples.reset();
         }
       }
       if (i == root) continue;
-      comm.send_bytes(serialize_object(Part{failure, description ? kDescribed : int64_t(rows.size())}), i,
-                      kScatterTag);
+      const int64_t what = description ? kDescribed : examples ? kExamples : int64_t(rows.size());
+      comm.send_bytes(serialize_object(Part{failure, what}), i, kScatterTag);
       if (description) comm.send_bytes(*description, i, kScatterTag);
+      if (examples) comm.send_bytes(serialize_object(*examples), i, kScatterTag);
       for (const Tensor& t : rows) comm.send(t, i, kScatterTag);
     }
   } else {
@@ -240,6 +265,13 @@ DatasetPtr scatter_dataset(const DatasetPtr& dataset, const Communicator& comm, 
       const std::string description = comm.recv_bytes(root, kScatterTag);
       try {
         mine = chainer::datasets::build_dataset(description);
+      } catch (const std::exception& ex) {
+        failure = chainer::str("scatter_dataset: rank ", rank, " cannot build its share: ", ex.what());
+      }
+    } else if (part.first.empty() && part.second == kExamples) {
+      auto examples = deserialize_object<std::vector<Example>>(comm.recv_bytes(root, kScatterTag));
+      try {
+        mine = std::make_shared<ListDataset>(std::move(examples));
       } catch (const std::exception& ex) {
         failure = chainer::str("scatter_dataset: rank ", rank, " cannot build its share: ", ex.what());
       }

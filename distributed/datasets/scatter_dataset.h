@@ -22,9 +22,15 @@
 ///     SubDatasets of them, or a kind registered with register_dataset_kind) travels as the
 ///     description of the share (datasets/dataset_description.h: paths, labels, settings), and the
 ///     worker decodes its own images, so the files must be readable at the same paths on every host;
+///   - a dataset of examples of different shapes (ragged data: a ListDataset, or any dataset
+///     whose get_batch cannot stack the share) travels as its examples, each with its own shapes
+///     and dtypes, and the worker holds a ListDataset of them (ChainerMN's pickled list);
 ///   - any other dataset travels as its rows: the root gathers them with dataset->get_batch and
 ///     sends the tensors, and the worker holds a TupleDataset of them. An empty share keeps the
 ///     fields' shapes and dtypes (0 rows).
+/// Which examples each rank gets depends only on the dataset's length and the arguments, never
+/// on the examples' shapes, so a checkpoint's record of the scatter (set_scatter) holds for
+/// ragged data as for any other.
 /// Collective: every rank calls it with the same ROOT. An error on the root (a null dataset, a
 /// failing get_batch) or on a worker (a description of an unregistered kind) reaches every rank as
 /// an exception.

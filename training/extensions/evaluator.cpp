@@ -12,6 +12,15 @@ Evaluator::Evaluator(std::shared_ptr<iterators::Iterator> iterator, std::shared_
   if (!target_) throw Error("Evaluator: the target link is null");
 }
 
+Evaluator::Evaluator(std::shared_ptr<iterators::Iterator> iterator, std::shared_ptr<Link> target,
+                     dataset::Converter converter, ConvertedEvalFunction eval_func, std::string name,
+                     std::optional<Device> device)
+    : Evaluator(std::move(iterator), std::move(target), EvalFunction{}, std::move(name), device) {
+  if (!converter) throw Error("Evaluator: the converter is null (leave it out for the default concat_examples)");
+  converter_ = std::move(converter);
+  converted_eval_func_ = std::move(eval_func);
+}
+
 void Evaluator::operator()(Trainer&) { report(evaluate()); }
 
 Observation Evaluator::evaluate() {
@@ -26,12 +35,24 @@ Observation Evaluator::evaluate() {
   config::TrainScope eval_mode(false);
   const Device device = device_.value_or(target_->device());
   while (iterator_->has_next()) {
-    std::vector<Tensor> arrays = iterator_->next_batch();
-    if (!arrays.empty() && arrays[0].ndim() > 0) example_count_ += arrays[0].size(0);
-    std::vector<Variable> inputs;
-    for (Tensor& a : arrays) inputs.emplace_back(a.to(device));
     Observation observation;
-    {
+    if (converter_) {
+      const std::vector<iterators::Example> examples = iterator_->next();
+      example_count_ += int64_t(examples.size());
+      const dataset::ConvertedBatch in = converter_(examples, device);
+      Reporter::Scope scope(reporter, observation);
+      if (converted_eval_func_) {
+        converted_eval_func_(in);
+      } else {
+        std::vector<Variable> inputs;
+        for (const Tensor& t : in.tensors(str("Evaluator '", name_, "'"))) inputs.emplace_back(t);
+        target_->forward_args(inputs);
+      }
+    } else {
+      std::vector<Tensor> arrays = iterator_->next_batch();
+      if (!arrays.empty() && arrays[0].ndim() > 0) example_count_ += arrays[0].size(0);
+      std::vector<Variable> inputs;
+      for (Tensor& a : arrays) inputs.emplace_back(a.to(device));
       Reporter::Scope scope(reporter, observation);
       if (eval_func_) eval_func_(inputs);
       else target_->forward_args(inputs);
