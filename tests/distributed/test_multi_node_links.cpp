@@ -1,7 +1,8 @@
 // ChainerMN's links (chainermn::links) under mpiexec with 1 to 4 processes. MultiNodeChainList: a
 // Linear + sigmoid pipeline over every rank equals the same chain in one process (outputs and
 // every parameter's gradient), with fan-out and fan-in over several ranks, a component that
-// sends to its own rank, and the errors of add_link. MultiNodeBatchNormalization
+// sends to its own rank, edges carrying several variables, and the errors of add_link.
+// MultiNodeBatchNormalization
 // over the ranks of a communicator equals BatchNormalization on the whole batch in one process
 // (computed on every rank) -- outputs, input gradients, parameter gradients summed over the ranks,
 // running averages, test mode -- with even and uneven slices; plain per-rank BatchNormalization
@@ -24,8 +25,8 @@
 #include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/links/multi_node_chain_list.h"
 #include "nn/functions.h"
-#include "nn/links/linear.h"
 #include "nn/links/batch_normalization.h"
+#include "nn/links/linear.h"
 
 using namespace chainer;
 namespace L = chainer::links;
@@ -343,4 +344,84 @@ TEST_CASE("MultiNodeChainList: add_link refuses a second output and ranks outsid
   mn::links::MultiNodeChainList lonely(comm);
   lonely.add_link(std::make_shared<Identity>(), comm->rank(), std::nullopt);
   CHECK_THROWS_WITH(lonely.forward_args({}), Catch::Contains("no earlier component sent its output here"));
+}
+
+namespace {
+
+// A component with two outputs: {sigmoid(a x), tanh(b x)}.
+class TwoHeads : public Chain {
+ public:
+  TwoHeads() : a(add_link("a", std::make_shared<Stage>(4, 4, 200))), b(add_link("b", std::make_shared<Stage>(4, 4, 201))) {}
+  std::vector<Variable> forward_args(const std::vector<Variable>& xs) override {
+    return {(*a)(xs.at(0)), F::tanh(b->linear->forward(xs.at(0)))};
+  }
+  std::shared_ptr<Stage> a, b;
+};
+
+// A component with two inputs and two outputs: {u, v} -> {sigmoid(l u) + v, u * v}.
+class Mix : public Chain {
+ public:
+  explicit Mix(uint64_t index) : l(add_link("l", std::make_shared<Stage>(4, 4, 300 + index))) {}
+  std::vector<Variable> forward_args(const std::vector<Variable>& xs) override {
+    if (xs.size() != 2) throw Error(str("Mix: expected 2 inputs, got ", xs.size()));
+    return {F::add((*l)(xs[0]), xs[1]), F::mul(xs[0], xs[1])};
+  }
+  std::shared_ptr<Stage> l;
+};
+
+class PassAll : public Link {
+ public:
+  std::vector<Variable> forward_args(const std::vector<Variable>& xs) override { return xs; }
+};
+
+}  // namespace
+
+TEST_CASE("MultiNodeChainList: a component's several outputs travel on one edge and are the next component's inputs",
+          "[multi_node_links][chain_list]") {
+  // TwoHeads on rank 0, then Mix(r) on each rank r >= 1 in turn, and back to rank 0, whose list
+  // outputs both variables. One process: TwoHeads sends to its own rank, Mix(1) gives the output.
+  auto comm = world();
+  const int n = comm->size(), me = comm->rank();
+  auto chain = std::make_shared<mn::links::MultiNodeChainList>(comm);
+  std::shared_ptr<TwoHeads> heads;
+  std::shared_ptr<Mix> mine;
+  if (n == 1) {
+    heads = std::make_shared<TwoHeads>();
+    mine = std::make_shared<Mix>(1);
+    chain->add_link(heads, std::nullopt, 0);
+    chain->add_link(mine, 0, std::nullopt);
+  } else if (me == 0) {
+    heads = std::make_shared<TwoHeads>();
+    chain->add_link(heads, std::nullopt, 1);
+    chain->add_link(std::make_shared<PassAll>(), n - 1, std::nullopt);
+  } else {
+    mine = std::make_shared<Mix>(uint64_t(me));
+    chain->add_link(mine, me - 1, (me + 1) % n);
+  }
+  const Tensor x = batch(3, 4);
+  std::vector<Variable> out = chain->forward_args(me == 0 ? std::vector<Variable>{Variable(x)} : std::vector<Variable>{});
+  // Only the first output reaches the loss: the second's gradient is zeros on its way back.
+  if (me == 0) {
+    REQUIRE(out.size() == 2);
+    loss_of(out[0]).backward();
+  } else {
+    REQUIRE(out.size() == 1);  // the delegate
+    out[0].backward();
+  }
+
+  TwoHeads ref_heads;
+  std::vector<std::shared_ptr<Mix>> mixes;
+  std::vector<Variable> h = ref_heads.forward_args({Variable(x)});
+  for (int r = 1; r <= std::max(n - 1, 1); ++r) {
+    mixes.push_back(std::make_shared<Mix>(uint64_t(r)));
+    h = mixes.back()->forward_args(h);
+  }
+  loss_of(h[0]).backward();
+  if (me == 0) {
+    CHECK(worst_difference(out[0].data(), h[0].data()) < 1e-6);
+    CHECK(worst_difference(out[1].data(), h[1].data()) < 1e-6);
+    CHECK(worst_difference(heads->a->linear->W().grad(), ref_heads.a->linear->W().grad()) < 1e-6);
+    CHECK(worst_difference(heads->b->linear->W().grad(), ref_heads.b->linear->W().grad()) < 1e-6);
+  }
+  if (mine) CHECK(worst_difference(mine->l->linear->W().grad(), mixes[size_t(std::max(me, 1) - 1)]->l->linear->W().grad()) < 1e-6);
 }
