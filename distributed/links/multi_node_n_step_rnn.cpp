@@ -57,7 +57,8 @@ MultiNodeNStepRNNResult MultiNodeNStepRNN::forward(const std::vector<Variable>& 
     } catch (const Error& e) {
       // Which link expected what: the recv's own message only knows the tensors.
       throw Error(str("MultiNodeNStepRNN (", type_name(*actual_rnn), " of ", actual_rnn->n_layers(), " layers of ",
-                      actual_rnn->out_size(), " units, ", xs.size(), " sequences) receiving its initial states from rank ",
+                      actual_rnn->out_size(), " units, ", xs.size(),
+                      xs.size() == 1 ? " sequence" : " sequences", ") receiving its initial states from rank ",
                       *rank_in_, ": ", e.what()));
     }
   }
