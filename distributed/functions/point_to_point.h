@@ -64,7 +64,7 @@ Variable send(const Variable& x, const std::shared_ptr<Communicator>& comm, int 
 /// once and goes on into their graphs. `recv(..., force_tuple)` receives them.
 Variable send(const std::vector<Variable>& xs, const std::shared_ptr<Communicator>& comm, int rank, int tag = 0);
 
-/// Options of recv: where the result goes, and the shape and dtype to expect.
+/// Options of recv: where the result goes, and the shape, dtype and number of tensors to expect.
 struct RecvOptions {
   /// Where the result goes; unset: the delegate's device, or the CPU without a delegate.
   std::optional<chainer::Device> device;
