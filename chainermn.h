@@ -24,6 +24,7 @@
 #include "distributed/iterators/synchronized_iterator.h"
 #include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/links/multi_node_chain_list.h"
+#include "distributed/links/multi_node_n_step_rnn.h"
 #include "distributed/runtime/mpi_check.h"
 #include "distributed/runtime/mpi_library.h"
 #include "distributed/runtime/mpi_runtime.h"

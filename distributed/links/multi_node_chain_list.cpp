@@ -34,46 +34,53 @@ void MultiNodeChainList::add_link(std::shared_ptr<chainer::Link> link, Ranks ran
 
 std::vector<Variable> MultiNodeChainList::forward_args(const std::vector<Variable>& inputs) {
   const int me = comm_->rank();
-  Variable output;    // the list's output (the component without rank_out)
-  Variable kept;      // an output sent to this rank itself, for the next component that takes it
-  Variable delegate;  // the last send's delegate, not yet threaded into the graph
-  for (Component& c : components_) {
-    Variable x;
+  std::vector<Variable> output;  // the list's outputs (those of the component without rank_out)
+  std::vector<Variable> kept;    // outputs sent to this rank itself, for the next component that takes them
+  Variable delegate;             // the last send's delegate, not yet threaded into the graph
+  for (size_t i = 0; i < components_.size(); ++i) {
+    Component& c = components_[i];
+    std::vector<Variable> xs;
     if (c.rank_in.none()) {
-      x = c.link->forward_args(inputs).at(0);
+      xs = c.link->forward_args(inputs);
     } else {
-      std::vector<Variable> xs;
+      std::vector<Variable> received;  // what each rank of rank_in sent, in turn: the component's inputs
       for (int from : c.rank_in.ranks()) {
+        std::vector<Variable> part;
         if (from == me) {
-          if (!kept.defined())
-            throw Error(chainer::str("MultiNodeChainList: a component takes input from rank ", me,
+          if (kept.empty())
+            throw Error(chainer::str("MultiNodeChainList: component ", i, " takes input from rank ", me,
                                      " (this rank), but no earlier component sent its output here"));
-          xs.push_back(mnf::pseudo_connect(delegate, kept));  // kept itself without a delegate
-          kept = Variable();
+          part = mnf::pseudo_connect(delegate, kept);  // kept itself without a delegate
+          kept.clear();
         } else {
           mnf::RecvOptions onto;  // this list's device
           onto.device = device();
-          xs.push_back(mnf::recv(comm_, from, delegate, 0, onto));
+          // A component that returned several variables sent them in one message.
+          part = mnf::recv(comm_, from, delegate, 0, mnf::force_tuple, onto);
         }
+        received.insert(received.end(), part.begin(), part.end());
         delegate = Variable();
       }
-      x = c.link->forward_args(xs).at(0);
+      xs = c.link->forward_args(received);
     }
+    if (xs.empty())
+      throw Error(chainer::str("MultiNodeChainList: component ", i, " returned no variable (it has nothing to ",
+                               c.rank_out.none() ? "give as the list's output)" : "send)"));
     if (c.rank_out.none()) {
-      output = x;
+      output = xs;
       continue;
     }
     for (int to : c.rank_out.ranks()) {
       if (to == me) {
-        kept = mnf::pseudo_connect(delegate, x);
+        kept = mnf::pseudo_connect(delegate, xs);
         delegate = Variable();
       } else {
-        // A delegate not yet threaded in rides on this send's input, so its backward still runs.
-        delegate = mnf::send(mnf::pseudo_connect(delegate, x), comm_, to);
+        // A delegate not yet threaded in rides on this send's inputs, so its backward still runs.
+        delegate = mnf::send(mnf::pseudo_connect(delegate, xs), comm_, to);
       }
     }
   }
-  if (output.defined()) return {mnf::pseudo_connect(delegate, output)};
+  if (!output.empty()) return mnf::pseudo_connect(delegate, output);
   return {delegate};
 }
 

@@ -11,12 +11,17 @@
 /// ```
 ///   rank_in none     it is called with the list's own inputs (forward_args);
 ///   rank_in ranks    its inputs are received from each of them in turn (from this rank itself:
-///                    the output of the previous component that sent to this rank);
-///   rank_out none    its output is the list's output (at most one component may have none:
+///                    the outputs of the previous component that sent to this rank), all that
+///                    each sent, one after the other;
+///   rank_out none    its outputs are the list's outputs (at most one component may have none:
 ///                    add_link says so);
-///   rank_out ranks   its output is sent to each of them (to this rank itself: kept for the
-///                    next component whose rank_in names this rank).
+///   rank_out ranks   its outputs, all that forward_args returns, are sent to each of them (to
+///                    this rank itself: kept for the next component whose rank_in names this rank).
 /// ```
+///
+/// An edge carries every variable a component returns, as ChainerMN 7's tuples: a component
+/// whose forward_args returns {h, c} sends both in one message, and the component that receives
+/// from it is called with {h, c} (with rank_in {0, 2}: what rank 0 sent, then what rank 2 sent).
 ///
 /// The delegate of each send is threaded into the next recv (or pseudo-connected to the output),
 /// so one backward from the result covers every send. A list whose output is sent away returns
@@ -65,7 +70,7 @@ class MultiNodeChainList : public chainer::Chain {
   void add_link(std::shared_ptr<chainer::Link> link, Ranks rank_in = {}, Ranks rank_out = {});
 
   /// Runs the components in order, receiving and sending as their ranks say (see above); returns
-  /// the list's output, or the last delegate when the output is sent away.
+  /// the list's outputs, or the last delegate alone when the outputs are sent away.
   std::vector<chainer::Variable> forward_args(const std::vector<chainer::Variable>& inputs) override;
   /// `forward_args({x})[0]`.
   chainer::Variable forward(const chainer::Variable& x) override { return forward_args({x}).at(0); }

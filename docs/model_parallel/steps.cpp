@@ -1,8 +1,11 @@
 // The model-parallel guide's four steps (docs/model_parallel.md) on synthetic data: pipelines of
 // two processes (a first stage on even ranks, a second on odd ranks) trained data-parallel
 // across pipelines, written out with send/recv, then the same with MultiNodeChainList, and the
-// delegate tied in with pseudo_connect. Rank 0 prints the loss before and after; the program
-// fails if training did not lower it.
+// delegate tied in with pseudo_connect; then a sequence-to-sequence pipeline (an LSTM encoder
+// on the first stage whose final states start the decoder on the second, ChainerMN's seq2seq
+// example) learning to copy short sequences, its states sent by create_multi_node_n_step_rnn
+// and, every other step, by hand as one message of two variables. Rank 0 prints the losses
+// before and after; the program fails if training did not lower them.
 //   mpiexec -n 2 build/docs/model_parallel/steps      (any even number of processes)
 #include <chainer.h>
 #include <chainermn.h>
@@ -54,6 +57,86 @@ Variable penalized_first_stage(const std::shared_ptr<chainermn::Communicator>& p
   Variable loss = F::add(F::softmax_cross_entropy(y, batch[1]), penalty);
   return mnf::pseudo_connect(phi, loss);             // ...so it is tied to the loss
   // [end]
+}
+
+// ---- Sequence to sequence ----
+
+constexpr int64_t kVocab = 6;  // id 0 is the end of a sequence
+
+// A batch of the copy task, the same on both stages of a pipeline (drawn from SEED): the encoder
+// reads each source; the decoder reads eos + source and must predict source + eos.
+struct Sequences {
+  std::vector<Tensor> sources, targets_in;
+  Tensor targets_out;
+};
+Sequences make_sequences(uint64_t seed) {
+  chainer::Generator gen(seed);
+  const Tensor lengths = chainer::random::uniform({8}, 2, 5, chainer::DType::Float32, &gen);
+  Sequences s;
+  std::vector<int32_t> out;
+  for (float length : lengths.to_vector<float>()) {
+    const Tensor draws = chainer::random::uniform({int64_t(length)}, 1, double(kVocab), chainer::DType::Float32, &gen);
+    std::vector<int32_t> ids, in{0};
+    for (float d : draws.to_vector<float>()) ids.push_back(int32_t(d));
+    in.insert(in.end(), ids.begin(), ids.end());
+    out.insert(out.end(), ids.begin(), ids.end());
+    out.push_back(0);
+    s.sources.push_back(Tensor::from_vector(ids));
+    s.targets_in.push_back(Tensor::from_vector(in));
+  }
+  s.targets_out = Tensor::from_vector(out);
+  return s;
+}
+
+// One stage of the model: an embedding and an LSTM whose states come from, or go to, the other
+// stage; the decoder also has the output layer.
+class Seq2SeqStage : public chainer::Chain {
+ public:
+  explicit Seq2SeqStage(const std::shared_ptr<chainermn::Communicator>& pair) {
+    embed = add_link("embed", std::make_shared<L::EmbedID>(kVocab, 8));
+    rnn = std::make_shared<L::NStepLSTM>(/*n_layers=*/1, /*in_size=*/8, /*out_size=*/16, /*dropout=*/0.0);
+    // [step3-multi-node-rnn]
+    if (pair->rank() == 0)  // the encoder sends its final states (hy and cy) to rank 1
+      mn_rnn = chainermn::links::create_multi_node_n_step_rnn(rnn, pair, /*rank_in=*/std::nullopt, /*rank_out=*/1);
+    else                    // the decoder receives them from rank 0 as its initial states
+      mn_rnn = chainermn::links::create_multi_node_n_step_rnn(rnn, pair, /*rank_in=*/0, /*rank_out=*/std::nullopt);
+    // [end]
+    add_link("mn_rnn", mn_rnn);  // its child "actual_rnn" is rnn
+    if (pair->rank() == 1) out = add_link("out", std::make_shared<L::Linear>(16, kVocab));
+  }
+  std::vector<Variable> embed_all(const std::vector<Tensor>& seqs) {
+    std::vector<Variable> xs;
+    for (const Tensor& ids : seqs) xs.push_back((*embed)(Variable(ids)));
+    return xs;
+  }
+  std::shared_ptr<L::EmbedID> embed;
+  std::shared_ptr<L::NStepLSTM> rnn;
+  std::shared_ptr<chainermn::links::MultiNodeNStepRNN> mn_rnn;
+  std::shared_ptr<L::Linear> out;
+};
+
+// One step of the copy task; the loss on the decoder, the delegate on the encoder.
+Variable seq2seq_step(const std::shared_ptr<chainermn::Communicator>& pair, Seq2SeqStage& m, const Sequences& s) {
+  // [step3-seq2seq]
+  if (pair->rank() == 0)  // the encoder: backward starts from the delegate of the states' send
+    return m.mn_rnn->forward(m.embed_all(s.sources)).delegate;
+  std::vector<Variable> ys = m.mn_rnn->forward(m.embed_all(s.targets_in)).ys;  // the decoder
+  return F::softmax_cross_entropy((*m.out)(F::concat(ys, 0)), Variable(s.targets_out));
+  // [end]
+}
+
+// The same step with the states sent by hand: two variables in one message.
+Variable seq2seq_step_by_hand(const std::shared_ptr<chainermn::Communicator>& pair, Seq2SeqStage& m,
+                              const Sequences& s) {
+  // [step3-tuple]
+  if (pair->rank() == 0) {
+    chainer::functions::NStepLSTMResult enc = m.rnn->forward({}, {}, m.embed_all(s.sources));
+    return mnf::send({enc.hy, enc.cy}, pair, /*rank=*/1);  // one delegate for both
+  }
+  std::vector<Variable> hc = mnf::recv(pair, /*rank=*/0, /*delegate=*/{}, /*tag=*/0, mnf::force_tuple);
+  chainer::functions::NStepLSTMResult dec = m.rnn->forward(hc[0], hc[1], m.embed_all(s.targets_in));
+  // [end]
+  return F::softmax_cross_entropy((*m.out)(F::concat(dec.ys, 0)), Variable(s.targets_out));
 }
 
 }  // namespace
@@ -125,6 +208,30 @@ int main(int argc, char** argv) {
     if (comm->rank() == 0) std::printf("loss of the first stages: %.4f -> %.4f\n", mean_first, mean_last);
     if (first && !(mean_last < 0.5 * mean_first))
       throw chainer::Error(chainer::str("steps: training did not halve the loss (", mean_first, " -> ", mean_last, ")"));
+
+    // The sequence-to-sequence pipeline: each pipeline draws its own batches, alike on both stages.
+    auto seq2seq = std::make_shared<Seq2SeqStage>(pair);
+    auto seq2seq_optimizer =
+        chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(0.02), stage);
+    seq2seq_optimizer->setup(seq2seq);
+    double seq_first = 0, seq_last = 0;
+    const int seq_steps = 150;
+    for (int step = 0; step < seq_steps; ++step) {
+      const Sequences s = make_sequences(uint64_t(1000 * (comm->rank() / 2) + step));
+      seq2seq_optimizer->update([&] {
+        Variable v = step % 2 == 1 ? seq2seq_step_by_hand(pair, *seq2seq, s) : seq2seq_step(pair, *seq2seq, s);
+        if (!first && step == 0) seq_first = v.item();
+        if (!first && step >= seq_steps - 10) seq_last += v.item() / 10;  // the mean of the last ten
+        return v;
+      });
+    }
+    const double mean_seq_first = comm->allreduce_obj(first ? 0.0 : seq_first) / (comm->size() / 2);
+    const double mean_seq_last = comm->allreduce_obj(first ? 0.0 : seq_last) / (comm->size() / 2);
+    if (comm->rank() == 0)
+      std::printf("loss of the decoders: %.4f -> %.4f\n", mean_seq_first, mean_seq_last);
+    if (!(mean_seq_last < 0.5 * mean_seq_first))
+      throw chainer::Error(chainer::str("steps: the decoders' loss did not halve (", mean_seq_first, " -> ",
+                                        mean_seq_last, ")"));
     return 0;
   });
 }

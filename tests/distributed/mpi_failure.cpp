@@ -19,6 +19,9 @@
 //   fn_recv_unsent            rank 1 waits in recv for rank 0, which never sends
 //   fn_recv_tag               rank 1 receives with tag 2 what rank 0 sent with tag 1: an error
 //   fn_recv_shape             rank 1 expects shape (3,), rank 0 sends (2, 2): an error
+//   fn_rnn_states             rank 0's encoder of 3 layers sends its states and waits in backward
+//                             for their gradients; rank 1's decoder of 2 layers refuses them: its
+//                             error must end the job, rank 0 included
 #include <csignal>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +33,7 @@
 #include "core/util/error.h"
 #include "distributed/communicators/communicator.h"
 #include "distributed/functions/point_to_point.h"
+#include "distributed/links/multi_node_n_step_rnn.h"
 
 namespace {
 
@@ -58,6 +62,12 @@ void communication_function_mode(const std::string& mode, const std::shared_ptr<
     MF::RecvOptions expect;
     expect.shape = chainer::Shape{3};
     if (rank == 1) MF::recv(comm, 0, {}, 0, expect);
+  } else if (mode == "fn_rnn_states") {
+    using chainermn::links::create_multi_node_n_step_rnn;
+    const std::vector<Variable> xs = {Variable(Tensor::ones({3, 2}))};
+    auto lstm = std::make_shared<chainer::links::NStepLSTM>(rank == 0 ? 3 : 2, 2, 4, 0.0);
+    if (rank == 0) create_multi_node_n_step_rnn(lstm, comm, std::nullopt, 1)->forward(xs).delegate.backward();
+    if (rank == 1) create_multi_node_n_step_rnn(lstm, comm, 0)->forward(xs);
   }
 }
 

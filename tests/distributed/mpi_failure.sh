@@ -96,6 +96,9 @@ run "functions: recv with tag 2 of what was sent with tag 1" nonzero \
 run "functions: recv expecting shape (3,) of a (2, 2) tensor" nonzero \
   "[rank 1/2] chainermn::functions::recv: rank 1 expected a tensor of shape (3,) from rank 0 with tag 0, but rank 0 sent float32 (2, 2)" \
   "$MPIEXEC" -n 2 "$PROG" fn_recv_shape
+run "functions: a decoder refuses the states of an encoder of another depth; the encoder waits in backward" nonzero \
+  "[rank 1/2] MultiNodeNStepRNN (chainer::links::NStepLSTM of 2 layers of 4 units, 1 sequence) receiving its initial states from rank 0: chainermn::functions::recv: rank 1 expected 2 tensors from rank 0 with tag 0, member 0 of shape (2, 1, 4), but rank 0 sent float32 (3, 1, 4) as member 0 of 2" \
+  "$MPIEXEC" -n 2 "$PROG" fn_rnn_states
 # Without mpiexec: a 1-process job (MPICH singleton init).
 run "singleton, no failure" zero "rank 0 ok 1" "$PROG" ok
 run "singleton throws" nonzero "[rank 0/1] rank 1 failed on purpose: bad batch" "$PROG" throw

@@ -624,6 +624,111 @@ TEST_CASE("functions: a gradient of another shape arriving in send's backward is
   }
 }
 
+// ---- Several variables at once (ChainerMN's tuples) ----
+
+TEST_CASE("functions: send of several variables is one message: recv(..., force_tuple) gets them all; the gradients "
+          "come back, zeros for a member the receiver did not use", "[peers]") {
+  auto comm = make();
+  const int r = comm->rank();
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
+  if (r > 1) return;
+  const Tensor wa = iota({2, 3}, 0.5), wc = full({1}, 3.0);
+  if (r == 0) {
+    // Of three dtypes and shapes; c needs no gradient, b's copy goes unused on rank 1.
+    Variable a = param(iota({2, 3}, 1.0)), b = param(iota({4}, -1.0, DType::Float32));
+    Variable c(full({1}, 5.0));
+    Variable phi = MF::send({a, b, c}, comm, 1, 3);
+    CHECK(phi.shape() == Shape{});
+    phi.backward();  // one message with the three gradients
+    CHECK(near(a.grad(), wa));
+    CHECK(near(b.grad(), full({4}, 0.0, DType::Float32)));  // the engine's zeros for an unused output
+    CHECK(!c.grad().defined());                               // received, but c takes none
+    // One variable through the tuple form, and a tuple of one through the plain recv.
+    Variable d = param(full({2}, 1.0));
+    MF::send(d, comm, 1).backward();
+    CHECK(near(d.grad(), full({2}, 2.0)));
+    Variable e = param(full({3}, 1.0));
+    MF::send(std::vector<Variable>{e}, comm, 1).backward();
+    CHECK(near(e.grad(), full({3}, 4.0)));
+  } else {
+    std::vector<Variable> ys = MF::recv(comm, 0, {}, 3, MF::force_tuple);
+    REQUIRE(ys.size() == 3);
+    CHECK(near(ys[0].data(), iota({2, 3}, 1.0)));
+    CHECK(near(ys[1].data(), iota({4}, -1.0, DType::Float32)));
+    CHECK(near(ys[2].data(), full({1}, 5.0)));
+    (weighted_sum(ys[0], wa) + weighted_sum(ys[2], wc)).backward();
+    std::vector<Variable> one = MF::recv(comm, 0, {}, 0, MF::force_tuple);
+    REQUIRE(one.size() == 1);
+    weighted_sum(one[0], 2.0).backward();
+    weighted_sum(MF::recv(comm, 0), 4.0).backward();
+  }
+}
+
+TEST_CASE("functions: tuples of 1 and 2 variables relayed over every rank: values and gradients in closed form", "[peers]") {
+  // Rank 0 sends {1 x, 2 x, ...}; every middle rank receives the tuple and sends it on whole; the
+  // last rank sums the members: z = (1 + ... + L) x, and x's gradient is (1 + ... + L) w.
+  auto comm = make();
+  const int r = comm->rank(), n = comm->size();
+  SKIP_UNLESS(n >= 2, "needs a peer: 2 or more processes");
+  const Tensor x_value = iota({2, 2}, -1.0), w = iota({2, 2}, 1.0);
+  for (int length : {1, 2}) {
+    const double total = length * (length + 1) / 2.0;
+    INFO("rank " << r << ", length " << length);
+    if (r == 0) {
+      Variable x = param(x_value);
+      std::vector<Variable> parts;
+      for (int k = 1; k <= length; ++k) parts.push_back(F::mul(x, double(k)));
+      MF::send(parts, comm, 1).backward();
+      CHECK(near(x.grad(), chainer::ops::mul_scalar(w, total)));
+    } else if (r < n - 1) {
+      std::vector<Variable> ys = MF::recv(comm, r - 1, {}, 0, MF::force_tuple);
+      CHECK(int(ys.size()) == length);
+      MF::send(ys, comm, r + 1).backward();  // the gradients of all members come back, and go on
+    } else {
+      std::vector<Variable> ys = MF::recv(comm, r - 1, {}, 0, MF::force_tuple);
+      REQUIRE(int(ys.size()) == length);
+      Variable z = add_all(ys);
+      CHECK(near(z.data(), chainer::ops::mul_scalar(x_value, total)));
+      weighted_sum(z, w).backward();
+    }
+  }
+}
+
+TEST_CASE("functions: a message of another number of tensors is an error naming both counts, and the channel stays "
+          "in step", "[peers]") {
+  auto comm = make();
+  const int r = comm->rank();
+  SKIP_UNLESS(comm->size() >= 2, "needs a peer: 2 or more processes");
+  if (r > 1) return;
+  if (r == 0) {
+    Variable a(full({2}, 1.0)), b(full({3}, 2.0));
+    CHECK_THROWS_WITH(MF::send(std::vector<Variable>{}, comm, 1),
+                      Contains("chainermn::functions::send: no variable to send (sending to rank 1"));
+    CHECK_THROWS_WITH(MF::send({a, Variable()}, comm, 1), Contains("chainermn::functions::send: xs[1] is undefined"));
+    MF::send({a, b}, comm, 1, 2);  // rank 1 receives one variable
+    MF::send({a, b}, comm, 1, 3);  // rank 1 expects three
+    MF::send({a, b}, comm, 1, 4);  // rank 1 expects shape (2,) of each
+    MF::send(Variable(full({1}, 9.0)), comm, 1, 8);
+  } else {
+    CHECK_THROWS_WITH(MF::recv(comm, 0, {}, 2),
+                      Contains("chainermn::functions::recv: rank 1 expected a tensor from rank 0 with tag 2, but rank 0 "
+                               "sent 2 tensors") && Contains("force_tuple"));
+    MF::RecvOptions three;
+    three.count = 3;
+    CHECK_THROWS_WITH(MF::recv(comm, 0, {}, 3, MF::force_tuple, three),
+                      Contains("rank 1 expected 3 tensors from rank 0 with tag 3, but rank 0 sent 2 tensors"));
+    CHECK_THROWS_WITH(MF::recv(comm, 0, {}, 3, three),
+                      Contains("RecvOptions::count is 3, but a recv of one variable receives 1"));  // nothing received
+    MF::RecvOptions shape;
+    shape.shape = Shape{2};
+    CHECK_THROWS_WITH(MF::recv(comm, 0, {}, 4, MF::force_tuple, shape),
+                      Contains("rank 1 expected tensors from rank 0 with tag 4, member 1 of shape (2,), but rank 0 sent "
+                               "float64 (3,) as member 1 of 2"));
+    Variable z = MF::recv(comm, 0, {}, 8);
+    CHECK(near(z.data(), full({1}, 9.0)));
+  }
+}
+
 // ---- A communicator made by split ----
 
 TEST_CASE("functions: send, recv and the collectives work on a communicator made by split (pairs of ranks)") {

@@ -1,7 +1,10 @@
 // ChainerMN's links (chainermn::links) under mpiexec with 1 to 4 processes. MultiNodeChainList: a
 // Linear + sigmoid pipeline over every rank equals the same chain in one process (outputs and
 // every parameter's gradient), with fan-out and fan-in over several ranks, a component that
-// sends to its own rank, and the errors of add_link. MultiNodeBatchNormalization
+// sends to its own rank, edges carrying several variables, and the errors of add_link.
+// create_multi_node_n_step_rnn: encoder, middle and decoder stacks (LSTM and GRU) over the ranks
+// equal the same model in one process (loss and every parameter's gradient), and its refusals.
+// MultiNodeBatchNormalization
 // over the ranks of a communicator equals BatchNormalization on the whole batch in one process
 // (computed on every rank) -- outputs, input gradients, parameter gradients summed over the ranks,
 // running averages, test mode -- with even and uneven slices; plain per-rank BatchNormalization
@@ -23,9 +26,12 @@
 #include "distributed/communicators/communicator.h"
 #include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/links/multi_node_chain_list.h"
+#include "distributed/links/multi_node_n_step_rnn.h"
 #include "nn/functions.h"
-#include "nn/links/linear.h"
 #include "nn/links/batch_normalization.h"
+#include "nn/links/embed_id.h"
+#include "nn/links/linear.h"
+#include "nn/links/n_step_rnn.h"
 
 using namespace chainer;
 namespace L = chainer::links;
@@ -343,4 +349,284 @@ TEST_CASE("MultiNodeChainList: add_link refuses a second output and ranks outsid
   mn::links::MultiNodeChainList lonely(comm);
   lonely.add_link(std::make_shared<Identity>(), comm->rank(), std::nullopt);
   CHECK_THROWS_WITH(lonely.forward_args({}), Catch::Contains("no earlier component sent its output here"));
+}
+
+namespace {
+
+// A component with two outputs: {sigmoid(a x), tanh(b x)}.
+class TwoHeads : public Chain {
+ public:
+  TwoHeads() : a(add_link("a", std::make_shared<Stage>(4, 4, 200))), b(add_link("b", std::make_shared<Stage>(4, 4, 201))) {}
+  std::vector<Variable> forward_args(const std::vector<Variable>& xs) override {
+    return {(*a)(xs.at(0)), F::tanh(b->linear->forward(xs.at(0)))};
+  }
+  std::shared_ptr<Stage> a, b;
+};
+
+// A component with two inputs and two outputs: {u, v} -> {sigmoid(l u) + v, u * v}.
+class Mix : public Chain {
+ public:
+  explicit Mix(uint64_t index) : l(add_link("l", std::make_shared<Stage>(4, 4, 300 + index))) {}
+  std::vector<Variable> forward_args(const std::vector<Variable>& xs) override {
+    if (xs.size() != 2) throw Error(str("Mix: expected 2 inputs, got ", xs.size()));
+    return {F::add((*l)(xs[0]), xs[1]), F::mul(xs[0], xs[1])};
+  }
+  std::shared_ptr<Stage> l;
+};
+
+class PassAll : public Link {
+ public:
+  std::vector<Variable> forward_args(const std::vector<Variable>& xs) override { return xs; }
+};
+
+}  // namespace
+
+TEST_CASE("MultiNodeChainList: a component's several outputs travel on one edge and are the next component's inputs",
+          "[multi_node_links][chain_list]") {
+  // TwoHeads on rank 0, then Mix(r) on each rank r >= 1 in turn, and back to rank 0, whose list
+  // outputs both variables. One process: TwoHeads sends to its own rank, Mix(1) gives the output.
+  auto comm = world();
+  const int n = comm->size(), me = comm->rank();
+  auto chain = std::make_shared<mn::links::MultiNodeChainList>(comm);
+  std::shared_ptr<TwoHeads> heads;
+  std::shared_ptr<Mix> mine;
+  if (n == 1) {
+    heads = std::make_shared<TwoHeads>();
+    mine = std::make_shared<Mix>(1);
+    chain->add_link(heads, std::nullopt, 0);
+    chain->add_link(mine, 0, std::nullopt);
+  } else if (me == 0) {
+    heads = std::make_shared<TwoHeads>();
+    chain->add_link(heads, std::nullopt, 1);
+    chain->add_link(std::make_shared<PassAll>(), n - 1, std::nullopt);
+  } else {
+    mine = std::make_shared<Mix>(uint64_t(me));
+    chain->add_link(mine, me - 1, (me + 1) % n);
+  }
+  const Tensor x = batch(3, 4);
+  std::vector<Variable> out = chain->forward_args(me == 0 ? std::vector<Variable>{Variable(x)} : std::vector<Variable>{});
+  // Only the first output reaches the loss: the second's gradient is zeros on its way back.
+  if (me == 0) {
+    REQUIRE(out.size() == 2);
+    loss_of(out[0]).backward();
+  } else {
+    REQUIRE(out.size() == 1);  // the delegate
+    out[0].backward();
+  }
+
+  TwoHeads ref_heads;
+  std::vector<std::shared_ptr<Mix>> mixes;
+  std::vector<Variable> h = ref_heads.forward_args({Variable(x)});
+  for (int r = 1; r <= std::max(n - 1, 1); ++r) {
+    mixes.push_back(std::make_shared<Mix>(uint64_t(r)));
+    h = mixes.back()->forward_args(h);
+  }
+  loss_of(h[0]).backward();
+  if (me == 0) {
+    CHECK(worst_difference(out[0].data(), h[0].data()) < 1e-6);
+    CHECK(worst_difference(out[1].data(), h[1].data()) < 1e-6);
+    CHECK(worst_difference(heads->a->linear->W().grad(), ref_heads.a->linear->W().grad()) < 1e-6);
+    CHECK(worst_difference(heads->b->linear->W().grad(), ref_heads.b->linear->W().grad()) < 1e-6);
+  }
+  if (mine) CHECK(worst_difference(mine->l->linear->W().grad(), mixes[size_t(std::max(me, 1) - 1)]->l->linear->W().grad()) < 1e-6);
+}
+
+// =============================================================================================
+// create_multi_node_n_step_rnn
+// =============================================================================================
+
+namespace {
+
+constexpr int64_t kVocab = 7, kUnits = 5, kLayers = 2;
+
+// Stage S of a chain of stacked RNNs (ChainerMN's seq2seq split over the ranks, with middle
+// stages between encoder and decoder): an EmbedID and a stack; the last stage also has the output
+// Linear. Every stage is built, in order, from one seed, so any rank can build any stage and
+// the whole model alike.
+template <class RNN>
+struct Seq2SeqStage {
+  std::shared_ptr<L::EmbedID> embed;
+  std::shared_ptr<RNN> rnn;
+  std::shared_ptr<L::Linear> out;  // the last stage's only
+};
+template <class RNN>
+std::vector<Seq2SeqStage<RNN>> build_stages(int n) {
+  random::seed(2024);
+  std::vector<Seq2SeqStage<RNN>> stages(static_cast<size_t>(n));
+  for (int s = 0; s < n; ++s) {
+    stages[size_t(s)].embed = std::make_shared<L::EmbedID>(kVocab, kUnits);
+    stages[size_t(s)].rnn = std::make_shared<RNN>(kLayers, kUnits, kUnits, 0.0);
+  }
+  stages.back().out = std::make_shared<L::Linear>(kUnits, kVocab);
+  return stages;
+}
+
+// The sequences stage S reads (the decoder: its input, eos first), of lengths 3, 1, 4 (rotated by S).
+std::vector<std::vector<int32_t>> stage_ids(int s) {
+  const std::vector<int64_t> lengths = {3, 1, 4};
+  std::vector<std::vector<int32_t>> seqs;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    std::vector<int32_t> ids;
+    for (int64_t t = 0; t < lengths[(i + size_t(s)) % lengths.size()]; ++t)
+      ids.push_back(int32_t((1 + 3 * s + 2 * int(i) + 5 * t) % kVocab));
+    seqs.push_back(ids);
+  }
+  return seqs;
+}
+
+std::vector<Variable> embed_all(L::EmbedID& embed, const std::vector<std::vector<int32_t>>& seqs) {
+  std::vector<Variable> xs;
+  for (const auto& ids : seqs) xs.push_back(embed(Variable(Tensor::from_vector(ids))));
+  return xs;
+}
+
+// The decoder's loss, as seq2seq_mp1: the sum over all output positions of the cross entropy
+// against the input shifted by one (eos last), divided by the batch size.
+Variable decoder_loss(L::Linear& out, const std::vector<Variable>& ys, const std::vector<std::vector<int32_t>>& seqs) {
+  std::vector<int32_t> targets;
+  for (const auto& ids : seqs) {
+    targets.insert(targets.end(), ids.begin() + 1, ids.end());
+    targets.push_back(0);
+  }
+  Variable logits = out(F::concat(ys, 0));
+  Variable t(Tensor::from_vector(targets));
+  return F::mul(F::sum(F::softmax_cross_entropy(logits, t, true, -1, "no")), 1.0 / double(seqs.size()));
+}
+
+std::vector<std::pair<std::string, Tensor>> grads_of(const Link& link) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, p] : link.namedparams()) out.emplace_back(name, p.grad());
+  return out;
+}
+
+void check_same_grads(const Link& got, const Link& want, const std::string& what) {
+  const auto g = grads_of(got), w = grads_of(want);
+  REQUIRE(g.size() == w.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO(what << g[i].first);
+    REQUIRE(g[i].second.defined());
+    CHECK(worst_difference(g[i].second, w[i].second) < 1e-5);
+  }
+}
+
+// The whole chain in one process: each stage's stack starts from the previous one's final states.
+template <class RNN>
+Variable run_in_one_process(std::vector<Seq2SeqStage<RNN>>& stages) {
+  Variable h, c;
+  std::vector<Variable> ys;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const std::vector<Variable> xs = embed_all(*stages[s].embed, stage_ids(int(s)));
+    if constexpr (std::is_base_of_v<L::NStepLSTMBase, RNN>) {
+      auto r = stages[s].rnn->forward(h, c, xs);
+      h = r.hy, c = r.cy, ys = r.ys;
+    } else {
+      auto r = stages[s].rnn->forward(h, xs);
+      h = r.hy, ys = r.ys;
+    }
+  }
+  return decoder_loss(*stages.back().out, ys, stage_ids(int(stages.size()) - 1));
+}
+
+// Stage r on rank r: the encoder on rank 0 sends its states to rank 1; each middle rank receives
+// them, runs its own sequences and sends on; the last rank decodes and takes the loss.
+template <class RNN>
+void check_rnn_pipeline() {
+  auto comm = world();
+  const int n = comm->size(), me = comm->rank();
+  if (n < 2) return;
+  std::vector<Seq2SeqStage<RNN>> stages = build_stages<RNN>(n);
+  Seq2SeqStage<RNN>& mine = stages[size_t(me)];
+  auto link = mn::links::create_multi_node_n_step_rnn(mine.rnn, comm, me > 0 ? std::optional(me - 1) : std::nullopt,
+                                                      me < n - 1 ? std::optional(me + 1) : std::nullopt);
+  CHECK(link->actual_rnn == mine.rnn);
+  CHECK(link->n_cells() == (std::is_base_of_v<L::NStepLSTMBase, RNN> ? 2 : 1));
+  for (int step = 0; step < 2; ++step) {  // twice: the channel stays in step, the gradients accumulate alike
+    mn::links::MultiNodeNStepRNNResult r = link->forward(embed_all(*mine.embed, stage_ids(me)));
+    CHECK(r.cy.defined() == (link->n_cells() == 2));
+    double loss = 0;
+    if (me < n - 1) {
+      REQUIRE(r.delegate.defined());
+      r.delegate.backward();
+    } else {
+      CHECK(!r.delegate.defined());
+      Variable l = decoder_loss(*mine.out, r.ys, stage_ids(me));
+      loss = l.item();
+      l.backward();
+    }
+    if (step == 0) {
+      std::vector<Seq2SeqStage<RNN>> ref = build_stages<RNN>(n);
+      Variable ref_loss = run_in_one_process(ref);
+      ref_loss.backward();
+      INFO("rank " << me << " of " << n);
+      if (me == n - 1) {
+        CHECK(loss == Approx(ref_loss.item()).epsilon(1e-5));
+        check_same_grads(*mine.out, *ref.back().out, "out");
+      }
+      check_same_grads(*mine.rnn, *ref[size_t(me)].rnn, "rnn");
+      check_same_grads(*mine.embed, *ref[size_t(me)].embed, "embed");
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("create_multi_node_n_step_rnn: NStepLSTM encoder, middle stages and decoder over the ranks equal the "
+          "model in one process", "[multi_node_links][n_step_rnn][peers]") {
+  check_rnn_pipeline<L::NStepLSTM>();
+}
+
+TEST_CASE("create_multi_node_n_step_rnn: NStepGRU stages (states without cy) over the ranks equal the model in one "
+          "process", "[multi_node_links][n_step_rnn][peers]") {
+  check_rnn_pipeline<L::NStepGRU>();
+}
+
+TEST_CASE("create_multi_node_n_step_rnn: states of another shape or count than the decoder expects are an error "
+          "naming the link and both shapes", "[multi_node_links][n_step_rnn][peers]") {
+  auto comm = world();
+  const int me = comm->rank();
+  if (comm->size() < 2 || me > 1) return;
+  if (me == 0) {
+    // Three layers where rank 1's decoder has two; then a GRU's hy alone where it expects hy and cy.
+    auto enc3 = mn::links::create_multi_node_n_step_rnn(std::make_shared<L::NStepLSTM>(3, 2, kUnits, 0.0), comm,
+                                                        std::nullopt, 1);
+    auto gru = mn::links::create_multi_node_n_step_rnn(std::make_shared<L::NStepGRU>(kLayers, 2, kUnits, 0.0), comm,
+                                                       std::nullopt, 1);
+    const std::vector<Variable> xs = {Variable(Tensor::ones({2, 2})), Variable(Tensor::ones({1, 2}))};
+    enc3->forward(xs);  // their backward never runs: rank 1 records nothing
+    gru->forward(xs);
+  } else {
+    auto dec = mn::links::create_multi_node_n_step_rnn(std::make_shared<L::NStepLSTM>(kLayers, 2, kUnits, 0.0), comm, 0);
+    const std::vector<Variable> xs = {Variable(Tensor::ones({2, 2})), Variable(Tensor::ones({1, 2}))};
+    CHECK_THROWS_WITH(dec->forward(xs),
+                      Catch::Contains("MultiNodeNStepRNN (chainer::links::NStepLSTM of 2 layers of 5 units, 2 sequences) "
+                                      "receiving its initial states from rank 0") &&
+                          Catch::Contains("member 0 of shape (2, 2, 5), but rank 0 sent float32 (3, 2, 5)"));
+    CHECK_THROWS_WITH(dec->forward(xs), Catch::Contains("expected 2 tensors from rank 0 with tag 0, but rank 0 sent 1 tensor"));
+  }
+}
+
+TEST_CASE("create_multi_node_n_step_rnn: refuses links other than the stacked RNNs, naming the type, and bad ranks",
+          "[multi_node_links][n_step_rnn][errors]") {
+  auto comm = world();
+  const int n = comm->size(), me = comm->rank();
+  CHECK_THROWS_WITH(mn::links::create_multi_node_n_step_rnn(std::make_shared<L::Linear>(3, 4), comm),
+                    Catch::Contains("create_multi_node_n_step_rnn: a link of type chainer::links::Linear is not "
+                                    "supported") && Catch::Contains("NStepLSTM, NStepBiLSTM, NStepGRU"));
+  CHECK_THROWS_WITH(mn::links::create_multi_node_n_step_rnn(nullptr, comm), Catch::Contains("the RNN link is null"));
+  auto lstm = std::make_shared<L::NStepBiLSTM>(1, 3, 4, 0.0);
+  CHECK_THROWS_WITH(mn::links::create_multi_node_n_step_rnn(lstm, nullptr), Catch::Contains("communicator is null"));
+  CHECK_THROWS_WITH(mn::links::create_multi_node_n_step_rnn(lstm, comm, me),
+                    Catch::Contains("rank_in: rank " + std::to_string(me) + " is this process's own rank"));
+  CHECK_THROWS_WITH(mn::links::create_multi_node_n_step_rnn(lstm, comm, std::nullopt, n),
+                    Catch::Contains(str("rank_out: rank ", n, " is outside [0, ", n, ")")));
+  // Without ranks it is the stack itself, under the child name "actual_rnn".
+  auto alone = mn::links::create_multi_node_n_step_rnn(lstm, comm);
+  CHECK(alone->n_cells() == 2);
+  CHECK(alone->namedparams().front().first.rfind("/actual_rnn/", 0) == 0);
+  const std::vector<Variable> xs = {Variable(Tensor::ones({2, 3})), Variable(Tensor::ones({3, 3}))};
+  mn::links::MultiNodeNStepRNNResult r = alone->forward(xs);
+  CHECK(!r.delegate.defined());
+  auto direct = lstm->forward({}, {}, xs);
+  CHECK(worst_difference(r.hy.data(), direct.hy.data()) == 0);
+  CHECK(worst_difference(r.ys[1].data(), direct.ys[1].data()) == 0);
 }
