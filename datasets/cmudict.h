@@ -50,7 +50,7 @@ struct CmudictOptions {
 std::vector<CmudictEntry> read_cmudict_entries(const std::filesystem::path& file, bool stress = false);
 
 /// The lexicon FILE as letters-to-phonemes pairs: source_vocab the letters, target_vocab the
-/// phonemes (each after <eos> and <unk>, most frequent first, counted on the training words),
+/// phonemes (each after `<eos>` and `<unk>`, most frequent first, counted on the training words),
 /// keys the words. Every word is kept (the longest has 22 letters).
 SequencePairData read_cmudict(const std::filesystem::path& file, const CmudictOptions& options = {});
 

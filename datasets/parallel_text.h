@@ -19,7 +19,7 @@ namespace chainer::datasets {
 
 /// How read_parallel_text splits and cuts the text.
 struct ParallelTextOptions {
-  /// Words kept per language besides <eos> and <unk>, most frequent first (seq2seq.py: 40000,
+  /// Words kept per language besides `<eos>` and `<unk>`, most frequent first (seq2seq.py: 40000,
   /// more than the Bible has: about 12400 English and 28200 Spanish words); negative: all.
   int64_t max_vocab = 40000;
   /// Training pairs are kept when both sides have 1 to this - 1 tokens (seq2seq.py: 50); 0: any

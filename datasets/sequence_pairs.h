@@ -13,9 +13,9 @@ namespace chainer::datasets {
 
 /// Pairs of id sequences: example i is (sources[i], targets[i]), read from keys[i].
 struct SequencePairs {
-  /// The input sequences (ids in SequencePairData::source_vocab), without <eos>.
+  /// The input sequences (ids in SequencePairData::source_vocab), without `<eos>`.
   std::vector<std::vector<int32_t>> sources;
-  /// The output sequences (ids in SequencePairData::target_vocab), without <eos>.
+  /// The output sequences (ids in SequencePairData::target_vocab), without `<eos>`.
   std::vector<std::vector<int32_t>> targets;
   /// Where each pair comes from, for reports: a verse ("Gen.1.1"), a word ("aardvark").
   std::vector<std::string> keys;
@@ -24,7 +24,7 @@ struct SequencePairs {
   size_t size() const { return sources.size(); }
 };
 
-/// A task's three splits and its two vocabularies (index = id; 0 is "<eos>", 1 is "<unk>").
+/// A task's three splits and its two vocabularies (index = id; 0 is `"<eos>"`, 1 is `"<unk>"`).
 struct SequencePairData {
   /// The source tokens by id.
   std::vector<std::string> source_vocab;

@@ -5,7 +5,7 @@
 ///     Extended-A, Greek and Cyrillic, which holds every capital of the corpora read with it;
 ///     other characters stay as they are, and a Greek final capital sigma lowers to σ, not ς);
 ///  2. U+2019 (right single quotation mark) becomes an apostrophe;
-///  3. every digit becomes 0 (Python's \d is any Unicode decimal digit; here 0-9);
+///  3. every digit becomes 0 (Python's `\d` is any Unicode decimal digit; here 0-9);
 ///  4. split at whitespace (Python's str.split(): the Unicode whitespace characters);
 ///  5. each of . , ! ? " ' : ; ) ( is a token of its own, and splits the word it is in.
 /// Nothing else is split off: Spanish ¿ and ¡ stay on their word ("¿quién"), as in the example.
