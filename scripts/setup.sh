@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(meson ninja-build g++ pkg-config ccache libeigen3-dev catch2 zlib1g-dev libcurl4-openssl-dev libssl-dev libpng-dev libjpeg62-turbo-dev libcairo2-dev dataset-fashion-mnist mpich libmpich-dev python3-numpy doxygen)
+packages=(meson ninja-build g++ pkg-config ccache libeigen3-dev catch2 zlib1g-dev libcurl4-openssl-dev libssl-dev libpng-dev libjpeg62-turbo-dev libcairo2-dev dataset-fashion-mnist mpich libmpich-dev python3-numpy doxygen libsword-dev sword-text-kjv sword-text-sparv festlex-cmu python3-nltk)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,5 +1,6 @@
 /// @file
-/// The training loop: Trainer, updaters, triggers and the standard extensions.
+/// The training loop: Trainer, updaters, triggers, the standard extensions, and metrics of
+/// sequence predictions (BLEU, error rates).
 #pragma once
 
 #include "training/extension.h"
@@ -14,6 +15,8 @@
 #include "training/extensions/progress_bar.h"
 #include "training/extensions/snapshot.h"
 #include "training/extensions/value_observation.h"
+#include "training/metrics/bleu.h"
+#include "training/metrics/error_rate.h"
 #include "training/trainer.h"
 #include "training/trigger.h"
 #include "training/triggers/early_stopping_trigger.h"
