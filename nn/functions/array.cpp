@@ -184,6 +184,17 @@ Variable squeeze(const Variable& x, std::initializer_list<int64_t> axes) {
   return squeeze(x, std::vector<int64_t>(axes));
 }
 
+std::vector<Variable> separate(const Variable& x, int64_t axis) {
+  if (!x.defined()) throw Error("separate: the input is undefined");
+  if (x.ndim() == 0) throw Error("separate: cannot separate a 0-dimensional array");
+  const int64_t ax = normalize_axis(axis, x.ndim(), "separate");
+  const int64_t extent = x.shape()[size_t(ax)];
+  if (extent == 0) return {};
+  std::vector<Variable> out;
+  for (const Variable& piece : split_axis(x, extent, ax)) out.push_back(squeeze(piece, {ax}));
+  return out;
+}
+
 std::vector<Variable> split_axis(const Variable& x, int64_t sections, int64_t axis) {
   if (!x.defined()) throw Error("split_axis: the input is undefined");
   const int64_t ax = normalize_axis(axis, x.ndim(), "split_axis");

@@ -53,4 +53,8 @@ std::vector<Variable> split_axis(const Variable& x, const std::vector<int64_t>& 
 /// X split along AXIS before each of INDICES, a braced list of split points.
 std::vector<Variable> split_axis(const Variable& x, std::initializer_list<int64_t> indices, int64_t axis);
 
+/// The slices of X along AXIS, that axis removed: x[0], x[1], ... for axis 0, as
+/// chainer.functions.separate (the inverse of stack).
+std::vector<Variable> separate(const Variable& x, int64_t axis = 0);
+
 }  // namespace chainer::functions

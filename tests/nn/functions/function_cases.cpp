@@ -123,6 +123,10 @@ std::vector<FunctionCase> make_function_cases() {
          auto ys = F::split_axis(v[0], 3, 1);
          return F::sum(ys[0]) + 2.0 * F::sum(F::tanh(ys[1])) + 3.0 * F::sum(ys[2] * ys[2]);
        }, {input({2, 6, 3}, 98)}},
+      {{"separate"}, "along axis 1, weighted", [](const Vars& v) {
+         auto ys = F::separate(v[0], 1);
+         return F::sum(ys[0]) + 2.0 * F::sum(F::tanh(ys[1])) + 3.0 * F::sum(ys[2] * ys[2]);
+       }, {input({2, 3, 4}, 101)}},
       {{"split_axis"}, "at (1, 1, 4), the middle piece", [](const Vars& v) { return F::split_axis(v[0], {1, 1, 4}, 0)[2]; },
        {input({5, 3}, 99)}},
       {{"accuracy"}, "default arguments", [](const Vars& v) { return F::accuracy(v[0], v[1]); },

@@ -205,6 +205,22 @@ TEST_CASE("split_axis: gradients, with an unused piece and empty pieces", "[func
   CHECK(ys[0].creator()->name() == "SplitAxis");
 }
 
+TEST_CASE("separate: the slices along an axis without it, the inverse of stack", "[functions][array][separate]") {
+  const Variable x = iota({2, 3});
+  std::vector<Variable> rows = F::separate(x);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].shape() == Shape{3});
+  CHECK(values(rows[1]) == std::vector<double>{3, 4, 5});
+  std::vector<Variable> columns = F::separate(x, -1);
+  REQUIRE(columns.size() == 3);
+  CHECK(columns[2].shape() == Shape{2});
+  CHECK(values(columns[2]) == std::vector<double>{2, 5});
+  CHECK(values(F::stack(F::separate(x, 1), 1)) == values(x));
+  CHECK(F::separate(iota({0, 3})).empty());
+  CHECK_THROWS_WITH(F::separate(Variable(Tensor::scalar(1.0))), Catch::Contains("separate: cannot separate a 0-dimensional"));
+  CHECK_THROWS_WITH(F::separate(x, 2), Catch::Contains("separate"));
+}
+
 TEST_CASE("split_axis: errors", "[functions][array][split_axis][errors]") {
   const Variable x = iota({2, 7});
   REQUIRE_THROWS_WITH(F::split_axis(x, 3, 1),
