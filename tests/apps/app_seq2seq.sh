@@ -39,7 +39,7 @@ if [ $# -ge 4 ]; then
     exit 77
   fi
   rm -f probe.tsv
-  if "$app" --limit 500 --test-size 50 --unit 32 --layer 1 -e 2 --max-length 20 --no-plot -o rb \
+  if "$app" --limit 500 --test-size 50 --max-vocab 2000 --unit 32 --layer 1 -e 2 --max-length 20 --no-plot -o rb \
       >"$tmp/out" 2>"$tmp/err"; then
     grep -q "does not exist: making it with .*sword_parallel_text.* --out 'bible.tsv'" "$tmp/out" ||
       fail "bible: no word of making bible.tsv: $(head -c 400 "$tmp/out")"
