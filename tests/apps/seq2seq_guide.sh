@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every command of docs/seq2seq.md's "Running the examples" (its ```sh blocks) as printed,
+# Runs every command of docs/seq2seq.md from "Running the examples" on (its ```sh blocks) as printed,
 # in a scratch directory with build/ linked to the build tree, each with a small subset's flags
 # appended (the apps read their flags in order, so these override the guide's): each must exit 0
 # and log an epoch. The Bible's commands are skipped without the SWORD Bibles, all of them
@@ -31,7 +31,7 @@ small=(--limit 200 --test-size 20 -u 16 -l 1 -e 1 --max-vocab 500 --max-length 1
 mapfile -t commands < <(python3 - "$root/docs/seq2seq.md" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
-section = text.split("## Running the examples", 1)[1].split("\n## ", 1)[0]
+section = text.split("## Running the examples", 1)[1]  # and the Results after it
 for block in re.findall(r"```sh\n(.*?)```", section, re.S):
     for line in block.splitlines():
         if line.strip() and not line.startswith("#"):
