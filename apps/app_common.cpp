@@ -109,8 +109,9 @@ std::string common_usage(const CommonOptions& d) {
                       with several processes each takes device ID + intra_rank (modulo the
                       devices it sees), as the tutorial's device = comm.intra_rank
 )",
-             mnist ? "      --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)\n"
-                   : "      --data DIR      Fashion-MNIST directory (default: Debian's dataset-fashion-mnist, else\n"
+             d.data_set == Data::Other ? ""
+             : mnist ? "      --data DIR      MNIST directory (default: $MNIST_DIR, ./data/mnist, ../shared/datasets/mnist)\n"
+                     : "      --data DIR      Fashion-MNIST directory (default: Debian's dataset-fashion-mnist, else\n"
                      "                      pfnet/chainer/fashion-mnist under $CHAINER_DATASET_ROOT or\n"
                      "                      ~/.chainer/dataset, downloaded there)\n",
              R"(      --train-size N  train on the first N training examples only (default: all)
@@ -292,7 +293,8 @@ void add_timing(chainer::training::Trainer& trainer, bool on_gpu, std::function<
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
            const chainermn::Communicator& comm, bool dump_graph, std::function<double()> data_seconds,
-           const std::shared_ptr<chainermn::MultiNodeCheckpointer>& checkpointer) {
+           const std::shared_ptr<chainermn::MultiNodeCheckpointer>& checkpointer,
+           const std::function<void(chainer::training::Trainer&)>& extend) {
   namespace E = chainer::training::extensions;
   using chainer::training::Unit;
   chainer::training::Trainer trainer(updater, {double(o.epoch), Unit::Epoch}, o.out);
@@ -301,12 +303,17 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
                  chainer::training::IntervalTrigger(o.frequency > 0 ? double(o.frequency) : double(o.epoch),
                                                     Unit::Epoch));
   if (o.timing) add_timing(trainer, o.gpu.has_value(), std::move(data_seconds));
-  if (comm.rank() == 0) {  // reports from rank 0 only
+  if (extend) extend(trainer);
+  if (comm.rank() == o.report_rank) {  // reports from one rank only
     std::cout << "# cpu kernels: " << chainer::cpu::isa_description() << "\n" << std::flush;
     if (dump_graph) trainer.extend(E::dump_graph("main/loss"));
     trainer.extend(std::make_shared<E::LogReport>());
-    std::vector<std::string> columns{"epoch",         "main/loss", "validation/main/loss", "main/accuracy",
-                                     "validation/main/accuracy", "elapsed_time"};
+    std::vector<std::string> columns{"epoch"};
+    if (o.report_columns.empty())
+      columns.insert(columns.end(),
+                     {"main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy"});
+    else columns.insert(columns.end(), o.report_columns.begin(), o.report_columns.end());
+    columns.push_back("elapsed_time");
     if (o.observe_lr) {
       trainer.extend(E::observe_lr());
       columns.push_back("lr");
@@ -314,12 +321,14 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
     trainer.extend(std::make_shared<E::PrintReport>(columns));
     trainer.extend(std::make_shared<E::ProgressBar>());
     if (o.plot.value_or(E::PlotReport::available())) {  // as Chainer's train_mnist.py
-      trainer.extend(std::make_shared<E::PlotReport>(std::vector<std::string>{"main/loss", "validation/main/loss"},
-                                                     "epoch", chainer::training::IntervalTrigger(1, Unit::Epoch),
-                                                     E::PlotReport::Postprocess{}, "loss.png"));
-      trainer.extend(std::make_shared<E::PlotReport>(
-          std::vector<std::string>{"main/accuracy", "validation/main/accuracy"}, "epoch",
-          chainer::training::IntervalTrigger(1, Unit::Epoch), E::PlotReport::Postprocess{}, "accuracy.png"));
+      std::vector<std::pair<std::string, std::vector<std::string>>> plots = o.plots;
+      if (plots.empty())
+        plots = {{"loss.png", {"main/loss", "validation/main/loss"}},
+                 {"accuracy.png", {"main/accuracy", "validation/main/accuracy"}}};
+      for (const auto& [file, keys] : plots)
+        trainer.extend(std::make_shared<E::PlotReport>(keys, "epoch",
+                                                       chainer::training::IntervalTrigger(1, Unit::Epoch),
+                                                       E::PlotReport::Postprocess{}, file));
     }
   }
   if (!o.resume.empty()) {

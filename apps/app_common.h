@@ -43,7 +43,8 @@ class Args {
 };
 
 // The data set an app trains on: what --data names and where it is looked for by default.
-enum class Data { MNIST, FashionMNIST };
+// Other: the app reads its own data and documents its own --data.
+enum class Data { MNIST, FashionMNIST, Other };
 
 // The options of every app, with the MNIST tutorial's defaults; an app changes a default by
 // setting the field before reading the options (common_usage then prints it).
@@ -65,6 +66,12 @@ struct CommonOptions {
   // --plot, --no-plot: loss.png and accuracy.png; unset: whenever PlotReport::available()
   std::optional<bool> plot;
   bool observe_lr = false;  // set by an app: report the optimizer's lr (observe_lr) and print its column
+  // Set by an app whose model is not a classifier: the report's columns between "epoch" and
+  // "elapsed_time", and the plots drawn (file name, keys); empty: a classifier's loss and accuracy.
+  std::vector<std::string> report_columns;
+  std::vector<std::pair<std::string, std::vector<std::string>>> plots;
+  // Set by a model-parallel app: the rank that holds the loss and so logs, prints and plots.
+  int report_rank = 0;
 };
 // Sizes the CPU math team: --threads, else CHAINER_NUM_THREADS (throws naming a bad value,
 // before any data is read), else the default (core/util/parallel.h).
@@ -106,8 +113,8 @@ int64_t snapshot_process_count(const std::string& name, const std::string& stem)
 void resume(const std::string& prefix, chainer::training::Trainer& trainer, const chainermn::Communicator& comm);
 
 // How every app trains: O.epoch epochs of UPDATER's steps into O.out, EVALUATOR after every
-// epoch, a snapshot per rank every O.frequency epochs (-1: once, at the end), and on rank 0 of
-// COMM the log, the report table, a progress bar, the plots loss.png and accuracy.png against
+// epoch, a snapshot per rank every O.frequency epochs (-1: once, at the end), and on rank
+// O.report_rank (0 unless the app says otherwise) of COMM the log, the report table, a progress bar, the plots loss.png and accuracy.png against
 // the epoch (O.plot; by default whenever PlotReport is available, as Chainer's train_mnist.py)
 // and the graph of main/loss with DUMP_GRAPH; resumes from O.resume (plus this rank's suffix) when given. With O.timing the
 // log also has, per epoch, train_time (seconds of this epoch's training steps: evaluation,
@@ -118,12 +125,13 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
 //
 // Given CHECKPOINTER (make_checkpointer: --checkpoint-interval N), it saves every N iterations
 // and the run first resumes from the newest checkpoint every rank holds, if any (maybe_load),
-// saying so on rank 0.
+// saying so on rank 0. EXTEND, given, adds the app's own extensions (on every rank).
 void train(const std::shared_ptr<chainer::training::Updater>& updater,
            const std::shared_ptr<chainer::training::Extension>& evaluator, const CommonOptions& o,
            const chainermn::Communicator& comm, bool dump_graph = false,
            std::function<double()> data_seconds = {},
-           const std::shared_ptr<chainermn::MultiNodeCheckpointer>& checkpointer = nullptr);
+           const std::shared_ptr<chainermn::MultiNodeCheckpointer>& checkpointer = nullptr,
+           const std::function<void(chainer::training::Trainer&)>& extend = {});
 
 // The multi-node checkpointer of app NAME (files OUT/NAME.RANK.ITERATION) when O asks for one
 // (--checkpoint-interval), else null. Throws when O also names a snapshot to resume from.
