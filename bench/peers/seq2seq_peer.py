@@ -78,7 +78,10 @@ from torch.nn.utils.rnn import PackedSequence, pack_sequence  # noqa: E402
 # NLTK from Debian's python3-nltk: /usr/bin/python3 finds it; another interpreter may not.
 if "/usr/lib/python3/dist-packages" not in sys.path:
     sys.path.append("/usr/lib/python3/dist-packages")
-from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu  # noqa: E402
+try:
+    from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu  # noqa: E402
+except ImportError:
+    sys.exit("seq2seq_peer: BLEU needs NLTK (Debian's python3-nltk, or pip install nltk) for %s" % sys.executable)
 
 EOS = 0
 
