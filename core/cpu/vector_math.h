@@ -14,7 +14,9 @@ namespace chainer::cpu::vector_math {
 
 inline float exp(float x) {
   x = std::min(std::max(x, -87.33654f), 88.72283f);
-  const float n = std::floor(x * 1.44269504088896341f + 0.5f);  // round(x / ln 2)
+  // round(x / ln 2) by the float rounding of 1.5 * 2^23 (|x / ln 2| < 2^22): std::floor is a
+  // libm call GCC does not vectorize without -fno-trapping-math.
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = x - n * 0.693359375f + n * 2.12194440e-4f;     // x - n ln 2, ln 2 in two parts
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
