@@ -63,7 +63,7 @@ command -v xz >/dev/null || die "xz is needed (apt-get install xz-utils)"
 # The binaries the run uses (validate.sh's step table); everything else stays here.
 programs=(tests/test_cuda_ops tests/test_cuda_training tests/test_gpu_nccl tests/test_gpu_communicators
   apps/chainermn_check apps/mnist_mlp apps/fashion_mnist_cnn apps/mnist_model_parallel apps/mnist_ensemble
-  bench/bench_epoch bench/bench_lstm)
+  bench/bench_epoch bench/bench_lstm apps/seq2seq apps/seq2seq_mp1)
 
 build_needed=0
 if [[ -z $from ]]; then
@@ -121,6 +121,10 @@ tar -C "$stage" -cf - . | xz -3 -T2 >"$out/payload.tar.xz"
 # The pack's identity names its unpack folder on the GPU machine: a rerun there reuses it.
 sha256sum "$out/payload.tar.xz" | cut -c1-16 >"$out/pack-id"
 cp "$shared"/datasets/mnist/*.gz "$out/data/mnist/"  # compressed already
+# CMUdict for the seq2seq steps (1.4 MB compressed), where setup.sh installed festlex-cmu.
+cmu=/usr/share/festival/dicts/cmu/cmudict-0.4.out
+[[ -f $cmu ]] || die "no $cmu (apt-get install festlex-cmu; scripts/setup.sh does)"
+xz -6 -T2 -c "$cmu" >"$out/data/cmudict-0.4.out.xz"
 cp scripts/gpu_validate.sh "$out/validate.sh"
 
 check_size "$out"

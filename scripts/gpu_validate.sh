@@ -45,6 +45,8 @@ model_parallel        B  10  gpu
 ensemble              B  10  gpu
 lstm_gpu              B  10  gpu
 torch_lstm            B  30  peer
+seq2seq_gpu           X  60  gpu
+seq2seq_mp1_gpu       X  60  gpu
 torch_compile         X  90  peer
 mlp_accuracy          X  60  gpu
 memcheck              X  90  gpu
@@ -148,6 +150,24 @@ ensemble() { mpiexec -n 2 "$(B mnist_ensemble)" --gpu -e 1 -o "$R/ens" --data "$
 # steps; cuDNN's fused stack) beside PyTorch's nn.LSTM (cuDNN too) on the same sizes.
 lstm_gpu() { "$(B bench_lstm)" --gpu --steps 20; }
 torch_lstm() { peer "$U/peers/lstm_peer.py" --device cuda --steps 20; }
+# The seq2seq examples on the GPU (cuDNN's stacks, the ragged batches' converter): CMUdict's
+# letters to phonemes, 2 layers of 256 units, one epoch of 20000 pairs. The lexicon travels in
+# the pack (the GPU machine has no festlex-cmu) and is put where the reader looks for it.
+cmudict() {
+  local want=/usr/share/festival/dicts/cmu/cmudict-0.4.out
+  [[ -f $want ]] && return 0
+  mkdir -p "$(dirname "$want")" && xz -dc "$here/data/cmudict-0.4.out.xz" >"$want"
+}
+seq2seq_gpu() {
+  cmudict || return 1
+  "$(B seq2seq)" --gpu --data cmudict --unit 256 --layer 2 --limit 20000 --test-size 1000 -e 1 --timing \
+    --no-plot -o "$R/seq2seq"
+}
+seq2seq_mp1_gpu() {
+  cmudict || return 1
+  mpiexec -n 2 "$(B seq2seq_mp1)" --gpu --data cmudict --unit 256 --layer 2 --limit 20000 --test-size 1000 -e 1 \
+    -o "$R/seq2seq_mp1"
+}
 mlp_accuracy() { "$(B mnist_mlp)" --gpu -e 20 --no-plot -o "$R/mlp_accuracy" --data "$data"; }
 # The peer with torch.optim.Adam(fused=True), as our updates are fused: the fair comparison;
 # and PyTorch's peak device memory beside our bench_epoch's peak_mib (both hold MNIST on the GPU).
@@ -325,7 +345,7 @@ for i in "${!names[@]}"; do
         profile_*) note+=$(grep -E '^profiled:' "$R/$n.out" | tail -n 1 | sed 's/^/ /') ;;
         torch_fused_*) note+=$(grep -E '^torch peak' "$R/$n.out" | sed 's/^/ /')"; "$(grep -E '^\{' "$R/$n.out" | tail -n 1 | grep -oE '"mean_train_s_excl_first": [0-9.]+') ;;
         memcheck) note+=$(grep -E 'ERROR SUMMARY' "$R/$n.out" | tail -n 1 | sed 's/^=* */ /') ;;
-        bench_*|torch_*|lstm_gpu) note+=$(grep -E '^\{' "$R/$n.out" | tail -n 1 | sed 's/^/ /') ;;
+        bench_*|torch_*|lstm_gpu|seq2seq_gpu) note+=$(grep -E '^\{' "$R/$n.out" | tail -n 1 | sed 's/^/ /') ;;
         mlp_*|cnn_gpu|model_parallel|ensemble) note+=$(grep -E '^ *[0-9]+ ' "$R/$n.out" | tail -n 1 | tr -s ' ' | sed 's/^/ last epoch:/') ;;
       esac
       [[ $n == mlp_* || $n == cnn_gpu ]] && [[ $status == pass ]] && note+=" (eager steps: the multi-node optimizer is not captured)"
