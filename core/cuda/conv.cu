@@ -81,10 +81,8 @@ bool capturing() {
   return status != cudaStreamCaptureStatusNone;
 }
 
+// ---- Descriptors (TensorDescriptor: core/cuda/cudnn_common.cuh) ----
 
-// ---- Descriptors ----
-
-using TensorDescriptor = Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
 using FilterDescriptor = Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
 using ConvDescriptor =
     Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;

@@ -34,6 +34,8 @@ class Descriptor {
  private:
   T d_ = nullptr;
 };
+using TensorDescriptor = Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+
 // Relaxed capture mode for the calling thread while it lives: cuDNN's heuristic queries are host
 // calls, but nothing promises they make no call that the default capture mode forbids.
 class RelaxedCapture {

@@ -211,12 +211,12 @@ NStepLSTMResult n_step_fused(Cell cell, int64_t directions, int64_t n_layers, co
   const bool lstm = cell == Cell::Lstm;
   if (lstm && cx.defined()) inputs.push_back(cx);
   std::vector<Tensor> weights;
-  for (size_t k = 0; k < ws.size(); ++k) {
-    for (const Variable& w : ws[k]) inputs.push_back(w);
-    for (const Variable& b : bs[k]) inputs.push_back(b);
-  }
-  for (size_t i = inputs.size() - ws.size() * ws[0].size() * 2; i < inputs.size(); ++i)
-    weights.push_back(inputs[i].data());
+  for (size_t k = 0; k < ws.size(); ++k)
+    for (const std::vector<Variable>* params : {&ws[k], &bs[k]})
+      for (const Variable& p : *params) {
+        inputs.push_back(p);
+        weights.push_back(p.data());
+      }
   const Tensor cx_data = lstm && cx.defined() ? cx.data() : Tensor();
   const bool recording = needs_recording(inputs);
   ops::RnnForward f = ops::rnn_forward(g, x.data(), hx.defined() ? hx.data() : Tensor(), cx_data, weights, recording);

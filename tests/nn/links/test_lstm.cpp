@@ -5,6 +5,7 @@
 
 #include "nn/functions.h"
 #include "nn/links/lstm.h"
+#include "tests/function_inputs.h"
 
 using namespace chainer;
 namespace F = chainer::functions;
@@ -12,8 +13,7 @@ namespace L = chainer::links;
 
 namespace {
 Variable input(const Shape& shape, uint64_t seed) {
-  Generator gen(seed);
-  return Variable(random::uniform(shape, -1, 1, DType::Float32, &gen));
+  return Variable(testing::uniform(shape, seed, -1, 1, DType::Float32));
 }
 // What one step of the link computes, from its parameters through functions::lstm.
 std::pair<Variable, Variable> reference_step(L::LSTMBase& link, const Variable& c, const Variable& h,

@@ -7,6 +7,7 @@
 
 #include "nn/functions.h"
 #include "nn/links/n_step_rnn.h"
+#include "tests/function_inputs.h"
 
 using namespace chainer;
 namespace F = chainer::functions;
@@ -14,8 +15,7 @@ namespace L = chainer::links;
 
 namespace {
 Variable input(const Shape& shape, uint64_t seed) {
-  Generator gen(seed);
-  return Variable(random::uniform(shape, -1, 1, DType::Float32, &gen));
+  return Variable(testing::uniform(shape, seed, -1, 1, DType::Float32));
 }
 }  // namespace
 
