@@ -208,9 +208,7 @@ def worker(rank, world, a):
     if ddp:
         import torch.distributed as dist
         import datetime
-        # Gloo on the loopback interface, as torch_ddp.py: the address the host name resolves to
-        # left a rendezvous hanging; and a bounded wait, so a failed start is an error, not a hang.
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        # A bounded rendezvous: a failed start is an error, not a hang (GLOO_SOCKET_IFNAME is set above).
         dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % a.port, rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=60))
     torch.manual_seed(a.seed)  # the same initial model on every rank (DDP broadcasts rank 0's too)
