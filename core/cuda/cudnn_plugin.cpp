@@ -4,12 +4,24 @@
 
 #include <utility>
 
+#include "core/util/config.h"
 #include "core/util/error.h"
 #include "core/util/plugin.h"
 
 namespace chainer::cuda {
 
 const CudnnPlugin* open_cudnn_plugin(const void* anchor, const char* file, std::string& why_not) {
+  // CHAINER_CUDNN=0 runs as on a machine without cuDNN (torch.backends.cudnn.enabled = False):
+  // the recurrent stacks composed of this library's kernels, the convolutions refused.
+  try {
+    if (!config::env_flag("CHAINER_CUDNN", true)) {
+      why_not = "CHAINER_CUDNN=0 turns cuDNN off";
+      return nullptr;
+    }
+  } catch (const Error& e) {
+    why_not = e.what();
+    return nullptr;
+  }
   const std::string path = path_beside(anchor, file);
   // RTLD_LOCAL: nothing else resolves symbols against the plugin. Never closed: its table and
   // its handles are used until exit.

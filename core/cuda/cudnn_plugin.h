@@ -48,7 +48,7 @@ struct CudnnPlugin {
 // Opens FILE from the folder of the library that holds ANCHOR (the cuDNN plugin lies beside
 // libchainer_cuda.so, in the build tree as installed) and returns its table, checked for
 // kCudnnPluginInterface; or nullptr with WHY_NOT set to the path and the dynamic loader's
-// message. Unlike core/util/plugin.h's loader it tries no other place: the message is the one that
+// message; with CHAINER_CUDNN=0 in the environment it opens nothing and says so. Unlike core/util/plugin.h's loader it tries no other place: the message is the one that
 // says why this file did not load (a libcudnn.so.9 that is missing, say), and a plugin of
 // another build found by the loader's search would not match this one.
 const CudnnPlugin* open_cudnn_plugin(const void* anchor, const char* file, std::string& why_not);

@@ -8,6 +8,8 @@
 #include "core/util/config.h"
 #include "core/device/cuda.h"
 #include "core/util/random.h"
+#include "datasets/concat_examples.h"
+#include "datasets/converter.h"
 #include "datasets/mnist.h"
 #include "datasets/iterators/serial_iterator.h"
 #include "datasets/tuple_dataset.h"
@@ -221,6 +223,48 @@ TEST_CASE("a Sequential moves to the GPU with its links and computes what it com
     const std::vector<float> gc = pc[k].second.grad().to_vector<float>(), gg = pg[k].second.grad().to_vector<float>();
     for (size_t j = 0; j < gc.size(); ++j) REQUIRE(gg[j] == Approx(gc[j]).epsilon(1e-4).margin(1e-6));
   }
+}
+
+TEST_CASE("ragged batches on the GPU: to_device of sequences and padded concat_examples equal the CPU's") {
+  // Sentences of token ids and of features, uneven and unsorted (one empty), as a seq2seq batch.
+  Generator gen(11);
+  std::vector<Tensor> ids, feats;
+  std::vector<datasets::Example> batch;
+  for (int64_t n : {5, 1, 0, 7, 3}) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (auto& t : v) t = int32_t(gen.below(100));
+    ids.push_back(Tensor::from_vector(v));
+    feats.push_back(random::normal({n, 4}, 0.0, 1.0, DType::Float32, &gen));
+    batch.push_back({feats.back(), ids.back()});
+  }
+  const auto same = [](const std::vector<Tensor>& want, const std::vector<Tensor>& got, Device device) {
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      INFO("array " << i);
+      CHECK(got[i].device() == device);
+      CHECK(got[i].dtype() == want[i].dtype());
+      CHECK(got[i].shape() == want[i].shape());
+      const Tensor back = got[i].to(Device::cpu());
+      if (want[i].dtype() == DType::Int32) CHECK(back.to_vector<int32_t>() == want[i].to_vector<int32_t>());
+      else CHECK(back.to_vector<float>() == want[i].to_vector<float>());
+    }
+  };
+  for (const auto* xs : {&ids, &feats}) {
+    const std::vector<Tensor> on_gpu = dataset::to_device(kGpu, *xs);
+    same(*xs, on_gpu, kGpu);
+    same(*xs, dataset::to_device(Device::cpu(), on_gpu), Device::cpu());
+    same(on_gpu, dataset::to_device(std::nullopt, on_gpu), kGpu);  // unset: left where they are
+  }
+  std::vector<Tensor> mixed{ids[0], feats[3], ids[4]};  // of two dtypes: each still arrives whole
+  same(mixed, dataset::to_device(kGpu, mixed), kGpu);
+
+  const dataset::Padding padding{0.0, -1.0};
+  const std::vector<Tensor> want = dataset::concat_examples(batch, Device::cpu(), padding);
+  same(want, dataset::concat_examples(batch, kGpu, padding), kGpu);
+  CHECK(want[1].shape() == Shape{5, 7});
+  std::vector<datasets::Example> batch_gpu;
+  for (const auto& e : batch) batch_gpu.push_back({e[0].to(kGpu), e[1].to(kGpu)});
+  same(want, dataset::concat_examples(batch_gpu, std::nullopt, padding), kGpu);  // padded on the GPU itself
 }
 
 TEST_CASE("the tutorial model learns MNIST on the GPU") {

@@ -1769,9 +1769,11 @@ TEST_CASE("cuda tensor: float16 and bfloat16 fill_, copy_ into views, take_rows;
 // it with the CPU and with finite differences); here: the links over unsorted sequences of
 // uneven lengths, with and without given states, the ReLU cell, float32 against the CPU's
 // composed stack, every parameter's gradient included; and a captured step replayed.
-TEST_CASE("cuda functions: NStep links run cuDNN's fused stacks and equal the CPU's", "[cuda][functions][rnn]") {
-  REQUIRE(ops::has_fused_rnn(kGpu));  // the lent machines have cuDNN: without it this path is not tested
-  CHECK_FALSE(ops::has_fused_rnn(kCpu));
+namespace {
+
+// NStepBiLSTM, NStepRNNReLU and NStepGRU over unsorted uneven sequences, with and without given
+// states, on the GPU and on the CPU: the outputs and every parameter's gradient agree.
+void expect_nstep_links_equal_cpu() {
   Generator gen(7);
   const std::vector<int64_t> lengths{3, 7, 1, 7, 4};
   std::vector<Variable> xs_cpu;
@@ -1826,6 +1828,30 @@ TEST_CASE("cuda functions: NStep links run cuDNN's fused stacks and equal the CP
       auto [hy, ys] = gru.forward(hx, xs);
       return std::vector<Variable>{F::concat(ys, 0), hy};
     }, with_state);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda functions: NStep links run cuDNN's fused stacks and equal the CPU's", "[cuda][functions][rnn]") {
+  REQUIRE(ops::has_fused_rnn(kGpu));  // the lent machines have cuDNN: without it this path is not tested
+  CHECK_FALSE(ops::has_fused_rnn(kCpu));
+  expect_nstep_links_equal_cpu();
+}
+
+// Run by the GPU validation in a process of its own with CHAINER_CUDNN=0, as on a machine without
+// cuDNN: the stacks are composed of this library's kernels, and a convolution says why it cannot run.
+TEST_CASE("cuda functions: without cuDNN the NStep links compose their stacks and equal the CPU's",
+          "[.][no_cudnn]") {
+  REQUIRE_FALSE(ops::has_fused_rnn(kGpu));
+  expect_nstep_links_equal_cpu();
+  const Variable x(Tensor::ones({1, 1, 3, 3}, kF32, kGpu)), W(Tensor::ones({1, 1, 2, 2}, kF32, kGpu));
+  try {
+    (void)F::convolution_2d(x, W);
+    FAIL("a convolution ran without cuDNN");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("CHAINER_CUDNN=0 turns cuDNN off") != std::string::npos);
   }
 }
 

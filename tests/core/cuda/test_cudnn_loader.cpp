@@ -172,6 +172,28 @@ TEST_CASE("cudnn loader: the real plugin resolves against the libchainer_cuda.so
   CHECK(p->prepare_handle != nullptr);
 }
 
+TEST_CASE("cudnn loader: CHAINER_CUDNN=0 opens nothing and says so; a value that is no yes or no is named") {
+  struct Restore {
+    ~Restore() { unsetenv("CHAINER_CUDNN"); }
+  } restore;
+  setenv("CHAINER_CUDNN", "0", 1);
+  CudnnLoader loader("libcudnn.so.9", [](std::string& why_not) {
+    // The real plugin where this build has one: the variable, not a missing file, refuses it.
+    return chainer::cuda::open_cudnn_plugin(libchainer_anchor(), "libchainer_cudnn.so", why_not);
+  });
+  CHECK(loader.try_get() == nullptr);
+  const std::string m = message_of(loader, "convolution_2d", 0);
+  INFO(m);
+  CHECK(m.find("convolution_2d on cuda:0: ") != std::string::npos);
+  CHECK(m.find("CHAINER_CUDNN=0 turns cuDNN off") != std::string::npos);
+
+  setenv("CHAINER_CUDNN", "maybe", 1);
+  std::string why;
+  CHECK(chainer::cuda::open_cudnn_plugin(libchainer_anchor(), "libchainer_cudnn.so", why) == nullptr);
+  CHECK(why.find("CHAINER_CUDNN expects a yes/no value") != std::string::npos);
+  CHECK(why.find("'maybe'") != std::string::npos);
+}
+
 // The CUDA and NCCL plugins' loader (core/util/plugin.h): a plugin file beside libchainer that does
 // not load keeps the loader's own reason (a library it needs is missing, say), rather than the
 // "not found" of a second search by bare name; a file that is not there is looked for by the
