@@ -93,9 +93,31 @@ void set_threads(const CommonOptions& o) {
   chainer::set_num_threads(o.threads);
 }
 
-std::string common_usage(const CommonOptions& d) {
+namespace {
+// TEXT without the entries of the options in OWN: an entry is its option's line and the lines
+// under it that continue its description (indented past the option column).
+std::string without_options(const std::string& text, const std::vector<std::string>& own) {
+  std::string out;
+  bool dropping = false;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const bool continuation = line.starts_with(std::string(22, ' '));
+    if (!continuation) {
+      dropping = false;
+      for (const std::string& o : own)
+        if (line.find(o + " ") != std::string::npos || line.ends_with(o)) dropping = true;
+    }
+    if (!dropping) out += line + "\n";
+  }
+  return out;
+}
+}  // namespace
+
+std::string common_usage(const CommonOptions& d, const std::vector<std::string>& own) {
   const bool mnist = d.data_set == Data::MNIST;
-  return str("  -b, --batchsize N   examples per mini-batch (default ", d.batchsize, ")\n",
+  return without_options(str("  -b, --batchsize N   examples per mini-batch (default ", d.batchsize, ")\n",
              "  -e, --epoch N       passes over the training set (default ", d.epoch, ")\n",
              d.unit != 0 ? str("  -u, --unit N        units in each hidden layer (default ", d.unit, ")\n") : "",
              R"(  -o, --out DIR       directory for the log and snapshots (default result)
@@ -123,7 +145,7 @@ std::string common_usage(const CommonOptions& d) {
       --no-plot       draw no loss.png and accuracy.png (default: draw them, where this build
                       has cairo; --plot asks for them, and warns without it)
   -h, --help          show this help
-)");
+)"), own);
 }
 
 std::string find_mnist(const std::string& data_flag) {

@@ -79,8 +79,8 @@ void set_threads(const CommonOptions& o);
 // Reads the current option into O when it is one of CommonOptions'; false otherwise.
 bool read_common_option(Args& args, CommonOptions& o);
 // Their lines of the usage text, with the defaults and the data set of DEFAULTS (and -u only
-// where the app has it).
-std::string common_usage(const CommonOptions& defaults);
+// where the app has it), less the options in OWN ("--timing"), which the app describes itself.
+std::string common_usage(const CommonOptions& defaults, const std::vector<std::string>& own = {});
 
 // --data, then $MNIST_DIR, then ./data/mnist, then ../shared/datasets/mnist; an error lists
 // where it looked and where to get the files.
