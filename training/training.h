@@ -13,6 +13,7 @@
 #include "training/extensions/linear_shift.h"
 #include "training/extensions/log_report.h"
 #include "training/extensions/multistep_shift.h"
+#include "training/extensions/parameter_statistics.h"
 #include "training/extensions/plot_figure.h"
 #include "training/extensions/plot_report.h"
 #include "training/extensions/polynomial_shift.h"

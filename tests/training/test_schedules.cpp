@@ -1,6 +1,6 @@
 // The learning-rate schedules beside ExponentialShift and LinearShift (StepShift, MultistepShift,
-// PolynomialShift, WarmupShift, InverseShift, CosineShift), FailOnNonNumber, and the triggers
-// OnceTrigger and TimeTrigger. Each schedule's values are its closed form at the calls listed,
+// PolynomialShift, WarmupShift, InverseShift, CosineShift), FailOnNonNumber, ParameterStatistics,
+// and the triggers OnceTrigger and TimeTrigger. Each schedule's values are its closed form at the calls listed,
 // worked out below each case: the value after initialize() (t = 0), then after each iteration.
 // Every schedule is also run to a snapshot and resumed: the resumed run starts at the value the
 // uninterrupted run had there and goes on with the same values.
@@ -256,4 +256,70 @@ TEST_CASE("TimeTrigger fires at the first call past each period of the trainer's
   loaded.trainer->serialize(after);
   CHECK(after.entries().at("extension_triggers/record/next_time").item_double() == 3600);
   REQUIRE_THROWS_WITH(TimeTrigger(0), "TimeTrigger: period must be a positive number of seconds, got 0");
+}
+
+TEST_CASE("ParameterStatistics reports Chainer's statistics of values and gradients, averaged until its trigger") {
+  TempDir dir("statistics");
+  Run r(IntervalTrigger(4, Unit::Iteration), dir.path);
+  auto link = r.updater->optimizer->target_ptr();
+  Variable W = link->namedparams()[0].second, b = link->namedparams()[1].second;
+  // W holds 1, 2, 3, 0 at iteration 1 and 3, 4, 5, 2 at iteration 2; its gradient 0.5 everywhere;
+  // b (zeros) has no gradient.
+  W.data() = Tensor::from_vector<float>({1, 2, 3, 0}, {2, 2});
+  W.set_grad(Tensor::full({2, 2}, 0.5));
+  r.trainer->extend([&](Trainer&) { W.data() = Tensor::from_vector<float>({3, 4, 5, 2}, {2, 2}); }, "change",
+                    training::ManualScheduleTrigger(2, Unit::Iteration), 500);
+  auto stats = std::make_shared<E::ParameterStatistics>(
+      std::vector<std::pair<std::string, std::shared_ptr<Link>>>{{"main", link}},
+      E::ParameterStatistics::default_statistics(), true, true, "", Trigger{2, Unit::Iteration});
+  r.trainer->extend(stats);
+  std::vector<Observation> seen;
+  r.trainer->extend([&](Trainer& t) { seen.push_back(t.observation()); }, "record", {}, 0);
+  r.trainer->run();
+  REQUIRE(seen.size() == 4);
+  CHECK(seen[0].empty());  // reported at iterations 2 and 4 only
+  CHECK(seen[2].empty());
+  const Observation& o = seen[1];
+  // 12 keys (5 statistics and 7 percentiles) for W's data, W's grad and b's data.
+  CHECK(o.size() == 36);
+  CHECK(o.count("main/b/grad/mean") == 0);
+  // Means over iterations 1 and 2: W's mean (1.5 + 3.5) / 2; std sqrt(1.25) both times.
+  CHECK(o.at("main/W/data/mean").value() == Approx(2.5));
+  CHECK(o.at("main/W/data/std").value() == Approx(std::sqrt(1.25)));
+  CHECK(o.at("main/W/data/min").value() == Approx(1));
+  CHECK(o.at("main/W/data/max").value() == Approx(4));
+  CHECK(o.at("main/W/data/zeros").value() == Approx(0.5));
+  CHECK(o.at("main/b/data/zeros").value() == 2);
+  CHECK(o.at("main/W/grad/std").value() == 0);
+  // numpy.percentile of sorted 0, 1, 2, 3 is the rank q / 100 * 3 itself; of 2, 3, 4, 5 two more.
+  const double q[] = {0.13, 2.28, 15.87, 50, 84.13, 97.72, 99.87};
+  for (int i = 0; i < 7; ++i) {
+    INFO("percentile " << q[i]);
+    CHECK(o.at("main/W/data/percentile/" + std::to_string(i)).value() == Approx(q[i] / 100 * 3 + 1));
+  }
+  CHECK(seen[3].at("main/W/data/mean").value() == Approx(3.5));  // iterations 3 and 4 alone
+
+  // One link alone is named "None", as Chainer names a link that is no child; a prefix goes
+  // first; only gradients; a statistic of one's own; NaN skipped.
+  Run s(IntervalTrigger(1, Unit::Iteration), dir.path / "s");
+  auto target = s.updater->optimizer->target_ptr();
+  Variable sb = target->namedparams()[1].second;
+  sb.set_grad(Tensor::from_vector<float>({1, NAN}, {2}));
+  Variable sW = target->namedparams()[0].second;
+  sW.set_grad(Tensor::full({2, 2}, 2.0));
+  auto grads = std::make_shared<E::ParameterStatistics>(
+      target, std::map<std::string, E::ParameterStatistics::Statistic>{}, false, true, "stats",
+      Trigger{1, Unit::Iteration}, true);
+  grads->register_statistics("sum", [](const std::vector<double>& x) {
+    double t = 0;
+    for (double v : x) t += v;
+    return std::vector<double>{t};
+  });
+  s.trainer->extend(grads);
+  Observation last;
+  s.trainer->extend([&](Trainer& t) { last = t.observation(); }, "record", {}, 0);
+  s.trainer->run();
+  CHECK(last.size() == 2);
+  CHECK(last.at("stats/None/W/grad/sum").value() == 8);
+  CHECK(std::isnan(last.at("stats/None/b/grad/sum").value()));
 }
