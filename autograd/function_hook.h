@@ -54,8 +54,8 @@ class FunctionHook {
   /// chainer::Error, as Chainer's KeyError.
   class Scope {
    public:
-    explicit Scope(FunctionHook& hook);
-    ~Scope();
+    explicit Scope(FunctionHook& hook);  ///< Registers HOOK on this thread and calls its added().
+    ~Scope();  ///< Unregisters the hook and calls its deleted().
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
 
@@ -95,6 +95,8 @@ inline void append_data(std::vector<Tensor>& out, const std::vector<Variable>& v
 ///       ...
 class ForwardHooks {
  public:
+  /// Runs forward_preprocess of the registered hooks for FUNCTION (its node's name) on the
+  /// arrays of INPUTS (Variables, or vectors of them); nothing when none is registered.
   template <class... Inputs>
   explicit ForwardHooks(const char* function, const Inputs&... inputs) {
     if (detail::t_function_hook_count == 0) [[likely]] return;
@@ -102,6 +104,7 @@ class ForwardHooks {
     (detail::append_data(in_data_, inputs), ...);
     detail::run_forward_preprocess(function_, in_data_);
   }
+  /// Runs forward_postprocess, unless an exception is leaving the function.
   ~ForwardHooks() noexcept(false) {
     if (active_ && std::uncaught_exceptions() == exceptions_) detail::run_forward_postprocess(function_, in_data_);
   }

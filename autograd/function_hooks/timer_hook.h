@@ -37,11 +37,12 @@ class TimerHook : public FunctionHook {
   const std::vector<std::pair<std::string, double>>& call_history() const { return call_history_; }
   /// Seconds of the outermost timed computations (nested ones are inside them).
   double total_time() const { return total_time_; }
-  /// Per function name, in order of first completion: the seconds summed and the count.
+  /// One function's line of the summary.
   struct Record {
-    double elapsed_time = 0;
-    int64_t occurrence = 0;
+    double elapsed_time = 0;  ///< Seconds, summed over its timings.
+    int64_t occurrence = 0;   ///< How many timings (forward and backward) it had.
   };
+  /// Per function name, in order of first completion: the seconds summed and the count (Chainer's summary()).
   std::vector<std::pair<std::string, Record>> summary() const;
   /// Prints summary() as Chainer's table, right-aligned columns two spaces apart. UNIT: "sec",
   /// "ms", "us", "ns"; "auto" (the default) the largest unit in which the largest time is at

@@ -125,6 +125,7 @@ Variable select(const char* name, const char* op, bool is_max, const Variable& x
 }
 
 Variable index_of(const char* op, bool is_max, const Variable& x, std::optional<int64_t> axis) {
+  ForwardHooks hooks(is_max ? "ArgMax" : "ArgMin", x);
   require_float(op, x);
   Tensor xd = x.data();
   if (!axis) xd = xd.contiguous().reshape({-1});
