@@ -85,7 +85,8 @@ void TimerHook::print_report(const std::string& unit, std::ostream& out) const {
   const std::map<std::string, double> table = {{"sec", 1}, {"ms", 1e3}, {"us", 1e6}, {"ns", 1e9}};
   const bool auto_foreach = unit == "auto_foreach";
   if (unit != "auto" && !auto_foreach && !table.count(unit))
-    throw Error(str("TimerHook.print_report: unknown unit '", unit, "'; expected sec, ms, us, ns, auto or auto_foreach"));
+    throw Error(
+        str("TimerHook.print_report: unknown unit '", unit, "'; expected sec, ms, us, ns, auto or auto_foreach"));
   const auto records = summary();
   std::pair<double, std::string> scale = {1, unit};
   if (unit == "auto") {

@@ -25,9 +25,14 @@ class Recorder : public FunctionHook {
   std::string name() const override { return name_; }
   void added() override { log_.push_back(name_ + " added"); }
   void deleted() override { log_.push_back(name_ + " deleted"); }
-  void forward_preprocess(const std::string& f, const std::vector<Tensor>& in) override { note("fwd-pre", f, in, {}); }
-  void forward_postprocess(const std::string& f, const std::vector<Tensor>& in) override { note("fwd-post", f, in, {}); }
-  void backward_preprocess(const FunctionNode& f, const std::vector<Tensor>& in, const std::vector<Tensor>& gy) override {
+  void forward_preprocess(const std::string& f, const std::vector<Tensor>& in) override {
+    note("fwd-pre", f, in, {});
+  }
+  void forward_postprocess(const std::string& f, const std::vector<Tensor>& in) override {
+    note("fwd-post", f, in, {});
+  }
+  void backward_preprocess(const FunctionNode& f, const std::vector<Tensor>& in,
+                           const std::vector<Tensor>& gy) override {
     note("bwd-pre", f.name(), in, gy);
   }
   void backward_postprocess(const FunctionNode& f, const std::vector<Tensor>& in,
@@ -97,7 +102,8 @@ TEST_CASE("FunctionHook sees every function of a graph, forward in order and bac
     FunctionHook::Scope scope(hook);
     F::exp(plain);
   }
-  CHECK(log == std::vector<std::string>{"rec added", "rec fwd-pre Exp (2, 2)", "rec fwd-post Exp (2, 2)", "rec deleted"});
+  CHECK(log ==
+        std::vector<std::string>{"rec added", "rec fwd-pre Exp (2, 2)", "rec fwd-post Exp (2, 2)", "rec deleted"});
 }
 
 TEST_CASE("FunctionHook scopes nest, in registration order; one hook of a name at a time") {
@@ -116,9 +122,10 @@ TEST_CASE("FunctionHook scopes nest, in registration order; one hook of a name a
     }
     F::log(x);
   }
-  CHECK(log == std::vector<std::string>{"outer added", "inner added", "outer fwd-pre Exp (3,)", "inner fwd-pre Exp (3,)",
-                                        "outer fwd-post Exp (3,)", "inner fwd-post Exp (3,)", "inner deleted",
-                                        "outer fwd-pre Log (3,)", "outer fwd-post Log (3,)", "outer deleted"});
+  CHECK(log == std::vector<std::string>{"outer added", "inner added", "outer fwd-pre Exp (3,)",
+                                        "inner fwd-pre Exp (3,)", "outer fwd-post Exp (3,)", "inner fwd-post Exp (3,)",
+                                        "inner deleted", "outer fwd-pre Log (3,)", "outer fwd-post Log (3,)",
+                                        "outer deleted"});
 }
 
 TEST_CASE("FunctionHook: the registry is per thread, and a forward that throws gets no postprocess") {

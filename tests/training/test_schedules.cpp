@@ -29,8 +29,8 @@ std::vector<double> lrs(const ExtensionMaker& make, int64_t stop, const fs::path
   Run r(IntervalTrigger(double(stop), Unit::Iteration), out);
   std::vector<double> values;
   r.trainer->extend(make(), "schedule");
-  r.trainer->extend(training::make_extension([&](Trainer& t) { values.push_back(lr_of(t)); },
-                                             {.priority = 0, .initializer = [&](Trainer& t) { values.push_back(lr_of(t)); }}));
+  auto record = [&](Trainer& t) { values.push_back(lr_of(t)); };
+  r.trainer->extend(training::make_extension(record, {.priority = 0, .initializer = record}));
   if (snapshot_at) r.snapshot_at(snapshot_at);
   if (!resume.empty()) training::load_snapshot(resume, *r.trainer);
   r.trainer->run();
@@ -98,7 +98,8 @@ TEST_CASE("PolynomialShift: init * max(1 - t / max_count, 0)^rate, clamped at th
                  {1, 0.5625, 0.25, 0.1, 0.1, 0.1});
   // init unset: lr's 0.1; rate 1 is linear.
   check_schedule([] { return std::make_shared<PolynomialShift>("lr", 1, 2); }, 3, 1, {0.1, 0.05, 0, 0});
-  REQUIRE_THROWS_WITH(PolynomialShift("lr", 1, 0), "PolynomialShift: max_count must be a positive number of calls, got 0");
+  REQUIRE_THROWS_WITH(PolynomialShift("lr", 1, 0),
+                      "PolynomialShift: max_count must be a positive number of calls, got 0");
 }
 
 TEST_CASE("WarmupShift: from warmup_start to init over warmup_iter calls, then leaves the value alone") {
@@ -120,7 +121,8 @@ TEST_CASE("WarmupShift: from warmup_start to init over warmup_iter calls, then l
   r.trainer->extend([&](Trainer& t) { values.push_back(lr_of(t)); }, "record", {}, 0);
   r.trainer->run();
   check_values(values, {0.5, 1, 0.3, 0.3, 0.3});
-  REQUIRE_THROWS_WITH(WarmupShift("lr", 0.0, 0, 1.0), "WarmupShift: warmup_iter must be a positive number of calls, got 0");
+  REQUIRE_THROWS_WITH(WarmupShift("lr", 0.0, 0, 1.0),
+                      "WarmupShift: warmup_iter must be a positive number of calls, got 0");
 }
 
 TEST_CASE("InverseShift: init * (1 + gamma * t)^(-power), clamped at the target") {

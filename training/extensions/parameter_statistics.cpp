@@ -40,7 +40,8 @@ std::map<std::string, ParameterStatistics::Statistic> ParameterStatistics::defau
        }},
       {"min", [](const std::vector<double>& x) { return std::vector<double>{*std::min_element(x.begin(), x.end())}; }},
       {"max", [](const std::vector<double>& x) { return std::vector<double>{*std::max_element(x.begin(), x.end())}; }},
-      {"zeros", [](const std::vector<double>& x) { return std::vector<double>{double(std::count(x.begin(), x.end(), 0.0))}; }},
+      {"zeros",
+       [](const std::vector<double>& x) { return std::vector<double>{double(std::count(x.begin(), x.end(), 0.0))}; }},
       {"percentile",
        [](const std::vector<double>& x) { return percentiles(x, {0.13, 2.28, 15.87, 50, 84.13, 97.72, 99.87}); }},
   };
@@ -72,7 +73,8 @@ void ParameterStatistics::operator()(Trainer& trainer) {
         const Tensor& array = attr == "data" ? param.data() : param.grad();
         if (!array.defined() || array.numel() == 0) continue;  // not initialized, or no backward yet
         const std::vector<double> values = array.to_vector<double>();
-        const bool has_nan = skip_nan_params_ && std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); });
+        const bool has_nan =
+            skip_nan_params_ && std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); });
         for (const auto& [function_name, function] : statistics_) {
           const std::string key = prefix + link_name + param_name + "/" + attr + "/" + function_name;
           if (has_nan) {

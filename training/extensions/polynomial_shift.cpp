@@ -11,7 +11,8 @@ PolynomialShift::PolynomialShift(std::string attr, double rate, int64_t max_coun
                                  std::optional<double> target, std::shared_ptr<Optimizer> optimizer)
     : attr_(std::move(attr)), rate_(rate), max_count_(max_count), init_(init), target_(target),
       optimizer_(std::move(optimizer)) {
-  if (max_count <= 0) throw Error(str("PolynomialShift: max_count must be a positive number of calls, got ", max_count));
+  if (max_count <= 0)
+    throw Error(str("PolynomialShift: max_count must be a positive number of calls, got ", max_count));
 }
 
 Optimizer& PolynomialShift::optimizer(Trainer& trainer) const {

@@ -8,7 +8,8 @@ namespace chainer::training::extensions {
 
 StepShift::StepShift(std::string attr, double gamma, int64_t step, std::optional<double> init,
                      std::optional<double> target, std::shared_ptr<Optimizer> optimizer)
-    : attr_(std::move(attr)), gamma_(gamma), step_(step), init_(init), target_(target), optimizer_(std::move(optimizer)) {
+    : attr_(std::move(attr)), gamma_(gamma), step_(step), init_(init), target_(target),
+      optimizer_(std::move(optimizer)) {
   if (step <= 0) throw Error(str("StepShift: step must be a positive number of calls, got ", step));
 }
 
