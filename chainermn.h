@@ -22,6 +22,7 @@
 #include "distributed/extensions/observation_aggregator.h"
 #include "distributed/iterators/multi_node_iterator.h"
 #include "distributed/iterators/synchronized_iterator.h"
+#include "distributed/links/create_mnbn_model.h"
 #include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/links/multi_node_chain_list.h"
 #include "distributed/links/multi_node_n_step_rnn.h"

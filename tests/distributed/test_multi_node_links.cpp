@@ -8,7 +8,9 @@
 // over the ranks of a communicator equals BatchNormalization on the whole batch in one process
 // (computed on every rank) -- outputs, input gradients, parameter gradients summed over the ranks,
 // running averages, test mode -- with even and uneven slices; plain per-rank BatchNormalization
-// does not; a communicator made by split normalizes each group on its own.
+// does not; a communicator made by split normalizes each group on its own. create_mnbn_model: a
+// chain holding BatchNormalizations in its members and in a Sequential, converted, equals the
+// same model on the whole batch (outputs, input and parameter gradients, running averages).
 //
 // Every rank runs the same test cases in the same order; checks between collectives use CHECK
 // (never REQUIRE), so one rank's failure cannot leave the others waiting in a collective.
@@ -24,6 +26,7 @@
 #include "core/ops/ops.h"
 #include "core/util/random.h"
 #include "distributed/communicators/communicator.h"
+#include "distributed/links/create_mnbn_model.h"
 #include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/links/multi_node_chain_list.h"
 #include "distributed/links/multi_node_n_step_rnn.h"
@@ -32,6 +35,7 @@
 #include "nn/links/embed_id.h"
 #include "nn/links/linear.h"
 #include "nn/links/n_step_rnn.h"
+#include "nn/sequential.h"
 
 using namespace chainer;
 namespace L = chainer::links;
@@ -206,6 +210,119 @@ TEST_CASE("MultiNodeBatchNormalization over a split communicator normalizes each
 TEST_CASE("MultiNodeBatchNormalization: a null communicator is an error", "[multi_node_links][errors]") {
   CHECK_THROWS_WITH(mn::links::MultiNodeBatchNormalization(3, nullptr),
                     Catch::Contains("MultiNodeBatchNormalization: the communicator is null"));
+}
+
+namespace {
+
+// A user's chain holding its links in members: Linear, BatchNormalization, tanh, then a
+// Sequential of Linear, relu and BatchNormalization. Built from SEED alike on every rank, with
+// gamma, beta and running averages away from their defaults.
+class BnNet : public Chain {
+ public:
+  explicit BnNet(uint64_t seed) {
+    Generator gen(seed);
+    l1 = add_link("l1", std::make_shared<L::Linear>(4, 3));
+    l1->W().set_data(random::normal({3, 4}, 0, 1, DType::Float32, &gen));
+    bn1 = add_link("bn1", std::make_shared<L::BatchNormalization>(3));
+    auto l2 = std::make_shared<L::Linear>(3, 2);
+    l2->W().set_data(random::normal({2, 3}, 0, 1, DType::Float32, &gen));
+    bn2 = std::make_shared<L::BatchNormalization>(2);
+    seq = add_link("seq", std::make_shared<Sequential>(l2, chainer::functions::relu, bn2));
+    set_affine(*bn1, seed + 1);
+    set_affine(*bn2, seed + 2);
+    bn1->avg_mean().copy_(Tensor::full({3}, 0.25));
+    bn2->avg_var().copy_(Tensor::full({2}, 2.0));
+  }
+  Variable forward(const Variable& x) override { return (*seq)(chainer::functions::tanh((*bn1)((*l1)(x)))); }
+  std::shared_ptr<L::Linear> l1;
+  std::shared_ptr<L::BatchNormalization> bn1, bn2;
+  std::shared_ptr<Sequential> seq;
+};
+
+// One training step of NET: its output for X, the input's gradient for output gradient GY,
+// every parameter's gradient and every persistent value after the step, in name order.
+struct NetStep {
+  Tensor y, gx;
+  std::vector<Tensor> grads, persistents;
+};
+NetStep net_step(Link& net, const Tensor& x, const Tensor& gy) {
+  net.cleargrads();
+  Variable xv(x, true);
+  Variable y = net(xv);
+  y.set_grad(gy);
+  y.backward();
+  NetStep step{y.data(), xv.grad(), {}, {}};
+  for (const auto& [name, p] : net.namedparams()) step.grads.push_back(p.grad());
+  for (const auto& [name, t] : net.namedpersistents()) step.persistents.push_back(t.clone());
+  return step;
+}
+
+}  // namespace
+
+TEST_CASE("create_mnbn_model: a chain's and a Sequential's BatchNormalizations then train on the whole batch",
+          "[multi_node_links][batch_normalization]") {
+  auto comm = world();
+  const int rank = comm->rank();
+  Layout layout{"rank r holds r + 2 rows of (4,)", {}, {4}};
+  for (int r = 0; r < comm->size(); ++r) layout.rows.push_back(r + 2);
+  const int64_t offset = layout.offset(rank), rows = layout.rows[size_t(rank)];
+  INFO("rank " << rank << " of " << comm->size());
+
+  auto whole = std::make_shared<BnNet>(40);
+  auto alone = std::make_shared<BnNet>(40);
+  auto original = std::make_shared<BnNet>(40);
+  std::shared_ptr<BnNet> multi = mn::links::create_mnbn_model(original, comm);
+  // In place: the same model, its two links converted, parameters and state untouched.
+  CHECK(multi == original);
+  CHECK(multi->bn1->sums_over_processes());
+  CHECK(multi->bn2->sums_over_processes());
+  CHECK_FALSE(whole->bn1->sums_over_processes());
+  CHECK(mn::links::convert_batch_normalizations(*multi, comm) == 0);
+  CHECK(worst_difference(multi->bn1->avg_mean(), Tensor::full({3}, 0.25)) == 0);
+  CHECK(worst_difference(multi->bn2->avg_var(), Tensor::full({2}, 2.0)) == 0);
+  CHECK(worst_difference(multi->bn2->gamma()->data(), whole->bn2->gamma()->data()) == 0);
+
+  for (uint64_t t = 0; t < 2; ++t) {
+    INFO("step " << t);
+    const Tensor x = batch(layout.total(), {4}, 50 + 10 * t);
+    const Tensor gy = batch(layout.total(), {2}, 51 + 10 * t);
+    const NetStep want = net_step(*whole, x, gy);
+    const NetStep got = net_step(*multi, rows_of(x, offset, rows), rows_of(gy, offset, rows));
+    CHECK(worst_difference(got.y, rows_of(want.y, offset, rows)) <= 1e-5);
+    CHECK(worst_difference(got.gx, rows_of(want.gx, offset, rows)) <= 1e-5);
+    // Each rank's parameter gradients are its own rows' sums: over the ranks, the whole batch's.
+    REQUIRE(got.grads.size() == want.grads.size());
+    for (size_t i = 0; i < got.grads.size(); ++i) {
+      INFO("parameter " << multi->namedparams()[i].first);
+      CHECK(worst_difference(comm->allreduce(got.grads[i]), want.grads[i]) <= 1e-5);
+    }
+    REQUIRE(got.persistents.size() == want.persistents.size());
+    for (size_t i = 0; i < got.persistents.size(); ++i) {
+      INFO("persistent " << multi->namedpersistents()[i].first);
+      CHECK(worst_difference(got.persistents[i], want.persistents[i]) <= 1e-5);
+    }
+    // The contrast: the model left as it was normalizes each rank's rows alone.
+    const double difference =
+        worst_difference(net_step(*alone, rows_of(x, offset, rows), rows_of(gy, offset, rows)).y,
+                         rows_of(want.y, offset, rows));
+    if (comm->size() == 1)
+      CHECK(difference <= 1e-6);
+    else
+      CHECK(difference > 1e-3);
+  }
+  config::TrainScope test_mode(false);
+  const Tensor x = batch(layout.total(), {4}, 90);
+  CHECK(worst_difference((*multi)(Variable(rows_of(x, offset, rows))).data(),
+                         rows_of((*whole)(Variable(x)).data(), offset, rows)) <= 1e-5);
+}
+
+TEST_CASE("create_mnbn_model: a null communicator or link is an error, and the model is left as it was",
+          "[multi_node_links][errors]") {
+  auto net = std::make_shared<BnNet>(1);
+  CHECK_THROWS_WITH(mn::links::create_mnbn_model(net, nullptr), "create_mnbn_model: the communicator is null");
+  CHECK_FALSE(net->bn1->sums_over_processes());
+  CHECK_THROWS_WITH(mn::links::create_mnbn_model(std::shared_ptr<BnNet>(), world()),
+                    "create_mnbn_model: the link is null");
 }
 
 // =============================================================================================
