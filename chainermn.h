@@ -26,6 +26,7 @@
 #include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/links/multi_node_chain_list.h"
 #include "distributed/links/multi_node_n_step_rnn.h"
+#include "distributed/links/parallel_convolution_2d.h"
 #include "distributed/runtime/mpi_check.h"
 #include "distributed/runtime/mpi_library.h"
 #include "distributed/runtime/mpi_runtime.h"

@@ -11,6 +11,10 @@
 // does not; a communicator made by split normalizes each group on its own. create_mnbn_model: a
 // chain holding BatchNormalizations in its members and in a Sequential, converted, equals the
 // same model on the whole batch (outputs, input and parameter gradients, running averages).
+// ParallelConvolution2D (output channels split over the ranks) equals one Convolution2D with the
+// same filters: outputs, every rank's W and b slice gradients, the input gradient summed over the
+// ranks, for the sum of per-rank losses; channel counts not divisible by the ranks, two layers
+// stacked, channel_slice's sizes, and its refusal of fewer channels than ranks.
 //
 // Every rank runs the same test cases in the same order; checks between collectives use CHECK
 // (never REQUIRE), so one rank's failure cannot leave the others waiting in a collective.
@@ -30,8 +34,10 @@
 #include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/links/multi_node_chain_list.h"
 #include "distributed/links/multi_node_n_step_rnn.h"
+#include "distributed/links/parallel_convolution_2d.h"
 #include "nn/functions.h"
 #include "nn/links/batch_normalization.h"
+#include "nn/links/convolution_2d.h"
 #include "nn/links/embed_id.h"
 #include "nn/links/linear.h"
 #include "nn/links/n_step_rnn.h"
@@ -746,4 +752,116 @@ TEST_CASE("create_multi_node_n_step_rnn: refuses links other than the stacked RN
   auto direct = lstm->forward({}, {}, xs);
   CHECK(worst_difference(r.hy.data(), direct.hy.data()) == 0);
   CHECK(worst_difference(r.ys[1].data(), direct.ys[1].data()) == 0);
+}
+
+namespace {
+
+// One convolution layer of a parallel-vs-single comparison.
+struct ConvSpec {
+  int64_t in, out, ksize, stride, pad;
+  bool nobias;
+};
+
+// Layers of CHAIN as ParallelConvolution2D over COMM against Convolution2D in this process, with
+// the same filters (drawn from SEED, the same on every rank; each parallel link gets its rows).
+// Every rank's loss is sum(y * g_rank) over the last layer's output y; the single-process chain's
+// is the sum over the ranks of those losses. Checks the outputs, every slice's W and b gradients
+// against the rows of the single chain's, and the input gradient summed over the ranks.
+void expect_parallel_equals_single(const std::shared_ptr<mn::Communicator>& comm, const std::vector<ConvSpec>& chain,
+                                   const Shape& input, uint64_t seed) {
+  std::vector<std::shared_ptr<mn::links::ParallelConvolution2D>> parallel;
+  std::vector<std::shared_ptr<L::Convolution2D>> single;
+  Generator gen(seed);
+  for (const ConvSpec& c : chain) {
+    parallel.push_back(std::make_shared<mn::links::ParallelConvolution2D>(comm, c.in, c.out, c.ksize, c.stride, c.pad,
+                                                                          c.nobias));
+    single.push_back(std::make_shared<L::Convolution2D>(c.in, c.out, c.ksize, c.stride, c.pad, c.nobias));
+    const Tensor W = random::normal({c.out, c.in, c.ksize, c.ksize}, 0.0, 0.5, DType::Float32, &gen);
+    const Tensor b = random::normal({c.out}, 0.0, 0.5, DType::Float32, &gen);
+    const mn::links::ChannelSlice slice = parallel.back()->slice();
+    single.back()->W().data().copy_(W);
+    parallel.back()->W().data().copy_(rows_of(W, slice.offset, slice.count));
+    if (!c.nobias) {
+      single.back()->b()->data().copy_(b);
+      parallel.back()->b()->data().copy_(rows_of(b, slice.offset, slice.count));
+    }
+  }
+  const Tensor x = batch(input[0], Shape(input.begin() + 1, input.end()), seed + 1);
+  Variable xp(x, true), xs(x, true);
+  Variable yp = xp, ys = xs;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    yp = (*parallel[i])(yp);
+    ys = (*single[i])(ys);
+  }
+  CHECK(worst_difference(yp.data(), ys.data()) <= 1e-5);
+  Shape out_row(ys.shape().begin() + 1, ys.shape().end());
+  const Tensor mine = batch(ys.shape()[0], out_row, seed + 100 + uint64_t(comm->rank()));
+  functions::sum(yp * Variable(mine)).backward();
+  Variable loss_sum;
+  for (int r = 0; r < comm->size(); ++r) {
+    Variable term = functions::sum(ys * Variable(batch(ys.shape()[0], out_row, seed + 100 + uint64_t(r))));
+    loss_sum = r == 0 ? term : loss_sum + term;
+  }
+  loss_sum.backward();
+  for (size_t i = 0; i < chain.size(); ++i) {
+    INFO("layer " << i);
+    const mn::links::ChannelSlice slice = parallel[i]->slice();
+    CHECK(parallel[i]->W().data().shape()[0] == slice.count);
+    CHECK(worst_difference(parallel[i]->W().grad(), rows_of(single[i]->W().grad(), slice.offset, slice.count)) <= 1e-4);
+    if (!chain[i].nobias)
+      CHECK(worst_difference(parallel[i]->b()->grad(), rows_of(single[i]->b()->grad(), slice.offset, slice.count)) <=
+            1e-4);
+  }
+  CHECK(worst_difference(comm->allreduce(xp.grad()), xs.grad()) <= 1e-4);
+}
+
+}  // namespace
+
+TEST_CASE("channel_slice: ChainerMN's sizes, the first channels % size ranks one more, in rank order",
+          "[multi_node_links][parallel_convolution]") {
+  using mn::links::channel_slice;
+  CHECK(channel_slice(7, 3, 0).offset == 0);
+  CHECK(channel_slice(7, 3, 0).count == 3);
+  CHECK(channel_slice(7, 3, 1).offset == 3);
+  CHECK(channel_slice(7, 3, 1).count == 2);
+  CHECK(channel_slice(7, 3, 2).offset == 5);
+  CHECK(channel_slice(7, 3, 2).count == 2);
+  for (int64_t channels : {1, 4, 5, 64, 513})
+    for (int size = 1; size <= 5; ++size) {
+      int64_t next = 0;
+      for (int r = 0; r < size; ++r) {
+        const mn::links::ChannelSlice s = channel_slice(channels, size, r);
+        CHECK(s.offset == next);
+        CHECK((s.count == channels / size || s.count == channels / size + 1));
+        next += s.count;
+      }
+      CHECK(next == channels);
+    }
+  REQUIRE_THROWS_WITH(channel_slice(4, 2, 2), Catch::Contains("rank 2 is not one of 2 ranks"));
+}
+
+TEST_CASE("ParallelConvolution2D equals one Convolution2D with the same filters: outputs and every gradient",
+          "[multi_node_links][parallel_convolution]") {
+  auto comm = world();
+  // Output channels divisible by the ranks and not (5 and 7 at 2, 3 and 4 ranks), with and
+  // without bias, stride and padding, and two layers stacked (the second's input gradient
+  // reaches the first's slices through the allgather).
+  const std::vector<std::pair<std::string, std::vector<ConvSpec>>> cases{
+      {"3 -> 12 channels, 3x3, pad 1", {{3, 12, 3, 1, 1, false}}},
+      {"2 -> 5 channels, 3x3, stride 2, no bias", {{2, 5, 3, 2, 0, true}}},
+      {"4 -> 7 -> 5 channels, stacked", {{4, 7, 3, 1, 1, false}, {7, 5, 1, 1, 0, true}}}};
+  uint64_t seed = 50000;
+  for (const auto& [name, chain] : cases) {
+    INFO(name << " on " << comm->size() << " ranks, rank " << comm->rank());
+    expect_parallel_equals_single(comm, chain, {2, chain[0].in, 6, 5}, seed += 1000);
+  }
+}
+
+TEST_CASE("ParallelConvolution2D refuses fewer output channels than ranks, on every rank alike",
+          "[multi_node_links][parallel_convolution][peers]") {
+  auto comm = world();
+  const int64_t too_few = comm->size() - 1;
+  REQUIRE_THROWS_WITH(mn::links::ParallelConvolution2D(comm, 3, too_few, 3),
+                      Catch::Contains("ParallelConvolution2D: out_channels " + std::to_string(too_few) + " is less than the " +
+                               std::to_string(comm->size()) + " processes"));
 }
