@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -55,6 +56,16 @@ std::string Args::value() {
 }
 
 int64_t Args::integer(int64_t min, int64_t max) { return chainer::parse_integer(value(), names_, min, max); }
+
+double Args::positive_number(double above) {
+  const std::string text = value();
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+    throw Error(str(names_, " expects a number, got '", text, "'"));
+  if (!(v > above)) throw Error(str(names_, " must be greater than ", above, ", got ", text));
+  return v;
+}
 
 bool Args::value_follows() const { return inline_value_ || (at_ < words_.size() && words_[at_][0] != '-'); }
 

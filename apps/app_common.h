@@ -30,6 +30,8 @@ class Args {
   std::string value();  // the option's value: after '=', or the next word; never empty
   // The value as an integer in [MIN, MAX]; errors name the option as "-b/--batchsize".
   int64_t integer(int64_t min, int64_t max = std::numeric_limits<int64_t>::max());
+  // The value as a finite number greater than ABOVE (a learning rate: "0.05", "5e-2").
+  double positive_number(double above = 0.0);
   // Whether a value follows (after '=', or a next word that is not an option): for --gpu [ID].
   bool value_follows() const;
   [[noreturn]] void unknown() const;

@@ -2,6 +2,7 @@
 
 #include "distributed/functions/collective_communication.h"
 #include "nn/functions/array.h"
+#include "nn/initializers.h"
 
 namespace chainermn::links {
 
@@ -15,6 +16,21 @@ ChannelSlice checked_slice(const std::shared_ptr<Communicator>& comm, int64_t ou
                                       comm->size(), " processes it is split over; each needs at least one channel "
                                       "(use Convolution2D for so few channels)"));
   return channel_slice(out_channels, comm->size(), comm->rank());
+}
+
+// INIT (or, empty, the default: LeCun normal for W, zeros for b) drawn for the whole
+// convolution's OUT_CHANNELS, of which this rank keeps its rows: with the same random state on
+// every rank, the slices together are the filters one Convolution2D would draw, whatever the
+// number of ranks; an array given as initialW is the whole convolution's.
+chainer::initializers::Initializer rows_of_whole(chainer::initializers::Initializer init, int64_t out_channels,
+                                                 ChannelSlice slice, const char* who, bool weight) {
+  if (!init && !weight) return {};  // zeros, of any shape
+  return chainer::initializers::Initializer([init, out_channels, slice, who](const chainer::Shape& shape) {
+    chainer::Shape whole = shape;
+    whole[0] = out_channels;
+    const chainer::Tensor t = init ? init(whole, who) : chainer::initializers::lecun_normal(whole);
+    return t.narrow(0, slice.offset, slice.count).contiguous();
+  });
 }
 
 }  // namespace
@@ -33,7 +49,10 @@ ParallelConvolution2D::ParallelConvolution2D(std::shared_ptr<Communicator> comm,
                                              bool nobias, chainer::initializers::Initializer initialW,
                                              chainer::initializers::Initializer initial_bias)
     : Convolution2D(in_channels, checked_slice(comm, out_channels).count, ksize, stride, pad, nobias,
-                    std::move(initialW), std::move(initial_bias)),
+                    rows_of_whole(std::move(initialW), out_channels, checked_slice(comm, out_channels),
+                                  "ParallelConvolution2D: initialW", true),
+                    rows_of_whole(std::move(initial_bias), out_channels, checked_slice(comm, out_channels),
+                                  "ParallelConvolution2D: initial_bias", false)),
       comm_(std::move(comm)), total_out_channels_(out_channels), slice_(channel_slice(out_channels, comm_->size(),
                                                                                        comm_->rank())) {}
 

@@ -45,9 +45,12 @@ ChannelSlice channel_slice(int64_t channels, int size, int rank);
 class ParallelConvolution2D : public chainer::links::Convolution2D {
  public:
   /// Convolution2D(in_channels, out_channels, ...) spread over COMM: this rank's link holds
-  /// channel_slice(out_channels, comm->size(), comm->rank()).count filters (initialized on each
-  /// rank as a Convolution2D of that many, from the rank's own random stream). Throws when
-  /// out_channels is less than the number of ranks.
+  /// channel_slice(out_channels, comm->size(), comm->rank()).count filters. They are its rows of
+  /// the whole convolution's filters, drawn on each rank from INITIALW (default LeCun normal, as
+  /// Convolution2D) with the shape (out_channels, in_channels, kh, kw); an array given is the
+  /// whole convolution's. So ranks with the same random state hold together the filters one
+  /// Convolution2D would draw from it. The same for the bias. Throws when out_channels is less
+  /// than the number of ranks.
   ParallelConvolution2D(std::shared_ptr<Communicator> comm, std::optional<int64_t> in_channels, int64_t out_channels,
                         chainer::functions::Pair ksize, chainer::functions::Pair stride = 1,
                         chainer::functions::Pair pad = 0, bool nobias = false,

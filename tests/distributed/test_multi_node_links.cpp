@@ -857,6 +857,25 @@ TEST_CASE("ParallelConvolution2D equals one Convolution2D with the same filters:
   }
 }
 
+TEST_CASE("ParallelConvolution2D drawn from the same seed on every rank holds the rows of one Convolution2D's filters",
+          "[multi_node_links][parallel_convolution]") {
+  auto comm = world();
+  random::seed(77);
+  mn::links::ParallelConvolution2D parallel(comm, 3, 7 + comm->size(), 3, 1, 1, false, {},
+                                            [](const Shape& s) { return random::uniform(s, -1.0, 1.0); });
+  random::seed(77);
+  L::Convolution2D single(3, 7 + comm->size(), 3, 1, 1, false, {}, [](const Shape& s) { return random::uniform(s, -1.0, 1.0); });
+  const mn::links::ChannelSlice slice = parallel.slice();
+  CHECK(parallel.total_out_channels() == 7 + comm->size());
+  CHECK(worst_difference(parallel.W().data(), rows_of(single.W().data(), slice.offset, slice.count)) == 0);
+  CHECK(worst_difference(parallel.b()->data(), rows_of(single.b()->data(), slice.offset, slice.count)) == 0);
+  // An array given as initialW is the whole convolution's filters.
+  const Tensor W = random::normal({5, 2, 1, 1}, 0.0, 1.0);
+  mn::links::ParallelConvolution2D from_array(comm, 2, 5, 1, 1, 0, true, W);
+  const mn::links::ChannelSlice s5 = from_array.slice();
+  CHECK(worst_difference(from_array.W().data(), rows_of(W, s5.offset, s5.count)) == 0);
+}
+
 TEST_CASE("ParallelConvolution2D refuses fewer output channels than ranks, on every rank alike",
           "[multi_node_links][parallel_convolution][peers]") {
   auto comm = world();
