@@ -1,8 +1,8 @@
 /// @file
 /// CIFAR-10 and CIFAR-100 (32x32 colour images of 10 and 100 classes), as Chainer's
 /// chainer.datasets.get_cifar10 and get_cifar100, read from the binary distribution of
-/// https://www.cs.toronto.edu/~kriz/cifar.html: cifar-10-binary.tar.gz (data_batch_1.bin ..
-/// data_batch_5.bin and test_batch.bin, records of 1 label byte + 3072 pixel bytes) and
+/// https://www.cs.toronto.edu/~kriz/cifar.html: cifar-10-binary.tar.gz (data_batch_1.bin to
+/// data_batch_5.bin and test_batch.bin, records of 1 label byte and 3072 pixel bytes) and
 /// cifar-100-binary.tar.gz (train.bin and test.bin, records of a coarse label byte, a fine label
 /// byte and 3072 pixel bytes; the fine labels are returned, as Chainer). Pixels are stored
 /// channel by channel (1024 red, 1024 green, 1024 blue, each row by row), which is the (3, 32, 32)
@@ -32,7 +32,7 @@ const dataset::DatasetSource& cifar10_source();
 /// The same for CIFAR-100: cifar-100-binary.tar.gz (168513733 bytes) in the same directory.
 const dataset::DatasetSource& cifar100_source();
 
-/// CIFAR-10 as {train (data_batch_1..5, 50000 examples in the real archive), test (test_batch,
+/// CIFAR-10 as {train (data_batch_1 to 5, 50000 examples in the real archive), test (test_batch,
 /// 10000)}, read from PATH: the archive itself, or a directory holding cifar-10-binary.tar.gz.
 /// Images are DTYPE (float32 or float64) `pixel * (scale / 255)`, of shape (N, 3072) for ndim 1
 /// and (N, 3, 32, 32) for ndim 3; labels are int32 (N,), 0-9. Without labels each dataset has
