@@ -17,7 +17,7 @@ export MPIEXEC_TIMEOUT=120
 export CHAINER_DATASET_ROOT=$tmp/root
 cifar=$CHAINER_DATASET_ROOT/pfnet/chainer/cifar
 python3 "$tests_dir/apps/write_cifar.py" "$cifar" 12 32 || fail "write_cifar.py failed"
-small=(--train-size 48 --test-size 32 -b 16 --no-plot)
+small=(--train-size 32 --test-size 16 -b 16 --no-plot)
 
 for app in "$train_cifar" "$parallel_convolution"; do
   name=$(basename "$app")
@@ -44,10 +44,10 @@ if "$train_cifar" "${small[@]}" -e 1 -o r1 >"$tmp/out" 2>"$tmp/err"; then
   check_app_log "train_cifar, 1 process" r1 1 0 lr
   python3 -c "import json,sys; sys.exit(json.load(open('r1/log'))[0]['lr'] != 0.05)" ||
     fail "train_cifar: the log's lr is not the default 0.05: $(cat r1/log)"
-  if [ -f r1/snapshot_iter_3 ] && "$train_cifar" "${small[@]}" -e 2 -o r1 -r r1/snapshot_iter_3 >"$tmp/out" 2>"$tmp/err"; then
+  if [ -f r1/snapshot_iter_2 ] && "$train_cifar" "${small[@]}" -e 2 -o r1 -r r1/snapshot_iter_2 >"$tmp/out" 2>"$tmp/err"; then
     check_app_log "train_cifar, resumed" r1 2 0 lr
   else
-    fail "train_cifar, resumed: no r1/snapshot_iter_3 ($(ls r1)) or exited with $?: $(tail -c 400 "$tmp/err")"
+    fail "train_cifar, resumed: no r1/snapshot_iter_2 ($(ls r1)) or exited with $?: $(tail -c 400 "$tmp/err")"
   fi
 else
   fail "train_cifar: exited with $?: $(tail -c 400 "$tmp/err")"
@@ -57,7 +57,7 @@ fi
 if job "train_cifar, CIFAR-100, 2 processes" 2 "$train_cifar" "${small[@]}" -d cifar100 --data "$cifar" -e 1 -o r2; then
   grep -q "Num process (COMM_WORLD): 2" "$tmp/text" || fail "train_cifar, 2 processes: $(head -n 3 "$tmp/text")"
   check_app_log "train_cifar, CIFAR-100, 2 processes" r2 1 0
-  for r in 0 1; do [ -f "r2/snapshot_iter_2.rank$r-of-2" ] || fail "no r2/snapshot_iter_2.rank$r-of-2: $(ls r2)"; done
+  for r in 0 1; do [ -f "r2/snapshot_iter_1.rank$r-of-2" ] || fail "no r2/snapshot_iter_1.rank$r-of-2: $(ls r2)"; done
 fi
 
 # parallel_convolution: 2 processes log the losses of 1 (the same model drawn, its gradients the
@@ -74,7 +74,7 @@ print(f"ok: parallel_convolution: 2 processes log the loss of 1 ({b['main/loss']
 PY
   # Each rank's snapshot holds its slices; the 2 processes resume from theirs to a second epoch.
   if job "parallel_convolution, 2 processes, resumed" 2 "$parallel_convolution" "${small[@]}" -e 2 -f 100 -o p2 \
-    -r p2/snapshot_iter_3; then
+    -r p2/snapshot_iter_2; then
     check_app_log "parallel_convolution, resumed" p2 2 0
   fi
 fi
