@@ -2,7 +2,8 @@
 # train_cifar and parallel_convolution on small CIFAR-10 and CIFAR-100 archives in the real format
 # (tests/apps/write_cifar.py: Python's tarfile and gzip), found in $CHAINER_DATASET_ROOT or given
 # with --data: usage and bad options; train_cifar alone (the learning rate logged), resumed from
-# its snapshot to a second epoch, and under mpiexec -n 2 on CIFAR-100 (a snapshot per rank);
+# its snapshot to a second epoch, and under mpiexec -n 2 on CIFAR-100 (a snapshot per rank,
+# checkpoints resumed from);
 # parallel_convolution under mpiexec -n 2 logging the losses of one process (its gradients are the
 # single network's), and resumed from its per-rank snapshots. Every run must exit 0 and log the
 # reported keys.
@@ -53,11 +54,18 @@ else
   fail "train_cifar: exited with $?: $(tail -c 400 "$tmp/err")"
 fi
 
-# CIFAR-100 given with --data, under 2 processes: a snapshot per rank.
-if job "train_cifar, CIFAR-100, 2 processes" 2 "$train_cifar" "${small[@]}" -d cifar100 --data "$cifar" -e 1 -o r2; then
+# CIFAR-100 given with --data, under 2 processes: a snapshot per rank, and the multi-node
+# checkpointer every iteration, from which the same command run to a second epoch resumes.
+ck=("${small[@]}" -d cifar100 --data "$cifar" --checkpoint-interval 1 -o r2)
+if job "train_cifar, CIFAR-100, 2 processes" 2 "$train_cifar" "${ck[@]}" -e 1; then
   grep -q "Num process (COMM_WORLD): 2" "$tmp/text" || fail "train_cifar, 2 processes: $(head -n 3 "$tmp/text")"
   check_app_log "train_cifar, CIFAR-100, 2 processes" r2 1 0
   for r in 0 1; do [ -f "r2/snapshot_iter_1.rank$r-of-2" ] || fail "no r2/snapshot_iter_1.rank$r-of-2: $(ls r2)"; done
+  if job "train_cifar, CIFAR-100, 2 processes, from the checkpoints" 2 "$train_cifar" "${ck[@]}" -e 2; then
+    grep -qF "resumed from the checkpoints of iteration 1 (epoch 1" "$tmp/text" ||
+      fail "train_cifar: did not resume from the checkpoints of iteration 1: $(head -n 14 "$tmp/text")"
+    check_app_log "train_cifar, from the checkpoints" r2 2 0
+  fi
 fi
 
 # parallel_convolution: 2 processes log the losses of 1 (the same model drawn, its gradients the
