@@ -53,7 +53,7 @@ parallelism: every process trains on the same batches), with MomentumSGD and wei
                       (default: Debian's dataset-fashion-mnist, else the dataset root)
       --communicator NAME  naive (default on CPUs), flat, hierarchical, two_dimensional,
                       single_node, pure_nccl (default with --gpu), non_cuda_aware or dummy
-)") + apps::common_usage(Options{});
+)") + apps::common_usage(Options{}, {"--checkpoint-interval"});  // refused: see parse
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -66,7 +66,8 @@ Options parse(int argc, char** argv) {
     else args.unknown();
   }
   if (o.dataset != "cifar10" && o.dataset != "cifar100" && o.dataset != "fashion-mnist")
-    throw chainer::Error(chainer::str("-d/--dataset must be cifar10, cifar100 or fashion-mnist, got '", o.dataset, "'"));
+    throw chainer::Error(
+        chainer::str("-d/--dataset must be cifar10, cifar100 or fashion-mnist, got '", o.dataset, "'"));
   if (o.checkpoint_interval)
     throw chainer::Error("--checkpoint-interval: parallel_convolution has no multi-node checkpointer (its processes "
                          "hold different slices of the model, not copies); use -f/--frequency snapshots and -r");
@@ -84,7 +85,8 @@ class ParallelGradients : public chainer::OptimizerHook {
   void operator()(chainer::Optimizer&) override {
     const double n = double(comm_->size());
     for (chainer::Variable& p : replicated_)
-      if (p.grad().defined()) p.set_grad(chainer::ops::mul_scalar(comm_->allreduce(p.grad()).to(p.grad().device()), 1.0 / n));
+      if (p.grad().defined())
+        p.set_grad(chainer::ops::mul_scalar(comm_->allreduce(p.grad()).to(p.grad().device()), 1.0 / n));
     for (chainer::Variable& p : slices_)
       if (p.grad().defined()) p.set_grad(chainer::ops::mul_scalar(p.grad(), 1.0 / n));
   }
@@ -110,9 +112,12 @@ int run(int argc, char** argv) {
     std::cout << "GPU: " << (o.gpu ? "true" : "false") << "\n# Num process (COMM_WORLD): " << comm->size()
               << "\n# Minibatch-size: " << o.batchsize << "\n# epoch: " << o.epoch << "\n" << std::flush;
     namespace D = chainer::datasets;
-    if (o.dataset == "cifar10") std::tie(train, test) = o.data.empty() ? D::get_cifar10() : D::get_cifar10(o.data);
-    else if (o.dataset == "cifar100") std::tie(train, test) = o.data.empty() ? D::get_cifar100() : D::get_cifar100(o.data);
-    else std::tie(train, test) = o.data.empty() ? D::get_fashion_mnist(true, 3) : D::get_fashion_mnist(o.data, true, 3);
+    if (o.dataset == "cifar10")
+      std::tie(train, test) = o.data.empty() ? D::get_cifar10() : D::get_cifar10(o.data);
+    else if (o.dataset == "cifar100")
+      std::tie(train, test) = o.data.empty() ? D::get_cifar100() : D::get_cifar100(o.data);
+    else
+      std::tie(train, test) = o.data.empty() ? D::get_fashion_mnist(true, 3) : D::get_fashion_mnist(o.data, true, 3);
     apps::take_subsets(train, test, o);
     std::cout << "# data: " << train->size() << " training, " << test->size() << " test examples\n\n" << std::flush;
     apps::check_batch("-b/--batchsize", o.batchsize, int64_t(train->size()), int64_t(train->size()), 1);

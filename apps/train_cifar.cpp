@@ -59,7 +59,8 @@ Options parse(int argc, char** argv) {
     else args.unknown();
   }
   if (o.dataset != "cifar10" && o.dataset != "cifar100" && o.dataset != "fashion-mnist")
-    throw chainer::Error(chainer::str("-d/--dataset must be cifar10, cifar100 or fashion-mnist, got '", o.dataset, "'"));
+    throw chainer::Error(
+        chainer::str("-d/--dataset must be cifar10, cifar100 or fashion-mnist, got '", o.dataset, "'"));
   return o;
 }
 
@@ -85,9 +86,12 @@ int run(int argc, char** argv) {
     // [cifar-data]
     // Images (3, 32, 32) for CIFAR, (1, 28, 28) for Fashion-MNIST, pixels / 255; labels int32.
     namespace D = chainer::datasets;
-    if (o.dataset == "cifar10") std::tie(train, test) = o.data.empty() ? D::get_cifar10() : D::get_cifar10(o.data);
-    else if (o.dataset == "cifar100") std::tie(train, test) = o.data.empty() ? D::get_cifar100() : D::get_cifar100(o.data);
-    else std::tie(train, test) = o.data.empty() ? D::get_fashion_mnist(true, 3) : D::get_fashion_mnist(o.data, true, 3);
+    if (o.dataset == "cifar10")
+      std::tie(train, test) = o.data.empty() ? D::get_cifar10() : D::get_cifar10(o.data);
+    else if (o.dataset == "cifar100")
+      std::tie(train, test) = o.data.empty() ? D::get_cifar100() : D::get_cifar100(o.data);
+    else
+      std::tie(train, test) = o.data.empty() ? D::get_fashion_mnist(true, 3) : D::get_fashion_mnist(o.data, true, 3);
     // [end]
     apps::take_subsets(train, test, o);
     std::cout << "# data: " << train->size() << " training, " << test->size() << " test examples\n\n" << std::flush;

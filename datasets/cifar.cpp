@@ -171,11 +171,13 @@ std::map<std::string, std::string> read_members(const fs::path& path, const Cifa
     const uint64_t at = in.offset();
     const size_t got = in.read(header, sizeof header);
     if (got == 0) break;  // no end-of-archive blocks: tolerated, as GNU tar does
-    if (got < sizeof header) in.truncated(str("the tar header at offset ", at, " is cut short (", got, " of 512 bytes)"));
+    if (got < sizeof header)
+      in.truncated(str("the tar header at offset ", at, " is cut short (", got, " of 512 bytes)"));
     if (std::all_of(header, header + 512, [](char c) { return c == 0; })) break;  // the end-of-archive block
     uint64_t stored = 0, size = 0;
     unsigned sum = 0;
-    for (int i = 0; i < 512; ++i) sum += (i >= 148 && i < 156) ? unsigned(' ') : unsigned(static_cast<unsigned char>(header[i]));
+    for (int i = 0; i < 512; ++i)  // the checksum field counts as spaces
+      sum += (i >= 148 && i < 156) ? unsigned(' ') : unsigned(static_cast<unsigned char>(header[i]));
     if (!parse_octal(header + 148, 8, stored) || stored != sum)
       throw Error(str(format.name, " archive ", quoted(path), " is not a valid tar archive: the header at offset ", at,
                       " of its data has a wrong checksum (stored '", field_string(header + 148, 8), "', computed ", sum,
@@ -200,7 +202,8 @@ std::map<std::string, std::string> read_members(const fs::path& path, const Cifa
     const bool regular = type == '0' || type == '\0';
     if (regular && std::find(wanted.begin(), wanted.end(), base) != wanted.end()) {
       if (members.count(base))
-        throw Error(str(format.name, " archive ", quoted(path), " holds ", base, " twice (the second as '", name, "')"));
+        throw Error(
+            str(format.name, " archive ", quoted(path), " holds ", base, " twice (the second as '", name, "')"));
       std::string data(size, '\0');
       in.read_exactly(data.data(), data.size(), str("member '", name, "'"));
       in.skip(padded - size, str("the padding after member '", name, "'"));

@@ -421,7 +421,8 @@ std::optional<std::string> try_download(const std::string& url, const fs::path& 
   }
   const std::string got = sum.hex();
   if (got != expected.hex)
-    return str("checksum mismatch: expected ", expected.name(), " ", expected.hex, ", got ", got, " over the ", transfer.bytes,
+    return str("checksum mismatch: expected ", expected.name(), " ", expected.hex, ", got ", got, " over the ",
+               transfer.bytes,
                " bytes that arrived", size_note(transfer.bytes, size),
                " (a corrupted transfer, or the server holds another file)");
   file.commit(path);

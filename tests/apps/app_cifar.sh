@@ -23,10 +23,11 @@ small=(--train-size 32 --test-size 16 -b 16 --no-plot)
 for app in "$train_cifar" "$parallel_convolution"; do
   name=$(basename "$app")
   "$app" -h >"$tmp/out" 2>&1 || fail "$name -h exited with $?"
-  grep -q "^usage: $name" "$tmp/out" && grep -q -- "--dataset NAME  cifar10 (default), cifar100, or fashion-mnist" "$tmp/out" &&
+  grep -q "^usage: $name" "$tmp/out" &&
+    grep -q -- "--dataset NAME  cifar10 (default), cifar100, or fashion-mnist" "$tmp/out" &&
     grep -q -- "--learnrate LR" "$tmp/out" || fail "$name -h: the usage lacks its options: $(head -c 600 "$tmp/out")"
-  expect_app_error "$name: an unknown data set" "-d/--dataset must be cifar10, cifar100 or fashion-mnist, got 'cifar1000'" \
-    -d cifar1000
+  expect_app_error "$name: an unknown data set" \
+    "-d/--dataset must be cifar10, cifar100 or fashion-mnist, got 'cifar1000'" -d cifar1000
   expect_app_error "$name: a learning rate of 0" "-l/--learnrate must be greater than 0, got 0" -l 0
   expect_app_error "$name: a learning rate that is not a number" "-l/--learnrate expects a number, got '0.1x'" -l 0.1x
   expect_app_error "$name: a missing archive" "CIFAR-10 archive '/nonexistent/c.tar.gz' does not exist" \
@@ -34,7 +35,8 @@ for app in "$train_cifar" "$parallel_convolution"; do
 done
 app=$train_cifar
 printf 'not an archive' >bad.tar.gz
-expect_app_error "an archive that is not gzip" "CIFAR-10 archive '$PWD/bad.tar.gz' is not gzip data" --data "$PWD/bad.tar.gz"
+expect_app_error "an archive that is not gzip" "CIFAR-10 archive '$PWD/bad.tar.gz' is not gzip data" \
+  --data "$PWD/bad.tar.gz"
 app=$parallel_convolution
 expect_app_error "parallel_convolution: --checkpoint-interval" "parallel_convolution has no multi-node checkpointer" \
   --checkpoint-interval 3
@@ -45,7 +47,8 @@ if "$train_cifar" "${small[@]}" -e 1 -o r1 >"$tmp/out" 2>"$tmp/err"; then
   check_app_log "train_cifar, 1 process" r1 1 0 lr
   python3 -c "import json,sys; sys.exit(json.load(open('r1/log'))[0]['lr'] != 0.05)" ||
     fail "train_cifar: the log's lr is not the default 0.05: $(cat r1/log)"
-  if [ -f r1/snapshot_iter_2 ] && "$train_cifar" "${small[@]}" -e 2 -o r1 -r r1/snapshot_iter_2 >"$tmp/out" 2>"$tmp/err"; then
+  if [ -f r1/snapshot_iter_2 ] &&
+    "$train_cifar" "${small[@]}" -e 2 -o r1 -r r1/snapshot_iter_2 >"$tmp/out" 2>"$tmp/err"; then
     check_app_log "train_cifar, resumed" r1 2 0 lr
   else
     fail "train_cifar, resumed: no r1/snapshot_iter_2 ($(ls r1)) or exited with $?: $(tail -c 400 "$tmp/err")"

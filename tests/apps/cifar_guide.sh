@@ -3,7 +3,8 @@
 # scratch directory with build/ linked to the build tree and small CIFAR-10 and CIFAR-100
 # archives in the real format (tests/apps/write_cifar.py) in $CHAINER_DATASET_ROOT, each with a
 # small subset's flags appended (the apps read their flags in order, so these override the
-# guide's): each must exit 0 and log an epoch. The Fashion-MNIST commands are skipped without Debian's dataset-fashion-mnist.
+# guide's): each must exit 0 and log an epoch. The Fashion-MNIST commands are skipped without
+# Debian's dataset-fashion-mnist.
 #   tests/apps/cifar_guide.sh SOURCE_ROOT BUILD_ROOT MPIEXEC
 set -u
 root=${1:?usage: cifar_guide.sh SOURCE_ROOT BUILD_ROOT MPIEXEC}

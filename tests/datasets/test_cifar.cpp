@@ -72,7 +72,8 @@ TEST_CASE("get_cifar10: ndim 1, scale, float64 and withlabel=false as Chainer's"
   check_images<float>(train32->fields()[0], 0, 0, 7, 0.5);
   CHECK(train32->fields()[0].shape() == Shape{7, 3072});
 
-  REQUIRE_THROWS_WITH(get_cifar10(tmp.path, true, 2), "get_cifar10: ndim must be 1 (N, 3072) or 3 (N, 3, 32, 32), got 2");
+  REQUIRE_THROWS_WITH(get_cifar10(tmp.path, true, 2),
+                      "get_cifar10: ndim must be 1 (N, 3072) or 3 (N, 3, 32, 32), got 2");
   REQUIRE_THROWS_WITH(get_cifar10(tmp.path, true, 3, 1.0, DType::Int32),
                       "get_cifar10: dtype must be float32 or float64, got int32");
 }
@@ -120,15 +121,21 @@ TEST_CASE("CIFAR archives: a broken file raises an error naming it and the fault
   };
   SECTION("not gzip") { fails_with(small_cifar10_tar(), "is not gzip data (it starts with bytes 99 105"); }
   SECTION("empty") { fails_with("", "is not gzip data (it is 0 bytes long)"); }
-  SECTION("cut inside a member") { fails_with(whole.substr(0, 5000), "is truncated: member 'cifar-10-batches-bin/data_batch_1.bin' needs"); }
+  SECTION("cut inside a member") {
+    fails_with(whole.substr(0, 5000), "is truncated: member 'cifar-10-batches-bin/data_batch_1.bin' needs");
+  }
   SECTION("cut inside a tar header") {
     const Bytes data = small_cifar10_tar();
-    fails_with(gzip(data.substr(0, 1024 + 200)), "is truncated: the tar header at offset 1024 is cut short (200 of 512 bytes)");
+    fails_with(gzip(data.substr(0, 1024 + 200)),
+               "is truncated: the tar header at offset 1024 is cut short (200 of 512 bytes)");
   }
-  SECTION("cut before the gzip trailer") { fails_with(whole.substr(0, whole.size() - 4), "the gzip stream ends before its checksum"); }
+  SECTION("cut before the gzip trailer") {
+    fails_with(whole.substr(0, whole.size() - 4), "the gzip stream ends before its checksum");
+  }
   SECTION("a corrupted byte: the gzip CRC-32 fails") {
     Bytes bad = whole;
-    bad[10 + 5 + 2560 + 100] ^= 0x40;  // gzip and stored-block headers, 5 tar blocks, into data_batch_1's pixels
+    // Past the gzip and stored-block headers and 5 tar blocks: into data_batch_1's pixels.
+    bad[10 + 5 + 2560 + 100] ^= 0x40;
     fails_with(bad, "cannot decompress CIFAR-10 archive");
   }
   SECTION("a damaged tar header") {
@@ -145,7 +152,8 @@ TEST_CASE("CIFAR archives: a broken file raises an error naming it and the fault
   auto label = [](int64_t) { return std::vector<uint8_t>{3}; };
   auto archive_with_batch1 = [&](const Bytes& batch1) {
     std::vector<std::pair<std::string, Bytes>> members{{"d/data_batch_1.bin", batch1}};
-    for (const char* name : {"data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"})
+    for (const char* name :
+         {"data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"})
       members.push_back({std::string("d/") + name, cifar_records(0, 1, label)});
     return gzip(tar(members));
   };
@@ -156,10 +164,12 @@ TEST_CASE("CIFAR archives: a broken file raises an error naming it and the fault
   SECTION("a label out of range") {
     Bytes records = cifar_records(0, 2, label);
     records[3073] = char(10);
-    fails_with(archive_with_batch1(records), "record 1 of member data_batch_1.bin has label 10, but labels are classes 0-9");
+    fails_with(archive_with_batch1(records),
+               "record 1 of member data_batch_1.bin has label 10, but labels are classes 0-9");
   }
   SECTION("the file is not there") {
-    REQUIRE_THROWS_WITH(get_cifar10(path), Contains("does not exist; put cifar-10-binary.tar.gz (https://www.cs.toronto.edu/~kriz/"));
+    REQUIRE_THROWS_WITH(get_cifar10(path),
+                        Contains("does not exist; put cifar-10-binary.tar.gz (https://www.cs.toronto.edu/~kriz/"));
   }
 }
 

@@ -442,7 +442,8 @@ TEST_CASE("download_dataset: tries the mirrors in order, downloads each missing 
                       Contains("MNIST's train-images-idx3-ubyte.gz needs a SHA-256 of 64 hex digits, got 'not a sum'"));
   source.files[0].sha256 = "";
   source.files[0].md5 = "abc";
-  REQUIRE_THROWS_WITH(download_dataset(source), Contains("needs a SHA-256 of 64 hex digits or an MD5 of 32, got the MD5 'abc'"));
+  REQUIRE_THROWS_WITH(download_dataset(source),
+                      Contains("needs a SHA-256 of 64 hex digits or an MD5 of 32, got the MD5 'abc'"));
   source.mirrors.clear();
   REQUIRE_THROWS_WITH(download_dataset(source), Contains("MNIST has no mirrors"));
   set_dataset_root("");

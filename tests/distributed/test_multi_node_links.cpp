@@ -861,10 +861,10 @@ TEST_CASE("ParallelConvolution2D drawn from the same seed on every rank holds th
           "[multi_node_links][parallel_convolution]") {
   auto comm = world();
   random::seed(77);
-  mn::links::ParallelConvolution2D parallel(comm, 3, 7 + comm->size(), 3, 1, 1, false, {},
-                                            [](const Shape& s) { return random::uniform(s, -1.0, 1.0); });
+  auto bias = [](const Shape& s) { return random::uniform(s, -1.0, 1.0); };
+  mn::links::ParallelConvolution2D parallel(comm, 3, 7 + comm->size(), 3, 1, 1, false, {}, bias);
   random::seed(77);
-  L::Convolution2D single(3, 7 + comm->size(), 3, 1, 1, false, {}, [](const Shape& s) { return random::uniform(s, -1.0, 1.0); });
+  L::Convolution2D single(3, 7 + comm->size(), 3, 1, 1, false, {}, bias);
   const mn::links::ChannelSlice slice = parallel.slice();
   CHECK(parallel.total_out_channels() == 7 + comm->size());
   CHECK(worst_difference(parallel.W().data(), rows_of(single.W().data(), slice.offset, slice.count)) == 0);
@@ -881,6 +881,6 @@ TEST_CASE("ParallelConvolution2D refuses fewer output channels than ranks, on ev
   auto comm = world();
   const int64_t too_few = comm->size() - 1;
   REQUIRE_THROWS_WITH(mn::links::ParallelConvolution2D(comm, 3, too_few, 3),
-                      Catch::Contains("ParallelConvolution2D: out_channels " + std::to_string(too_few) + " is less than the " +
-                               std::to_string(comm->size()) + " processes"));
+                      Catch::Contains("ParallelConvolution2D: out_channels " + std::to_string(too_few) +
+                                      " is less than the " + std::to_string(comm->size()) + " processes"));
 }
