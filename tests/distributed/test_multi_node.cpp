@@ -1086,16 +1086,16 @@ namespace {
 
 // The gradients, by name, that MODEL's parameters would get from averaging over the ranks the
 // sum of backward passes on each rank's batches PASSES (batch i of rank r: rows 12 r + 4 i, 4),
-// computed here on one copy of MODEL's current parameters.
+// each loss times SCALE, computed here on one copy of MODEL's current parameters.
 std::map<std::string, std::vector<double>> expected_mean(const Link& model, const Data& data, int n,
-                                                         const std::vector<int>& passes) {
+                                                         const std::vector<int>& passes, double scale = 1.0) {
   auto ref = make_model(7);
   const auto from = model.namedparams();
   auto to = ref->namedparams();
   for (size_t i = 0; i < from.size(); ++i) to[i].second.set_data(from[i].second.data().clone());
   ref->cleargrads();
   for (int r = 0; r < n; ++r)
-    for (int i : passes) ref->forward_args(rows(data, 12 * r + 4 * i, 4))[0].backward();
+    for (int i : passes) (ref->forward_args(rows(data, 12 * r + 4 * i, 4))[0] * scale).backward();
   std::map<std::string, std::vector<double>> out;
   for (const auto& [name, p] : ref->namedparams()) {
     out[name] = p.grad().to_vector<double>();
@@ -1142,20 +1142,26 @@ TEST_CASE("multi_node: no_sync: passes inside it start nothing, the first pass a
   auto pass = [&](int i) { model->forward_args(rows(data, 12 * rank + 4 * i, 4))[0].backward(); };
 
   SECTION("two passes inside, one after: one reduction during the last pass") {
-    const auto expected = expected_mean(*model, data, n, {0, 1, 2});
+    // Three micro-batches of 4, each loss divided by 3: the update of the batch of 12 (docs/tutorial.md).
+    const int k = 3;
+    const auto expected = expected_mean(*model, data, n, {0, 1, 2}, 1.0 / k);
+    std::vector<std::vector<Variable>> micro_batch;
+    for (int i = 0; i < k; ++i) micro_batch.push_back(rows(data, 12 * rank + 4 * i, 4));
+    const auto loss_of = [&](const std::vector<Variable>& x) { return model->forward_args(x)[0] / double(k); };
+    const auto& optimizer = opt;
+    // [no-sync]
     model->cleargrads();
     {
-      auto local = opt->no_sync();
-      CHECK_FALSE(reducer.backward_sync());
-      pass(0);
-      pass(1);
-      CHECK(stats().buckets_from_hooks == 0);
-      CHECK(stats().deferred_grads == 2 * params);
+      auto local = optimizer->no_sync();  // these backward passes only add up their gradients
+      for (int i = 0; i + 1 < k; ++i) loss_of(micro_batch[i]).backward();
     }
+    loss_of(micro_batch[k - 1]).backward();  // the averaging of the sum starts during this one
+    optimizer->update();                     // one step, with the mean over the ranks of the sum
+    // [end]
     CHECK(reducer.backward_sync());
-    pass(2);
+    // Nothing started before the last pass (a bucket started earlier would have been redone).
+    CHECK(stats().deferred_grads == 2 * params);
     CHECK(stats().buckets_from_hooks == buckets);
-    opt->update();
     CHECK(stats().steps == 1);
     CHECK(stats().buckets_at_finalize == 0);
     CHECK(stats().restarts == 0);
@@ -1168,6 +1174,7 @@ TEST_CASE("multi_node: no_sync: passes inside it start nothing, the first pass a
     model->cleargrads();
     {
       auto local = opt->no_sync();
+      CHECK_FALSE(reducer.backward_sync());
       pass(0);
       pass(1);
       opt->update();
