@@ -178,12 +178,13 @@ void StandardUpdater::update_core() {
   // Accumulation: micro-batches are views of the batch's arrays along the first axis, so a
   // captured graph reads them from its input buffers like the plain step.
   const auto accumulated = [&](const std::vector<Variable>& inputs) {
-    const int64_t n = inputs.empty() || inputs[0].shape().empty() ? -1 : inputs[0].shape()[0];
+    if (inputs.empty()) throw Error("StandardUpdater: micro_batches splits the arrays of a batch, and this one has none");
+    const int64_t n = inputs[0].shape().empty() ? -1 : inputs[0].shape()[0];
     for (size_t j = 0; j < inputs.size(); ++j)
       if (n < 0 || inputs[j].shape().empty() || inputs[j].shape()[0] != n)
         throw Error(str("StandardUpdater: micro_batches splits every array of a batch along its first axis, but array ",
                         j, " has shape ", shape_str(inputs[j].shape()), " and array 0 has shape ",
-                        shape_str(inputs.empty() ? Shape{} : inputs[0].shape())));
+                        shape_str(inputs[0].shape())));
     accumulate(opt, n, [&](size_t, int64_t start, int64_t count) {
       std::vector<Variable> part;
       for (const Variable& x : inputs) part.emplace_back(x.data().narrow(0, start, count));

@@ -1449,3 +1449,26 @@ TEST_CASE("training: no_sync on a plain optimizer nests and changes nothing; mic
                       Catch::Contains("StandardUpdater: micro_batches must be at least 1 (the micro-batches each batch "
                                       "is split into), got 0"));
 }
+
+TEST_CASE("training: micro_batches refuses a batch whose arrays it cannot split along their first axis") {
+  // An iterator whose batches carry one more array, a scalar, besides the stacked fields.
+  struct WithScalar : iterators::SerialIterator {
+    using SerialIterator::SerialIterator;
+    std::vector<Tensor> next_batch() override {
+      std::vector<Tensor> b = SerialIterator::next_batch();
+      b.push_back(Tensor::scalar(1.0));
+      return b;
+    }
+  };
+  auto model = std::make_shared<L::Classifier>(std::make_shared<Net>(8, 0.0));
+  auto adam = std::make_shared<optimizers::Adam>();
+  adam->setup(model);
+  training::UpdaterOptions options;
+  options.micro_batches = 2;
+  training::StandardUpdater updater(
+      std::make_shared<WithScalar>(make_dataset(12, 1), 4), adam,
+      [&](const std::vector<Variable>& in) { return model->forward_args({in.at(0), in.at(1)}).at(0); }, options);
+  REQUIRE_THROWS_WITH(updater.update(), Catch::Contains("StandardUpdater: micro_batches splits every array of a batch "
+                                                        "along its first axis, but array 2 has shape ()"));
+  CHECK(adam->t() == 0);
+}
