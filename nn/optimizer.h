@@ -93,11 +93,12 @@ class Optimizer {
   /// whenever it comes. For any other optimizer the guard changes nothing. Guards nest.
   class NoSync {
    public:
+    /// Takes over OTHER's scope (OTHER then ends nothing).
     NoSync(NoSync&& other) noexcept : optimizer_(std::exchange(other.optimizer_, nullptr)) {}
     NoSync(const NoSync&) = delete;
     NoSync& operator=(const NoSync&) = delete;
     NoSync& operator=(NoSync&&) = delete;
-    ~NoSync();
+    ~NoSync();  ///< Ends the scope: the last guard to end turns the synchronization back on.
 
    private:
     friend class Optimizer;
