@@ -127,6 +127,15 @@ void Optimizer::set_update_partition(std::shared_ptr<UpdatePartition> partition)
   partition_ = std::move(partition);
 }
 
+Optimizer::NoSync::NoSync(Optimizer* optimizer) : optimizer_(optimizer) {
+  if (optimizer_->no_sync_depth_ == 0) optimizer_->grad_sync_changed(false);
+  ++optimizer_->no_sync_depth_;
+}
+
+Optimizer::NoSync::~NoSync() {
+  if (optimizer_ && --optimizer_->no_sync_depth_ == 0) optimizer_->grad_sync_changed(true);
+}
+
 void Optimizer::update(const std::function<Variable()>& lossfun) {
   require_target("update");
   Variable loss = lossfun();

@@ -84,6 +84,32 @@ class Optimizer {
   /// Saves/loads t, epoch and every parameter's state and step count under its name.
   virtual void serialize(Serializer& s);
 
+  // ---- Gradient accumulation (PyTorch DDP's no_sync) ----
+  /// Backward passes always add their gradients to those the parameters hold, until cleargrads;
+  /// an update after several passes steps with their sum. While a NoSync guard from no_sync()
+  /// lives, an optimizer that averages gradients over processes while backward runs (the
+  /// multi-node optimizer's bucketed reduction) starts no communication for those passes: the
+  /// first backward pass after the guard ends reduces the accumulated sum, and so does update()
+  /// whenever it comes. For any other optimizer the guard changes nothing. Guards nest.
+  class NoSync {
+   public:
+    /// Takes over OTHER's scope (OTHER then ends nothing).
+    NoSync(NoSync&& other) noexcept : optimizer_(std::exchange(other.optimizer_, nullptr)) {}
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    NoSync& operator=(NoSync&&) = delete;
+    ~NoSync();  ///< Ends the scope: the last guard to end turns the synchronization back on.
+
+   private:
+    friend class Optimizer;
+    explicit NoSync(Optimizer* optimizer);
+    Optimizer* optimizer_;
+  };
+  /// Backward passes accumulate locally until the returned guard ends (see NoSync).
+  [[nodiscard]] NoSync no_sync() { return NoSync(this); }
+  /// False while a no_sync() guard lives.
+  bool grad_sync() const { return no_sync_depth_ == 0; }
+
   // ---- Steps replayed from a CUDA graph (training/cuda_graph_step.h) ----
   /// Whether update() only queues device work, so that a whole step can be captured; false for
   /// an optimizer that synchronizes with other processes on the host (the multi-node optimizer).
@@ -154,6 +180,9 @@ class Optimizer {
   virtual std::optional<UpdateRule> update_rule() const { return std::nullopt; }
   /// The scalars of update_rule()'s step of a parameter that has taken PARAM_T steps.
   virtual UpdateScalars update_scalars(int64_t /*param_t*/) const { return {}; }
+  /// Called when grad_sync() changes (a first no_sync() guard, or the last one ending); the
+  /// multi-node optimizer tells its reducer. The base does nothing.
+  virtual void grad_sync_changed(bool /*sync*/) {}
   /// Any other optimizer steps one parameter at a time; STATE belongs to this parameter and starts
   /// empty. t() already counts this step; param_t() counts this parameter's own steps.
   virtual void update_one(Variable& param, TensorMap& state);
@@ -177,6 +206,7 @@ class Optimizer {
   std::map<std::string, int64_t> param_steps_;  // steps per parameter, saved as "<name>/t"
   int64_t param_t_ = 0;                          // param_steps_ of the parameter being updated
   std::shared_ptr<UpdatePartition> partition_;
+  int no_sync_depth_ = 0;  // live NoSync guards
 };
 
 }  // namespace chainer

@@ -6,6 +6,23 @@
 /// With a converter (Chainer's `converter=`), the step takes the iterator's examples (next()),
 /// the converter turns them into a dataset::ConvertedBatch on the device (lists of tensors of
 /// any shapes for ragged data), and the loss function reads that; such steps run eagerly.
+///
+/// Gradient accumulation (UpdaterOptions::micro_batches = k): each batch the iterator gives is
+/// split into k consecutive micro-batches (sizes as numpy.array_split's, empty ones skipped),
+/// and forward and backward run on one micro-batch at a time; the gradients add up and the
+/// optimizer steps once. Each micro-batch's loss is scaled by its share of the batch (n_i / n,
+/// 1/k for equal ones) before backward, so with a loss that is a mean over its examples (as
+/// Chainer's losses are) the update is that of the whole batch at once, to float rounding;
+/// what the model reports (the loss, the accuracy) is reported once, as the same weighted mean
+/// of the micro-batches' values. Splitting the batch rather than taking k batches keeps the
+/// iterator's batch_size the batch of one update, and one iteration one batch: epochs, triggers,
+/// learning-rate schedules and snapshots count as without accumulation, and only the memory
+/// that forward and backward hold shrinks (the batch's arrays are converted and moved whole;
+/// with a converter, each micro-batch's examples are converted separately). Layers that look
+/// at the whole batch (BatchNormalization's statistics) see micro-batches, as in any
+/// accumulation. With a multi-node optimizer every backward but the last runs inside its
+/// no_sync(), so the gradients are averaged over the processes once per update, while the last
+/// backward runs. With k = 1 (the default) the step is the plain one, unchanged.
 #pragma once
 #include <functional>
 #include <map>
@@ -46,6 +63,10 @@ struct UpdaterOptions {
   /// On a CUDA device, capture the whole step into a CUDA graph and replay it (the default:
   /// docs/performance.md has the figures); false runs every step eagerly.
   bool cuda_graph = true;
+  /// Gradient accumulation: each batch is split into this many micro-batches, which run forward
+  /// and backward one after another before a single update (see above); at least 1. A captured
+  /// CUDA graph holds the whole accumulated step.
+  int micro_batches = 1;
 };
 
 /// Chainer's StandardUpdater: one batch of the "main" iterator, one update of the "main" optimizer.
@@ -100,6 +121,10 @@ class StandardUpdater : public Updater {
  private:
   // The "main" optimizer; throws naming WHAT needs it and the optimizers registered.
   Optimizer& main_optimizer(const char* what) const;
+  // One update of OPT over the micro-batches of a batch of N examples: LOSS_OF(i, start, count)
+  // computes the loss of micro-batch i, examples [start, start + count).
+  void accumulate(Optimizer& opt, int64_t n,
+                  const std::function<Variable(size_t i, int64_t start, int64_t count)>& loss_of) const;
   std::map<std::string, std::shared_ptr<iterators::Iterator>> iterators_;
   std::map<std::string, std::shared_ptr<Optimizer>> optimizers_;
   LossFunction loss_func_;

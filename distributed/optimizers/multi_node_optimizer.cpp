@@ -25,6 +25,15 @@ MultiNodeOptimizer::MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actua
     : actual_(std::move(actual)), comm_(std::move(comm)), options_(std::move(options)) {
   if (!actual_) throw Error("create_multi_node_optimizer: the actual optimizer is null");
   if (!comm_) throw Error("create_multi_node_optimizer: the communicator is null");
+  if (options_.backward_passes_per_step < 1)
+    throw Error(chainer::str("create_multi_node_optimizer: backward_passes_per_step must be at least 1, got ",
+                             options_.backward_passes_per_step));
+  if (options_.reducer.backward_passes_per_step != 1 &&
+      options_.reducer.backward_passes_per_step != options_.backward_passes_per_step)
+    throw Error(chainer::str("create_multi_node_optimizer: reducer.backward_passes_per_step is ",
+                             options_.reducer.backward_passes_per_step, " but backward_passes_per_step is ",
+                             options_.backward_passes_per_step, "; set backward_passes_per_step only"));
+  options_.reducer.backward_passes_per_step = options_.backward_passes_per_step;
   if (options_.double_buffering && !comm_->averages_gradients())
     throw Error(chainer::str("create_multi_node_optimizer: double buffering averages each step's gradients behind the "
                              "next step, but the '", comm_->name(), "' communicator averages nothing"));

@@ -25,6 +25,22 @@
 /// multi_node_mean_grad, which averages nothing: every rank steps with its own gradients and,
 /// after the first update's broadcast, keeps parameters of its own (never a shared update).
 ///
+/// Gradient accumulation: backward passes before one update() add up in the gradients, and the
+/// update averages that SUM over the ranks and steps once (as PyTorch's DDP and Horovod: summed
+/// over the micro-batches on each rank, averaged over the ranks). With a loss that is a mean
+/// over its micro-batch, dividing each of k losses by k makes the update that of one batch of
+/// k times the examples (StandardUpdater's UpdaterOptions::micro_batches does exactly that).
+/// To keep the bucketed reduction from starting buckets that a later pass would make stale,
+/// say which pass is the last, in either of two ways:
+/// - no_sync() (chainer::Optimizer::NoSync, as DDP's): passes run while the guard lives only
+///   accumulate; the first pass after it starts the buckets during backward;
+/// - MultiNodeOptimizerOptions::backward_passes_per_step = k (Horovod's): the buckets start
+///   during the k-th pass after an update.
+/// Then every update reduces once and nothing is thrown away (GradientReducer::Stats). Passes
+/// nobody announced still give the same result, by reducing again at update() (Stats::restarts).
+/// update() always reduces what the gradients hold, also inside no_sync() or before the k-th
+/// pass. The communicator reduction and the dummy communicator reduce at update() anyway.
+///
 /// In debug mode (Communicator::debug()) both reductions run multi_node_mean_grad's checks: the
 /// ranks compare their gradients before averaging and a non-finite mean throws afterwards.
 /// Every rank must call update the same number of times with the same model structure.
@@ -94,6 +110,10 @@ struct MultiNodeOptimizerOptions {
   /// rank must agree on which are missing.
   GradientReducerOptions reducer;
   bool shard_update = true;  ///< On one host, one copy of parameters and state, each rank steps a share.
+  /// Horovod's backward_passes_per_step: the bucketed reduction starts during the k-th backward
+  /// pass after an update (gradient accumulation, see above); at least 1. It is the reducer's
+  /// (`reducer.backward_passes_per_step` is set from it).
+  int backward_passes_per_step = 1;
 };
 
 /// An optimizer that averages the gradients over every rank before its actual optimizer steps.
@@ -149,6 +169,10 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   bool shares_update() const { return shared_ != nullptr; }
 
  protected:
+  /// Tells the reducer whether backward passes start its buckets (no_sync()).
+  void grad_sync_changed(bool sync) override {
+    if (reducer_) reducer_->set_backward_sync(sync);
+  }
   /// Never called: the actual optimizer does the steps (throws chainer::InternalError).
   void update_one(chainer::Variable& param, chainer::TensorMap& state) override;
   /// None: the state is the actual optimizer's.

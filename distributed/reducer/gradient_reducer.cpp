@@ -32,6 +32,7 @@ struct GradientReducer::Impl {
     bool fired = false;     // its gradient was final in this step
     bool had_grad = false;  // it had a gradient when its bucket was packed
     bool packed = false;    // packed into this step's buffer (early, from its hook, or at launch)
+    int passes = 0;         // backward passes that gave it a gradient in this step
   };
   struct Bucket {
     std::vector<size_t> slots;
@@ -66,6 +67,7 @@ struct GradientReducer::Impl {
   std::unordered_map<const VariableNode*, size_t> slot_of;
   size_t next = 0;       // the next bucket to start
   bool stale = false;    // a started bucket got a new gradient: redo everything at finalize
+  bool backward_sync = true;  // false inside the optimizer's no_sync(): passes only accumulate
   std::unique_ptr<Lagged> lagged;  // double buffering: the step whose means the next call applies
   Stats stats;
 
@@ -84,8 +86,14 @@ struct GradientReducer::Impl {
     if (it == slot_of.end()) return;
     Slot& slot = slots[it->second];
     Bucket& bucket = buckets[slot.bucket];
+    ++slot.passes;
     if (bucket.launched) {
-      stale = true;  // packed before this gradient changed: a second backward
+      stale = true;  // packed before this gradient changed: a backward pass nobody announced
+    } else if (!backward_sync || slot.passes < options.backward_passes_per_step) {
+      // Gradient accumulation: this pass only adds to the local gradient. Nothing is packed or
+      // started; a value packed early by an earlier pass is out of date and is packed again.
+      slot.packed = false;
+      ++stats.deferred_grads;
     } else {
       if (!slot.fired) {
         slot.fired = true;
@@ -158,7 +166,10 @@ struct GradientReducer::Impl {
 
   void reset_step() {
     forget_packing();
-    for (Slot& s : slots) s.fired = s.had_grad = false;
+    for (Slot& s : slots) {
+      s.fired = s.had_grad = false;
+      s.passes = 0;
+    }
     for (Bucket& b : buckets) {
       b.ready = 0;
       b.sum.reset();
@@ -309,6 +320,7 @@ struct GradientReducer::Impl {
     if (stale) {
       wait_all();
       ++stats.restarts;
+      stats.buckets_discarded += int64_t(next);
       forget_packing();
       next = 0;
       stale = false;
@@ -391,6 +403,9 @@ GradientReducer::GradientReducer(std::shared_ptr<Communicator> comm, GradientRed
   if (!comm) throw Error("GradientReducer: the communicator is null");
   if (options.first_bucket_bytes == 0 || options.bucket_bytes == 0)
     throw Error("GradientReducer: bucket sizes must be positive");
+  if (options.backward_passes_per_step < 1)
+    throw Error(chainer::str("GradientReducer: backward_passes_per_step must be at least 1, got ",
+                             options.backward_passes_per_step));
   impl_->comm = std::move(comm);
   impl_->options = options;
   impl_->size = impl_->comm->size();
@@ -486,6 +501,10 @@ bool GradientReducer::matches(const chainer::Link& link) const {
 }
 
 void GradientReducer::finalize(bool barrier) { impl_->finalize(barrier); }
+
+void GradientReducer::set_backward_sync(bool sync) { impl_->backward_sync = sync; }
+
+bool GradientReducer::backward_sync() const { return impl_->backward_sync; }
 
 bool GradientReducer::finalize_lagged() { return impl_->finalize_lagged(); }
 

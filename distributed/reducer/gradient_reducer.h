@@ -27,10 +27,21 @@
 ///
 /// Rules, as for DDP: every rank runs the same sequence of backward passes between two
 /// finalize() calls, and gradients are not edited by hand between backward and finalize()
-/// (a bucket may already have been packed). A second backward before finalize() (gradient
-/// accumulation) is detected when a parameter whose bucket was already started gets a new
-/// gradient: the started buckets are then completed and thrown away, and finalize() reduces
-/// everything again from the accumulated gradients (stats().restarts).
+/// (a bucket may already have been packed).
+///
+/// Gradient accumulation: several backward passes before one finalize() add up in the
+/// parameters' gradients (autograd sums into them), and finalize() averages that SUM over the
+/// ranks, as DDP and Horovod do; divide each pass's loss by their number for the mean. Tell the
+/// reducer which pass is the last, so that nothing is started before it: while
+/// set_backward_sync(false) is in force (the optimizer's no_sync() guard, as DDP's no_sync), a
+/// hook only counts its gradient (stats().deferred_grads); and with
+/// Options::backward_passes_per_step = k (Horovod's), a parameter's gradient is final at its
+/// k-th pass since the last finalize(), counting the passes under no_sync too. The buckets
+/// then start during the last pass as during a single one, or at finalize() for any parameter
+/// that missed it. A pass nobody announced is still correct but costs: it is detected when a
+/// parameter whose bucket was already started gets a new gradient, and the started buckets are
+/// then completed and thrown away, and finalize() reduces everything again from the
+/// accumulated gradients (stats().restarts, stats().buckets_discarded).
 ///
 /// The transport: on one host (every rank of the communicator on this machine, as with
 /// `mpiexec -n 2` here) and with every parameter in host memory, a shared-memory segment
@@ -77,6 +88,9 @@ struct GradientReducerOptions {
   /// A parameter without a gradient counts as zeros and receives the mean (see above).
   bool zero_fill = true;
   bool shared_memory = true;  ///< On one host, average through a shared segment (see above).
+  /// Horovod's: a parameter's gradient is final at this many backward passes since the last
+  /// finalize() (gradient accumulation, see above); at least 1.
+  int backward_passes_per_step = 1;
 };
 
 /// Averages a link's gradients over the ranks in buckets, while backward runs (as PyTorch's DDP).
@@ -89,6 +103,9 @@ class GradientReducer {
     int64_t buckets_at_finalize = 0;    ///< Buckets started by finalize().
     int64_t waited_for_earlier = 0;     ///< Times a ready bucket had to wait for an earlier one.
     int64_t restarts = 0;               ///< Steps whose early buckets were thrown away (see above).
+    int64_t buckets_discarded = 0;      ///< Buckets started and thrown away by those restarts.
+    /// Gradients a hook only counted: passes under no_sync, or before backward_passes_per_step.
+    int64_t deferred_grads = 0;
     int64_t shared_memory_steps = 0;    ///< Steps averaged through the shared segment.
     int64_t held_fallbacks = 0;         ///< Steps that used MPI because a view of the means was held.
   };
@@ -120,6 +137,11 @@ class GradientReducer {
   /// (share_of) of every parameter, so its gradients hold the means in that share at once and
   /// everywhere else only once every rank has passed the caller's next barrier.
   void finalize(bool barrier = true);
+  /// False: the backward passes from now on only accumulate locally and start nothing, until it
+  /// is set back to true (what the multi-node optimizer's no_sync() guard does; see above). A
+  /// finalize() meanwhile still reduces everything. Not collective; kept across attach().
+  void set_backward_sync(bool sync);
+  bool backward_sync() const;  ///< The setting of set_backward_sync (true at construction).
 
   /// Double buffering (see above): starts every bucket of this step not started yet and leaves
   /// this step's sums in flight (or, where nothing can run behind the next step, completes them

@@ -2,9 +2,11 @@
 // file that includes nothing but the installed headers: the single-process Chainer script the
 // tutorial starts from, step 1 (a communicator and a multi-node optimizer: every worker still
 // reads the whole dataset) and step 2 (the dataset scattered, a multi-node evaluator, reports
-// and snapshots from rank 0).
+// and snapshots from rank 0), and step 1 with gradient accumulation (batches of 400 per worker
+// in micro-batches of 100).
 //   build/docs/tutorial/tutorial single DATA_DIR [EPOCHS]
 //   mpiexec -n 2 build/docs/tutorial/tutorial step1 DATA_DIR [EPOCHS]
+//   mpiexec -n 2 build/docs/tutorial/tutorial accumulate DATA_DIR [EPOCHS]
 //   mpiexec -n 2 build/docs/tutorial/tutorial step2 DATA_DIR [EPOCHS [SNAPSHOT]]  (SNAPSHOT: resume from it)
 // [preamble]
 #include <chainer.h>
@@ -75,6 +77,29 @@ void step1(const std::string& data_dir, double epochs) {
   trainer.run();
 }
 
+// Step 1 with each worker's batch of 400 run as 4 micro-batches of 100 and one update.
+void accumulate(const std::string& data_dir, double epochs) {
+  auto comm = chainermn::create_communicator("naive");
+  auto model = std::make_shared<L::Classifier>(std::make_shared<MLP>(1000, 10));
+  auto optimizer = chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(), comm);
+  optimizer->setup(model);
+  auto [train, test] = chainer::datasets::get_mnist(data_dir);
+  auto test_iter = std::make_shared<chainer::iterators::SerialIterator>(test, 100, false, false);
+  // [accumulate-updater]
+  auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, 400);  // the batch of one update
+  chainer::training::UpdaterOptions options;
+  options.micro_batches = 4;  // forward and backward on 100 examples at a time
+  auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer, nullptr, options);
+  // [end]
+  chainer::training::Trainer trainer(updater, {epochs, chainer::training::Unit::Epoch}, "result_accumulate");
+  trainer.extend(std::make_shared<E::Evaluator>(test_iter, model));
+  if (comm->rank() == 0) {
+    trainer.extend(std::make_shared<E::LogReport>());
+    trainer.extend(std::make_shared<E::PrintReport>(kReport));
+  }
+  trainer.run();
+}
+
 void step2(const std::string& data_dir, double epochs, const std::string& resume) {
   auto comm = chainermn::create_communicator("naive");
   auto model = std::make_shared<L::Classifier>(std::make_shared<MLP>(1000, 10));
@@ -115,7 +140,7 @@ void step2(const std::string& data_dir, double epochs, const std::string& resume
 // [main]
 int main(int argc, char** argv) {
   return chainermn::run_main(argc, argv, [](int argc, char** argv) {
-    const std::string usage = "usage: tutorial single|step1|step2 DATA_DIR [EPOCHS [SNAPSHOT]]";
+    const std::string usage = "usage: tutorial single|step1|step2|accumulate DATA_DIR [EPOCHS [SNAPSHOT]]";
     if (argc < 3) throw chainer::Error(usage);
     const std::string program = argv[1], data_dir = argv[2];
     double epochs = 1;
@@ -128,6 +153,7 @@ int main(int argc, char** argv) {
     if (program == "single") single(data_dir, epochs);
     else if (program == "step1") step1(data_dir, epochs);
     else if (program == "step2") step2(data_dir, epochs, argc > 4 ? argv[4] : "");
+    else if (program == "accumulate") accumulate(data_dir, epochs);
     else throw chainer::Error(usage);
   });
 }

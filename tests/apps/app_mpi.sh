@@ -2,8 +2,8 @@
 # The tutorial programs as users launch them, under mpiexec: mnist_mlp with 2 and 3 processes
 # (naive/bucketed and flat/communicator), a resume of a 2-process run (with 2 processes, and
 # from its checkpoints with 1), and the tutorial's
-# programs (docs/tutorial/tutorial.cpp: step 1, and step 2 with its rank-0 snapshot and a resume
-# of every rank from it). Each job must exit 0 and print from rank 0 only (mpiexec
+# programs (docs/tutorial/tutorial.cpp: step 1, step 1 with gradient accumulation, and step 2
+# with its rank-0 snapshot and a resume of every rank from it). Each job must exit 0 and print from rank 0 only (mpiexec
 # -prepend-rank tags every line with its rank; step 1 excepted, where every worker reports), and
 # mnist_mlp must write its log (test accuracy >= 0.9 after one epoch of a 100-unit model) and
 # one snapshot per rank. Needs the real MNIST in $MNIST_DIR.
@@ -97,6 +97,7 @@ refused "mnist_mlp, 2 processes, CHAINERMN_TIMEOUT=0.05 while rank 0 reads the d
 # fraction of an epoch); step 2 moves the reports to rank 0, which alone writes a snapshot after
 # the epoch, and every rank resumes from that one file.
 ALL_RANKS_PRINT=1 job "tutorial step 1, 2 processes" 2 "$tutorial" step1 "$MNIST_DIR" 0.05
+job "tutorial accumulate (micro-batches), 2 processes" 2 "$tutorial" accumulate "$MNIST_DIR" 0.05
 if job "tutorial step 2, 2 processes" 2 "$tutorial" step2 "$MNIST_DIR" 1; then
   [ -f result_step2/snapshot_iter_300 ] && ! ls result_step2 | grep -q rank ||
     fail "tutorial step 2: expected one snapshot, result_step2/snapshot_iter_300, from rank 0: $(ls result_step2)"

@@ -151,6 +151,36 @@ TEST_CASE("double_buffering: update k steps with the mean of update k-1's gradie
   }
 }
 
+TEST_CASE("double_buffering: with gradient accumulation (no_sync), the lagged means are of the summed passes") {
+  // Each rank's batch of 2 in two passes of one example; the loss is a sum, so the two passes'
+  // gradients add up to the batch's exactly, and the result is the hand run's.
+  auto world = mn::create_communicator("naive");
+  const int size = world->size(), rank = world->rank();
+  for (const Variant& v : kVariants) {
+    CAPTURE(v.comm, v.shared_memory);
+    auto comm = mn::create_communicator(v.comm);
+    auto lin = make_linear(0.25 * rank);
+    auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(kLr), comm, options_for(v, true));
+    opt->setup(lin);
+    for (int u = 1; u <= 6; ++u) {
+      const Tensor x = examples(rank, u);
+      lin->cleargrads();
+      {
+        auto local = opt->no_sync();
+        loss_of(*lin, x.narrow(0, 0, 1), double(size)).backward();
+      }
+      loss_of(*lin, x.narrow(0, 1, 1), double(size)).backward();
+      opt->update();
+    }
+    CHECK(opt->t() == 4);
+    CHECK(params_of(*lin) == hand_run(size, 6, true));
+    const auto& stats = dynamic_cast<mn::MultiNodeOptimizer&>(*opt).reducer()->stats();
+    CHECK(stats.restarts == 0);
+    CHECK(stats.buckets_discarded == 0);
+    CHECK(stats.deferred_grads == 5 * 2);  // W and b, in the first pass of every update after the broadcast
+  }
+}
+
 TEST_CASE("double_buffering: off (the default), each update steps with its own gradients, as before") {
   auto world = mn::create_communicator("naive");
   const int size = world->size(), rank = world->rank();

@@ -820,7 +820,17 @@ struct Variant {
   std::string hook;
   bool reversed = false;    // backward finishes buckets in the opposite order of the plan
   bool manual = false;      // the caller runs backward and then update()
-  bool accumulate = false;  // two backward passes (half batches) before each update
+  // Gradient accumulation: MICRO backward passes on consecutive parts of the rank's batch before
+  // each update, each loss scaled by its part's share of the batch.
+  enum class Accumulate {
+    None,
+    Unannounced,     // by hand, no guard: the reducer redoes the started buckets at the update
+    NoSync,          // by hand, all passes but the last inside the optimizer's no_sync()
+    PassesPerStep,   // by hand, MultiNodeOptimizerOptions::backward_passes_per_step = MICRO
+    Updater,         // StandardUpdater with UpdaterOptions::micro_batches = MICRO
+  };
+  Accumulate accumulate = Accumulate::None;
+  int micro = 2;
   bool shard_update = true;  // the ranks may share the parameters and step a share each
   std::optional<DType> grad_dtype;  // CommunicatorOptions::allreduce_grad_dtype
   double tolerance = 1e-5;          // of the largest relative difference of a parameter
@@ -832,6 +842,7 @@ struct Outcome {
   int64_t t = -1;
   mn::GradientReducer::Stats stats;
   size_t buckets = 0;
+  size_t params = 0;
   bool shared_update = false;
 };
 
@@ -849,19 +860,40 @@ Outcome equivalence(const Variant& v, int64_t b = 4, int k = 4) {
   options.reduction = v.reduction;
   options.reducer = v.reducer;
   options.shard_update = v.shard_update;
+  using A = Variant::Accumulate;
+  if (v.accumulate == A::PassesPerStep) options.backward_passes_per_step = v.micro;
   auto opt = mn::create_multi_node_optimizer(make_actual(v.optimizer), comm, options);
   add_test_hook(*opt, v.hook);
   auto model = make_model(1000 + uint64_t(rank), v.reversed);
   opt->setup(model);
   opt->update();  // the broadcast
 
-  for (int it = 0; it < k; ++it) {
+  if (v.accumulate == A::Updater) {
+    // This rank's batches, one after another, unshuffled.
+    std::vector<Tensor> xs, ts;
+    for (int it = 0; it < k; ++it) {
+      const auto part = rows(data, int64_t(it) * n * b + int64_t(rank) * b, b);
+      xs.push_back(part[0].data());
+      ts.push_back(part[1].data());
+    }
+    auto mine = std::make_shared<datasets::TupleDataset>(std::vector<Tensor>{ops::concat(xs, 0), ops::concat(ts, 0)});
+    training::UpdaterOptions updater_options;
+    updater_options.micro_batches = v.micro;
+    training::StandardUpdater updater(std::make_shared<iterators::SerialIterator>(mine, b, true, false), opt, nullptr,
+                                      updater_options);
+    for (int it = 0; it < k; ++it) updater.update();
+  }
+  for (int it = 0; it < k && v.accumulate != A::Updater; ++it) {
     const int64_t start = int64_t(it) * n * b + int64_t(rank) * b;
-    if (v.accumulate) {
+    if (v.accumulate != A::None) {
       model->cleargrads();
-      for (int half = 0; half < 2; ++half) {
-        Variable loss = model->forward_args(rows(data, start + half * b / 2, b / 2))[0];
-        F::mul(loss, 0.5).backward();
+      const int64_t part = b / v.micro;
+      std::optional<Optimizer::NoSync> local;
+      if (v.accumulate == A::NoSync) local.emplace(opt->no_sync());
+      for (int i = 0; i < v.micro; ++i) {
+        Variable loss = model->forward_args(rows(data, start + i * part, part))[0];
+        if (i + 1 == v.micro) local.reset();
+        F::mul(loss, 1.0 / v.micro).backward();
       }
       opt->update();
     } else if (v.manual) {
@@ -889,6 +921,7 @@ Outcome equivalence(const Variant& v, int64_t b = 4, int k = 4) {
     out.stats = mno.reducer()->stats();
     out.buckets = mno.reducer()->bucket_names().size();
   }
+  out.params = model->namedparams().size();
   return out;
 }
 
@@ -947,6 +980,26 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
     small.reducer.first_bucket_bytes = 64;
     small.reducer.bucket_bytes = 200;
     cases.emplace_back("bucketed-small/" + optimizer, small);
+    // Gradient accumulation announced to the reducer: 2 (or 4) micro-batches of a rank's batch
+    // of 4 equal that batch, reduced once per update. Through shared memory (gradients packed
+    // from their hooks) and through messages, several buckets.
+    using A = Variant::Accumulate;
+    for (const auto& [name, how] : {std::pair{"no_sync", A::NoSync}, std::pair{"passes_per_step", A::PassesPerStep},
+                                    std::pair{"updater", A::Updater}}) {
+      Variant acc = bucketed;
+      acc.accumulate = how;
+      cases.emplace_back(std::string("bucketed-") + name + "/" + optimizer, acc);
+      acc = small;
+      acc.accumulate = how;
+      acc.reducer.shared_memory = false;
+      acc.micro = 4;
+      cases.emplace_back(std::string("bucketed-small-mpi-") + name + "-4/" + optimizer, acc);
+    }
+    // The updater splitting a batch of 4 in 3 (2, 1, 1) over the communicator's own reduction.
+    Variant uneven = naive;
+    uneven.accumulate = A::Updater;
+    uneven.micro = 3;
+    cases.emplace_back("naive-updater-3/" + optimizer, uneven);
   }
   Variant over_mpi;  // the MPI path on one host too, each rank stepping all parameters
   over_mpi.reducer.shared_memory = false;
@@ -965,9 +1018,9 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
   v.manual = true;
   cases.emplace_back("bucketed-small-manual-backward/adam", v);
   v.manual = false;
-  v.accumulate = true;
-  cases.emplace_back("bucketed-small-accumulate/adam", v);
-  v.accumulate = false;
+  v.accumulate = Variant::Accumulate::Unannounced;
+  cases.emplace_back("bucketed-small-accumulate-unannounced/adam", v);
+  v.accumulate = Variant::Accumulate::None;
   v.comm = "flat";
   v.hook = "weight_decay";
   cases.emplace_back("bucketed-small/adam+weight_decay", v);
@@ -1004,14 +1057,20 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
       // The first bucket is 64 bytes: several buckets. The default plan has one.
       if (variant.reducer.first_bucket_bytes == 64) CHECK(out.buckets >= 3);
       else CHECK(out.buckets == 1);
-      // Every backward finishes all gradients, so every bucket started during backward...
-      if (!variant.accumulate) {
+      // Every backward finishes all gradients, so every bucket started during backward (with
+      // accumulation, during the last pass: each update reduced once, nothing thrown away)...
+      if (variant.accumulate != Variant::Accumulate::Unannounced) {
         CHECK(out.stats.buckets_from_hooks == int64_t(4 * out.buckets));
         CHECK(out.stats.buckets_at_finalize == 0);
         CHECK(out.stats.restarts == 0);
+        CHECK(out.stats.buckets_discarded == 0);
+        const int64_t deferred_passes = variant.accumulate == Variant::Accumulate::None ? 0 : variant.micro - 1;
+        CHECK(out.stats.deferred_grads == int64_t(4 * out.params) * deferred_passes);
       } else {
-        // ...except that the second backward of an accumulation redoes them at the update.
+        // ...except that an unannounced second backward redoes them all at the update.
         CHECK(out.stats.restarts == 4);
+        CHECK(out.stats.buckets_discarded == int64_t(4 * out.buckets));
+        CHECK(out.stats.buckets_at_finalize == int64_t(4 * out.buckets));
       }
       if (variant.reversed) CHECK(out.stats.waited_for_earlier > 0);
       // Ranks all on one host average through shared memory unless it is turned off; across
@@ -1021,6 +1080,183 @@ TEST_CASE("multi_node: N workers with batch b equal one process with batch N*b")
       CHECK(out.stats.held_fallbacks == 0);
     }
   }
+}
+
+namespace {
+
+// The gradients, by name, that MODEL's parameters would get from averaging over the ranks the
+// sum of backward passes on each rank's batches PASSES (batch i of rank r: rows 12 r + 4 i, 4),
+// each loss times SCALE, computed here on one copy of MODEL's current parameters.
+std::map<std::string, std::vector<double>> expected_mean(const Link& model, const Data& data, int n,
+                                                         const std::vector<int>& passes, double scale = 1.0) {
+  auto ref = make_model(7);
+  const auto from = model.namedparams();
+  auto to = ref->namedparams();
+  for (size_t i = 0; i < from.size(); ++i) to[i].second.set_data(from[i].second.data().clone());
+  ref->cleargrads();
+  for (int r = 0; r < n; ++r)
+    for (int i : passes) (ref->forward_args(rows(data, 12 * r + 4 * i, 4))[0] * scale).backward();
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& [name, p] : ref->namedparams()) {
+    out[name] = p.grad().to_vector<double>();
+    for (double& g : out[name]) g /= n;
+  }
+  return out;
+}
+
+// max over parameters of max |grad - expected| / max |expected|.
+double grad_difference(const Link& model, const std::map<std::string, std::vector<double>>& expected) {
+  double worst = 0;
+  for (const auto& [name, p] : model.namedparams()) {
+    if (!p.grad().defined() || !expected.count(name)) return INFINITY;
+    const auto g = p.grad().to_vector<double>();
+    const auto& e = expected.at(name);
+    if (g.size() != e.size()) return INFINITY;
+    double diff = 0, scale = 1e-30;
+    for (size_t i = 0; i < g.size(); ++i) {
+      diff = std::max(diff, std::abs(g[i] - e[i]));
+      scale = std::max(scale, std::abs(e[i]));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("multi_node: no_sync: passes inside it start nothing, the first pass after it reduces their sum") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  const Data data = make_data(int64_t(n) * 12);
+  mn::MultiNodeOptimizerOptions options;
+  options.reducer.first_bucket_bytes = 64;  // several buckets
+  options.reducer.bucket_bytes = 200;
+  auto opt = mn::create_multi_node_optimizer(make_actual("sgd"), comm, options);
+  auto model = make_model(1000 + uint64_t(rank));
+  opt->setup(model);
+  opt->update();  // the broadcast
+  const mn::GradientReducer& reducer = *dynamic_cast<mn::MultiNodeOptimizer&>(*opt).reducer();
+  const auto stats = [&] { return reducer.stats(); };
+  const int64_t buckets = int64_t(reducer.bucket_names().size()), params = int64_t(model->namedparams().size());
+  CHECK(buckets >= 3);
+  auto pass = [&](int i) { model->forward_args(rows(data, 12 * rank + 4 * i, 4))[0].backward(); };
+
+  SECTION("two passes inside, one after: one reduction during the last pass") {
+    // Three micro-batches of 4, each loss divided by 3: the update of the batch of 12 (docs/tutorial.md).
+    const int k = 3;
+    const auto expected = expected_mean(*model, data, n, {0, 1, 2}, 1.0 / k);
+    std::vector<std::vector<Variable>> micro_batch;
+    for (int i = 0; i < k; ++i) micro_batch.push_back(rows(data, 12 * rank + 4 * i, 4));
+    const auto loss_of = [&](const std::vector<Variable>& x) { return model->forward_args(x)[0] / double(k); };
+    const auto& optimizer = opt;
+    // [no-sync]
+    model->cleargrads();
+    {
+      auto local = optimizer->no_sync();  // these backward passes only add up their gradients
+      for (int i = 0; i + 1 < k; ++i) loss_of(micro_batch[i]).backward();
+    }
+    loss_of(micro_batch[k - 1]).backward();  // the averaging of the sum starts during this one
+    optimizer->update();                     // one step, with the mean over the ranks of the sum
+    // [end]
+    CHECK(reducer.backward_sync());
+    // Nothing started before the last pass (a bucket started earlier would have been redone).
+    CHECK(stats().deferred_grads == 2 * params);
+    CHECK(stats().buckets_from_hooks == buckets);
+    CHECK(stats().steps == 1);
+    CHECK(stats().buckets_at_finalize == 0);
+    CHECK(stats().restarts == 0);
+    CHECK(stats().buckets_discarded == 0);
+    CHECK(grad_difference(*model, expected) < 1e-5);
+    CHECK(params_equal_to_rank0(*comm, *model));
+  }
+  SECTION("update() inside no_sync still reduces the sum, at the update") {
+    const auto expected = expected_mean(*model, data, n, {0, 1});
+    model->cleargrads();
+    {
+      auto local = opt->no_sync();
+      CHECK_FALSE(reducer.backward_sync());
+      pass(0);
+      pass(1);
+      opt->update();
+    }
+    CHECK(stats().buckets_from_hooks == 0);
+    CHECK(stats().buckets_at_finalize == buckets);
+    CHECK(stats().restarts == 0);
+    CHECK(grad_difference(*model, expected) < 1e-5);
+    CHECK(params_equal_to_rank0(*comm, *model));
+  }
+  SECTION("a pass inside no_sync after the buckets started is still summed: they are redone") {
+    const auto expected = expected_mean(*model, data, n, {0, 1});
+    model->cleargrads();
+    pass(0);
+    {
+      auto local = opt->no_sync();
+      pass(1);
+    }
+    opt->update();
+    CHECK(stats().restarts == 1);
+    CHECK(stats().buckets_discarded == buckets);
+    CHECK(grad_difference(*model, expected) < 1e-5);
+    CHECK(params_equal_to_rank0(*comm, *model));
+  }
+}
+
+TEST_CASE("multi_node: backward_passes_per_step: buckets start in the k-th pass; fewer passes reduce at the update") {
+  auto comm = world();
+  const int n = comm->size(), rank = comm->rank();
+  const Data data = make_data(int64_t(n) * 12);
+  mn::MultiNodeOptimizerOptions options;
+  options.reducer.first_bucket_bytes = 64;
+  options.reducer.bucket_bytes = 200;
+  options.backward_passes_per_step = 3;
+  auto opt = mn::create_multi_node_optimizer(make_actual("sgd"), comm, options);
+  auto model = make_model(1000 + uint64_t(rank));
+  opt->setup(model);
+  opt->update();  // the broadcast
+  const mn::GradientReducer& reducer = *dynamic_cast<mn::MultiNodeOptimizer&>(*opt).reducer();
+  CHECK(reducer.options().backward_passes_per_step == 3);
+  const int64_t buckets = int64_t(reducer.bucket_names().size());
+  auto pass = [&](int i) { model->forward_args(rows(data, 12 * rank + 4 * i, 4))[0].backward(); };
+
+  auto expected = expected_mean(*model, data, n, {0, 1, 2});
+  model->cleargrads();
+  pass(0);
+  pass(1);
+  CHECK(reducer.stats().buckets_from_hooks == 0);
+  pass(2);
+  CHECK(reducer.stats().buckets_from_hooks == buckets);
+  opt->update();
+  CHECK(reducer.stats().buckets_at_finalize == 0);
+  CHECK(reducer.stats().restarts == 0);
+  CHECK(grad_difference(*model, expected) < 1e-5);
+  // Two passes, then the update: all buckets start there, with the sum of the two.
+  expected = expected_mean(*model, data, n, {0, 1});
+  model->cleargrads();
+  pass(0);
+  pass(1);
+  opt->update();
+  CHECK(reducer.stats().buckets_from_hooks == buckets);
+  CHECK(reducer.stats().buckets_at_finalize == buckets);
+  CHECK(reducer.stats().restarts == 0);
+  CHECK(grad_difference(*model, expected) < 1e-5);
+  CHECK(params_equal_to_rank0(*comm, *model));
+}
+
+TEST_CASE("multi_node: backward_passes_per_step below 1, or set twice differently, is refused") {
+  auto comm = world();
+  mn::MultiNodeOptimizerOptions options;
+  options.backward_passes_per_step = 0;
+  CHECK_THROWS_WITH(mn::create_multi_node_optimizer(make_actual("sgd"), comm, options),
+                    Catch::Contains("create_multi_node_optimizer: backward_passes_per_step must be at least 1, got 0"));
+  options.backward_passes_per_step = 2;
+  options.reducer.backward_passes_per_step = 3;
+  CHECK_THROWS_WITH(mn::create_multi_node_optimizer(make_actual("sgd"), comm, options),
+                    Catch::Contains("create_multi_node_optimizer: reducer.backward_passes_per_step is 3 but "
+                                    "backward_passes_per_step is 2; set backward_passes_per_step only"));
+  mn::GradientReducerOptions reducer_options;
+  reducer_options.backward_passes_per_step = -1;
+  CHECK_THROWS_WITH(mn::GradientReducer(comm, reducer_options),
+                    Catch::Contains("GradientReducer: backward_passes_per_step must be at least 1, got -1"));
 }
 
 namespace {

@@ -222,3 +222,34 @@ TEST_CASE("converter: a Trainer runs the converter path with the Evaluator as an
   CHECK(trainer.observation().at("validation/main/loss").value() < before / 2);  // it learned
   std::filesystem::remove_all(out);
 }
+
+TEST_CASE("converter: micro_batches converts each micro-batch's examples apart; the update is the whole batch's") {
+  // Batches of 4 ragged sequences in 1 (the reference), 2 (2, 2) and 3 micro-batches (2, 1, 1).
+  const auto dataset = std::make_shared<ListDataset>(sequences(8));
+  std::vector<double> w;
+  std::vector<std::vector<size_t>> converted;  // the batch size each converter call saw, per run
+  for (int micro : {1, 2, 3}) {
+    auto model = std::make_shared<SequenceSum>(0.5);
+    auto sgd = std::make_shared<SGD>(0.05);
+    sgd->setup(model);
+    converted.emplace_back();
+    training::UpdaterOptions options;
+    options.micro_batches = micro;
+    training::StandardUpdater updater(
+        std::make_shared<iterators::SerialIterator>(dataset, 4, true, false), sgd,
+        [&](const std::vector<Example>& b, Device d) {
+          converted.back().push_back(b.size());
+          return convert(b, d);
+        },
+        [&](const ConvertedBatch& in) { return model->loss(in.list("xs"), in.tensor("t")); }, options);
+    for (int step = 0; step < 4; ++step) updater.update();
+    CHECK(updater.epoch_detail() == 2.0);
+    w.push_back(model->w());
+  }
+  CHECK(converted[0] == std::vector<size_t>(4, 4));
+  CHECK(converted[1] == std::vector<size_t>{2, 2, 2, 2, 2, 2, 2, 2});
+  CHECK(converted[2] == std::vector<size_t>{2, 1, 1, 2, 1, 1, 2, 1, 1, 2, 1, 1});
+  CHECK(w[0] != 0.5);
+  CHECK(w[1] == Approx(w[0]).epsilon(1e-6));
+  CHECK(w[2] == Approx(w[0]).epsilon(1e-6));
+}

@@ -26,6 +26,7 @@
 #include "nn/links/classifier.h"
 #include "nn/links/linear.h"
 #include "nn/optimizers/adam.h"
+#include "nn/optimizers/momentum_sgd.h"
 #include "training/training.h"
 
 using namespace chainer;
@@ -1284,4 +1285,190 @@ TEST_CASE("training: a second optimizer over the main model's links leaves the m
   const std::set<std::string> keys = keys_of(log->log()[0]);
   CHECK(keys.count("main/loss") == 1);
   CHECK(keys.count("second/loss") == 0);
+}
+
+// =============================================================================================
+// Gradient accumulation (UpdaterOptions::micro_batches)
+
+namespace {
+
+// Records when the optimizer's gradient sync goes off and on (no_sync guards).
+struct SyncSpy : optimizers::MomentumSGD {
+  std::vector<std::string>* events;
+  explicit SyncSpy(std::vector<std::string>* e) : MomentumSGD(0.1, 0.9), events(e) {}
+  void grad_sync_changed(bool sync) override { events->push_back(sync ? "sync" : "no_sync"); }
+};
+
+// Six updates with batches of 12 (seeded shuffle, no dropout) whose batches are split into MICRO
+// micro-batches: the final parameters, each iteration's observation, and the batch size of every
+// forward.
+struct MicroRun {
+  std::shared_ptr<L::Classifier> model;
+  std::shared_ptr<Optimizer> optimizer;
+  std::vector<Observation> observations;
+  std::vector<int64_t> sizes;
+  double epoch_detail = 0;
+  int64_t iteration = 0;
+};
+MicroRun run_micro(const std::string& optimizer, int micro) {
+  TempDir dir("micro");
+  random::seed(0);
+  MicroRun r;
+  r.model = std::make_shared<L::Classifier>(std::make_shared<Net>(16, 0.0));
+  if (optimizer == "adam") r.optimizer = std::make_shared<optimizers::Adam>(0.01);
+  else r.optimizer = std::make_shared<optimizers::MomentumSGD>(0.1, 0.9);
+  r.optimizer->setup(r.model);
+  auto it = std::make_shared<iterators::SerialIterator>(make_dataset(30, 3), 12, true, true, 7);
+  training::UpdaterOptions options;
+  options.micro_batches = micro;
+  auto updater = std::make_shared<training::StandardUpdater>(
+      it, r.optimizer,
+      [&](const std::vector<Variable>& in) {
+        r.sizes.push_back(in.at(0).shape()[0]);
+        return r.model->forward_args(in).at(0);
+      },
+      options);
+  Trainer trainer(updater, IntervalTrigger(6, Unit::Iteration), dir.path.string());
+  auto recorder = std::make_shared<Recorder>();
+  trainer.extend(recorder, "", IntervalTrigger(1, Unit::Iteration));
+  trainer.run();
+  r.observations = recorder->observations;
+  r.epoch_detail = updater->epoch_detail();
+  r.iteration = updater->iteration();
+  return r;
+}
+
+// max over parameters of max |a - b| / max |b|.
+double relative_difference(const Link& a, const Link& b) {
+  const auto pa = a.namedparams(), pb = b.namedparams();
+  if (pa.size() != pb.size()) return INFINITY;
+  double worst = 0;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const auto va = pa[i].second.data().to_vector<double>(), vb = pb[i].second.data().to_vector<double>();
+    if (va.size() != vb.size()) return INFINITY;
+    double diff = 0, scale = 1e-30;
+    for (size_t j = 0; j < va.size(); ++j) {
+      diff = std::max(diff, std::abs(va[j] - vb[j]));
+      scale = std::max(scale, std::abs(vb[j]));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("training: micro_batches splits each batch; updates and reported means equal the whole batch's") {
+  for (const std::string optimizer : {"adam", "momentum"}) {
+    const MicroRun whole = run_micro(optimizer, 1);
+    REQUIRE(whole.sizes == std::vector<int64_t>(6, 12));
+    // 12 examples in 3 (4 each), in 5 (numpy.array_split: 3, 3, 2, 2, 2), in 16 (12 of one: no empty one).
+    for (const auto& [micro, sizes] : std::vector<std::pair<int, std::vector<int64_t>>>{
+             {3, {4, 4, 4}}, {5, {3, 3, 2, 2, 2}}, {16, std::vector<int64_t>(12, 1)}}) {
+      CAPTURE(optimizer, micro);
+      const MicroRun split = run_micro(optimizer, micro);
+      std::vector<int64_t> expected;
+      for (int i = 0; i < 6; ++i) expected.insert(expected.end(), sizes.begin(), sizes.end());
+      CHECK(split.sizes == expected);
+      // One update per batch: the same iterations, epochs and optimizer steps.
+      CHECK(split.iteration == 6);
+      CHECK(split.epoch_detail == whole.epoch_detail);
+      CHECK(split.optimizer->t() == 6);
+      // The large batch's update, to float rounding (the parameters have moved: not trivially equal).
+      CHECK(relative_difference(*split.model, *whole.model) < 1e-5);
+      // Reported once per iteration, as the whole batch's loss and accuracy.
+      REQUIRE(split.observations.size() == 6);
+      for (size_t i = 0; i < 6; ++i) {
+        CAPTURE(i);
+        for (const char* key : {"main/loss", "main/accuracy"}) {
+          REQUIRE(split.observations[i].count(key) == 1);
+          CHECK(split.observations[i].at(key).value() ==
+                Approx(whole.observations[i].at(key).value()).epsilon(1e-5).margin(1e-6));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("training: with micro_batches every backward but the last runs inside the optimizer's no_sync") {
+  std::vector<std::string> events;
+  random::seed(0);
+  auto model = std::make_shared<L::Classifier>(std::make_shared<Net>(8, 0.0));
+  auto opt = std::make_shared<SyncSpy>(&events);
+  opt->setup(model);
+  auto it = std::make_shared<iterators::SerialIterator>(make_dataset(12, 1), 12, true, false);
+  training::UpdaterOptions options;
+  options.micro_batches = 3;
+  training::StandardUpdater updater(
+      it, opt,
+      [&](const std::vector<Variable>& in) {
+        events.push_back(opt->grad_sync() ? "forward" : "forward (no_sync)");
+        return model->forward_args(in).at(0);
+      },
+      options);
+  updater.update();
+  // The last forward also runs inside it; the guard ends before the last backward.
+  CHECK(events == std::vector<std::string>{"no_sync", "forward (no_sync)", "forward (no_sync)", "forward (no_sync)",
+                                           "sync"});
+  CHECK(opt->grad_sync());
+  CHECK(opt->t() == 1);
+  // One micro-batch: no guard at all.
+  events.clear();
+  options.micro_batches = 1;
+  training::StandardUpdater plain(it, opt, [&](const std::vector<Variable>& in) {
+    events.push_back(opt->grad_sync() ? "forward" : "forward (no_sync)");
+    return model->forward_args(in).at(0);
+  }, options);
+  plain.update();
+  CHECK(events == std::vector<std::string>{"forward"});
+}
+
+TEST_CASE("training: no_sync on a plain optimizer nests and changes nothing; micro_batches below 1 is refused") {
+  std::vector<std::string> events;
+  SyncSpy opt(&events);
+  CHECK(opt.grad_sync());
+  {
+    auto outer = opt.no_sync();
+    CHECK_FALSE(opt.grad_sync());
+    {
+      auto inner = opt.no_sync();
+      CHECK_FALSE(opt.grad_sync());
+    }
+    CHECK_FALSE(opt.grad_sync());
+  }
+  CHECK(opt.grad_sync());
+  CHECK(events == std::vector<std::string>{"no_sync", "sync"});  // once each way
+
+  auto model = std::make_shared<L::Classifier>(std::make_shared<Net>(8, 0.0));
+  auto adam = std::make_shared<optimizers::Adam>();
+  adam->setup(model);
+  auto it = std::make_shared<iterators::SerialIterator>(make_dataset(12, 1), 4);
+  training::UpdaterOptions options;
+  options.micro_batches = 0;
+  REQUIRE_THROWS_WITH(training::StandardUpdater(it, adam, nullptr, options),
+                      Catch::Contains("StandardUpdater: micro_batches must be at least 1 (the micro-batches each batch "
+                                      "is split into), got 0"));
+}
+
+TEST_CASE("training: micro_batches refuses a batch whose arrays it cannot split along their first axis") {
+  // An iterator whose batches carry one more array, a scalar, besides the stacked fields.
+  struct WithScalar : iterators::SerialIterator {
+    using SerialIterator::SerialIterator;
+    std::vector<Tensor> next_batch() override {
+      std::vector<Tensor> b = SerialIterator::next_batch();
+      b.push_back(Tensor::scalar(1.0));
+      return b;
+    }
+  };
+  auto model = std::make_shared<L::Classifier>(std::make_shared<Net>(8, 0.0));
+  auto adam = std::make_shared<optimizers::Adam>();
+  adam->setup(model);
+  training::UpdaterOptions options;
+  options.micro_batches = 2;
+  training::StandardUpdater updater(
+      std::make_shared<WithScalar>(make_dataset(12, 1), 4), adam,
+      [&](const std::vector<Variable>& in) { return model->forward_args({in.at(0), in.at(1)}).at(0); }, options);
+  REQUIRE_THROWS_WITH(updater.update(), Catch::Contains("StandardUpdater: micro_batches splits every array of a batch "
+                                                        "along its first axis, but array 2 has shape ()"));
+  CHECK(adam->t() == 0);
 }
