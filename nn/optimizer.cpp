@@ -127,11 +127,11 @@ void Optimizer::set_update_partition(std::shared_ptr<UpdatePartition> partition)
   partition_ = std::move(partition);
 }
 
-void Optimizer::update(const std::function<Variable()>& lossfun) {
+void Optimizer::update(const std::function<Variable()>& lossfun, bool retain_graph) {
   require_target("update");
   Variable loss = lossfun();
   target_->cleargrads();
-  loss.backward();
+  loss.backward({.retain_graph = retain_graph});
   update();
 }
 

@@ -68,13 +68,14 @@ void StandardUpdater::update_core() {
       std::vector<Variable> inputs;
       for (const Tensor& t : in.tensors("StandardUpdater")) inputs.emplace_back(t);
       return opt.target().forward_args(inputs).at(0);
-    });
+    }, /*retain_graph=*/false);  // nothing backpropagates this graph again: free it as backward goes
     if (it.is_new_epoch()) opt.new_epoch();
     return;
   }
   const std::vector<Tensor> arrays = it.next_batch();
   const auto step = [&](const std::vector<Variable>& inputs) {
-    opt.update([&] { return loss_func_ ? loss_func_(inputs) : opt.target().forward_args(inputs).at(0); });
+    opt.update([&] { return loss_func_ ? loss_func_(inputs) : opt.target().forward_args(inputs).at(0); },
+               /*retain_graph=*/false);
   };
   if (options_.cuda_graph) graph_step_.run(opt, device(), arrays, step);  // eager off CUDA devices
   else CudaGraphStep::eager(device(), arrays, step);
