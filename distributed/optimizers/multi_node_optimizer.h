@@ -158,7 +158,7 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   using Signature = std::vector<std::pair<std::string, chainer::Shape>>;
   static Signature signature_of(const chainer::Link& link);
   // Plans the shared update over LINK when it applies (collective), after dropping the old plan.
-  void share_update(const chainer::Link& link);
+  void share_update(chainer::Link& link);
   void unshare_update();
 
   std::shared_ptr<chainer::Optimizer> actual_;
