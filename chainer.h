@@ -6,6 +6,8 @@
 #pragma once
 
 #include "autograd/computational_graph.h"
+#include "autograd/function_hook.h"
+#include "autograd/function_hooks/timer_hook.h"
 #include "autograd/function_node.h"
 #include "autograd/gradient_check.h"
 #include "autograd/variable.h"

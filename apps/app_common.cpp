@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -56,6 +57,16 @@ std::string Args::value() {
 
 int64_t Args::integer(int64_t min, int64_t max) { return chainer::parse_integer(value(), names_, min, max); }
 
+double Args::positive_number(double above) {
+  const std::string text = value();
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+    throw Error(str(names_, " expects a number, got '", text, "'"));
+  if (!(v > above)) throw Error(str(names_, " must be greater than ", above, ", got ", text));
+  return v;
+}
+
 bool Args::value_follows() const { return inline_value_ || (at_ < words_.size() && words_[at_][0] != '-'); }
 
 void Args::unknown() const { throw Error(str("unknown option '", option_, "' (see --help)")); }
@@ -93,9 +104,31 @@ void set_threads(const CommonOptions& o) {
   chainer::set_num_threads(o.threads);
 }
 
-std::string common_usage(const CommonOptions& d) {
+namespace {
+// TEXT without the entries of the options in OWN: an entry is its option's line and the lines
+// under it that continue its description (indented past the option column).
+std::string without_options(const std::string& text, const std::vector<std::string>& own) {
+  std::string out;
+  bool dropping = false;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const bool continuation = line.starts_with(std::string(22, ' '));
+    if (!continuation) {
+      dropping = false;
+      for (const std::string& o : own)
+        if (line.find(o + " ") != std::string::npos || line.ends_with(o)) dropping = true;
+    }
+    if (!dropping) out += line + "\n";
+  }
+  return out;
+}
+}  // namespace
+
+std::string common_usage(const CommonOptions& d, const std::vector<std::string>& own) {
   const bool mnist = d.data_set == Data::MNIST;
-  return str("  -b, --batchsize N   examples per mini-batch (default ", d.batchsize, ")\n",
+  return without_options(str("  -b, --batchsize N   examples per mini-batch (default ", d.batchsize, ")\n",
              "  -e, --epoch N       passes over the training set (default ", d.epoch, ")\n",
              d.unit != 0 ? str("  -u, --unit N        units in each hidden layer (default ", d.unit, ")\n") : "",
              R"(  -o, --out DIR       directory for the log and snapshots (default result)
@@ -123,7 +156,7 @@ std::string common_usage(const CommonOptions& d) {
       --no-plot       draw no loss.png and accuracy.png (default: draw them, where this build
                       has cairo; --plot asks for them, and warns without it)
   -h, --help          show this help
-)");
+)"), own);
 }
 
 std::string find_mnist(const std::string& data_flag) {

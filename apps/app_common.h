@@ -30,6 +30,8 @@ class Args {
   std::string value();  // the option's value: after '=', or the next word; never empty
   // The value as an integer in [MIN, MAX]; errors name the option as "-b/--batchsize".
   int64_t integer(int64_t min, int64_t max = std::numeric_limits<int64_t>::max());
+  // The value as a finite number greater than ABOVE (a learning rate: "0.05", "5e-2").
+  double positive_number(double above = 0.0);
   // Whether a value follows (after '=', or a next word that is not an option): for --gpu [ID].
   bool value_follows() const;
   [[noreturn]] void unknown() const;
@@ -79,8 +81,8 @@ void set_threads(const CommonOptions& o);
 // Reads the current option into O when it is one of CommonOptions'; false otherwise.
 bool read_common_option(Args& args, CommonOptions& o);
 // Their lines of the usage text, with the defaults and the data set of DEFAULTS (and -u only
-// where the app has it).
-std::string common_usage(const CommonOptions& defaults);
+// where the app has it), less the options in OWN ("--timing"), which the app describes itself.
+std::string common_usage(const CommonOptions& defaults, const std::vector<std::string>& own = {});
 
 // --data, then $MNIST_DIR, then ./data/mnist, then ../shared/datasets/mnist; an error lists
 // where it looked and where to get the files.

@@ -41,7 +41,7 @@ std::string usage(bool data_parallel) {
                       single_node, pure_nccl (default with --gpu), non_cuda_aware
 )"
                            : "",
-             common_usage(Options{}));
+             common_usage(Options{}, {"--test-size", "--timing"}));
 }
 
 Options parse(int argc, char** argv, const std::string& usage_text, bool data_parallel) {

@@ -6,6 +6,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -116,7 +117,16 @@ void Variable::backward(const BackwardOptions& options) const {
       gys.push_back(g.defined() ? std::move(g)
                                 : Tensor::zeros(f->output_shapes()[i], f->output_dtypes()[i], f->output_devices()[i]));
     }
+    // Hooks (autograd/function_hook.h) see the inputs' arrays and the outputs' gradients; with
+    // none registered, this is the one check.
+    std::vector<Tensor> in_data;
+    const bool hooked = detail::t_function_hook_count != 0;
+    if (hooked) [[unlikely]] {
+      for (const auto& in : f->inputs()) in_data.push_back(in->data);
+      detail::run_backward_preprocess(*f, in_data, gys);
+    }
     std::vector<Tensor> gxs = f->backward(gys);
+    if (hooked) [[unlikely]] detail::run_backward_postprocess(*f, in_data, gys);
     check_gradients(*f, gxs);
     for (size_t i = 0; i < gxs.size(); ++i) {
       const std::shared_ptr<VariableNode>& in = f->inputs()[i];

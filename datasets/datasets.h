@@ -3,6 +3,7 @@
 /// image files and their preprocessing, lists of examples of any shapes, the seq2seq examples'
 /// text data, batching, converters and iterators.
 #pragma once
+#include "datasets/cifar.h"
 #include "datasets/cmudict.h"
 #include "datasets/concat_examples.h"
 #include "datasets/converter.h"

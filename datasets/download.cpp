@@ -42,35 +42,50 @@ fs::path home_directory() {
               "set CHAINER_DATASET_ROOT to the directory that holds (or may hold) the data sets");
 }
 
-bool is_sha256(const std::string& text) {
-  if (text.size() != 64) return false;
+bool is_hex(const std::string& text, size_t digits) {
+  if (text.size() != digits) return false;
   for (char c : text)
     if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
   return true;
 }
+
+bool is_sha256(const std::string& text) { return is_hex(text, 64); }
 
 std::string lower(std::string text) {
   for (char& c : text) c = char(std::tolower(static_cast<unsigned char>(c)));
   return text;
 }
 
-// SHA-256 over bytes fed in pieces, through OpenSSL's EVP interface.
-class Sha256 {
+// The sum a file is checked against: SHA-256, or MD5 for a data set whose publisher gives only
+// MD5 sums (CIFAR's page); a SHA-256 is preferred wherever one is known.
+struct Checksum {
+  bool md5 = false;
+  std::string hex;  // lowercase
+  const char* name() const { return md5 ? "MD5" : "SHA-256"; }
+};
+
+Checksum checksum_of(const RemoteFile& file) {
+  return file.sha256.empty() ? Checksum{true, lower(file.md5)} : Checksum{false, lower(file.sha256)};
+}
+
+// A digest (SHA-256 or MD5) over bytes fed in pieces, through OpenSSL's EVP interface.
+class Digest {
  public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1)
-      throw Error("OpenSSL (libcrypto) cannot start a SHA-256 digest; is the library installed whole?");
+  explicit Digest(bool md5 = false) : ctx_(EVP_MD_CTX_new()), name_(md5 ? "MD5" : "SHA-256") {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_, md5 ? EVP_md5() : EVP_sha256(), nullptr) != 1)
+      throw Error(str("OpenSSL (libcrypto) cannot start a ", name_, " digest; is the library installed whole?"));
   }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
+  ~Digest() { EVP_MD_CTX_free(ctx_); }
+  Digest(const Digest&) = delete;
+  Digest& operator=(const Digest&) = delete;
 
   bool update(const void* data, size_t size) { return EVP_DigestUpdate(ctx_, data, size) == 1; }
 
   std::string hex() {
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned size = 0;
-    if (EVP_DigestFinal_ex(ctx_, digest, &size) != 1) throw Error("OpenSSL (libcrypto) cannot finish a SHA-256 digest");
+    if (EVP_DigestFinal_ex(ctx_, digest, &size) != 1)
+      throw Error(str("OpenSSL (libcrypto) cannot finish a ", name_, " digest"));
     static const char* digits = "0123456789abcdef";
     std::string out;
     for (unsigned i = 0; i < size; ++i) {
@@ -82,6 +97,7 @@ class Sha256 {
 
  private:
   EVP_MD_CTX* ctx_;
+  const char* name_;
 };
 
 // Partial files: a download writes to "." NAME ".download-" and mkstemp's six letters and digits,
@@ -251,10 +267,10 @@ enum class Abandoned { no, deadline, min_rate };
 
 // What one transfer has written so far, and its progress against the limits.
 struct Transfer {
-  Transfer(TempFile* file, Sha256* sum, const DownloadLimits& limits)
+  Transfer(TempFile* file, Digest* sum, const DownloadLimits& limits)
       : file(file), sum(sum), limits(limits), start(Clock::now()), window_start(start) {}
   TempFile* file;
-  Sha256* sum;
+  Digest* sum;
   DownloadLimits limits;
   Clock::time_point start;
   Clock::time_point window_start;  // the stretch of min_rate_time seconds being measured
@@ -323,16 +339,16 @@ std::string size_note(uint64_t actual, uint64_t size) {
   return str(" (expected ", size, actual < size ? " bytes: cut short)" : " bytes: too long)");
 }
 
-// Downloads URL to PATH checked against SHA256 (and SIZE where known, for the message); returns
+// Downloads URL to PATH checked against EXPECTED (and SIZE where known, for the message); returns
 // what went wrong, or nothing on success.
-std::optional<std::string> try_download(const std::string& url, const fs::path& path, const std::string& sha256,
+std::optional<std::string> try_download(const std::string& url, const fs::path& path, const Checksum& expected,
                                         uint64_t size, const DownloadLimits& limits) {
   init_curl();
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
   if (!curl) return "libcurl cannot create a transfer (out of memory?)";
   remove_stale_partials(path);
   TempFile file(path);
-  Sha256 sum;
+  Digest sum(expected.md5);
   char curl_message[CURL_ERROR_SIZE] = "";
   CURL* h = curl.get();
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
@@ -404,8 +420,9 @@ std::optional<std::string> try_download(const std::string& url, const fs::path& 
       return curl_error;
   }
   const std::string got = sum.hex();
-  if (got != lower(sha256))
-    return str("checksum mismatch: expected SHA-256 ", lower(sha256), ", got ", got, " over the ", transfer.bytes,
+  if (got != expected.hex)
+    return str("checksum mismatch: expected ", expected.name(), " ", expected.hex, ", got ", got, " over the ",
+               transfer.bytes,
                " bytes that arrived", size_note(transfer.bytes, size),
                " (a corrupted transfer, or the server holds another file)");
   file.commit(path);
@@ -418,15 +435,16 @@ std::string cached_file_damage(const fs::path& path, const RemoteFile& file) {
   std::error_code ec;
   const uint64_t actual = fs::file_size(path, ec);
   if (ec) return str("the cached file ", quoted(path), " cannot be read: ", ec.message());
+  const Checksum expected = checksum_of(file);
   std::string sum;
   try {
-    sum = sha256_file(path);
+    sum = expected.md5 ? md5_file(path) : sha256_file(path);
   } catch (const Error& e) {
     return str("the cached file ", quoted(path), " cannot be read (", e.what(), ")");
   }
-  if (sum == lower(file.sha256)) return "";  // the sum decides; the size only names a short file
-  return str("the cached file ", quoted(path), " is ", actual, " bytes", size_note(actual, file.size), ", SHA-256 ",
-             sum, " (expected ", lower(file.sha256), ")");
+  if (sum == expected.hex) return "";  // the sum decides; the size only names a short file
+  return str("the cached file ", quoted(path), " is ", actual, " bytes", size_note(actual, file.size), ", ",
+             expected.name(), " ", sum, " (expected ", expected.hex, ")");
 }
 
 void create_directories(const fs::path& dir, const char* function) {
@@ -463,10 +481,13 @@ fs::path get_dataset_directory(const std::string& dataset_name, bool create_dire
   return dir;
 }
 
-std::string sha256_file(const fs::path& path) {
+namespace {
+
+// The digest of the bytes of the file at PATH; FUNCTION names the caller in errors.
+std::string file_digest(const fs::path& path, bool md5, const char* function) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(str("sha256_file: cannot open ", quoted(path), ": ", std::strerror(errno)));
-  Sha256 sum;
+  if (fd < 0) throw Error(str(function, ": cannot open ", quoted(path), ": ", std::strerror(errno)));
+  Digest sum(md5);
   std::unique_ptr<char[]> buf(new char[1 << 20]);
   for (;;) {
     const ssize_t n = read(fd, buf.get(), 1 << 20);
@@ -474,7 +495,7 @@ std::string sha256_file(const fs::path& path) {
     if (n < 0) {
       const int saved = errno;
       close(fd);
-      throw Error(str("sha256_file: cannot read ", quoted(path), ": ", std::strerror(saved)));
+      throw Error(str(function, ": cannot read ", quoted(path), ": ", std::strerror(saved)));
     }
     if (n == 0) break;
     sum.update(buf.get(), size_t(n));
@@ -482,6 +503,12 @@ std::string sha256_file(const fs::path& path) {
   close(fd);
   return sum.hex();
 }
+
+}  // namespace
+
+std::string sha256_file(const fs::path& path) { return file_digest(path, false, "sha256_file"); }
+
+std::string md5_file(const fs::path& path) { return file_digest(path, true, "md5_file"); }
 
 DownloadLimits download_limits() { return limits_from_environment("download_limits"); }
 
@@ -492,7 +519,7 @@ void download_file(const std::string& url, const fs::path& path, const std::stri
                     " characters)"));
   if (path.filename().empty()) throw Error(str("download_file: path ", quoted(path), " names no file"));
   if (!path.parent_path().empty()) create_directories(path.parent_path(), "download_file");
-  if (std::optional<std::string> failure = try_download(url, path, sha256, 0, limits))
+  if (std::optional<std::string> failure = try_download(url, path, Checksum{false, lower(sha256)}, 0, limits))
     throw Error(str("download_file: cannot download '", url, "': ", *failure, ". Nothing was written to ",
                     quoted(path), "; try again later, or get the file by other means and put it there"));
 }
@@ -501,9 +528,10 @@ fs::path download_dataset(const DatasetSource& source) {
   const DownloadLimits limits = limits_from_environment("download_dataset");
   if (source.mirrors.empty()) throw Error(str("download_dataset: ", source.name, " has no mirrors to download from"));
   for (const RemoteFile& file : source.files)
-    if (!is_sha256(file.sha256))
-      throw Error(str("download_dataset: the SHA-256 of ", source.name, "'s ", file.name,
-                      " must be 64 hex digits, got '", file.sha256, "'"));
+    if (file.sha256.empty() ? !is_hex(file.md5, 32) : !is_sha256(file.sha256))
+      throw Error(str("download_dataset: ", source.name, "'s ", file.name, " needs a SHA-256 of 64 hex digits",
+                      file.sha256.empty() ? str(" or an MD5 of 32, got the MD5 '", file.md5, "'")
+                                          : str(", got '", file.sha256, "'")));
   const fs::path dir = get_dataset_directory(source.directory);
   for (const RemoteFile& file : source.files) {
     const fs::path path = dir / file.name;
@@ -520,7 +548,7 @@ fs::path download_dataset(const DatasetSource& source) {
     bool done = false;
     for (const std::string& mirror : source.mirrors) {
       const std::optional<std::string> failure =
-          try_download(mirror + file.name, path, file.sha256, file.size, limits);
+          try_download(mirror + file.name, path, checksum_of(file), file.size, limits);
       if (!failure) {
         done = true;
         break;

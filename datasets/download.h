@@ -3,7 +3,8 @@
 /// data set lives in get_dataset_root() / its name ("pfnet/chainer/mnist"); the root is
 /// set_dataset_root's path, else $CHAINER_DATASET_ROOT, else ~/.chainer/dataset. Files come
 /// through libcurl (http and https, proxies from the usual environment variables) and each is
-/// checked against its SHA-256 (OpenSSL's libcrypto) before it appears under its name: it is
+/// checked against its SHA-256 (or its MD5 where that is all its publisher gives; OpenSSL's
+/// libcrypto) before it appears under its name: it is
 /// written to a partial file in the same directory, "." NAME ".download-" and six letters and
 /// digits, and renamed, so a file under its final name is always complete, also when several
 /// processes download it at once. Every failure removes the partial file; one left by a killed
@@ -36,6 +37,10 @@ std::filesystem::path get_dataset_directory(const std::string& dataset_name, boo
 /// The SHA-256 of the bytes of the file at PATH, as 64 lowercase hex digits.
 std::string sha256_file(const std::filesystem::path& path);
 
+/// The MD5 of the bytes of the file at PATH, as 32 lowercase hex digits: the only sum some
+/// publishers give (CIFAR's archives).
+std::string md5_file(const std::filesystem::path& path);
+
 /// When a download gives up on one file's transfer (from one mirror). Each limit is read from its
 /// environment variable at every download, so a program can set them before it downloads.
 struct DownloadLimits {
@@ -65,11 +70,13 @@ DownloadLimits download_limits();
 void download_file(const std::string& url, const std::filesystem::path& path, const std::string& sha256);
 
 /// One file of a data set: its name (in the data set's directory and at the end of its URLs),
-/// the SHA-256 of its bytes, and their number where known.
+/// the SHA-256 of its bytes (or, where its publisher gives none, their MD5), and their number
+/// where known.
 struct RemoteFile {
   std::string name;    ///< "train-images-idx3-ubyte.gz".
-  std::string sha256;  ///< 64 hex digits.
+  std::string sha256;  ///< 64 hex digits; empty: the file is checked against md5 instead.
   uint64_t size = 0;   ///< Bytes; 0: not known. Lets messages call a short file cut short.
+  std::string md5 = {};  ///< 32 hex digits, used only where sha256 is empty (CIFAR's archives).
 };
 
 /// Where a data set is cached and where it is downloaded from.

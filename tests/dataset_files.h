@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/util/random.h"
 
@@ -119,6 +121,82 @@ inline void write_small_mnist(const fs::path& dir) {
   write_gz(dir / "train-labels-idx1-ubyte.gz", idx_labels(3));
   write_gz(dir / "t10k-images-idx3-ubyte.gz", idx_images(2));
   write_gz(dir / "t10k-labels-idx1-ubyte.gz", idx_labels(2));
+}
+
+// One member of a tar archive: a regular file NAME holding DATA (a ustar header, the data, and
+// zeros up to a multiple of 512 bytes).
+inline Bytes tar_member(const std::string& name, const Bytes& data) {
+  Bytes h(512, '\0');
+  auto put = [&](size_t at, const std::string& text) { std::copy(text.begin(), text.end(), h.begin() + long(at)); };
+  auto octal = [](uint64_t v, int digits) {
+    std::string out(size_t(digits), '0');
+    for (int i = digits - 1; i >= 0; --i, v /= 8) out[size_t(i)] = char('0' + v % 8);
+    return out;
+  };
+  put(0, name);
+  put(100, octal(0644, 7));
+  put(108, octal(0, 7));
+  put(116, octal(0, 7));
+  put(124, octal(data.size(), 11));
+  put(136, octal(0, 11));
+  put(148, "        ");
+  h[156] = '0';
+  put(257, std::string("ustar\0" "00", 8));
+  unsigned sum = 0;
+  for (unsigned char c : h) sum += c;
+  put(148, octal(sum, 6) + std::string("\0 ", 2));
+  Bytes out = h + data;
+  out.append((512 - data.size() % 512) % 512, '\0');
+  return out;
+}
+
+// A tar archive of MEMBERS ({name, data}, in order), ended by two zero blocks.
+inline Bytes tar(const std::vector<std::pair<std::string, Bytes>>& members) {
+  Bytes out;
+  for (const auto& [name, data] : members) out += tar_member(name, data);
+  return out + Bytes(1024, '\0');
+}
+
+// The pixel byte K (0-3071) of record I of a CIFAR test file whose records are numbered from FIRST.
+inline uint8_t cifar_pixel(int64_t first, int64_t i, int64_t k) { return uint8_t((first + i) * 37 + k * 11); }
+
+// N CIFAR records numbered from FIRST: LABELS(i) gives each record's label bytes (1 for
+// CIFAR-10, coarse and fine for CIFAR-100), then 3072 pixels cifar_pixel(FIRST, i, k).
+template <class Labels>
+Bytes cifar_records(int64_t first, int64_t n, Labels labels) {
+  Bytes out;
+  for (int64_t i = 0; i < n; ++i) {
+    for (uint8_t l : labels(first + i)) out.push_back(char(l));
+    for (int64_t k = 0; k < 3072; ++k) out.push_back(char(cifar_pixel(first, i, k)));
+  }
+  return out;
+}
+
+// A small cifar-10-binary.tar.gz as the CIFAR page's: the member names of the real archive
+// (with its text files), data_batch_1..5 holding 2, 1, 1, 1, 2 records (numbered 0-6) and
+// test_batch 3 (numbered 100-102); record j's label is j % 10.
+inline Bytes small_cifar10_tar() {
+  auto label = [](int64_t j) { return std::vector<uint8_t>{uint8_t(j % 10)}; };
+  const int64_t counts[5] = {2, 1, 1, 1, 2};
+  std::vector<std::pair<std::string, Bytes>> members{{"cifar-10-batches-bin/readme.html", "<html>"},
+                                                     {"cifar-10-batches-bin/batches.meta.txt", "airplane\n"}};
+  int64_t first = 0;
+  for (int b = 0; b < 5; ++b) {
+    members.push_back({"cifar-10-batches-bin/data_batch_" + std::to_string(b + 1) + ".bin",
+                       cifar_records(first, counts[b], label)});
+    first += counts[b];
+  }
+  members.push_back({"cifar-10-batches-bin/test_batch.bin", cifar_records(100, 3, label)});
+  return tar(members);
+}
+
+// A small cifar-100-binary.tar.gz: train.bin of 4 records (numbered 0-3), test.bin of 2 (100,
+// 101); record j's coarse label is j % 20 and its fine label (j * 7) % 100.
+inline Bytes small_cifar100_tar() {
+  auto labels = [](int64_t j) { return std::vector<uint8_t>{uint8_t(j % 20), uint8_t(j * 7 % 100)}; };
+  return tar({{"cifar-100-binary/coarse_label_names.txt", "aquatic_mammals\n"},
+              {"cifar-100-binary/train.bin", cifar_records(0, 4, labels)},
+              {"cifar-100-binary/test.bin", cifar_records(100, 2, labels)}});
 }
 
 }  // namespace chainer::testing

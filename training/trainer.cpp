@@ -136,6 +136,8 @@ std::optional<Counter> counter_kind(const std::string& key) {
   if ((parts.size() == 2 && parts[0] == "stop_trigger") || (parts.size() == 3 && parts[0] == "extension_triggers")) {
     if (leaf == "previous" || leaf == "previous_epoch_detail") return Counter::Position;
     if (leaf == "previous_iteration") return Counter::Count;
+    if (leaf == "next_time") return Counter::Position;  // TimeTrigger's
+    if (leaf == "_flag_first") return Counter::Flag;  // OnceTrigger's
   }
   return std::nullopt;
 }

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 #include "distributed/functions/delegate_variable.h"
@@ -225,6 +226,7 @@ std::vector<Variable> finish(std::vector<Tensor> outputs, const std::vector<Vari
 }  // namespace
 
 Variable bcast(const std::shared_ptr<Communicator>& comm, const Variable& x, int root) {
+  chainer::ForwardHooks hooks("Bcast", x);
   constexpr const char* op = "chainermn::functions::bcast";
   check_root(comm, root, op);
   const bool is_root = comm->rank() == root;
@@ -239,6 +241,7 @@ Variable bcast(const std::shared_ptr<Communicator>& comm, const Variable& x, int
 }
 
 std::vector<Variable> gather(const std::shared_ptr<Communicator>& comm, const Variable& x, int root) {
+  chainer::ForwardHooks hooks("Gather", x);
   constexpr const char* op = "chainermn::functions::gather";
   check_root(comm, root, op);
   const Tensor xd = data_of(x, op);
@@ -250,6 +253,7 @@ std::vector<Variable> gather(const std::shared_ptr<Communicator>& comm, const Va
 }
 
 Variable scatter(const std::shared_ptr<Communicator>& comm, const std::vector<Variable>& xs, int root) {
+  chainer::ForwardHooks hooks("Scatter", xs);
   constexpr const char* op = "chainermn::functions::scatter";
   check_root(comm, root, op);
   const bool is_root = comm->rank() == root;
@@ -263,6 +267,7 @@ Variable scatter(const std::shared_ptr<Communicator>& comm, const std::vector<Va
 }
 
 std::vector<Variable> allgather(const std::shared_ptr<Communicator>& comm, const Variable& x) {
+  chainer::ForwardHooks hooks("Allgather", x);
   constexpr const char* op = "chainermn::functions::allgather";
   check_communicator(comm, op);
   const Tensor xd = data_of(x, op);
@@ -273,6 +278,7 @@ std::vector<Variable> allgather(const std::shared_ptr<Communicator>& comm, const
 }
 
 std::vector<Variable> alltoall(const std::shared_ptr<Communicator>& comm, const std::vector<Variable>& xs) {
+  chainer::ForwardHooks hooks("Alltoall", xs);
   constexpr const char* op = "chainermn::functions::alltoall";
   check_communicator(comm, op);
   if (int64_t(xs.size()) != comm->size())
@@ -286,6 +292,7 @@ std::vector<Variable> alltoall(const std::shared_ptr<Communicator>& comm, const 
 }
 
 Variable allreduce(const std::shared_ptr<Communicator>& comm, const Variable& x) {
+  chainer::ForwardHooks hooks("Allreduce", x);
   constexpr const char* op = "chainermn::functions::allreduce";
   check_communicator(comm, op);
   const bool has_x = x.defined() && x.data().defined();

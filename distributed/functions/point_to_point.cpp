@@ -1,5 +1,6 @@
 #include "distributed/functions/point_to_point.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "distributed/functions/delegate_variable.h"
 #include "distributed/functions/function_channel.h"
@@ -79,6 +80,7 @@ class RecvNode : public chainer::FunctionNode {
 // What both recvs do: receive the next message from RANK as EXPECTED, and record its backward.
 std::vector<Variable> receive(const std::shared_ptr<Communicator>& comm, int rank, const Variable& delegate,
                               const detail::ExpectedMessage& expected, const RecvOptions& options) {
+  chainer::ForwardHooks hooks("Recv", delegate);
   std::vector<Tensor> ys = detail::recv_message(*comm, rank, expected);
   const Device device = options.device ? *options.device : delegate.defined() ? delegate.data().device() : Device::cpu();
   for (Tensor& y : ys) y = y.to(device);
@@ -92,6 +94,7 @@ std::vector<Variable> receive(const std::shared_ptr<Communicator>& comm, int ran
 }  // namespace
 
 Variable send(const std::vector<Variable>& xs, const std::shared_ptr<Communicator>& comm, int rank, int tag) {
+  chainer::ForwardHooks hooks("Send", xs);
   constexpr const char* op = "chainermn::functions::send";
   detail::check_peer(comm, rank, op);
   if (xs.empty()) throw Error(str(op, ": no variable to send (sending to rank ", rank, ", tag ", tag, ")"));

@@ -1,5 +1,6 @@
 #include "distributed/functions/pseudo_connect.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 
 namespace chainermn::functions {
@@ -41,6 +42,7 @@ class PseudoConnectNode : public chainer::FunctionNode {
 }  // namespace
 
 std::vector<Variable> pseudo_connect(const Variable& delegate, const std::vector<Variable>& actual) {
+  chainer::ForwardHooks hooks("PseudoConnect", delegate, actual);
   for (size_t i = 0; i < actual.size(); ++i)
     if (!actual[i].defined()) throw Error(str("chainermn::functions::pseudo_connect: actual variable ", i, " is undefined"));
   if (actual.empty() && delegate.defined())

@@ -34,4 +34,9 @@ class MultiNodeBatchNormalization : public chainer::links::BatchNormalization {
   std::shared_ptr<Communicator> comm_;
 };
 
+/// COMM's allreduce as a batch normalization's sum over processes, the result moved back to the
+/// input's device: what MultiNodeBatchNormalization and create_mnbn_model give the link. WHO
+/// names the caller in the error for a null COMM.
+chainer::functions::SumOverProcesses allreduce_sum(std::shared_ptr<Communicator> comm, const char* who);
+
 }  // namespace chainermn::links

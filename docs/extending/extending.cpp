@@ -1,12 +1,14 @@
 // The program of the guide to extending chainermn-cpp (docs/extending.md): a custom
 // differentiable function (MulAdd) checked against finite differences, a link with a parameter
 // of its own sized at the first call (Scale), a Chain using both (GatedBlock), and a Sequential of
-// them trained a few steps on synthetic data, saved and loaded. It includes <chainer.h> only, so
-// it builds against the installed headers (the test install_consumer builds it so); it fails
-// (exit 1, saying why) when a check does not hold.
+// them trained a few steps on synthetic data, one step watched by function hooks (TimerHook and
+// one of its own), saved and loaded. It includes <chainer.h> only, so it builds against the
+// installed headers (the test install_consumer builds it so); it fails (exit 1, saying why) when
+// a check does not hold.
 //   build/docs/extending/extending
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -55,8 +57,10 @@ class MulAddNode : public chainer::FunctionNode {
 
 // [function]
 // The function users call: checks its arguments, computes on tensors with chainer::ops, and
-// records a node only when some input needs a gradient.
+// records a node only when some input needs a gradient. ForwardHooks, first, shows the
+// application to the function hooks (TimerHook) under the node's name.
 Variable muladd(const Variable& x, const Variable& w, const Variable& b) {
+  chainer::ForwardHooks hooks("MulAdd", x, w, b);
   if (w.shape() != x.shape() || b.shape() != x.shape())
     throw chainer::Error(chainer::str("muladd: x, w and b must have one shape, got ", chainer::shape_str(x.shape()),
                                       ", ", chainer::shape_str(w.shape()), " and ", chainer::shape_str(b.shape())));
@@ -126,6 +130,18 @@ std::vector<Variable> make_batch(int64_t n) {
 }
 // [end]
 
+// [hook]
+// Counts the forward computations of each function while it is registered.
+class CountCalls : public chainer::FunctionHook {
+ public:
+  std::string name() const override { return "CountCalls"; }
+  void forward_preprocess(const std::string& function, const std::vector<Tensor>& /*in_data*/) override {
+    ++calls[function];
+  }
+  std::map<std::string, int> calls;
+};
+// [end]
+
 void train_and_save(const std::string& file) {
   chainer::random::seed(0);
   // [sequential]
@@ -151,6 +167,19 @@ void train_and_save(const std::string& file) {
   if (!(last < 0.5 * first))
     throw chainer::Error(chainer::str("extending: the loss fell only from ", first, " to ", last, " in 30 steps"));
   std::printf("training: the loss fell below half its first value in 30 steps\n");
+
+  // [timer]
+  chainer::function_hooks::TimerHook timer;
+  CountCalls counter;
+  {
+    chainer::FunctionHook::Scope timing(timer);  // Chainer's `with timer:`
+    chainer::FunctionHook::Scope counting(counter);
+    optimizer.update(loss);
+  }
+  timer.print_report();  // FunctionName  ElapsedTime  Occurrence, one row per function
+  // [end]
+  if (counter.calls["MulAdd"] != 1 || timer.summary().empty())
+    throw chainer::Error(chainer::str("extending: the hooks saw MulAdd ", counter.calls["MulAdd"], " times"));
 
   // [save]
   // Parameters and persistents are saved under their names ("0/W", "2/gamma", ...); a fresh,

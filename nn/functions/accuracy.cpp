@@ -1,10 +1,12 @@
 #include "nn/functions/accuracy.h"
 
+#include "autograd/function_hook.h"
 #include "core/ops/ops.h"
 
 namespace chainer::functions {
 
 Variable accuracy(const Variable& y, const Variable& t, int64_t ignore_label) {
+  ForwardHooks hooks("Accuracy", y, t);  // no node, but an application the hooks see, as Chainer's
   if (!y.defined() || !t.defined()) throw Error("accuracy: y and t must be defined");
   return Variable(ops::accuracy(y.data(), t.data(), ignore_label));
 }

@@ -1,5 +1,6 @@
 #include "nn/functions/activation.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -44,6 +45,7 @@ class ParametricActivationNode : public FunctionNode {
 
 Variable apply(const Variable& x, const char* name, Tensor (*forward)(const Tensor&, double), double p,
                ParametricActivationNode::GradFn grad) {
+  ForwardHooks hooks(name, x);
   if (!x.defined()) throw Error(str(name, ": x must be defined"));
   Tensor y = forward(x.data(), p);
   if (!needs_recording({x})) return Variable(std::move(y));
@@ -51,6 +53,7 @@ Variable apply(const Variable& x, const char* name, Tensor (*forward)(const Tens
 }
 
 Variable apply(const Variable& x, const char* name, Tensor (*forward)(const Tensor&), ActivationNode::GradFn grad) {
+  ForwardHooks hooks(name, x);
   Tensor y = forward(x.data());
   if (!needs_recording({x})) return Variable(std::move(y));
   return record(std::make_shared<ActivationNode>(name, grad, y), {x}, {y})[0];

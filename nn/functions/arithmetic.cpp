@@ -1,5 +1,6 @@
 #include "nn/functions/arithmetic.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -57,6 +58,8 @@ class BinaryNode : public FunctionNode {
 };
 
 Variable binary(Kind kind, const Variable& a, const Variable& b) {
+  static const char* const node_names[] = {"Add", "Sub", "Mul", "Div"};
+  ForwardHooks hooks(node_names[int(kind)], a, b);
   static const char* const ops_names[] = {"add", "sub", "mul", "div"};
   if (!a.defined() || !b.defined()) throw Error(str(ops_names[int(kind)], ": an operand is undefined"));
   const Tensor& ad = a.data();
@@ -92,6 +95,7 @@ class AffineNode : public FunctionNode {
 };
 
 Variable affine(const char* name, const Variable& x, double m, double c) {
+  ForwardHooks hooks(name, x);
   if (!x.defined()) throw Error(str(name, ": the operand is undefined"));
   Tensor y;
   if (m == 1.0) y = ops::add_scalar(x.data(), c);
@@ -135,6 +139,7 @@ Variable div(const Variable& x, double s) {
 Variable neg(const Variable& x) { return affine("Neg", x, -1.0, 0.0); }
 
 Variable div(double s, const Variable& x) {
+  ForwardHooks hooks("DivFromConstant", x);
   if (!x.defined()) throw Error("div: the operand is undefined");
   if (!is_floating(x.dtype()))
     throw Error(str("div: dtype ", dtype_name(x.dtype()), " is not supported (expected float32 or float64)"));

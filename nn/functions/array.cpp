@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -79,6 +80,7 @@ class SplitAxisNode : public FunctionNode {
 // Piece i of X along AXIS is [starts[i], starts[i] + lengths[i]); the pieces tile the axis.
 std::vector<Variable> split(const Variable& x, int64_t axis, const std::vector<int64_t>& starts,
                             const std::vector<int64_t>& lengths) {
+  ForwardHooks hooks("SplitAxis", x);
   std::vector<Tensor> ys;
   for (size_t i = 0; i < starts.size(); ++i) ys.push_back(x.data().narrow(axis, starts[i], lengths[i]).contiguous());
   if (!needs_recording({x})) return wrap_outputs(std::move(ys));
@@ -86,6 +88,7 @@ std::vector<Variable> split(const Variable& x, int64_t axis, const std::vector<i
 }
 
 Variable join(bool stack, const std::vector<Variable>& xs, int64_t axis) {
+  ForwardHooks hooks(stack ? "Stack" : "Concat", xs);
   const char* op = stack ? "stack" : "concat";
   std::vector<Tensor> ts;
   ts.reserve(xs.size());
@@ -107,6 +110,7 @@ Variable join(bool stack, const std::vector<Variable>& xs, int64_t axis) {
 }  // namespace
 
 Variable reshape(const Variable& x, const Shape& shape) {
+  ForwardHooks hooks("Reshape", x);
   if (!x.defined()) throw Error("reshape: the input is undefined");
   Tensor y = x.data().reshape(shape);
   if (!needs_recording({x})) return Variable(std::move(y));
@@ -119,6 +123,7 @@ Variable flatten(const Variable& x) {
 }
 
 Variable transpose(const Variable& x, const std::vector<int64_t>& axes) {
+  ForwardHooks hooks("Transpose", x);
   if (!x.defined()) throw Error("transpose: the input is undefined");
   Tensor y = x.data().transpose(axes).contiguous();  // checks the axes
   if (!needs_recording({x})) return Variable(std::move(y));
@@ -135,6 +140,7 @@ Variable concat(const std::vector<Variable>& xs, int64_t axis) { return join(fal
 Variable stack(const std::vector<Variable>& xs, int64_t axis) { return join(true, xs, axis); }
 
 Variable broadcast_to(const Variable& x, const Shape& shape) {
+  ForwardHooks hooks("BroadcastTo", x);
   if (!x.defined()) throw Error("broadcast_to: the input is undefined");
   Tensor y = ops::broadcast_to(x.data(), shape);  // checks the shapes
   if (!needs_recording({x})) return Variable(std::move(y));

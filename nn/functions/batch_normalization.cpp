@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -239,6 +240,7 @@ class FixedBatchNormalizationNode : public FunctionNode {
 
 Variable batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
                              const BatchNormalizationOptions& options) {
+  ForwardHooks hooks("BatchNormalization", x, gamma, beta);
   const char* op = "batch_normalization";
   check_x(op, x, gamma, options.axis);
   const Tensor& xd = x.data();
@@ -292,6 +294,7 @@ Variable batch_normalization(const Variable& x, const Variable& gamma, const Var
 
 Variable fixed_batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
                                    const Variable& mean, const Variable& var, double eps, const Axes& axis) {
+  ForwardHooks hooks("FixedBatchNormalization", x, gamma, beta, mean, var);
   const char* op = "fixed_batch_normalization";
   check_x(op, x, gamma, axis);
   const Tensor& xd = x.data();

@@ -1,5 +1,6 @@
 #include "nn/functions/convolution_2d.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 #include "nn/functions/array.h"
@@ -35,6 +36,7 @@ class Convolution2DNode : public FunctionNode {
 
 Variable convolution_2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad, bool cover_all,
                         Pair dilate, int64_t groups) {
+  ForwardHooks hooks("Convolution2D", x, W, b);
   if (!x.defined() || !W.defined()) throw Error("convolution_2d: x and W must be defined");
   const ops::Conv2dParams params{.sy = stride.y, .sx = stride.x, .ph = pad.y, .pw = pad.x, .dy = dilate.y,
                                  .dx = dilate.x, .groups = groups, .cover_all = cover_all};

@@ -1,5 +1,6 @@
 #include "nn/functions/deconvolution_2d.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -37,6 +38,7 @@ class Deconvolution2DNode : public FunctionNode {
 
 Variable deconvolution_2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad,
                           std::optional<Pair> outsize, Pair dilate, int64_t groups) {
+  ForwardHooks hooks("Deconvolution2D", x, W, b);
   const char* op = "deconvolution_2d";
   if (!x.defined() || !W.defined()) throw Error(str(op, ": x and W must be defined"));
   if (x.ndim() != 4)

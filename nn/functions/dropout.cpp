@@ -1,5 +1,6 @@
 #include "nn/functions/dropout.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/util/config.h"
 #include "core/ops/ops.h"
@@ -22,6 +23,7 @@ class DropoutNode : public FunctionNode {
 }  // namespace
 
 Variable dropout(const Variable& x, double ratio, Generator* gen) {
+  ForwardHooks hooks("Dropout", x);
   if (!(ratio >= 0.0 && ratio < 1.0)) throw Error(str("dropout: ratio ", ratio, " is outside [0, 1)"));
   if (!x.defined()) throw Error("dropout: the input is undefined");
   if (!config::train()) return x;

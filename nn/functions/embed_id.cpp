@@ -1,5 +1,6 @@
 #include "nn/functions/embed_id.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -34,6 +35,7 @@ class EmbedIDNode : public FunctionNode {
 }  // namespace
 
 Variable embed_id(const Variable& x, const Variable& W, std::optional<int64_t> ignore_label) {
+  ForwardHooks hooks("EmbedIDFunction", x, W);
   if (!x.defined() || !W.defined()) throw Error("embed_id: an operand is undefined");
   const Tensor& ids = x.data();
   const Tensor& w = W.data();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -193,6 +194,7 @@ class GetItemNode : public FunctionNode {
 }  // namespace
 
 Variable get_item(const Variable& x, const std::vector<Index>& slices) {
+  ForwardHooks hooks("GetItem", x);
   if (!x.defined()) throw Error("get_item: the input is undefined");
   Plan plan = resolve(x.data(), slices);
   const Tensor view = plan.view.apply(x.data());

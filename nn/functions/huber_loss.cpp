@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -36,6 +37,7 @@ class HuberLossNode : public FunctionNode {
 }  // namespace
 
 Variable huber_loss(const Variable& x, const Variable& t, double delta, const std::string& reduce) {
+  ForwardHooks hooks("HuberLoss", x, t);
   const bool summed = reduce == "sum_along_second_axis";
   if (!summed && reduce != "no")
     throw Error(str("huber_loss: reduce must be \"sum_along_second_axis\" or \"no\", got \"", reduce, "\""));

@@ -1,5 +1,6 @@
 #include "nn/functions/linear.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -35,6 +36,7 @@ class LinearNode : public FunctionNode {
 };
 
 Variable apply(const Variable& x, const Variable& W, const Variable& b, bool relu) {
+  ForwardHooks hooks(relu ? "LinearReLU" : "Linear", x, W, b);
   const char* op = relu ? "linear_relu" : "linear";
   if (!x.defined() || !W.defined()) throw Error(str(op, ": x and W must be defined"));
   const Tensor& xd = x.data();

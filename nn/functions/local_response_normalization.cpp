@@ -1,5 +1,6 @@
 #include "nn/functions/local_response_normalization.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -26,6 +27,7 @@ class LocalResponseNormalizationNode : public FunctionNode {
 }  // namespace
 
 Variable local_response_normalization(const Variable& x, int64_t n, double k, double alpha, double beta) {
+  ForwardHooks hooks("LocalResponseNormalization", x);
   if (!x.defined()) throw Error("local_response_normalization: x must be defined");
   ops::LocalResponseNormalizationResult r = ops::local_response_normalization(x.data(), n, k, alpha, beta);
   if (!needs_recording({x})) return Variable(std::move(r.y));

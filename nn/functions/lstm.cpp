@@ -1,5 +1,6 @@
 #include "nn/functions/lstm.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 #include "nn/functions/array.h"
@@ -27,6 +28,7 @@ class LSTMNode : public FunctionNode {
 
 // The cell on rows [0, B) of c_prev: {c, h}, each (B, U).
 std::pair<Variable, Variable> cell(const Variable& c_prev, const Variable& x) {
+  ForwardHooks hooks("LSTM", c_prev, x);
   auto [c, h] = ops::lstm(x.data(), c_prev.data());
   if (!needs_recording({c_prev, x})) return {Variable(std::move(c)), Variable(std::move(h))};
   auto out = record(std::make_shared<LSTMNode>(c_prev.data(), x.data(), c), {c_prev, x}, {c, h});

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -50,6 +51,8 @@ void require_defined(const char* op, const Variable& x) {
 }
 
 Variable unary(Kind kind, const char* op, const Variable& x, Tensor (*forward)(const Tensor&)) {
+  static const char* const node_names[] = {"Exp", "Log", "Sqrt", "Square", "Absolute", "Clip"};
+  ForwardHooks hooks(node_names[int(kind)], x);
   require_defined(op, x);
   Tensor y = forward(x.data());  // checks the dtype (float32 or float64), naming OP
   if (!needs_recording({x})) return Variable(std::move(y));
@@ -81,6 +84,7 @@ class ExtremumNode : public FunctionNode {
 };
 
 Variable extremum(bool is_max, const Variable& x1, const Variable& x2) {
+  ForwardHooks hooks(is_max ? "Maximum" : "Minimum", x1, x2);
   const char* op = is_max ? "maximum" : "minimum";
   if (!x1.defined() || !x2.defined()) throw Error(str(op, ": x1 and x2 must be defined"));
   if (!is_floating(x1.dtype()))
@@ -99,6 +103,7 @@ Variable absolute(const Variable& x) { return unary(Kind::Absolute, "absolute", 
 Variable abs(const Variable& x) { return absolute(x); }
 
 Variable clip(const Variable& x, std::optional<double> x_min, std::optional<double> x_max) {
+  ForwardHooks hooks("Clip", x);
   require_defined("clip", x);
   if (!x_min && !x_max) throw Error("clip: x_min and x_max are both absent (give at least one)");
   if ((x_min && std::isnan(*x_min)) || (x_max && std::isnan(*x_max)))

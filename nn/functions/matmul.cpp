@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 #include "nn/functions/array.h"
@@ -57,12 +58,14 @@ class BatchedMatMulNode : public FunctionNode {
 };
 
 Variable matmul_2d(const Variable& a, const Variable& b, bool transa, bool transb) {
+  ForwardHooks hooks("MatMul", a, b);
   Tensor y = ops::matmul(a.data(), b.data(), transa, transb);
   if (!needs_recording({a, b})) return Variable(std::move(y));
   return record(std::make_shared<MatMulNode>(a.data(), b.data(), transa, transb), {a, b}, {y})[0];
 }
 
 Variable matmul_3d(const Variable& a, const Variable& b, bool transa, bool transb) {
+  ForwardHooks hooks("MatMul", a, b);
   Tensor y = ops::batched_matmul(a.data(), b.data(), transa, transb);
   if (!needs_recording({a, b})) return Variable(std::move(y));
   return record(std::make_shared<BatchedMatMulNode>(a.data(), b.data(), transa, transb), {a, b}, {y})[0];

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -28,6 +29,7 @@ class MeanSquaredErrorNode : public FunctionNode {
 }  // namespace
 
 Variable mean_squared_error(const Variable& x0, const Variable& x1) {
+  ForwardHooks hooks("MeanSquaredError", x0, x1);
   if (!x0.defined() || !x1.defined()) throw Error("mean_squared_error: x0 and x1 must be defined");
   if (x0.shape() != x1.shape())
     throw Error(str("mean_squared_error: x0 has shape ", shape_str(x0.shape()), " but x1 has shape ",

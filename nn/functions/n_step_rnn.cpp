@@ -1,5 +1,6 @@
 #include "nn/functions/n_step_rnn.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 #include "core/util/config.h"
@@ -40,6 +41,7 @@ class GRUNode : public FunctionNode {
 };
 
 Variable gru(const Variable& xg, const Variable& hg, const Variable& h) {
+  ForwardHooks hooks("GRU", xg, hg, h);
   Tensor y = ops::gru(xg.data(), hg.data(), h.data());
   if (!needs_recording({xg, hg, h})) return Variable(std::move(y));
   return record(std::make_shared<GRUNode>(xg.data(), hg.data(), h.data()), {xg, hg, h}, {y})[0];
@@ -219,14 +221,17 @@ NStepLSTMResult n_step_fused(Cell cell, int64_t directions, int64_t n_layers, co
       }
   const Tensor cx_data = lstm && cx.defined() ? cx.data() : Tensor();
   const bool recording = needs_recording(inputs);
-  ops::RnnForward f = ops::rnn_forward(g, x.data(), hx.defined() ? hx.data() : Tensor(), cx_data, weights, recording);
-  std::vector<Tensor> outputs{f.y, f.hy};
-  if (lstm) outputs.push_back(f.cy);
-  std::vector<Variable> out =
-      recording ? record(std::make_shared<FusedRNNNode>(g, x.data(), hx.defined() ? hx.data() : Tensor(), cx_data,
-                                                        std::move(weights), f),
-                         inputs, outputs)
-                : wrap_outputs(outputs);
+  std::vector<Variable> out;
+  {
+    ForwardHooks hooks("NStepRNN", inputs);  // the library call alone (not the concat before, the split after)
+    ops::RnnForward f = ops::rnn_forward(g, x.data(), hx.defined() ? hx.data() : Tensor(), cx_data, weights, recording);
+    std::vector<Tensor> outputs{f.y, f.hy};
+    if (lstm) outputs.push_back(f.cy);
+    out = recording ? record(std::make_shared<FusedRNNNode>(g, x.data(), hx.defined() ? hx.data() : Tensor(), cx_data,
+                                                            std::move(weights), f),
+                             inputs, outputs)
+                    : wrap_outputs(outputs);
+  }
   return {out[1], lstm ? out[2] : Variable(), split_rows(out[0], sizes)};
 }
 

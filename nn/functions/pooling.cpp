@@ -1,5 +1,6 @@
 #include "nn/functions/pooling.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -81,6 +82,7 @@ int64_t unpooled_size(int64_t size, int64_t k, int64_t s, int64_t p, bool cover_
 }  // namespace
 
 Variable max_pooling_2d(const Variable& x, Pair ksize, std::optional<Pair> stride, Pair pad, bool cover_all) {
+  ForwardHooks hooks("MaxPooling2D", x);
   const Window2D w = pooling_window("max_pooling_2d", x, ksize, stride, pad, cover_all);
   ops::MaxPooling2DResult r = ops::max_pooling_2d(x.data(), w, cover_all);
   if (!needs_recording({x})) return Variable(std::move(r.y));
@@ -88,6 +90,7 @@ Variable max_pooling_2d(const Variable& x, Pair ksize, std::optional<Pair> strid
 }
 
 Variable average_pooling_2d(const Variable& x, Pair ksize, std::optional<Pair> stride, Pair pad) {
+  ForwardHooks hooks("AveragePooling2D", x);
   const Window2D w = pooling_window("average_pooling_2d", x, ksize, stride, pad, false);
   const double scale = 1.0 / double(w.kh * w.kw);
   Tensor y = ops::window_sum_2d(x.data(), w, false, scale);
@@ -97,6 +100,7 @@ Variable average_pooling_2d(const Variable& x, Pair ksize, std::optional<Pair> s
 
 Variable unpooling_2d(const Variable& x, Pair ksize, std::optional<Pair> stride, Pair pad,
                       std::optional<Pair> outsize, bool cover_all) {
+  ForwardHooks hooks("Unpooling2D", x);
   const char* op = "unpooling_2d";
   check_x(op, x);
   const Shape& xs = x.shape();

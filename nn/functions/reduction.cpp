@@ -1,5 +1,6 @@
 #include "nn/functions/reduction.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 #include "nn/functions/arithmetic.h"
@@ -70,6 +71,7 @@ class SumNode : public FunctionNode {
 };
 
 Variable reduce(const char* name, const char* op, const Variable& x, const Axes& axis, bool keepdims, bool mean) {
+  ForwardHooks hooks(name, x);
   if (!x.defined()) throw Error(str(op, ": the input is undefined"));
   const Tensor& xd = x.data();
   const std::vector<int64_t> axes = axis.resolve(xd.ndim(), op);
@@ -109,6 +111,7 @@ class SelectorNode : public FunctionNode {
 };
 
 Variable select(const char* name, const char* op, bool is_max, const Variable& x, const Axes& axis, bool keepdims) {
+  ForwardHooks hooks(name, x);
   require_float(op, x);
   const Tensor& xd = x.data();
   const std::vector<int64_t> axes = axis.resolve(xd.ndim(), op);
@@ -122,6 +125,7 @@ Variable select(const char* name, const char* op, bool is_max, const Variable& x
 }
 
 Variable index_of(const char* op, bool is_max, const Variable& x, std::optional<int64_t> axis) {
+  ForwardHooks hooks(is_max ? "ArgMax" : "ArgMin", x);
   require_float(op, x);
   Tensor xd = x.data();
   if (!axis) xd = xd.contiguous().reshape({-1});
@@ -185,6 +189,7 @@ Variable argmax(const Variable& x, std::optional<int64_t> axis) { return index_o
 Variable argmin(const Variable& x, std::optional<int64_t> axis) { return index_of("argmin", false, x, axis); }
 
 Variable logsumexp(const Variable& x, const Axes& axis) {
+  ForwardHooks hooks("LogSumExp", x);
   require_float("logsumexp", x);
   const Tensor& xd = x.data();
   const std::vector<int64_t> axes = axis.resolve(xd.ndim(), "logsumexp");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -98,6 +99,7 @@ std::vector<int64_t> sequence_lengths(const char* op, const std::vector<Variable
 }  // namespace
 
 std::vector<Variable> transpose_sequence(const std::vector<Variable>& xs) {
+  ForwardHooks hooks("TransposeSequence", xs);
   const std::vector<int64_t> lengths = sequence_lengths("transpose_sequence", xs);
   for (size_t i = 1; i < lengths.size(); ++i)
     if (lengths[i] > lengths[i - 1])
@@ -115,6 +117,7 @@ std::vector<Variable> transpose_sequence(const std::vector<Variable>& xs) {
 }
 
 Variable pad_sequence(const std::vector<Variable>& xs, std::optional<int64_t> length, double padding) {
+  ForwardHooks hooks("PadSequence", xs);
   if (xs.empty()) throw Error("pad_sequence: no sequences given");
   const std::vector<int64_t> lengths = sequence_lengths("pad_sequence", xs);
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -28,6 +29,7 @@ class SigmoidCrossEntropyNode : public FunctionNode {
 }  // namespace
 
 Variable sigmoid_cross_entropy(const Variable& x, const Variable& t, bool normalize, const std::string& reduce) {
+  ForwardHooks hooks("SigmoidCrossEntropy", x, t);
   if (reduce != "mean" && reduce != "no")
     throw Error(str("sigmoid_cross_entropy: reduce must be \"mean\" or \"no\", got \"", reduce, "\""));
   if (!x.defined() || !t.defined()) throw Error("sigmoid_cross_entropy: x and t must be defined");

@@ -1,5 +1,6 @@
 #include "nn/functions/softmax.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -24,6 +25,7 @@ class SoftmaxNode : public FunctionNode {
 };
 
 Variable apply(const Variable& x, int64_t axis, bool log) {
+  ForwardHooks hooks(log ? "LogSoftmax" : "Softmax", x);
   Tensor y = log ? ops::log_softmax(x.data(), axis) : ops::softmax(x.data(), axis);
   if (!needs_recording({x})) return Variable(std::move(y));
   return record(std::make_shared<SoftmaxNode>(y, axis, log), {x}, {y})[0];

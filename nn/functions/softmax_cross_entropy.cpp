@@ -1,5 +1,6 @@
 #include "nn/functions/softmax_cross_entropy.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -27,6 +28,7 @@ class SoftmaxCrossEntropyNode : public FunctionNode {
 
 Variable softmax_cross_entropy(const Variable& x, const Variable& t, bool normalize, int64_t ignore_label,
                                const std::string& reduce) {
+  ForwardHooks hooks("SoftmaxCrossEntropy", x, t);
   if (reduce != "mean" && reduce != "no")
     throw Error(str("softmax_cross_entropy: reduce must be \"mean\" or \"no\", got \"", reduce, "\""));
   if (!x.defined() || !t.defined()) throw Error("softmax_cross_entropy: x and t must be defined");

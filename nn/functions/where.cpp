@@ -1,5 +1,6 @@
 #include "nn/functions/where.h"
 
+#include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 
@@ -32,6 +33,7 @@ class WhereNode : public FunctionNode {
 }  // namespace
 
 Variable where(const Variable& condition, const Variable& x, const Variable& y) {
+  ForwardHooks hooks("Where", condition, x, y);
   if (!condition.defined() || !x.defined() || !y.defined())
     throw Error("where: condition, x and y must be defined");
   Tensor out = ops::where(condition.data(), x.data(), y.data());

@@ -65,6 +65,15 @@ class BatchNormalization : public Link {
   Tensor& avg_var() { return persistent("avg_var"); }
   /// The number of fine-tuning steps since start_finetuning().
   int64_t N() const { return N_; }
+  /// From now on, the batch statistics and the input gradient's sums go through
+  /// SUM_OVER_PROCESSES (null: this process's batch alone), as the protected constructor's:
+  /// how chainermn::links::create_mnbn_model turns a model's links into multi-node ones in place.
+  void set_sum_over_processes(functions::SumOverProcesses sum_over_processes) {
+    sum_over_processes_ = std::move(sum_over_processes);
+  }
+  /// Whether the statistics are summed over processes (a MultiNodeBatchNormalization, or a link
+  /// create_mnbn_model converted).
+  bool sums_over_processes() const { return bool(sum_over_processes_); }
 
  protected:
   /// For links whose batch is spread over processes: the batch statistics and the input

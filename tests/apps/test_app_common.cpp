@@ -164,3 +164,18 @@ TEST_CASE("app limits: the flag named is the one furthest beyond what could fit,
   CHECK_THAT(apps::memory_refusal(big_batch, batches, {22 * kGiB, "the 22.0 GiB of memory available"}),
              Catch::StartsWith("-B/--batchsize 100000000: a training batch of 100000000 crops needs at least "));
 }
+
+TEST_CASE("app usage: the options an app describes itself are left out of the common lines, with their continuations") {
+  const std::string all = apps::common_usage(apps::CommonOptions{}),
+                    some = apps::common_usage(apps::CommonOptions{}, {"--timing", "--test-size"});
+  CHECK(all.find("--timing") != std::string::npos);
+  CHECK(all.find("peak RSS") != std::string::npos);  // the --timing entry's second line
+  CHECK(some.find("--timing") == std::string::npos);
+  CHECK(some.find("peak RSS") == std::string::npos);
+  CHECK(some.find("--test-size") == std::string::npos);
+  CHECK(some.find("--train-size N  train on the first N") != std::string::npos);
+  CHECK(some.find("      --no-plot       draw no loss.png") != std::string::npos);
+  CHECK(some.find("has cairo; --plot asks for them") != std::string::npos);  // another entry's continuation kept
+  CHECK(all.size() - some.size() == all.find("      --no-plot") - all.find("      --timing") +
+                                        (all.find("      --seed") - all.find("      --test-size")));
+}

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "datasets/cifar.h"
 #include "datasets/download.h"
 #include "datasets/fashion_mnist.h"
 #include "datasets/mnist.h"
@@ -284,6 +285,15 @@ TEST_CASE("sha256_file: the SHA-256 of a file's bytes in hex") {
   REQUIRE_THROWS_WITH(sha256_file(tmp.path / "nowhere"), Contains("cannot open") && Contains("nowhere'"));
 }
 
+TEST_CASE("md5_file: the MD5 of a file's bytes in hex") {
+  TempDir tmp;
+  write_file(tmp.path / "abc", "abc");
+  CHECK(md5_file(tmp.path / "abc") == "900150983cd24fb0d6963f7d28e17f72");
+  write_file(tmp.path / "empty", "");
+  CHECK(md5_file(tmp.path / "empty") == "d41d8cd98f00b204e9800998ecf8427e");
+  REQUIRE_THROWS_WITH(md5_file(tmp.path / "nowhere"), Contains("md5_file: cannot open") && Contains("nowhere'"));
+}
+
 TEST_CASE("get_dataset_root: set_dataset_root, else $CHAINER_DATASET_ROOT, else ~/.chainer/dataset") {
   TempDir tmp;
   set_dataset_root("");
@@ -428,7 +438,12 @@ TEST_CASE("download_dataset: tries the mirrors in order, downloads each missing 
   CHECK(listing(dir).size() == 3);
 
   source.files[0].sha256 = "not a sum";
-  REQUIRE_THROWS_WITH(download_dataset(source), Contains("SHA-256 of MNIST's train-images-idx3-ubyte.gz must be 64 hex"));
+  REQUIRE_THROWS_WITH(download_dataset(source),
+                      Contains("MNIST's train-images-idx3-ubyte.gz needs a SHA-256 of 64 hex digits, got 'not a sum'"));
+  source.files[0].sha256 = "";
+  source.files[0].md5 = "abc";
+  REQUIRE_THROWS_WITH(download_dataset(source),
+                      Contains("needs a SHA-256 of 64 hex digits or an MD5 of 32, got the MD5 'abc'"));
   source.mirrors.clear();
   REQUIRE_THROWS_WITH(download_dataset(source), Contains("MNIST has no mirrors"));
   set_dataset_root("");
@@ -752,5 +767,51 @@ TEST_CASE("download_dataset: a cached file cut short or corrupted is downloaded 
   CHECK(server.requests("/" + labels.name) == 2);
   CHECK(read_file(dir / labels.name) == short_labels);
   CHECK(partials(dir).empty());
+  set_dataset_root("");
+}
+
+TEST_CASE("CIFAR's archives are downloaded checked against their MD5: a mismatch leaves nothing, a match is read") {
+  const DatasetSource& cifar10 = datasets::cifar10_source();
+  const DatasetSource& cifar100 = datasets::cifar100_source();
+  CHECK(cifar10.directory == "pfnet/chainer/cifar");
+  CHECK(cifar100.directory == "pfnet/chainer/cifar");
+  CHECK(cifar10.mirrors == std::vector<std::string>{"https://www.cs.toronto.edu/~kriz/"});
+  REQUIRE(cifar10.files.size() == 1);
+  REQUIRE(cifar100.files.size() == 1);
+  // The sums and sizes the CIFAR page publishes (it gives MD5 only).
+  CHECK(cifar10.files[0].name == "cifar-10-binary.tar.gz");
+  CHECK(cifar10.files[0].md5 == "c32a1d4ab5d03f1284b67883e8d87530");
+  CHECK(cifar10.files[0].size == 170052171);
+  CHECK(cifar100.files[0].name == "cifar-100-binary.tar.gz");
+  CHECK(cifar100.files[0].md5 == "03b5dce01913d631647c71ecec9e9cb8");
+  CHECK(cifar100.files[0].size == 168513733);
+
+  TempDir tmp;
+  LocalServer server;
+  set_dataset_root(tmp.path / "root");
+  const Bytes archive = gzip(small_cifar10_tar());
+  server.route("/cifar-10-binary.tar.gz", {200, archive});
+  DatasetSource source = cifar10;
+  source.mirrors = {server.base_url()};
+  const fs::path dir = get_dataset_directory("pfnet/chainer/cifar");
+  // The small archive is not the real one: its MD5 is not the published one.
+  try {
+    download_dataset(source);
+    FAIL("a download with the wrong MD5 succeeded");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK_THAT(what, Contains("CIFAR-10: cannot download cifar-10-binary.tar.gz from any of its 1 mirror:"));
+    CHECK_THAT(what, Contains("checksum mismatch: expected MD5 c32a1d4ab5d03f1284b67883e8d87530, got "));
+    CHECK_THAT(what, Contains(" bytes that arrived (expected 170052171 bytes: cut short)"));
+  }
+  CHECK(listing(dir).empty());  // nothing under the name, no partial file left
+  // With its own MD5 the same bytes arrive whole and read as CIFAR-10.
+  write_file(tmp.path / "archive", archive);
+  source.files[0].md5 = md5_file(tmp.path / "archive");
+  source.files[0].size = archive.size();
+  CHECK(download_dataset(source) == dir);
+  CHECK(read_file(dir / "cifar-10-binary.tar.gz") == archive);
+  CHECK(datasets::get_cifar10(dir).first->size() == 7);
+  CHECK(server.requests("/cifar-10-binary.tar.gz") == 2);
   set_dataset_root("");
 }

@@ -8,7 +8,13 @@
 // over the ranks of a communicator equals BatchNormalization on the whole batch in one process
 // (computed on every rank) -- outputs, input gradients, parameter gradients summed over the ranks,
 // running averages, test mode -- with even and uneven slices; plain per-rank BatchNormalization
-// does not; a communicator made by split normalizes each group on its own.
+// does not; a communicator made by split normalizes each group on its own. create_mnbn_model: a
+// chain holding BatchNormalizations in its members and in a Sequential, converted, equals the
+// same model on the whole batch (outputs, input and parameter gradients, running averages).
+// ParallelConvolution2D (output channels split over the ranks) equals one Convolution2D with the
+// same filters: outputs, every rank's W and b slice gradients, the input gradient summed over the
+// ranks, for the sum of per-rank losses; channel counts not divisible by the ranks, two layers
+// stacked, channel_slice's sizes, and its refusal of fewer channels than ranks.
 //
 // Every rank runs the same test cases in the same order; checks between collectives use CHECK
 // (never REQUIRE), so one rank's failure cannot leave the others waiting in a collective.
@@ -24,14 +30,18 @@
 #include "core/ops/ops.h"
 #include "core/util/random.h"
 #include "distributed/communicators/communicator.h"
+#include "distributed/links/create_mnbn_model.h"
 #include "distributed/links/multi_node_batch_normalization.h"
 #include "distributed/links/multi_node_chain_list.h"
 #include "distributed/links/multi_node_n_step_rnn.h"
+#include "distributed/links/parallel_convolution_2d.h"
 #include "nn/functions.h"
 #include "nn/links/batch_normalization.h"
+#include "nn/links/convolution_2d.h"
 #include "nn/links/embed_id.h"
 #include "nn/links/linear.h"
 #include "nn/links/n_step_rnn.h"
+#include "nn/sequential.h"
 
 using namespace chainer;
 namespace L = chainer::links;
@@ -206,6 +216,119 @@ TEST_CASE("MultiNodeBatchNormalization over a split communicator normalizes each
 TEST_CASE("MultiNodeBatchNormalization: a null communicator is an error", "[multi_node_links][errors]") {
   CHECK_THROWS_WITH(mn::links::MultiNodeBatchNormalization(3, nullptr),
                     Catch::Contains("MultiNodeBatchNormalization: the communicator is null"));
+}
+
+namespace {
+
+// A user's chain holding its links in members: Linear, BatchNormalization, tanh, then a
+// Sequential of Linear, relu and BatchNormalization. Built from SEED alike on every rank, with
+// gamma, beta and running averages away from their defaults.
+class BnNet : public Chain {
+ public:
+  explicit BnNet(uint64_t seed) {
+    Generator gen(seed);
+    l1 = add_link("l1", std::make_shared<L::Linear>(4, 3));
+    l1->W().set_data(random::normal({3, 4}, 0, 1, DType::Float32, &gen));
+    bn1 = add_link("bn1", std::make_shared<L::BatchNormalization>(3));
+    auto l2 = std::make_shared<L::Linear>(3, 2);
+    l2->W().set_data(random::normal({2, 3}, 0, 1, DType::Float32, &gen));
+    bn2 = std::make_shared<L::BatchNormalization>(2);
+    seq = add_link("seq", std::make_shared<Sequential>(l2, chainer::functions::relu, bn2));
+    set_affine(*bn1, seed + 1);
+    set_affine(*bn2, seed + 2);
+    bn1->avg_mean().copy_(Tensor::full({3}, 0.25));
+    bn2->avg_var().copy_(Tensor::full({2}, 2.0));
+  }
+  Variable forward(const Variable& x) override { return (*seq)(chainer::functions::tanh((*bn1)((*l1)(x)))); }
+  std::shared_ptr<L::Linear> l1;
+  std::shared_ptr<L::BatchNormalization> bn1, bn2;
+  std::shared_ptr<Sequential> seq;
+};
+
+// One training step of NET: its output for X, the input's gradient for output gradient GY,
+// every parameter's gradient and every persistent value after the step, in name order.
+struct NetStep {
+  Tensor y, gx;
+  std::vector<Tensor> grads, persistents;
+};
+NetStep net_step(Link& net, const Tensor& x, const Tensor& gy) {
+  net.cleargrads();
+  Variable xv(x, true);
+  Variable y = net(xv);
+  y.set_grad(gy);
+  y.backward();
+  NetStep step{y.data(), xv.grad(), {}, {}};
+  for (const auto& [name, p] : net.namedparams()) step.grads.push_back(p.grad());
+  for (const auto& [name, t] : net.namedpersistents()) step.persistents.push_back(t.clone());
+  return step;
+}
+
+}  // namespace
+
+TEST_CASE("create_mnbn_model: a chain's and a Sequential's BatchNormalizations then train on the whole batch",
+          "[multi_node_links][batch_normalization]") {
+  auto comm = world();
+  const int rank = comm->rank();
+  Layout layout{"rank r holds r + 2 rows of (4,)", {}, {4}};
+  for (int r = 0; r < comm->size(); ++r) layout.rows.push_back(r + 2);
+  const int64_t offset = layout.offset(rank), rows = layout.rows[size_t(rank)];
+  INFO("rank " << rank << " of " << comm->size());
+
+  auto whole = std::make_shared<BnNet>(40);
+  auto alone = std::make_shared<BnNet>(40);
+  auto original = std::make_shared<BnNet>(40);
+  std::shared_ptr<BnNet> multi = mn::links::create_mnbn_model(original, comm);
+  // In place: the same model, its two links converted, parameters and state untouched.
+  CHECK(multi == original);
+  CHECK(multi->bn1->sums_over_processes());
+  CHECK(multi->bn2->sums_over_processes());
+  CHECK_FALSE(whole->bn1->sums_over_processes());
+  CHECK(mn::links::convert_batch_normalizations(*multi, comm) == 0);
+  CHECK(worst_difference(multi->bn1->avg_mean(), Tensor::full({3}, 0.25)) == 0);
+  CHECK(worst_difference(multi->bn2->avg_var(), Tensor::full({2}, 2.0)) == 0);
+  CHECK(worst_difference(multi->bn2->gamma()->data(), whole->bn2->gamma()->data()) == 0);
+
+  for (uint64_t t = 0; t < 2; ++t) {
+    INFO("step " << t);
+    const Tensor x = batch(layout.total(), {4}, 50 + 10 * t);
+    const Tensor gy = batch(layout.total(), {2}, 51 + 10 * t);
+    const NetStep want = net_step(*whole, x, gy);
+    const NetStep got = net_step(*multi, rows_of(x, offset, rows), rows_of(gy, offset, rows));
+    CHECK(worst_difference(got.y, rows_of(want.y, offset, rows)) <= 1e-5);
+    CHECK(worst_difference(got.gx, rows_of(want.gx, offset, rows)) <= 1e-5);
+    // Each rank's parameter gradients are its own rows' sums: over the ranks, the whole batch's.
+    REQUIRE(got.grads.size() == want.grads.size());
+    for (size_t i = 0; i < got.grads.size(); ++i) {
+      INFO("parameter " << multi->namedparams()[i].first);
+      CHECK(worst_difference(comm->allreduce(got.grads[i]), want.grads[i]) <= 1e-5);
+    }
+    REQUIRE(got.persistents.size() == want.persistents.size());
+    for (size_t i = 0; i < got.persistents.size(); ++i) {
+      INFO("persistent " << multi->namedpersistents()[i].first);
+      CHECK(worst_difference(got.persistents[i], want.persistents[i]) <= 1e-5);
+    }
+    // The contrast: the model left as it was normalizes each rank's rows alone.
+    const double difference =
+        worst_difference(net_step(*alone, rows_of(x, offset, rows), rows_of(gy, offset, rows)).y,
+                         rows_of(want.y, offset, rows));
+    if (comm->size() == 1)
+      CHECK(difference <= 1e-6);
+    else
+      CHECK(difference > 1e-3);
+  }
+  config::TrainScope test_mode(false);
+  const Tensor x = batch(layout.total(), {4}, 90);
+  CHECK(worst_difference((*multi)(Variable(rows_of(x, offset, rows))).data(),
+                         rows_of((*whole)(Variable(x)).data(), offset, rows)) <= 1e-5);
+}
+
+TEST_CASE("create_mnbn_model: a null communicator or link is an error, and the model is left as it was",
+          "[multi_node_links][errors]") {
+  auto net = std::make_shared<BnNet>(1);
+  CHECK_THROWS_WITH(mn::links::create_mnbn_model(net, nullptr), "create_mnbn_model: the communicator is null");
+  CHECK_FALSE(net->bn1->sums_over_processes());
+  CHECK_THROWS_WITH(mn::links::create_mnbn_model(std::shared_ptr<BnNet>(), world()),
+                    "create_mnbn_model: the link is null");
 }
 
 // =============================================================================================
@@ -629,4 +752,135 @@ TEST_CASE("create_multi_node_n_step_rnn: refuses links other than the stacked RN
   auto direct = lstm->forward({}, {}, xs);
   CHECK(worst_difference(r.hy.data(), direct.hy.data()) == 0);
   CHECK(worst_difference(r.ys[1].data(), direct.ys[1].data()) == 0);
+}
+
+namespace {
+
+// One convolution layer of a parallel-vs-single comparison.
+struct ConvSpec {
+  int64_t in, out, ksize, stride, pad;
+  bool nobias;
+};
+
+// Layers of CHAIN as ParallelConvolution2D over COMM against Convolution2D in this process, with
+// the same filters (drawn from SEED, the same on every rank; each parallel link gets its rows).
+// Every rank's loss is sum(y * g_rank) over the last layer's output y; the single-process chain's
+// is the sum over the ranks of those losses. Checks the outputs, every slice's W and b gradients
+// against the rows of the single chain's, and the input gradient summed over the ranks.
+void expect_parallel_equals_single(const std::shared_ptr<mn::Communicator>& comm, const std::vector<ConvSpec>& chain,
+                                   const Shape& input, uint64_t seed) {
+  std::vector<std::shared_ptr<mn::links::ParallelConvolution2D>> parallel;
+  std::vector<std::shared_ptr<L::Convolution2D>> single;
+  Generator gen(seed);
+  for (const ConvSpec& c : chain) {
+    parallel.push_back(std::make_shared<mn::links::ParallelConvolution2D>(comm, c.in, c.out, c.ksize, c.stride, c.pad,
+                                                                          c.nobias));
+    single.push_back(std::make_shared<L::Convolution2D>(c.in, c.out, c.ksize, c.stride, c.pad, c.nobias));
+    const Tensor W = random::normal({c.out, c.in, c.ksize, c.ksize}, 0.0, 0.5, DType::Float32, &gen);
+    const Tensor b = random::normal({c.out}, 0.0, 0.5, DType::Float32, &gen);
+    const mn::links::ChannelSlice slice = parallel.back()->slice();
+    single.back()->W().data().copy_(W);
+    parallel.back()->W().data().copy_(rows_of(W, slice.offset, slice.count));
+    if (!c.nobias) {
+      single.back()->b()->data().copy_(b);
+      parallel.back()->b()->data().copy_(rows_of(b, slice.offset, slice.count));
+    }
+  }
+  const Tensor x = batch(input[0], Shape(input.begin() + 1, input.end()), seed + 1);
+  Variable xp(x, true), xs(x, true);
+  Variable yp = xp, ys = xs;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    yp = (*parallel[i])(yp);
+    ys = (*single[i])(ys);
+  }
+  CHECK(worst_difference(yp.data(), ys.data()) <= 1e-5);
+  Shape out_row(ys.shape().begin() + 1, ys.shape().end());
+  const Tensor mine = batch(ys.shape()[0], out_row, seed + 100 + uint64_t(comm->rank()));
+  functions::sum(yp * Variable(mine)).backward();
+  Variable loss_sum;
+  for (int r = 0; r < comm->size(); ++r) {
+    Variable term = functions::sum(ys * Variable(batch(ys.shape()[0], out_row, seed + 100 + uint64_t(r))));
+    loss_sum = r == 0 ? term : loss_sum + term;
+  }
+  loss_sum.backward();
+  for (size_t i = 0; i < chain.size(); ++i) {
+    INFO("layer " << i);
+    const mn::links::ChannelSlice slice = parallel[i]->slice();
+    CHECK(parallel[i]->W().data().shape()[0] == slice.count);
+    CHECK(worst_difference(parallel[i]->W().grad(), rows_of(single[i]->W().grad(), slice.offset, slice.count)) <= 1e-4);
+    if (!chain[i].nobias)
+      CHECK(worst_difference(parallel[i]->b()->grad(), rows_of(single[i]->b()->grad(), slice.offset, slice.count)) <=
+            1e-4);
+  }
+  CHECK(worst_difference(comm->allreduce(xp.grad()), xs.grad()) <= 1e-4);
+}
+
+}  // namespace
+
+TEST_CASE("channel_slice: ChainerMN's sizes, the first channels % size ranks one more, in rank order",
+          "[multi_node_links][parallel_convolution]") {
+  using mn::links::channel_slice;
+  CHECK(channel_slice(7, 3, 0).offset == 0);
+  CHECK(channel_slice(7, 3, 0).count == 3);
+  CHECK(channel_slice(7, 3, 1).offset == 3);
+  CHECK(channel_slice(7, 3, 1).count == 2);
+  CHECK(channel_slice(7, 3, 2).offset == 5);
+  CHECK(channel_slice(7, 3, 2).count == 2);
+  for (int64_t channels : {1, 4, 5, 64, 513})
+    for (int size = 1; size <= 5; ++size) {
+      int64_t next = 0;
+      for (int r = 0; r < size; ++r) {
+        const mn::links::ChannelSlice s = channel_slice(channels, size, r);
+        CHECK(s.offset == next);
+        CHECK((s.count == channels / size || s.count == channels / size + 1));
+        next += s.count;
+      }
+      CHECK(next == channels);
+    }
+  REQUIRE_THROWS_WITH(channel_slice(4, 2, 2), Catch::Contains("rank 2 is not one of 2 ranks"));
+}
+
+TEST_CASE("ParallelConvolution2D equals one Convolution2D with the same filters: outputs and every gradient",
+          "[multi_node_links][parallel_convolution]") {
+  auto comm = world();
+  // Output channels divisible by the ranks and not (5 and 7 at 2, 3 and 4 ranks), with and
+  // without bias, stride and padding, and two layers stacked (the second's input gradient
+  // reaches the first's slices through the allgather).
+  const std::vector<std::pair<std::string, std::vector<ConvSpec>>> cases{
+      {"3 -> 12 channels, 3x3, pad 1", {{3, 12, 3, 1, 1, false}}},
+      {"2 -> 5 channels, 3x3, stride 2, no bias", {{2, 5, 3, 2, 0, true}}},
+      {"4 -> 7 -> 5 channels, stacked", {{4, 7, 3, 1, 1, false}, {7, 5, 1, 1, 0, true}}}};
+  uint64_t seed = 50000;
+  for (const auto& [name, chain] : cases) {
+    INFO(name << " on " << comm->size() << " ranks, rank " << comm->rank());
+    expect_parallel_equals_single(comm, chain, {2, chain[0].in, 6, 5}, seed += 1000);
+  }
+}
+
+TEST_CASE("ParallelConvolution2D drawn from the same seed on every rank holds the rows of one Convolution2D's filters",
+          "[multi_node_links][parallel_convolution]") {
+  auto comm = world();
+  random::seed(77);
+  auto bias = [](const Shape& s) { return random::uniform(s, -1.0, 1.0); };
+  mn::links::ParallelConvolution2D parallel(comm, 3, 7 + comm->size(), 3, 1, 1, false, {}, bias);
+  random::seed(77);
+  L::Convolution2D single(3, 7 + comm->size(), 3, 1, 1, false, {}, bias);
+  const mn::links::ChannelSlice slice = parallel.slice();
+  CHECK(parallel.total_out_channels() == 7 + comm->size());
+  CHECK(worst_difference(parallel.W().data(), rows_of(single.W().data(), slice.offset, slice.count)) == 0);
+  CHECK(worst_difference(parallel.b()->data(), rows_of(single.b()->data(), slice.offset, slice.count)) == 0);
+  // An array given as initialW is the whole convolution's filters.
+  const Tensor W = random::normal({5, 2, 1, 1}, 0.0, 1.0);
+  mn::links::ParallelConvolution2D from_array(comm, 2, 5, 1, 1, 0, true, W);
+  const mn::links::ChannelSlice s5 = from_array.slice();
+  CHECK(worst_difference(from_array.W().data(), rows_of(W, s5.offset, s5.count)) == 0);
+}
+
+TEST_CASE("ParallelConvolution2D refuses fewer output channels than ranks, on every rank alike",
+          "[multi_node_links][parallel_convolution][peers]") {
+  auto comm = world();
+  const int64_t too_few = comm->size() - 1;
+  REQUIRE_THROWS_WITH(mn::links::ParallelConvolution2D(comm, 3, too_few, 3),
+                      Catch::Contains("ParallelConvolution2D: out_channels " + std::to_string(too_few) +
+                                      " is less than the " + std::to_string(comm->size()) + " processes"));
 }

@@ -1,8 +1,9 @@
 // The generic checks over the registry of function cases (function_cases.h), on the CPU under the
 // kernel family of the run (tests/meson.build runs this binary once per family): gradients
 // against finite differences in float64, float32 against float64 forward and backward, no graph
-// where none is needed, and the registry's completeness: every public function of
-// chainer::functions and every kernel of core/ops/kernel_list.def reached by some case.
+// where none is needed, function hooks around the forward of every node, and the registry's
+// completeness: every public function of chainer::functions and every kernel of
+// core/ops/kernel_list.def reached by some case.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -17,6 +18,8 @@
 #include <sstream>
 #include <string>
 
+#include "autograd/function_hook.h"
+#include "autograd/function_node.h"
 #include "autograd/gradient_check.h"
 #include "core/cpu/family.h"
 #include "core/ops/kernels.h"
@@ -159,6 +162,42 @@ TEST_CASE("function cases: no graph under NoBackpropMode, nor when no input requ
       CHECK(c.f(plain).is_leaf());
       const Variable y = c.f(case_variables(c, DType::Float64, kCpu));
       CHECK(bool(y.creator()) == c.differentiable);
+    });
+  }
+}
+
+namespace {
+// Counts, per function name, the forward hook calls (pre and post) and the nodes backward runs.
+class HookCounter : public FunctionHook {
+ public:
+  std::string name() const override { return "HookCounter"; }
+  void forward_preprocess(const std::string& f, const std::vector<Tensor>&) override { ++pre[f]; }
+  void forward_postprocess(const std::string& f, const std::vector<Tensor>&) override { ++post[f]; }
+  void backward_preprocess(const FunctionNode& f, const std::vector<Tensor>&, const std::vector<Tensor>&) override {
+    ++backward[f.name()];
+  }
+  std::map<std::string, int> pre, post, backward;
+};
+}  // namespace
+
+TEST_CASE("function cases: function hooks see the forward of every node that backward runs, under its name",
+          "[function_cases]") {
+  for (const FunctionCase& c : function_cases()) {
+    if (!c.differentiable) continue;
+    INFO(c.label() << " of " << shapes_of(c.inputs));
+    run_case([&] {
+      HookCounter counter;
+      {
+        FunctionHook::Scope scope(counter);
+        forward_backward(c, DType::Float64, kCpu);
+      }
+      CHECK(counter.pre == counter.post);
+      CHECK_FALSE(counter.backward.empty());
+      // A node whose function opens no ForwardHooks (or opens it under another name) shows here.
+      for (const auto& [function, count] : counter.backward) {
+        INFO("backward ran " << count << " node(s) named " << function);
+        CHECK(counter.pre[function] >= count);
+      }
     });
   }
 }
