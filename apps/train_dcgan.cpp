@@ -7,9 +7,11 @@
 // discriminator's optimizer steps on softplus(-y_real) + softplus(y_fake), then the generator's on
 // softplus(-y_fake), backpropagated through the discriminator's graph over the same fake images
 // (Optimizer::update(lossfun) keeps graphs, as Chainer).
-//   mpiexec -n 2 build/apps/train_dcgan [-b 50] [--iteration 2000] [-o result] [--ch 512]
-// Trains on Fashion-MNIST, its 28x28 images padded with black to 32x32, so that the networks are
-// the example's (bottom width 4, three 2x upsamplings) with one channel instead of three. Every
+//   mpiexec -n 2 build/apps/train_dcgan [-b 50] [--iteration 2000] [-o result] [--ch 512] [--dataset cifar10]
+// Trains on Fashion-MNIST by default (installed with Debian's dataset-fashion-mnist, no network
+// needed), its 28x28 images padded with black to 32x32, so that the networks are the example's
+// (bottom width 4, three 2x upsamplings) with one channel instead of three; --dataset cifar10 is
+// the example's own data (32x32, three channels; the archive is downloaded once). Every
 // process trains on its share of the data; only rank 0 logs, prints and writes the preview images
 // (OUT/preview/imageNNNNNNNN.png, a 10x10 grid from a fixed noise, every --snapshot_interval
 // iterations) and gen_iter_N.npz / dis_iter_N.npz; every rank writes its trainer snapshot
@@ -59,7 +61,8 @@ class Generator : public chainer::Chain {
                        std::make_shared<L::Deconvolution2D>(widths[i], widths[i + 1], 4, 2, 1, false, std::nullopt, w));
     dc[3] = add_link("dc4", std::make_shared<L::Deconvolution2D>(ch / 8, channels, 3, 1, 1, false, std::nullopt, w));
     bn[0] = add_link("bn0", std::make_shared<L::BatchNormalization>(bottom_width * bottom_width * ch));
-    for (int i = 1; i < 4; ++i) bn[i] = add_link("bn" + std::to_string(i), std::make_shared<L::BatchNormalization>(widths[i]));
+    for (int i = 1; i < 4; ++i)
+      bn[i] = add_link("bn" + std::to_string(i), std::make_shared<L::BatchNormalization>(widths[i]));
   }
 
   // make_hidden: uniform noise in [-1, 1), from GEN (else the default generator).
@@ -96,7 +99,8 @@ class Discriminator : public chainer::Chain {
     for (int i = 0; i < 7; ++i) {
       const auto& c = convs[i];
       conv[i] = add_link(names[i], std::make_shared<L::Convolution2D>(c[0], c[1], c[2], c[3], c[4], false, w));
-      if (i > 0) bn[i] = add_link(std::string("bn") + (names[i] + 1), std::make_shared<L::BatchNormalization>(c[1], no_gamma));
+      if (i > 0)
+        bn[i] = add_link(std::string("bn") + (names[i] + 1), std::make_shared<L::BatchNormalization>(c[1], no_gamma));
     }
     l4 = add_link("l4", std::make_shared<L::Linear>(bottom_width * bottom_width * ch, 1, false, w));
   }
@@ -158,7 +162,8 @@ class DCGANUpdater : public chainer::training::StandardUpdater {
 // visualize.py's out_generated_image: ROWS x COLS images from a noise drawn with SEED (the same
 // every time), generated in test mode, written as one PNG grid to OUT/preview/image<iteration>.png
 // (pixels x 255 clipped to 0..255 and truncated, as its uint8 cast).
-void write_preview(Generator& gen, int64_t rows, int64_t cols, uint64_t seed, const std::string& out, int64_t iteration) {
+void write_preview(Generator& gen, int64_t rows, int64_t cols, uint64_t seed, const std::string& out,
+                   int64_t iteration) {
   chainer::Generator noise(seed);
   Tensor x;
   {
@@ -175,7 +180,8 @@ void write_preview(Generator& gen, int64_t rows, int64_t cols, uint64_t seed, co
         for (int64_t y = 0; y < h; ++y)
           for (int64_t z = 0; z < w; ++z) {
             const float p = v[size_t((((r * cols + q) * c + k) * h + y) * w + z)];
-            grid[size_t((k * rows * h + r * h + y) * cols * w + q * w + z)] = std::floor(std::clamp(p * 255.f, 0.f, 255.f));
+            grid[size_t((k * rows * h + r * h + y) * cols * w + q * w + z)] =
+                std::floor(std::clamp(p * 255.f, 0.f, 255.f));
           }
   const std::string dir = out + "/preview";
   std::filesystem::create_directories(dir);
@@ -214,7 +220,7 @@ struct Options : apps::CommonOptions {
 
 const char* const kUsage = R"(usage: train_dcgan [options]
 ChainerMN's DCGAN example: a generator and a discriminator trained against each other on
-Fashion-MNIST (padded to 32x32), each with its own multi-node Adam (data parallel).
+Fashion-MNIST (padded to 32x32) or CIFAR-10, each with its own multi-node Adam (data parallel).
   -b, --batchsize N   images per mini-batch and process (default 50)
   -e, --epoch N       passes over the training set (default 1000)
       --iteration N   stop after N iterations instead (default: the epochs decide)
@@ -226,10 +232,13 @@ Fashion-MNIST (padded to 32x32), each with its own multi-node Adam (data paralle
   -o, --out DIR       directory for the log, snapshots and preview/ (default result)
   -r, --resume FILE   resume from a trainer snapshot (snapshot_iter_N; each process reads its own
                       FILE.rankR-of-P when several run)
-      --dataset NAME  fashion-mnist (default); cifar10 is not available in this build
-      --data DIR      Fashion-MNIST directory (default: Debian's dataset-fashion-mnist, else
-                      pfnet/chainer/fashion-mnist under $CHAINER_DATASET_ROOT or
-                      ~/.chainer/dataset, downloaded there)
+      --dataset NAME  fashion-mnist (default: 28x28 gray, padded to 32x32) or cifar10 (the
+                      example's: 32x32 colour)
+      --data PATH     fashion-mnist: its directory (default: Debian's dataset-fashion-mnist,
+                      else pfnet/chainer/fashion-mnist under $CHAINER_DATASET_ROOT or
+                      ~/.chainer/dataset, downloaded there); cifar10: the archive
+                      cifar-10-binary.tar.gz or its directory (default: pfnet/chainer/cifar
+                      under the dataset root, downloaded there)
       --train-size N  train on the first N training images only (default: all)
       --communicator NAME  naive (default on CPUs), flat, hierarchical, two_dimensional,
                       single_node, pure_nccl (default with --gpu), non_cuda_aware
@@ -272,10 +281,7 @@ Options parse(int argc, char** argv) {
     else if (args.is(nullptr, "--no-plot")) o.plot = false;
     else args.unknown();
   }
-  if (o.dataset == "cifar10")
-    throw chainer::Error("--dataset cifar10 is not available in this build (it has no CIFAR-10 loader); "
-                         "use --dataset fashion-mnist");
-  if (o.dataset != "fashion-mnist")
+  if (o.dataset != "fashion-mnist" && o.dataset != "cifar10")
     throw chainer::Error(chainer::str("--dataset must be fashion-mnist or cifar10, got '", o.dataset, "'"));
   return o;
 }
@@ -288,23 +294,30 @@ int run(int argc, char** argv) {
   apps::set_threads(o);
 
   // [dcgan-training]
-  // Rank 0 reads the images (pixels in [0, 1], as the example's x / 255) and pads them to 32x32;
-  // every worker gets its share.
+  // Rank 0 reads the images (pixels in [0, 1], as the example's x / 255), padding Fashion-MNIST's
+  // to 32x32; every worker gets its share.
+  const bool fashion = o.dataset == "fashion-mnist";
+  const int64_t channels = fashion ? 1 : 3;
   chainer::datasets::DatasetPtr train;
-  apps::set_stage("reading and scattering Fashion-MNIST");
+  apps::set_stage("reading and scattering " + o.dataset);
   if (root) {
     std::cout << "# Num process (COMM_WORLD): " << comm->size() << "\n# Using " << comm->name()
               << " communicator\n# n_hidden: " << o.n_hidden << "\n# Minibatch-size: " << o.batchsize
               << "\n# " << (o.iteration ? chainer::str("iterations: ", o.iteration) : chainer::str("epoch: ", o.epoch))
               << "\n\n"
               << std::flush;
-    chainer::datasets::DatasetPtr test;
-    std::tie(train, test) = o.data.empty() ? chainer::datasets::get_fashion_mnist(false, 3)
-                                           : chainer::datasets::get_fashion_mnist(o.data, false, 3);
+    namespace D = chainer::datasets;
+    D::DatasetPtr test;
+    if (fashion)
+      std::tie(train, test) = o.data.empty() ? D::get_fashion_mnist(false, 3) : D::get_fashion_mnist(o.data, false, 3);
+    else
+      std::tie(train, test) = o.data.empty() ? D::get_cifar10(false, 3) : D::get_cifar10(o.data, false, 3);
     apps::take_subsets(train, test, o);
-    std::vector<size_t> all(train->size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    train = std::make_shared<chainer::datasets::TupleDataset>(std::vector<Tensor>{pad_images(train->get_batch(all).at(0), 2)});
+    if (fashion) {
+      std::vector<size_t> all(train->size());
+      for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+      train = std::make_shared<D::TupleDataset>(std::vector<Tensor>{pad_images(train->get_batch(all).at(0), 2)});
+    }
   }
   const int64_t n_train = comm->bcast_obj<int64_t>(root ? int64_t(train->size()) : 0);
   train = chainermn::scatter_dataset(train, comm, 0, true, uint64_t(o.seed));
@@ -313,8 +326,8 @@ int run(int argc, char** argv) {
   apps::set_stage("building the models");
   // Noise and initial weights differ between ranks; rank 0's weights are broadcast to all.
   chainer::random::seed(uint64_t(o.seed) + uint64_t(comm->rank()));
-  auto gen = std::make_shared<Generator>(o.n_hidden, 1, 4, o.ch);
-  auto dis = std::make_shared<Discriminator>(1, 4, o.ch);
+  auto gen = std::make_shared<Generator>(o.n_hidden, channels, 4, o.ch);
+  auto dis = std::make_shared<Discriminator>(channels, 4, o.ch);
   gen->to_device(device);
   dis->to_device(device);
   auto make_optimizer = [&](const std::shared_ptr<chainer::Link>& model) {
@@ -329,9 +342,9 @@ int run(int argc, char** argv) {
   auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true,
                                                                          uint64_t(o.seed) + uint64_t(comm->rank()));
   auto updater = std::make_shared<DCGANUpdater>(gen, dis, train_iter, gen_opt, dis_opt, device);
-  chainer::training::Trainer trainer(
-      updater, o.iteration ? IntervalTrigger(double(o.iteration), Unit::Iteration) : IntervalTrigger(double(o.epoch), Unit::Epoch),
-      o.out);
+  const IntervalTrigger stop = o.iteration ? IntervalTrigger(double(o.iteration), Unit::Iteration)
+                                           : IntervalTrigger(double(o.epoch), Unit::Epoch);
+  chainer::training::Trainer trainer(updater, stop, o.out);
   const IntervalTrigger snapshot_interval(double(o.snapshot_interval), Unit::Iteration);
   const IntervalTrigger display_interval(double(o.display_interval), Unit::Iteration);
   // Every rank saves its own trainer snapshot (its batch normalizations' running averages).

@@ -127,7 +127,8 @@ class Generator(nn.Module):
         d = np.load(path)
         state = {}
         for name in ['l0', 'dc1', 'dc2', 'dc3', 'dc4']:
-            state[name + '.weight'] = torch.from_numpy(d[name + '/W'])  # Linear (out, in), deconv (in, out, kh, kw): both as PyTorch
+            # Linear's W (out, in) and Deconvolution2D's (in, out, kh, kw) are laid out as PyTorch's.
+            state[name + '.weight'] = torch.from_numpy(d[name + '/W'])
             state[name + '.bias'] = torch.from_numpy(d[name + '/b'])
         for name in ['bn0', 'bn1', 'bn2', 'bn3']:
             state[name + '.weight'] = torch.from_numpy(d[name + '/gamma'])

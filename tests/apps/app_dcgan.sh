@@ -5,8 +5,9 @@
 # losses and preview exactly; and under mpiexec -n 2 (output, preview and model snapshots from
 # rank 0 only, a trainer snapshot per rank), resumed too (exactly, with private parameters). The
 # previews must be 10x10 grids of 32x32 gray images (320x320 8-bit PNG), the log must hold finite
-# gen/loss and dis/loss at every display interval; bad options fail with a clear message. Without
-# Fashion-MNIST it is skipped.
+# gen/loss and dis/loss at every display interval; bad options fail with a clear message. Then
+# CIFAR-10 (--dataset cifar10) on a small archive in the real format (tests/apps/write_cifar.py):
+# colour previews. Without Fashion-MNIST it is skipped.
 #   tests/apps/app_dcgan.sh MPIEXEC TRAIN_DCGAN
 set -u
 mpiexec=${1:?usage: app_dcgan.sh MPIEXEC TRAIN_DCGAN}
@@ -19,12 +20,15 @@ scratch app_dcgan
 export MPIEXEC_TIMEOUT=120
 small=(--data "$fashion_mnist" --train-size 200 --ch 32 -b 10 --snapshot_interval 2 --display_interval 2 --no-plot)
 
-# check_run NAME DIR ITERATIONS: DIR/log has one entry per 2 iterations up to ITERATIONS, with
-# finite losses; DIR/preview has a 320x320 gray PNG for each, and the snapshots of the last.
+# check_run NAME DIR ITERATIONS [CHANNELS]: DIR/log has one entry per 2 iterations up to
+# ITERATIONS, with finite losses; DIR/preview has a 320x320 PNG for each (gray, or RGB for
+# CHANNELS 3), and the snapshots of the last.
 check_run() {
   python3 - "$@" <<'EOF' || failures=$((failures + 1))
 import json, math, struct, sys, zlib
 name, out, iterations = sys.argv[1], sys.argv[2], int(sys.argv[3])
+channels = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+colour_type = {1: 0, 3: 2}[channels]
 problems = []
 try:
     log = json.load(open(f"{out}/log"))
@@ -45,9 +49,9 @@ for it in range(2, iterations + 1, 2):
     except OSError:
         problems.append(f"no {path}")
         continue
-    # Signature, then IHDR: width, height, bit depth 8, colour type 0 (gray).
+    # Signature, then IHDR: width, height, bit depth 8, colour type 0 (gray) or 2 (RGB).
     width, height, depth, colour = struct.unpack(">IIBB", data[16:26])
-    if data[:8] != b"\x89PNG\r\n\x1a\n" or (width, height, depth, colour) != (320, 320, 8, 0):
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or (width, height, depth, colour) != (320, 320, 8, colour_type):
         problems.append(f"{path}: {width}x{height}, depth {depth}, colour type {colour}")
     else:
         # Whole: its IDAT data inflate to 320 rows of a filter byte and 320 pixels. (After a few
@@ -58,8 +62,9 @@ for it in range(2, iterations + 1, 2):
             size = len(zlib.decompress(idat))
         except zlib.error as e:
             size = f"corrupt ({e})"
-        if size != 320 * 321:
-            problems.append(f"{path}: its pixel data inflate to {size} bytes, expected {320 * 321}")
+        if size != 320 * (1 + 320 * channels):
+            problems.append(f"{path}: its pixel data inflate to {size} bytes, "
+                            f"expected {320 * (1 + 320 * channels)}")
 if problems:
     print(f"FAIL: {name}: " + "; ".join(problems))
     sys.exit(1)
@@ -69,9 +74,9 @@ EOF
 }
 
 "$app" -h >"$tmp/out" 2>&1 || fail "-h exited with $?"
-grep -q "^usage: train_dcgan" "$tmp/out" && grep -q -- "--n_hidden" "$tmp/out" && grep -q -- "--snapshot_interval" "$tmp/out" ||
+grep -q "^usage: train_dcgan" "$tmp/out" && grep -q -- "--n_hidden" "$tmp/out" &&
+  grep -q -- "--snapshot_interval" "$tmp/out" ||
   fail "-h: the usage lacks the example's options: $(head -c 600 "$tmp/out")"
-expect_app_error "--dataset cifar10" "--dataset cifar10 is not available in this build" --dataset cifar10
 expect_app_error "an unknown --dataset" "--dataset must be fashion-mnist or cifar10, got 'svhn'" --dataset svhn
 expect_app_error "--ch not a multiple of 8" "--ch must be a multiple of 8, got 12" --ch 12
 expect_app_error "batch size 0" "-b/--batchsize" -b 0
@@ -122,6 +127,15 @@ sys.exit(0 if (a["gen/loss"], a["dis/loss"]) == (b["gen/loss"], b["dis/loss"]) e
     fail "2 processes, resumed: the losses at iteration 6 differ from the uninterrupted run's"
   cmp -s p2/preview/image00000006.png p2r/preview/image00000006.png ||
     fail "2 processes, resumed: the preview of iteration 6 differs from the uninterrupted run's"
+fi
+
+# CIFAR-10, the example's data, on a small archive: colour previews.
+python3 "$tests_dir/apps/write_cifar.py" "$tmp/cifar" 8 8 || fail "write_cifar.py failed"
+if "$app" --dataset cifar10 --data "$tmp/cifar/cifar-10-binary.tar.gz" --ch 32 -b 10 --snapshot_interval 2 \
+  --display_interval 2 --no-plot --iteration 2 -o c1 >"$tmp/out" 2>"$tmp/err"; then
+  check_run "cifar10" c1 2 3
+else
+  fail "cifar10: exited with $?: $(tail -c 400 "$tmp/err")"
 fi
 
 finish
