@@ -25,24 +25,30 @@ while (($#)); do
     --threads) threads=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --data) data=$2; shift 2 ;;
-    *) echo "usage: compare_dcgan.sh [--iterations N] [--ch N] [--batchsize N] [--samples N] [--classifier-epochs N] [--threads N] [--seed N] [--data DIR]" >&2
+    *) echo "usage: compare_dcgan.sh [--iterations N] [--ch N] [--batchsize N] [--samples N]" \
+         "[--classifier-epochs N] [--threads N] [--seed N] [--data DIR]" >&2
        exit 2 ;;
   esac
 done
-[[ -x build/apps/train_dcgan ]] || { echo "compare_dcgan.sh: build/apps/train_dcgan is not built (ninja -C build apps/train_dcgan)" >&2; exit 1; }
+[[ -x build/apps/train_dcgan ]] ||
+  { echo "compare_dcgan.sh: build/apps/train_dcgan is not built (ninja -C build apps/train_dcgan)" >&2; exit 1; }
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u '+%F %H:%M') UTC"
-echo "# $iterations iterations of batch $batchsize, --ch $ch, seed $seed; $samples samples scored; classifier: $classifier_epochs epoch(s)"
+echo "# $iterations iterations of batch $batchsize, --ch $ch, seed $seed; $samples samples scored;" \
+  "classifier: $classifier_epochs epoch(s)"
+display=$((iterations < 100 ? iterations : 100))
 
 start=$(date +%s.%N)
 build/apps/train_dcgan --iteration "$iterations" --ch "$ch" -b "$batchsize" --seed "$seed" --threads "$threads" \
-  --snapshot_interval "$iterations" --display_interval $((iterations < 100 ? iterations : 100)) --no-plot --data "$data" -o "$log/ours" >"$log/ours.out" 2>"$log/ours.err" ||
+  --snapshot_interval "$iterations" --display_interval "$display" --no-plot --data "$data" -o "$log/ours" \
+  >"$log/ours.out" 2>"$log/ours.err" ||
   { echo "compare_dcgan.sh: train_dcgan failed" >&2; tail -n 20 "$log/ours.err" >&2; exit 1; }
 ours_s=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" "$start" "$(date +%s.%N)")
-echo "{\"source\": \"ours, training\", \"train_s\": $ours_s, \"last\": $(python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))[-1]))" "$log/ours/log")}"
-bench/peers/run-cnn-peer dcgan_peer train --iterations "$iterations" --ch "$ch" --batchsize "$batchsize" --seed "$seed" \
-  --threads "$threads" --data "$data" --display-interval $((iterations < 100 ? iterations : 100)) --out "$log/peer.pt" |
+last=$(python3 -c "import json, sys; print(json.dumps(json.load(open(sys.argv[1]))[-1]))" "$log/ours/log")
+echo "{\"source\": \"ours, training\", \"train_s\": $ours_s, \"last\": $last}"
+bench/peers/run-cnn-peer dcgan_peer train --iterations "$iterations" --ch "$ch" --batchsize "$batchsize" \
+  --seed "$seed" --threads "$threads" --data "$data" --display-interval "$display" --out "$log/peer.pt" |
   tail -n 2
 bench/peers/run-cnn-peer dcgan_peer score --ours "$log/ours/gen_iter_$iterations.npz" --peer "$log/peer.pt" --ch "$ch" \
   --classifier-epochs "$classifier_epochs" --samples "$samples" --seed "$seed" --threads "$threads" --data "$data" |
