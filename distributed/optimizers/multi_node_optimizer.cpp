@@ -166,6 +166,11 @@ void MultiNodeOptimizer::serialize(chainer::Serializer& s) {
   if (actual_->t() > 0 || !restored_lagged_.empty()) restored_ = true;
 }
 
+void MultiNodeOptimizer::plan_shared_update() {
+  require_target("plan_shared_update");
+  if (restored_) share_update(target());
+}
+
 void MultiNodeOptimizer::update_one(chainer::Variable&, chainer::TensorMap&) {
   throw chainer::InternalError("MultiNodeOptimizer::update_one: the actual optimizer does the steps");
 }
