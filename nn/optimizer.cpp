@@ -127,11 +127,24 @@ void Optimizer::set_update_partition(std::shared_ptr<UpdatePartition> partition)
   partition_ = std::move(partition);
 }
 
+namespace {
+thread_local const Link* backpropagating = nullptr;  // see Optimizer::backpropagating_target
+}  // namespace
+
+const Link* Optimizer::backpropagating_target() { return backpropagating; }
+
 void Optimizer::update(const std::function<Variable()>& lossfun, bool retain_graph) {
   require_target("update");
   Variable loss = lossfun();
   target_->cleargrads();
-  loss.backward({.retain_graph = retain_graph});
+  {
+    struct Marker {
+      const Link* previous;
+      ~Marker() { backpropagating = previous; }
+    } marker{backpropagating};
+    backpropagating = target_.get();
+    loss.backward({.retain_graph = retain_graph});
+  }
   update();
 }
 

@@ -75,6 +75,11 @@ class Optimizer {
   /// place, as Chainer's). False frees each function's saved tensors as soon as backward has
   /// passed it, which lowers the peak memory of backward; StandardUpdater passes false.
   void update(const std::function<Variable()>& lossfun, bool retain_graph = true);
+  /// The target of the optimizer whose update(lossfun) is backpropagating on this thread, else
+  /// null. A gradient reducer hooked on another link's parameters (the multi-node optimizer's)
+  /// lets that backward's gradients be: they are another loss's (a GAN's discriminator loss
+  /// reaching the generator), which the generator's own update(lossfun) clears.
+  static const Link* backpropagating_target();
 
   /// The number of updates so far.
   virtual int64_t t() const { return t_; }

@@ -13,6 +13,7 @@
 #include "core/util/random.h"
 #include "distributed/communicators/communicator.h"
 #include "distributed/optimizers/multi_node_optimizer.h"
+#include "distributed/reducer/gradient_reducer.h"
 #include "nn/functions.h"
 #include "nn/initializers.h"
 #include "nn/links/linear.h"
@@ -145,6 +146,13 @@ TEST_CASE("gan_optimizers: the generator's and the discriminator's multi-node op
       grads = std::max(grads, worst(*gen, *ref_gen, false));
       params = std::max({params, worst(*gen, *ref_gen, true), worst(*dis, *ref_dis, true)});
     }
+    // Each reducer summed its own loss's gradients once per update: the other optimizer's
+    // backward through its parameters started nothing (Optimizer::backpropagating_target).
+    for (const auto* opt : {gen_opt.get(), dis_opt.get()})
+      if (const mn::GradientReducer* r = dynamic_cast<const mn::MultiNodeOptimizer&>(*opt).reducer()) {
+        CHECK(r->stats().steps == k);
+        CHECK(r->stats().restarts == 0);
+      }
     CHECK(gen_opt->t() == k);
     CHECK(dis_opt->t() == k);
     CHECK(grads < 1e-5);
