@@ -713,3 +713,19 @@ TEST_CASE("optimizers: update(lossfun) keeps the graph, so a GAN's generator los
     REQUIRE_THROWS_WITH(gen_opt.update([&] { return F::sum(-fresh); }), Catch::Contains("already been freed"));
   }
 }
+
+TEST_CASE("optimizers: backpropagating_target names the link whose update(lossfun) is backpropagating") {
+  auto gen = std::make_shared<links::Linear>(1, 2, true);
+  auto dis = std::make_shared<links::Linear>(2, 1, true);
+  optimizers::SGD gen_opt, dis_opt;
+  gen_opt.setup(gen);
+  dis_opt.setup(dis);
+  std::vector<const Link*> seen;  // at each hook of the generator's W
+  gen->W().node()->grad_hooks.push_back([&](VariableNode&) { seen.push_back(Optimizer::backpropagating_target()); });
+  const Variable y = (*dis)((*gen)(Variable(Tensor::ones({1, 1}))));
+  dis_opt.update([&] { return F::sum(y); });
+  gen_opt.update([&] { return F::sum(-y); });
+  F::sum((*dis)((*gen)(Variable(Tensor::ones({1, 1}))))).backward();  // a backward of the user's own
+  CHECK(seen == std::vector<const Link*>{dis.get(), gen.get(), nullptr});
+  CHECK(Optimizer::backpropagating_target() == nullptr);
+}
