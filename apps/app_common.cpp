@@ -234,6 +234,16 @@ int64_t snapshot_process_count(const std::string& name, const std::string& stem)
   return at == name.size() && count > rank ? count : 0;
 }
 
+namespace {
+// The restored parameters go into the shared updates now, before the first forward (every rank
+// resumes, so these collectives are met, in the same order): a graph recorded before the first
+// update then sees its step, as in an uninterrupted run (MultiNodeOptimizer::plan_shared_update).
+void plan_shared_updates(chainer::training::Trainer& trainer) {
+  for (const auto& entry : trainer.updater().get_all_optimizers())
+    if (auto* mn = dynamic_cast<chainermn::MultiNodeOptimizer*>(entry.second)) mn->plan_shared_update();
+}
+}  // namespace
+
 void resume(const std::string& prefix, chainer::training::Trainer& trainer, const chainermn::Communicator& comm) {
   namespace fs = std::filesystem;
   const std::string mine = prefix + chainermn::rank_suffix(comm);
@@ -277,6 +287,7 @@ void resume(const std::string& prefix, chainer::training::Trainer& trainer, cons
     if (auto* mn = dynamic_cast<chainermn::MultiNodeOptimizer*>(optimizer);
         mn && mn->communicator().debug() && mn->communicator().averages_gradients())
       mn->communicator().check_params_consistent(mn->target(), str("resume: '", prefix, "' (optimizer '", name, "')"));
+  plan_shared_updates(trainer);
 }
 
 namespace {
@@ -378,6 +389,7 @@ void train(const std::shared_ptr<chainer::training::Updater>& updater,
                 << ") in " << checkpointer->path() << "\n"
                 << std::flush;
     // [end]
+    plan_shared_updates(trainer);
   }
   set_stage([updater] {
     return str("training (", updater->iteration(), " iterations done, epoch ", updater->epoch(), ")");

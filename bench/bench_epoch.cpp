@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
           acc_sum += model->accuracy().item();
           ++n;
           return loss;
-        });
+        }, /*retain_graph=*/false);  // StandardUpdater's step: saved tensors freed as backward goes
         const auto now = std::chrono::steady_clock::now();
         step_s.push_back(std::chrono::duration<double>(now - step_start).count());
         step_start = now;

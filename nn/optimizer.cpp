@@ -136,11 +136,24 @@ Optimizer::NoSync::~NoSync() {
   if (optimizer_ && --optimizer_->no_sync_depth_ == 0) optimizer_->grad_sync_changed(true);
 }
 
-void Optimizer::update(const std::function<Variable()>& lossfun) {
+namespace {
+thread_local const Link* backpropagating = nullptr;  // see Optimizer::backpropagating_target
+}  // namespace
+
+const Link* Optimizer::backpropagating_target() { return backpropagating; }
+
+void Optimizer::update(const std::function<Variable()>& lossfun, bool retain_graph) {
   require_target("update");
   Variable loss = lossfun();
   target_->cleargrads();
-  loss.backward();
+  {
+    struct Marker {
+      const Link* previous;
+      ~Marker() { backpropagating = previous; }
+    } marker{backpropagating};
+    backpropagating = target_.get();
+    loss.backward({.retain_graph = retain_graph});
+  }
   update();
 }
 

@@ -66,8 +66,20 @@ class Optimizer {
 
   /// One step on the gradients currently held by the parameters.
   virtual void update();
-  /// Clears grads, runs LOSSFUN, backpropagates the loss it returns, then steps.
-  void update(const std::function<Variable()>& lossfun);
+  /// Runs LOSSFUN, clears the target's grads, backpropagates the loss LOSSFUN returned, then steps
+  /// (Chainer's update(lossfun), in its order). RETAIN_GRAPH true (the default, as Chainer, whose
+  /// graphs are never freed by backward) keeps the graph's saved tensors, so that variables the
+  /// caller still holds can be backpropagated again: a GAN's generator loss goes back through
+  /// the discriminator's graph over the same fake images after the discriminator's update(lossfun).
+  /// That second backward sees the parameters as the first update left them (they are stepped in
+  /// place, as Chainer's). False frees each function's saved tensors as soon as backward has
+  /// passed it, which lowers the peak memory of backward; StandardUpdater passes false.
+  void update(const std::function<Variable()>& lossfun, bool retain_graph = true);
+  /// The target of the optimizer whose update(lossfun) is backpropagating on this thread, else
+  /// null. A gradient reducer hooked on another link's parameters (the multi-node optimizer's)
+  /// lets that backward's gradients be: they are another loss's (a GAN's discriminator loss
+  /// reaching the generator), which the generator's own update(lossfun) clears.
+  static const Link* backpropagating_target();
 
   /// The number of updates so far.
   virtual int64_t t() const { return t_; }

@@ -166,7 +166,7 @@ void StandardUpdater::update_core() {
       std::vector<Variable> inputs;
       for (const Tensor& t : in.tensors("StandardUpdater")) inputs.emplace_back(t);
       return opt.target().forward_args(inputs).at(0);
-    });
+    }, /*retain_graph=*/false);  // nothing backpropagates this graph again: free it as backward goes
     if (it.is_new_epoch()) opt.new_epoch();
     return;
   }
@@ -174,7 +174,10 @@ void StandardUpdater::update_core() {
   const auto loss_of = [&](const std::vector<Variable>& inputs) {
     return loss_func_ ? loss_func_(inputs) : opt.target().forward_args(inputs).at(0);
   };
-  const auto plain = [&](const std::vector<Variable>& inputs) { opt.update([&] { return loss_of(inputs); }); };
+  // Nothing backpropagates the step's graph again: it is freed as backward goes.
+  const auto plain = [&](const std::vector<Variable>& inputs) {
+    opt.update([&] { return loss_of(inputs); }, /*retain_graph=*/false);
+  };
   // Accumulation: micro-batches are views of the batch's arrays along the first axis, so a
   // captured graph reads them from its input buffers like the plain step.
   const auto accumulated = [&](const std::vector<Variable>& inputs) {

@@ -63,14 +63,18 @@ void MultiNodeOptimizer::unshare_update() {
   share_planned_ = false;
 }
 
-void MultiNodeOptimizer::share_update(const chainer::Link& link) {
+void MultiNodeOptimizer::share_update(chainer::Link& link) {
   unshare_update();
   share_planned_ = true;
   if (!options_.shard_update || !chainer::config::env_flag("CHAINERMN_SHARD_UPDATE", true) || comm_->size() == 1 ||
       comm_->intra_size() != comm_->size() || !actual_->elementwise() || !on_host(link) || !comm_->averages_gradients())
     return;
   shared_ = SharedUpdate::create(comm_->mpi_comm(), link, actual_->state_names());
-  if (shared_) actual_->set_update_partition(shared_);
+  if (!shared_) return;
+  actual_->set_update_partition(shared_);
+  // Now rather than at each parameter's first step, so that the steps are in place from the first
+  // on, as one process's, also for a graph recorded before that step (see bind_parameters).
+  shared_->bind_parameters(link);
 }
 
 void MultiNodeOptimizer::setup(std::shared_ptr<chainer::Link> target) {
@@ -169,6 +173,11 @@ void MultiNodeOptimizer::serialize(chainer::Serializer& s) {
       restored_lagged_.emplace_back(name, std::move(mean));
     }
   if (actual_->t() > 0 || !restored_lagged_.empty()) restored_ = true;
+}
+
+void MultiNodeOptimizer::plan_shared_update() {
+  require_target("plan_shared_update");
+  if (restored_) share_update(target());
 }
 
 void MultiNodeOptimizer::update_one(chainer::Variable&, chainer::TensorMap&) {

@@ -153,6 +153,13 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   /// iteration), so the next update steps instead of spending itself on a broadcast and a
   /// resumed run continues exactly as an uninterrupted one.
   void serialize(chainer::Serializer& s) override;
+  /// Collective: after a snapshot was loaded (serialize), plans the shared update over the
+  /// restored parameters now instead of at the next update, so that they are bound into it before
+  /// the next forward: a graph recorded then (a GAN's discriminator, backpropagated again after
+  /// its step) sees the stepped values, as one process's and an uninterrupted run's do. Nothing
+  /// when no snapshot was loaded since the last update (the next update broadcasts and plans then).
+  /// apps::resume calls it after loading the snapshot.
+  void plan_shared_update();
   /// False: its all-reduce runs on the host, between backward and the step, so a step cannot be captured.
   bool capturable() const override { return false; }
 
@@ -182,7 +189,7 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   using Signature = std::vector<std::pair<std::string, chainer::Shape>>;
   static Signature signature_of(const chainer::Link& link);
   // Plans the shared update over LINK when it applies (collective), after dropping the old plan.
-  void share_update(const chainer::Link& link);
+  void share_update(chainer::Link& link);
   void unshare_update();
 
   std::shared_ptr<chainer::Optimizer> actual_;

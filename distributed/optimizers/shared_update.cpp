@@ -75,6 +75,15 @@ void SharedUpdate::barrier() const {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
+void SharedUpdate::bind_parameters(chainer::Link& link) {
+  for (auto& [name, p] : link.unique_namedparams()) {
+    auto it = slots_.find(name);
+    if (it == slots_.end()) continue;  // not initialized yet: bound at its first step, as before
+    bind(p.data(), it->second.data, it->second);
+  }
+  barrier();
+}
+
 void SharedUpdate::finish_step() { barrier(); }
 
 void SharedUpdate::before_steps(bool hooks_ran) {

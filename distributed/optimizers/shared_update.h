@@ -54,6 +54,13 @@ class SharedUpdate : public chainer::UpdatePartition {
 
   /// Whether the layout covers exactly LINK's initialized parameters (names, shapes, dtypes).
   bool matches(const chainer::Link& link) const;
+  /// Collective: makes every planned parameter of LINK a view of its slot now, each rank copying
+  /// its share, then a barrier (the parameters must be equal on every rank, as after bcast_data).
+  /// Without it a parameter is bound at its first step, and a graph recorded before then keeps the
+  /// private copy: a GAN's generator loss, backpropagated through the discriminator's graph after
+  /// the discriminator's update, would see the discriminator's parameters before that step on the
+  /// first update only, where one process (stepping in place, as Chainer) sees them after it.
+  void bind_parameters(chainer::Link& link);
   /// Every rank's share of this update is written once every rank has returned (a barrier).
   void finish_step();
   /// A barrier over the ranks: after it every rank has finished this update's backward (its

@@ -10,6 +10,7 @@
 #include "distributed/reducer/bucket_transport.h"
 #include "distributed/communicators/packing.h"
 #include "distributed/reducer/shared_memory_transport.h"
+#include "nn/optimizer.h"
 
 namespace chainermn {
 
@@ -62,6 +63,7 @@ struct GradientReducer::Impl {
   std::unique_ptr<BucketTransport> transport;
   bool shared_memory = false;  // transport is the shared-memory one
   bool attached = false;
+  const chainer::Link* link = nullptr;  // the attached link
   std::vector<Slot> slots;
   std::vector<Bucket> buckets;
   std::unordered_map<const VariableNode*, size_t> slot_of;
@@ -82,6 +84,10 @@ struct GradientReducer::Impl {
 
   void on_grad(VariableNode& node) {
     if (!attached) return;
+    // Another optimizer's update(lossfun) is backpropagating its own loss through these
+    // parameters too (a GAN's discriminator loss reaching the generator): not this link's step.
+    if (const chainer::Link* running = chainer::Optimizer::backpropagating_target(); running && running != link)
+      return;
     auto it = slot_of.find(&node);
     if (it == slot_of.end()) return;
     Slot& slot = slots[it->second];
@@ -388,6 +394,7 @@ struct GradientReducer::Impl {
     lagged.reset();
     wait_all();
     remove_hooks();
+    link = nullptr;
     slots.clear();
     buckets.clear();
     slot_of.clear();
@@ -476,6 +483,7 @@ void GradientReducer::attach(const chainer::Link& link) {
   for (const Impl::Slot& slot : m.slots)
     if (auto node = slot.node.lock()) node->grad_hooks.push_back(Impl::Hook{impl_});
   m.attached = true;
+  m.link = &link;
   m.reset_step();
 }
 

@@ -43,6 +43,13 @@
 /// then completed and thrown away, and finalize() reduces everything again from the
 /// accumulated gradients (stats().restarts, stats().buckets_discarded).
 ///
+/// Hooks that fire while ANOTHER optimizer's update(lossfun) backpropagates
+/// (chainer::Optimizer::backpropagating_target() is not the attached link) are ignored: that
+/// backward's gradients belong to another loss (a GAN's discriminator loss reaching the
+/// generator's parameters), and the attached link's own update(lossfun) clears them before its
+/// backward. Otherwise their buckets would be summed, then thrown away as a restart. Gradients
+/// that remain are still reduced, at the next hook or at finalize().
+///
 /// The transport: on one host (every rank of the communicator on this machine, as with
 /// `mpiexec -n 2` here) and with every parameter in host memory, a shared-memory segment
 /// (distributed/reducer/shared_memory_transport.h): each gradient is packed into this rank's region from

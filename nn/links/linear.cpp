@@ -7,10 +7,13 @@ namespace chainer::links {
 
 Linear::Linear(int64_t out_size) : Linear(std::nullopt, out_size) {}
 
-Linear::Linear(std::optional<int64_t> in_size, int64_t out_size, bool nobias) : out_size_(out_size), nobias_(nobias) {
+Linear::Linear(std::optional<int64_t> in_size, int64_t out_size, bool nobias, initializers::Initializer initialW,
+               initializers::Initializer initial_bias)
+    : out_size_(out_size), nobias_(nobias), initialW_(std::move(initialW)) {
   if (out_size <= 0) throw Error(str("Linear: out_size must be positive, got ", out_size));
   add_param("W");
-  if (!nobias) add_param("b", Tensor::zeros({out_size}));
+  if (!nobias)
+    add_param("b", initial_bias ? initial_bias({out_size}, "Linear: initial_bias") : Tensor::zeros({out_size}));
   if (in_size) {
     if (*in_size <= 0) throw Error(str("Linear: in_size must be positive, got ", *in_size));
     initialize(*in_size);
@@ -20,7 +23,8 @@ Linear::Linear(std::optional<int64_t> in_size, int64_t out_size, bool nobias) : 
 void Linear::initialize(int64_t in_size) {
   in_size_ = in_size;
   // Drawn on the host, so a model initialized on a GPU starts from the same weights as on the CPU.
-  W().set_data(initializers::lecun_normal({out_size_, in_size}).to(device()));
+  const Shape shape{out_size_, in_size};
+  W().set_data((initialW_ ? initialW_(shape, "Linear: initialW") : initializers::lecun_normal(shape)).to(device()));
 }
 
 void Linear::ensure_initialized(const Variable& x) {

@@ -1,10 +1,12 @@
 /// @file
 /// Linear link, as chainer.links.Linear: `y = x W^T + b` with W (out_size, in_size) drawn from
-/// LeCunNormal and b zeros. Constructed with only out_size, the input size is taken from the
-/// first input (W is created then), as Chainer's Linear(None, out) / Linear(out).
+/// LeCunNormal unless initialW says otherwise, and b zeros unless initial_bias says otherwise.
+/// Constructed with only out_size, the input size is taken from the first input (W is created
+/// then, from initialW as well), as Chainer's Linear(None, out) / Linear(out).
 #pragma once
 #include <optional>
 
+#include "nn/initializers.h"
 #include "nn/link.h"
 
 namespace chainer::links {
@@ -14,8 +16,10 @@ class Linear : public Link {
  public:
   /// Linear(out_size): the input size is inferred at the first call.
   explicit Linear(int64_t out_size);
-  /// Linear(in_size, out_size, nobias); `in_size = std::nullopt` infers it, as Chainer's None.
-  Linear(std::optional<int64_t> in_size, int64_t out_size, bool nobias = false);
+  /// Linear(in_size, out_size, nobias, initialW, initial_bias); `in_size = std::nullopt` infers
+  /// it, as Chainer's None. An empty initializer is Chainer's None (LeCunNormal, zeros).
+  Linear(std::optional<int64_t> in_size, int64_t out_size, bool nobias = false,
+         initializers::Initializer initialW = {}, initializers::Initializer initial_bias = {});
 
   /// `x W^T + b`; the first call of a lazily sized link creates W from x.
   Variable forward(const Variable& x) override;
@@ -38,6 +42,7 @@ class Linear : public Link {
   void ensure_initialized(const Variable& x);
   int64_t in_size_ = 0, out_size_;
   bool nobias_;
+  initializers::Initializer initialW_;
 };
 
 }  // namespace chainer::links

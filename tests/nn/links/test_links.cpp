@@ -66,6 +66,30 @@ TEST_CASE("links: Linear follows Chainer's initialization and checks its input")
   REQUIRE_THROWS_WITH(L::Linear(0), Catch::Contains("out_size"));
 }
 
+TEST_CASE("links: Linear takes initialW and initial_bias as Chainer's, also when W is sized lazily") {
+  const auto values = [](Variable& v) { return v.data().to_vector<double>(); };
+  // A function (Chainer's initializer object), a scalar, an array.
+  L::Linear given(3, 2, false, [](const Shape& s) { return initializers::constant(s, 0.5); }, 0.25);
+  CHECK(values(given.W()) == std::vector<double>(6, 0.5));
+  CHECK(values(*given.b()) == std::vector<double>(2, 0.25));
+  const Tensor array = Tensor::arange(6).reshape({2, 3});
+  L::Linear from_array(3, 2, true, array);
+  CHECK(values(from_array.W()) == array.to_vector<double>());
+  REQUIRE_THROWS_WITH(L::Linear(4, 2, true, array),
+                      "Linear: initialW: the initializer gave shape (2, 3) (expected (2, 4))");
+  // Lazily sized: b is made at construction, W from initialW at the first call, with its input size.
+  random::seed(3);
+  L::Linear lazy(std::nullopt, 400, false, [](const Shape& s) { return initializers::normal(s, 0.02); }, 1.0);
+  CHECK(values(*lazy.b()) == std::vector<double>(400, 1.0));
+  CHECK_FALSE(lazy.W().data().defined());
+  lazy(Variable(Tensor::zeros({2, 50})));
+  REQUIRE(lazy.W().data().shape() == Shape{400, 50});
+  const std::vector<double> w = values(lazy.W());
+  double sq = 0;
+  for (double v : w) sq += v * v;
+  CHECK(std::sqrt(sq / double(w.size())) == Approx(0.02).epsilon(0.03));  // Normal(0.02), not LeCunNormal's 0.14
+}
+
 TEST_CASE("initializers: HeNormal draws with standard deviation scale * sqrt(2 / fan_in)") {
   random::seed(1);
   for (double scale : {1.0, 0.5}) {

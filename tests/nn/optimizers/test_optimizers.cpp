@@ -687,3 +687,45 @@ TEST_CASE("optimizers: a parameter tied under two names is stepped once per upda
       CHECK(again->state("/a/W").at(key).to_vector<float>() == t.to_vector<float>());
   }
 }
+
+TEST_CASE("optimizers: update(lossfun) keeps the graph, so a GAN's generator loss goes back through the "
+          "discriminator's graph after the discriminator's update, with its updated parameters, as Chainer") {
+  // gen: x = z Wg^T, dis: y = x Wd^T, z = 1: x = (a, b), y = c a + d b.
+  auto gen = std::make_shared<links::Linear>(1, 2, true, Tensor::from_vector(std::vector<float>{1, 2}).reshape({2, 1}));
+  auto dis = std::make_shared<links::Linear>(2, 1, true, Tensor::from_vector(std::vector<float>{3, 4}).reshape({1, 2}));
+  optimizers::SGD gen_opt(0.1), dis_opt(0.1);
+  gen_opt.setup(gen);
+  dis_opt.setup(dis);
+  const Variable y_fake = (*dis)((*gen)(Variable(Tensor::ones({1, 1}))));
+  // The discriminator's loss sum(y): dWd = x = (1, 2), so Wd becomes (2.9, 3.8); its backward
+  // also leaves dWg = Wd = (3, 4) in the generator, which the generator's update clears.
+  dis_opt.update([&] { return F::sum(y_fake); });
+  CHECK_THAT(dis->W().data().to_vector<double>(), Catch::Matchers::Approx(std::vector<double>{2.9, 3.8}));
+  CHECK(gen->W().grad().to_vector<double>() == std::vector<double>{3, 4});
+  SECTION("kept: the generator's gradient is -Wd with Wd as the discriminator's update left it") {
+    gen_opt.update([&] { return F::sum(-y_fake); });
+    CHECK_THAT(gen->W().grad().to_vector<double>(), Catch::Matchers::Approx(std::vector<double>{-2.9, -3.8}));
+    CHECK_THAT(gen->W().data().to_vector<double>(), Catch::Matchers::Approx(std::vector<double>{1.29, 2.38}));
+  }
+  SECTION("freed by retain_graph = false: the second backward is refused") {
+    auto fresh = Variable((*dis)((*gen)(Variable(Tensor::ones({1, 1})))));
+    dis_opt.update([&] { return F::sum(fresh); }, false);
+    REQUIRE_THROWS_WITH(gen_opt.update([&] { return F::sum(-fresh); }), Catch::Contains("already been freed"));
+  }
+}
+
+TEST_CASE("optimizers: backpropagating_target names the link whose update(lossfun) is backpropagating") {
+  auto gen = std::make_shared<links::Linear>(1, 2, true);
+  auto dis = std::make_shared<links::Linear>(2, 1, true);
+  optimizers::SGD gen_opt, dis_opt;
+  gen_opt.setup(gen);
+  dis_opt.setup(dis);
+  std::vector<const Link*> seen;  // at each hook of the generator's W
+  gen->W().node()->grad_hooks.push_back([&](VariableNode&) { seen.push_back(Optimizer::backpropagating_target()); });
+  const Variable y = (*dis)((*gen)(Variable(Tensor::ones({1, 1}))));
+  dis_opt.update([&] { return F::sum(y); });
+  gen_opt.update([&] { return F::sum(-y); });
+  F::sum((*dis)((*gen)(Variable(Tensor::ones({1, 1}))))).backward();  // a backward of the user's own
+  CHECK(seen == std::vector<const Link*>{dis.get(), gen.get(), nullptr});
+  CHECK(Optimizer::backpropagating_target() == nullptr);
+}
