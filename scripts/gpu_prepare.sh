@@ -63,7 +63,8 @@ command -v xz >/dev/null || die "xz is needed (apt-get install xz-utils)"
 # The binaries the run uses (validate.sh's step table); everything else stays here.
 programs=(tests/test_cuda_ops tests/test_cuda_training tests/test_gpu_nccl tests/test_gpu_communicators
   apps/chainermn_check apps/mnist_mlp apps/fashion_mnist_cnn apps/mnist_model_parallel apps/mnist_ensemble
-  bench/bench_epoch bench/bench_lstm apps/seq2seq apps/seq2seq_mp1)
+  bench/bench_epoch bench/bench_lstm apps/seq2seq apps/seq2seq_mp1 apps/train_dcgan apps/train_cifar
+  apps/parallel_convolution)
 
 build_needed=0
 if [[ -z $from ]]; then

@@ -49,6 +49,9 @@ torch_lstm            B  30  peer
 seq2seq_gpu           X  60  gpu
 seq2seq_mp1_gpu       X  60  gpu
 torch_compile         X  90  peer
+dcgan_gpu             X  60  gpu
+cifar_gpu             X  60  gpu
+parallel_conv_gpu     X  60  gpu
 mlp_accuracy          X  60  gpu
 memcheck              X  90  gpu
 torch_fused_eager     X  40  peer
@@ -171,6 +174,21 @@ seq2seq_mp1_gpu() {
   cmudict || return 1
   mpiexec -n 2 "$(B seq2seq_mp1)" --gpu --data cmudict --unit 256 --layer 2 --limit 20000 --test-size 1000 -e 1 \
     -o "$R/seq2seq_mp1"
+}
+# ChainerMN's DCGAN, CIFAR and parallel-convolution examples on the GPU, on MNIST's files (the
+# layout of Fashion-MNIST, which they train on offline): the example's full widths (ch 512, the VGG).
+dcgan_gpu() {
+  "$(B train_dcgan)" --gpu --iteration 300 --display_interval 100 --snapshot_interval 300 --no-plot \
+    -o "$R/dcgan" --data "$data"
+}
+cifar_gpu() {
+  "$(B train_cifar)" --gpu -d fashion-mnist --data "$data" --train-size 10000 --test-size 2000 -e 1 --no-plot \
+    -o "$R/cifar"
+}
+# Two processes share the one GPU: an MPI communicator (NCCL refuses two ranks on one device).
+parallel_conv_gpu() {
+  mpiexec -n 2 "$(B parallel_convolution)" --gpu --communicator flat -d fashion-mnist --data "$data" \
+    --train-size 4000 --test-size 1000 -e 1 --no-plot -o "$R/pconv"
 }
 mlp_accuracy() { "$(B mnist_mlp)" --gpu -e 20 --no-plot -o "$R/mlp_accuracy" --data "$data"; }
 # The peer with torch.optim.Adam(fused=True), as our updates are fused: the fair comparison;
