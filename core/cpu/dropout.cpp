@@ -1,4 +1,5 @@
-// Dropout masks from Philox (core/util/philox.h): the same mask on every device for a key.
+// Random tensors from Philox (core/util/philox.h): dropout masks and normal samples, the same
+// values on every device for a key.
 #include "core/cpu/kernels.h"
 #include "core/util/parallel.h"
 #include "core/util/philox.h"
@@ -18,6 +19,22 @@ void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
         const philox::Block r = philox::block(key, uint64_t(b));
         for (int64_t k = 0; k < 4 && 4 * b + k < n; ++k)
           p[4 * b + k] = double(r.v[k]) * (1.0 / 4294967296.0) >= ratio ? scale : T(0);
+      }
+    });
+  });
+}
+
+void random_normal(double mean, double stddev, Generator& gen, Tensor& out) {
+  const uint64_t key = gen.next_u64();  // one draw per tensor, as dropout_mask
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "random_normal", [&] {
+    using T = scalar_t;
+    T* p = out.data<T>();
+    const int64_t n = out.numel();
+    parallel_for((n + 3) / 4, kGrain / 16, [&](int64_t s, int64_t e) {
+      double z[4];
+      for (int64_t b = s; b < e; ++b) {
+        philox::normal4(key, uint64_t(b), z);
+        for (int64_t k = 0; k < 4 && 4 * b + k < n; ++k) p[4 * b + k] = T(mean + stddev * z[k]);
       }
     });
   });

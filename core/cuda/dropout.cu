@@ -1,5 +1,6 @@
-// Dropout masks on CUDA from Philox (core/util/philox.h): the CPU's mask bit for bit, for any
-// launch configuration; the key is read on the device.
+// Random tensors on CUDA from Philox (core/util/philox.h): dropout masks, the CPU's bit for bit,
+// and normal samples, the CPU's up to the last bits of log, sin and cos; for any launch
+// configuration. The key is read on the device.
 #include "core/cuda/common.cuh"
 #include "core/cuda/kernels.h"
 #include "core/util/philox.h"
@@ -24,7 +25,32 @@ __global__ void dropout_kernel(const uint64_t* key, double ratio, T scale, T* ma
   }
 }
 
+// ---- random_normal ----
+
+template <class T>
+__global__ void normal_kernel(const uint64_t* key, double mean, double stddev, T* out, int64_t n) {
+  const uint64_t k = *key;
+  const int64_t blocks = (n + 3) / 4;
+  CHAINER_GRID_STRIDE_LOOP(b, blocks) {
+    double z[4];
+    philox::normal4(k, uint64_t(b), z);
+    for (int64_t e = 0; e < 4 && 4 * b + e < n; ++e) out[4 * b + e] = T(mean + stddev * z[e]);
+  }
+}
+
 }  // namespace
+
+void random_normal(double mean, double stddev, Generator& gen, Tensor& out) {
+  const auto* key = static_cast<const uint64_t*>(
+      step_scalars(sizeof(uint64_t), [&gen](void* host) { *static_cast<uint64_t*>(host) = gen.next_u64(); }));
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  CHAINER_DISPATCH_FLOATING(out.dtype(), "random_normal", [&] {
+    using T = scalar_t;
+    normal_kernel<T><<<blocks_for((n + 3) / 4), kThreads, 0, compute_stream()>>>(key, mean, stddev, out.data<T>(), n);
+    CHAINER_CUDA_CHECK_LAUNCH(normal_kernel);
+  });
+}
 
 void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
   // Drawn even for an empty mask, so the generator advances as on the CPU.

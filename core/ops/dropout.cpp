@@ -1,5 +1,8 @@
-// Dropout masks. The kernels are in core/cpu/dropout.cpp and core/cuda/dropout.cu.
+// Random tensors from Philox: dropout masks and normal samples. The kernels are in
+// core/cpu/dropout.cpp and core/cuda/dropout.cu.
 #include "core/ops/ops.h"
+
+#include <cmath>
 
 #include "core/ops/kernels.h"
 
@@ -12,6 +15,17 @@ Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device
   Tensor mask = Tensor::empty(shape, dtype, device);
   kernels_for(device).dropout_mask(ratio, gen, mask);
   return mask;
+}
+
+Tensor random_normal(const Shape& shape, double mean, double stddev, DType dtype, Device device, Generator& gen) {
+  if (!(stddev >= 0.0) || !std::isfinite(stddev) || !std::isfinite(mean))
+    throw Error(str("random_normal: mean ", mean, " and stddev ", stddev,
+                    " are not valid (expected finite values and stddev >= 0)"));
+  if (!is_floating(dtype))
+    throw Error(str("random_normal: dtype ", dtype_name(dtype), " is not supported (expected float32 or float64)"));
+  Tensor out = Tensor::empty(shape, dtype, device);
+  kernels_for(device).random_normal(mean, stddev, gen, out);
+  return out;
 }
 
 }  // namespace chainer::ops

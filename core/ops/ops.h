@@ -176,6 +176,10 @@ Tensor sigmoid_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
 /// a CUDA graph, every replay draws its key from GEN again: GEN must outlive the graph (the
 /// default generator, which F::dropout uses, always does).
 Tensor dropout_mask(const Shape& shape, double ratio, DType dtype, Device device, Generator& gen);
+/// Normal samples (MEAN, STDDEV) made on DEVICE (torch.randn(device=...), cupy.random.normal):
+/// counter-based (Philox, Box-Muller), so the CPU and a GPU give the same samples for the same
+/// GEN state, one draw of GEN per call; not the stream of random::normal, which draws on the host.
+Tensor random_normal(const Shape& shape, double mean, double stddev, DType dtype, Device device, Generator& gen);
 
 /// One LSTM step, as Chainer's lstm: X (B, 4U) holds unit u's gate inputs at columns 4u .. 4u + 3
 /// (a, i, f, o); with C_PREV (B, U), c = tanh(a) sigmoid(i) + sigmoid(f) c_prev and

@@ -3,6 +3,7 @@
 // loop, any split over threads and any CUDA launch configuration produce the same values.
 // Compiled by g++ and nvcc alike.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -43,6 +44,19 @@ CHAINER_HOST_DEVICE Block block(uint64_t key, uint64_t counter) {
 CHAINER_HOST_DEVICE double uniform(uint64_t key, uint64_t i) {
   const Block b = block(key, i >> 2);
   return double(b.v[i & 3]) * (1.0 / 4294967296.0);
+}
+
+// Four standard normals for block COUNTER under KEY: Box-Muller on the block's two pairs of
+// words (u1 = (w0 + 1) 2^-32 in (0, 1], so the logarithm is finite; u2 = w1 2^-32), in double.
+CHAINER_HOST_DEVICE void normal4(uint64_t key, uint64_t counter, double out[4]) {
+  const Block b = block(key, counter);
+  for (int pair = 0; pair < 2; ++pair) {
+    const double u1 = (double(b.v[2 * pair]) + 1.0) * (1.0 / 4294967296.0);
+    const double u2 = double(b.v[2 * pair + 1]) * (1.0 / 4294967296.0);
+    const double r = sqrt(-2.0 * log(u1)), theta = 6.283185307179586 * u2;
+    out[2 * pair] = r * cos(theta);
+    out[2 * pair + 1] = r * sin(theta);
+  }
 }
 
 }  // namespace chainer::philox

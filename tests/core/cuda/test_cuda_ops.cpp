@@ -1267,6 +1267,28 @@ TEST_CASE("cuda ops: dropout_mask is the CPU's mask bit for bit from a generator
       }
 }
 
+TEST_CASE("cuda ops: random_normal equals the CPU's samples from a generator of the same seed", "[cuda][ops]") {
+  uint64_t seed = 300;
+  for (const Shape& shape : {Shape{}, Shape{0}, Shape{1}, Shape{5, 7}, Shape{13, 11, 3}, Shape{1000, 1001}})
+    for (DType dtype : kFloatTypes) {
+      INFO("random_normal " << shape_str(shape) << " " << dtype_name(dtype) << " seed " << seed);
+      run_case([&] {
+        Generator a(seed), b(seed);
+        for (int draw = 0; draw < 2; ++draw) {
+          INFO("tensor " << draw);
+          const Tensor want = ops::random_normal(shape, 0.5, 2.0, dtype, kCpu, a);
+          const Tensor got = ops::random_normal(shape, 0.5, 2.0, dtype, kGpu, b);
+          CHECK(got.device().str() == "cuda:0");
+          // The device's log, sin and cos may differ from glibc's in the last bits of a double,
+          // which can move a float32 sample by one unit in its last place.
+          expect_close(want, got, dtype == kF32 ? Tol{2.5e-7, 1e-7} : Tol{1e-12, 1e-12});
+        }
+        CHECK(a.next_u64() == b.next_u64());  // one draw per tensor on both, empty ones included
+      });
+      ++seed;
+    }
+}
+
 TEST_CASE("cuda ops: accuracy with ties, ignored labels and a 3-D input", "[cuda][ops]") {
   struct Case {
     Shape y;

@@ -523,6 +523,39 @@ TEST_CASE("random: Philox4x32-10 matches the published test vector; dropout mask
   set_num_threads(0);
 }
 
+TEST_CASE("random: random_normal is Box-Muller of one key's Philox words, for any thread count") {
+  Generator gen(5), copy(5);
+  const Tensor z = ops::random_normal({3, 7}, 2.0, 0.5, DType::Float64, Device::cpu(), gen);
+  const uint64_t key = copy.next_u64();
+  const std::vector<double> got = z.to_vector<double>();
+  for (int64_t i = 0; i < 21; ++i) {
+    const philox::Block w = philox::block(key, uint64_t(i / 4));
+    const int pair = int(i % 4) / 2;
+    const double u1 = (double(w.v[2 * pair]) + 1.0) / 4294967296.0, u2 = double(w.v[2 * pair + 1]) / 4294967296.0;
+    const double r = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * M_PI * u2;
+    REQUIRE(got[size_t(i)] == Approx(2.0 + 0.5 * (i % 2 ? r * std::sin(angle) : r * std::cos(angle))).epsilon(1e-14));
+  }
+  CHECK(gen.next_u64() == copy.next_u64());  // exactly one draw per tensor
+  // A million samples: the mean and deviation asked for (standard errors 0.001 and 0.0007).
+  Generator big(9);
+  const std::vector<float> many = ops::random_normal({1000, 1000}, -1.0, 3.0, DType::Float32, Device::cpu(), big)
+                                      .to_vector<float>();
+  double sum = 0, sq = 0;
+  for (float v : many) sum += v, sq += double(v) * v;
+  const double mean = sum / 1e6, sd = std::sqrt(sq / 1e6 - mean * mean);
+  CHECK(mean == Approx(-1.0).margin(0.015));
+  CHECK(sd == Approx(3.0).margin(0.01));
+  set_num_threads(1);
+  Generator again(9);
+  CHECK(ops::random_normal({1000, 1000}, -1.0, 3.0, DType::Float32, Device::cpu(), again).to_vector<float>() == many);
+  set_num_threads(0);
+  CHECK(ops::random_normal({0}, 0, 1, DType::Float32, Device::cpu(), gen).numel() == 0);
+  CHECK_THROWS_WITH(ops::random_normal({2}, 0, -1, DType::Float32, Device::cpu(), gen),
+                    Catch::Contains("random_normal: mean 0 and stddev -1 are not valid"));
+  CHECK_THROWS_WITH(ops::random_normal({2}, 0, 1, DType::Int32, Device::cpu(), gen),
+                    Catch::Contains("random_normal: dtype int32 is not supported"));
+}
+
 TEST_CASE("ops: take_rows, scale_to_ and accumulate_") {
   const Tensor src = Tensor::arange(12, DType::Float64).reshape({4, 3});
   CHECK(ops::take_rows(src, {3, 0, 3}).to_vector<double>() == std::vector<double>{9, 10, 11, 0, 1, 2, 9, 10, 11});
