@@ -41,7 +41,8 @@ void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   const int64_t n = out.numel();
   if (a.shape() == out.shape() && b.shape() == out.shape() && a.is_contiguous() && b.is_contiguous()) {
     parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) po[i] = f(pa[i], pb[i]);
+      const F fn = f;  // a local copy: a parameter of F read through a reference might alias PO
+      for (int64_t i = s; i < e; ++i) po[i] = fn(pa[i], pb[i]);  // and would keep the loop scalar
     });
     return;
   }
@@ -55,8 +56,9 @@ void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
       }()) {
     const int64_t m = b.numel(), rows = n / m;
     parallel_for(rows, std::max<int64_t>(1, kGrain / m), [&](int64_t s, int64_t e) {
+      const F fn = f;
       for (int64_t r = s; r < e; ++r)
-        for (int64_t j = 0; j < m; ++j) po[r * m + j] = f(pa[r * m + j], pb[j]);
+        for (int64_t j = 0; j < m; ++j) po[r * m + j] = fn(pa[r * m + j], pb[j]);
     });
     return;
   }
@@ -86,7 +88,8 @@ void map_kernel(const Tensor& a, Tensor& out, F f) {
   const T* pa = ac.data<T>();
   T* po = out.data<T>();
   parallel_for(out.numel(), kGrain, [&](int64_t s, int64_t e) {
-    for (int64_t i = s; i < e; ++i) po[i] = f(pa[i]);
+    const F fn = f;  // as in binary_kernel: a local copy lets the loop vectorize
+    for (int64_t i = s; i < e; ++i) po[i] = fn(pa[i]);
   });
 }
 

@@ -420,6 +420,12 @@ std::vector<KernelCase> make_kernel_cases() {
          return std::vector<Tensor>{Tensor::from_vector<double>({before}), grads[0], grads[1]};
        },
        {input({5, 7}, 405), input({13}, 406)}},
+      {"random_normal: samples from a generator of a fixed seed, of the input's shape and dtype",
+       [](std::vector<Tensor>& t) {
+         Generator gen(77);
+         return std::vector<Tensor>{ops::random_normal(t[0].shape(), 0.5, 2.0, t[0].dtype(), t[0].device(), gen)};
+       },
+       {input({6, 5}, 407)}},
   };
   uint64_t seed = 500;
 #define CHAINER_UPDATE_CASE(RULE, NAME, STATES) cases.push_back(update_case(UpdateRule::RULE, seed += 20));
