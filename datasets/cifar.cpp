@@ -1,6 +1,5 @@
 #include "datasets/cifar.h"
 
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "core/io/npz.h"
+#include "datasets/gzip_file.h"
 
 namespace chainer::datasets {
 
@@ -53,54 +53,28 @@ const CifarFormat& cifar100_format() {
   return format;
 }
 
-// A gzip file read as one stream of bytes (zlib's gz* interface). Unlike the IDX reader it
-// refuses data that is not gzip: the archives are only ever published compressed.
+// The archive, read as one stream of bytes (GzipFile). Unlike the IDX reader it refuses data
+// that is not gzip: the archives are only ever published compressed.
 class GzipStream {
  public:
-  GzipStream(const fs::path& path, const CifarFormat& format) : path_(path), format_(format) {
-    InputFile file("", path.string(), str(format.name, " archive "));
-    unsigned char magic[2] = {0, 0};
-    if (file.size() >= 2) file.read_at(0, magic, 2);
-    if (magic[0] != 0x1f || magic[1] != 0x8b)
+  GzipStream(const fs::path& path, const CifarFormat& format)
+      : path_(path), format_(format), file_(path, str(format.name, " archive")) {
+    const unsigned char* magic = file_.first_bytes();
+    if (!file_.gzip())
       throw Error(str(format.name, " archive ", quoted(path), " is not gzip data (",
-                      file.size() < 2 ? str("it is ", file.size(), " bytes long")
-                                      : str("it starts with bytes ", int(magic[0]), " ", int(magic[1]),
-                                            ", not gzip's 31 139"),
+                      file_.file_bytes() < 2 ? str("it is ", file_.file_bytes(), " bytes long")
+                                             : str("it starts with bytes ", int(magic[0]), " ", int(magic[1]),
+                                                   ", not gzip's 31 139"),
                       "); expected ", format.archive, " as the CIFAR page serves it"));
-    file_ = gzdopen(file.fd(), "rb");
-    if (!file_) throw Error(str("cannot open ", format.name, " archive ", quoted(path), ": ", std::strerror(errno)));
-    file.release();  // gzclose closes it
-    gzbuffer(file_, 1 << 18);
   }
-  ~GzipStream() { gzclose(file_); }
-  GzipStream(const GzipStream&) = delete;
-  GzipStream& operator=(const GzipStream&) = delete;
 
   // Reads up to SIZE bytes; fewer only at the end of the data.
-  size_t read(void* dst, size_t size) {
-    size_t done = 0;
-    while (done < size) {
-      const unsigned chunk = unsigned(std::min<size_t>(size - done, size_t(1) << 30));
-      const int n = gzread(file_, static_cast<char*>(dst) + done, chunk);
-      if (n < 0) {
-        int code = Z_OK;
-        std::string msg = gzerror(file_, &code);
-        const std::string prefix = path_.string() + ": ";  // zlib puts the path in front
-        if (msg.starts_with(prefix)) msg.erase(0, prefix.size());
-        throw Error(str("cannot decompress ", format_.name, " archive ", quoted(path_), ": ", msg, " (zlib error ",
-                        code, "); the file is corrupt, download it again"));
-      }
-      if (n == 0) break;
-      done += size_t(n);
-      offset_ += uint64_t(n);
-    }
-    return done;
-  }
+  size_t read(void* dst, size_t size) { return file_.read(dst, size); }
 
   // Reads exactly SIZE bytes of WHAT ("the tar header", "member test_batch.bin"); throws naming
   // the archive as truncated when the data end first.
   void read_exactly(void* dst, size_t size, const std::string& what) {
-    const uint64_t start = offset_;
+    const uint64_t start = offset();
     const size_t got = read(dst, size);
     if (got < size) truncated(str(what, " needs ", size, " bytes from offset ", start, ", only ", got, " are there"));
   }
@@ -115,15 +89,9 @@ class GzipStream {
     }
   }
 
-  // Reads to the end of the gzip stream, so that zlib checks its CRC-32 and length; a stream cut
-  // before its trailer is reported by zlib only as a soft error, checked here.
+  // Reads to the end of the gzip stream, so that zlib checks its CRC-32 and length.
   void finish() {
-    char buf[4096];
-    while (read(buf, sizeof buf) > 0) {
-    }
-    int code = Z_OK;
-    gzerror(file_, &code);
-    if (code == Z_BUF_ERROR)
+    if (file_.ends_before_trailer())
       truncated("the gzip stream ends before its checksum (its last 8 bytes), so its data cannot be verified");
   }
 
@@ -131,13 +99,12 @@ class GzipStream {
     throw Error(str(format_.name, " archive ", quoted(path_), " is truncated: ", detail, "; download it again"));
   }
 
-  uint64_t offset() const { return offset_; }  // bytes of decompressed data read so far
+  uint64_t offset() const { return file_.offset(); }  // bytes of decompressed data read so far
 
  private:
   fs::path path_;
   const CifarFormat& format_;
-  gzFile file_ = nullptr;
-  uint64_t offset_ = 0;
+  GzipFile file_;
 };
 
 // A number of a tar header field: octal digits, maybe led by spaces and ended by a space or NUL.

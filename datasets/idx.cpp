@@ -1,7 +1,5 @@
 #include "datasets/idx.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "core/io/npz.h"
+#include "datasets/gzip_file.h"
 
 namespace chainer::datasets {
 
@@ -41,51 +40,17 @@ uint32_t big_endian(const unsigned char* p) {
   return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
 }
 
-// A file read through zlib: gzip data is inflated, anything else is read as it is. Only a
-// regular file is opened (InputFile): a FIFO or /dev/zero would never end.
+// An IDX file, gzip-compressed or not (GzipFile).
 class GzReader {
  public:
-  explicit GzReader(const fs::path& path) : path_(path) {
-    InputFile file("", path.string(), "IDX file ");
-    file_bytes_ = file.size();
-    unsigned char magic[2] = {0, 0};
-    if (file_bytes_ >= 2) file.read_at(0, magic, 2);
-    gzip_ = magic[0] == 0x1f && magic[1] == 0x8b;
-    file_ = gzdopen(file.fd(), "rb");
-    if (!file_) throw Error(str("cannot open IDX file ", quoted(path_), ": ", std::strerror(errno)));
-    file.release();  // gzclose closes it
-    gzbuffer(file_, 1 << 18);
-  }
-  ~GzReader() { gzclose(file_); }
-  GzReader(const GzReader&) = delete;
-  GzReader& operator=(const GzReader&) = delete;
+  explicit GzReader(const fs::path& path) : path_(path), file_(path, "IDX file") {}
 
-  // Reads up to SIZE bytes; fewer only at the end of the data.
-  size_t read(void* dst, size_t size) {
-    size_t done = 0;
-    while (done < size) {
-      const unsigned chunk = unsigned(std::min<size_t>(size - done, size_t(1) << 30));
-      const int n = gzread(file_, static_cast<char*>(dst) + done, chunk);
-      if (n < 0) {
-        int code = Z_OK;
-        std::string msg = gzerror(file_, &code);
-        const std::string prefix = path_.string() + ": ";  // zlib puts the path in front
-        if (msg.starts_with(prefix)) msg.erase(0, prefix.size());
-        throw Error(str("cannot decompress IDX file ", quoted(path_), ": ", msg, " (zlib error ", code,
-                        "); the file is corrupt, download it again"));
-      }
-      if (n == 0) break;
-      done += size_t(n);
-    }
-    return done;
-  }
+  size_t read(void* dst, size_t size) { return file_.read(dst, size); }
 
   // The truncation error: EXPECTED bytes of (decompressed) data were needed, ACTUAL were there.
   [[noreturn]] void truncated(uint64_t expected, uint64_t actual) const {
-    int code = Z_OK;
-    gzerror(file_, &code);
     throw Error(str("IDX file ", quoted(path_), " is truncated: expected ", expected, " bytes, got ", actual,
-                    code == Z_BUF_ERROR ? " (the gzip stream ends early)" : "", "; download it again"));
+                    file_.cut_short() ? " (the gzip stream ends early)" : "", "; download it again"));
   }
 
   // Reads the IDX header: the magic number (checked against MAGIC) and DIMS extents.
@@ -109,13 +74,13 @@ class GzReader {
     uint64_t values = 1;
     for (uint32_t e : extents) values = mul_saturated(values, e);
     const uint64_t declared = values == UINT64_MAX ? UINT64_MAX : header_bytes + values;
-    if (!gzip_ && declared > file_bytes_) truncated(declared, file_bytes_);
-    if (gzip_ && declared > mul_saturated(file_bytes_, kMaxDeflateRatio)) {
+    if (!file_.gzip() && declared > file_.file_bytes()) truncated(declared, file_.file_bytes());
+    if (file_.gzip() && declared > mul_saturated(file_.file_bytes(), kMaxDeflateRatio)) {
       std::string dims;
       for (uint32_t e : extents) dims += (dims.empty() ? "" : " x ") + std::to_string(e);
       throw Error(str("IDX file ", quoted(path_), " declares ", dims, " values (",
                       declared == UINT64_MAX ? std::string("over 2^64") : std::to_string(declared),
-                      " bytes), more than its ", file_bytes_, " bytes of gzip data can hold (deflate expands at most ",
+                      " bytes), more than its ", file_.file_bytes(), " bytes of gzip data can hold (deflate expands at most ",
                       kMaxDeflateRatio, " times): it is truncated or its header is corrupt; download it again"));
     }
     Shape shape;
@@ -123,13 +88,8 @@ class GzReader {
     Tensor out = Tensor::empty(shape, DType::UInt8);
     const size_t got = out.nbytes() ? read(out.raw_data(), out.nbytes()) : 0;
     if (got < out.nbytes()) truncated(header_bytes + out.nbytes(), header_bytes + got);
-    char probe;
-    read(&probe, 1);  // lets zlib reach the end of the stream and check its CRC (extra bytes are ignored)
-    // All the data, but the stream ended before its trailer (CRC-32 and length, 8 bytes): zlib
-    // notes that as a soft error and returns 0, so a cut file would pass unchecked.
-    int code = Z_OK;
-    gzerror(file_, &code);
-    if (code == Z_BUF_ERROR)
+    // All the data, but the stream may end before its trailer (CRC-32 and length, 8 bytes).
+    if (file_.ends_before_trailer())
       throw Error(str("IDX file ", quoted(path_), " is truncated: the gzip stream ends before its checksum (",
                       "its last 8 bytes), so its data cannot be verified; download it again"));
     return out;
@@ -137,9 +97,7 @@ class GzReader {
 
  private:
   fs::path path_;
-  gzFile file_ = nullptr;
-  uint64_t file_bytes_ = 0;  // the file's size on disk
-  bool gzip_ = false;        // whether it starts with gzip's magic bytes
+  GzipFile file_;
 };
 
 }  // namespace
