@@ -9,6 +9,7 @@
 #include "datasets/list_dataset.h"
 #include "datasets/sub_dataset.h"
 #include "datasets/tuple_dataset.h"
+#include "same_example.h"
 
 using namespace chainer;
 using namespace chainer::datasets;
@@ -17,6 +18,8 @@ using chainer::dataset::concat_examples;
 using chainer::dataset::ConvertedBatch;
 using chainer::dataset::Padding;
 using Catch::Contains;
+
+using chainer::testing::same_example;
 
 namespace {
 
@@ -32,16 +35,6 @@ std::shared_ptr<const ListDataset> sentences(int64_t n) {
 }
 
 int64_t label(const Example& e) { return e.at(1).item<int64_t>(); }
-
-// Whether A and B hold the same tensors: shapes, dtypes and values.
-bool same(const Example& a, const Example& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t k = 0; k < a.size(); ++k)
-    if (a[k].shape() != b[k].shape() || a[k].dtype() != b[k].dtype() ||
-        a[k].to_vector<double>() != b[k].to_vector<double>())
-      return false;
-  return true;
-}
 
 }  // namespace
 
@@ -209,8 +202,8 @@ TEST_CASE("SerialIterator and MultiprocessIterator hand out ragged examples thro
       REQUIRE(a.size() == 4);
       REQUIRE(b.size() == 4);
       for (size_t j = 0; j < 4; ++j) {
-        CHECK(same(a[j], d->get_example(size_t(label(a[j])))));  // the dataset's own example
-        CHECK(same(a[j], b[j]));
+        CHECK(same_example(a[j], d->get_example(size_t(label(a[j])))));  // the dataset's own example
+        CHECK(same_example(a[j], b[j]));
       }
       CHECK(serial.epoch() == multi.epoch());
       CHECK(serial.is_new_epoch() == multi.is_new_epoch());

@@ -12,11 +12,14 @@
 #include "distributed/communicators/communicator.h"
 #include "distributed/datasets/scatter_dataset.h"
 #include "distributed/iterators/multi_node_iterator.h"
+#include "same_example.h"
 
 using namespace chainer;
 using chainer::datasets::Example;
 using chainer::datasets::ListDataset;
 namespace mn = chainermn;
+
+using chainer::testing::same_example;
 
 namespace {
 
@@ -33,15 +36,6 @@ std::vector<Example> ragged_examples(int64_t n) {
                    Tensor::scalar(double(i), DType::Int64)});
   }
   return out;
-}
-
-bool same(const Example& a, const Example& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t k = 0; k < a.size(); ++k)
-    if (a[k].shape() != b[k].shape() || a[k].dtype() != b[k].dtype() ||
-        a[k].to_vector<double>() != b[k].to_vector<double>())
-      return false;
-  return true;
 }
 
 }  // namespace
@@ -73,7 +67,7 @@ TEST_CASE("ragged: scatter_dataset gives every rank exactly the root's examples 
             CHECK(mine->size() == want.size());
             for (size_t j = 0; j < std::min(mine->size(), want.size()); ++j) {
               CAPTURE(j, want[j]);
-              CHECK(same(mine->get_example(j), all[size_t(want[j])]));
+              CHECK(same_example(mine->get_example(j), all[size_t(want[j])]));
             }
           }
 }
@@ -102,7 +96,7 @@ TEST_CASE("ragged: the multi-node iterator hands the master's ragged examples to
   for (int step = 0; step < 4; ++step) {
     const std::vector<Example> got = it->next(), want = reference.next();
     CHECK(got.size() == want.size());
-    for (size_t j = 0; j < std::min(got.size(), want.size()); ++j) CHECK(same(got[j], want[j]));
+    for (size_t j = 0; j < std::min(got.size(), want.size()); ++j) CHECK(same_example(got[j], want[j]));
     CHECK(it->epoch() == reference.epoch());
   }
 }
