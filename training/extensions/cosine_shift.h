@@ -15,34 +15,23 @@
 #include <optional>
 #include <string>
 
-#include "nn/optimizer.h"
-#include "training/extension.h"
+#include "training/extensions/hyperparameter_shift.h"
 
 namespace chainer::training::extensions {
 
 /// Anneals an optimizer hyperparameter along a half cosine, as PyTorch's `CosineAnnealingLR`.
-class CosineShift : public Extension {
+class CosineShift : public HyperparameterShift {
  public:
   /// Anneals ATTR of OPTIMIZER (unset: the updater's "main") from INIT (unset: the value at the
   /// start; PyTorch's initial lr) to ETA_MIN in T_MAX (> 0) calls.
   CosineShift(std::string attr, int64_t t_max, double eta_min = 0, std::optional<double> init = std::nullopt,
               std::shared_ptr<Optimizer> optimizer = nullptr);
-  void initialize(Trainer& trainer) override;  ///< Sets ATTR to INIT, or to the last value after a resume.
-  void operator()(Trainer& trainer) override;  ///< Counts a call and sets ATTR to the value at the new t.
   std::string default_name() const override { return "CosineShift"; }
-  void serialize(Serializer& s) override;  ///< Saves or restores the call count `_t` and `_last_value`.
-  std::optional<double> last_value() const { return last_value_; }  ///< The value set last; unset before.
 
  private:
-  Optimizer& optimizer(Trainer& trainer) const;
-  void set(Trainer& trainer, double value);
-  std::string attr_;
+  double value_at(int64_t t, double init) const override;
   int64_t t_max_;
   double eta_min_;
-  std::optional<double> init_;
-  std::shared_ptr<Optimizer> optimizer_;
-  int64_t t_ = 0;
-  std::optional<double> last_value_;
 };
 
 }  // namespace chainer::training::extensions
