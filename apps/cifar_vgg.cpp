@@ -75,4 +75,55 @@ DenseCost vgg_cost(int64_t n_class_labels, int64_t in_channels, int64_t size) {
   return cost;
 }
 
+CifarOptions::CifarOptions(int64_t epochs) {
+  batchsize = 64;  // the example's defaults
+  epoch = epochs;
+  unit = 0;  // no -u: the network's widths are fixed
+  data_set = Data::Other;
+}
+
+std::string cifar_usage(const char* learnrate_help) {
+  return chainer::str(R"(  -d, --dataset NAME  cifar10 (default), cifar100, or fashion-mnist (the same network on
+                      1-channel 28x28 images)
+  -l, --learnrate LR  )", learnrate_help, R"(
+      --data PATH     cifar10/cifar100: the archive (cifar-10-binary.tar.gz,
+                      cifar-100-binary.tar.gz) or the directory that holds it (default:
+                      pfnet/chainer/cifar under $CHAINER_DATASET_ROOT or ~/.chainer/dataset,
+                      downloaded there); fashion-mnist: the directory of its four files
+                      (default: Debian's dataset-fashion-mnist, else the dataset root)
+      --communicator NAME  naive (default on CPUs), flat, hierarchical, two_dimensional,
+                      single_node, pure_nccl (default with --gpu), non_cuda_aware or dummy
+)");
+}
+
+bool read_cifar_option(Args& args, CifarOptions& o) {
+  if (args.is("-d", "--dataset")) o.dataset = args.value();
+  else if (args.is("-l", "--learnrate")) o.learnrate = args.positive_number();
+  else if (args.is(nullptr, "--data")) o.data = args.value();
+  else if (args.is(nullptr, "--communicator")) o.communicator = args.value();
+  else return false;
+  return true;
+}
+
+void check_cifar_dataset(const CifarOptions& o) {
+  if (o.dataset != "cifar10" && o.dataset != "cifar100" && o.dataset != "fashion-mnist")
+    throw chainer::Error(
+        chainer::str("-d/--dataset must be cifar10, cifar100 or fashion-mnist, got '", o.dataset, "'"));
+}
+
+std::pair<chainer::datasets::DatasetPtr, chainer::datasets::DatasetPtr> read_cifar_dataset(const CifarOptions& o) {
+  chainer::datasets::DatasetPtr train, test;
+  // [cifar-data]
+  // Images (3, 32, 32) for CIFAR, (1, 28, 28) for Fashion-MNIST, pixels / 255; labels int32.
+  namespace D = chainer::datasets;
+  if (o.dataset == "cifar10")
+    std::tie(train, test) = o.data.empty() ? D::get_cifar10() : D::get_cifar10(o.data);
+  else if (o.dataset == "cifar100")
+    std::tie(train, test) = o.data.empty() ? D::get_cifar100() : D::get_cifar100(o.data);
+  else
+    std::tie(train, test) = o.data.empty() ? D::get_fashion_mnist(true, 3) : D::get_fashion_mnist(o.data, true, 3);
+  // [end]
+  return {train, test};
+}
+
 }  // namespace apps

@@ -12,6 +12,8 @@
 #include <chainer.h>
 
 #include <functional>
+#include <string>
+#include <utility>
 #include <memory>
 #include <vector>
 
@@ -53,5 +55,24 @@ class VGG : public chainer::Chain {
 // IN_CHANNELS channels: its parameters with their gradients and momenta, and per example the
 // input and every block's output with its gradient.
 DenseCost vgg_cost(int64_t n_class_labels, int64_t in_channels, int64_t size);
+
+// The options both CIFAR examples take besides CommonOptions, with the example's defaults.
+struct CifarOptions : CommonOptions {
+  explicit CifarOptions(int64_t epochs);
+  std::string dataset = "cifar10";  // -d: cifar10, cifar100 or fashion-mnist
+  double learnrate = 0.05;          // -l: MomentumSGD's
+  std::string communicator;         // default: naive on CPUs, pure_nccl on GPUs
+  int64_t n_class() const { return dataset == "cifar100" ? 100 : 10; }
+  int64_t channels() const { return dataset == "fashion-mnist" ? 1 : 3; }  // of the images
+  int64_t side() const { return dataset == "fashion-mnist" ? 28 : 32; }    // of the square images
+};
+// Their usage lines; LEARNRATE_HELP describes -l.
+std::string cifar_usage(const char* learnrate_help);
+// Reads the current option into O when it is one of CifarOptions' own; false otherwise.
+bool read_cifar_option(Args& args, CifarOptions& o);
+// Throws chainer::Error naming a -d/--dataset other than cifar10, cifar100 or fashion-mnist.
+void check_cifar_dataset(const CifarOptions& o);
+// The training and test sets O names, read from --data or their default places.
+std::pair<chainer::datasets::DatasetPtr, chainer::datasets::DatasetPtr> read_cifar_dataset(const CifarOptions& o);
 
 }  // namespace apps

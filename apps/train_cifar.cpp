@@ -18,17 +18,10 @@ namespace E = chainer::training::extensions;
 
 namespace {
 
-struct Options : apps::CommonOptions {
-  Options() {
-    batchsize = 64;  // the example's defaults
-    epoch = 300;
-    unit = 0;  // no -u: the network's widths are fixed
-    data_set = apps::Data::Other;
+struct Options : apps::CifarOptions {
+  Options() : CifarOptions(300) {
     observe_lr = true;  // the lr column shows the ExponentialShift
   }
-  std::string dataset = "cifar10";
-  double learnrate = 0.05;
-  std::string communicator;  // default: naive on CPUs, pure_nccl on GPUs
 };
 
 const std::string kUsage = std::string(R"(usage: train_cifar [options]
@@ -36,38 +29,21 @@ Trains ChainerMN's CIFAR example, a VGG-style network (13 conv3x3 + batch normal
 blocks with dropout, 5 max poolings, 2 linear layers), on CIFAR-10, CIFAR-100 or Fashion-MNIST
 (data parallel: each process its share of the data), with MomentumSGD, weight decay 5e-4 and
 the learning rate halved every 25 epochs.
-  -d, --dataset NAME  cifar10 (default), cifar100, or fashion-mnist (the same network on
-                      1-channel 28x28 images)
-  -l, --learnrate LR  MomentumSGD's learning rate at the start (default 0.05)
-      --data PATH     cifar10/cifar100: the archive (cifar-10-binary.tar.gz,
-                      cifar-100-binary.tar.gz) or the directory that holds it (default:
-                      pfnet/chainer/cifar under $CHAINER_DATASET_ROOT or ~/.chainer/dataset,
-                      downloaded there); fashion-mnist: the directory of its four files
-                      (default: Debian's dataset-fashion-mnist, else the dataset root)
-      --communicator NAME  naive (default on CPUs), flat, hierarchical, two_dimensional,
-                      single_node, pure_nccl (default with --gpu), non_cuda_aware or dummy
-)") + apps::common_usage(Options{});
+)") + apps::cifar_usage("MomentumSGD's learning rate at the start (default 0.05)") + apps::common_usage(Options{});
 
 Options parse(int argc, char** argv) {
   Options o;
   for (apps::Args args(argc, argv, kUsage.c_str()); args.next();) {
     if (apps::read_common_option(args, o)) continue;
-    if (args.is("-d", "--dataset")) o.dataset = args.value();
-    else if (args.is("-l", "--learnrate")) o.learnrate = args.positive_number();
-    else if (args.is(nullptr, "--data")) o.data = args.value();
-    else if (args.is(nullptr, "--communicator")) o.communicator = args.value();
-    else args.unknown();
+    if (!apps::read_cifar_option(args, o)) args.unknown();
   }
-  if (o.dataset != "cifar10" && o.dataset != "cifar100" && o.dataset != "fashion-mnist")
-    throw chainer::Error(
-        chainer::str("-d/--dataset must be cifar10, cifar100 or fashion-mnist, got '", o.dataset, "'"));
+  apps::check_cifar_dataset(o);
   return o;
 }
 
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  const bool fashion = o.dataset == "fashion-mnist";
-  const int64_t n_class = o.dataset == "cifar100" ? 100 : 10, channels = fashion ? 1 : 3, side = fashion ? 28 : 32;
+  const int64_t n_class = o.n_class(), channels = o.channels(), side = o.side();
   auto comm = apps::create_communicator(o.communicator, o.gpu);
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
@@ -83,16 +59,7 @@ int run(int argc, char** argv) {
               << "\nNum epoch: " << o.epoch << "\nDevice: " << device.str()
               << "\n==========================================\n"
               << std::flush;
-    // [cifar-data]
-    // Images (3, 32, 32) for CIFAR, (1, 28, 28) for Fashion-MNIST, pixels / 255; labels int32.
-    namespace D = chainer::datasets;
-    if (o.dataset == "cifar10")
-      std::tie(train, test) = o.data.empty() ? D::get_cifar10() : D::get_cifar10(o.data);
-    else if (o.dataset == "cifar100")
-      std::tie(train, test) = o.data.empty() ? D::get_cifar100() : D::get_cifar100(o.data);
-    else
-      std::tie(train, test) = o.data.empty() ? D::get_fashion_mnist(true, 3) : D::get_fashion_mnist(o.data, true, 3);
-    // [end]
+    std::tie(train, test) = apps::read_cifar_dataset(o);
     apps::take_subsets(train, test, o);
     std::cout << "# data: " << train->size() << " training, " << test->size() << " test examples\n\n" << std::flush;
   }
