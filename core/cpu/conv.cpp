@@ -327,6 +327,7 @@ Tensor output_rows(const Tensor& gy) {
 }  // namespace
 
 void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y) {
+  if (through_float32(y, [&](Tensor& y32) { convolution_2d(widened(x), widened(W), widened(b), g, y32); })) return;
   const int64_t n = x.size(0), c_out = W.size(0), pixels = g.out_h * g.out_w;
   if (small_maps(n, x.size(1), g, x.dtype())) {
     Tensor rows = Tensor::empty({1, n * pixels, c_out}, x.dtype(), Device::cpu());
@@ -349,6 +350,7 @@ void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Con
 }
 
 void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx) {
+  if (through_float32(gx, [&](Tensor& gx32) { convolution_2d_grad_data(widened(gy), widened(W), g, gx32); })) return;
   const int64_t n = gx.size(0), depth = W.numel() / W.size(0), pixels = g.out_h * g.out_w;
   if (small_maps(n, gx.size(1), g, gx.dtype())) {
     Tensor rows = Tensor::empty({1, n * pixels, depth}, gx.dtype(), Device::cpu());
@@ -362,6 +364,7 @@ void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeo
 }
 
 void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW) {
+  if (through_float32(gW, [&](Tensor& gW32) { convolution_2d_grad_filter(widened(x), widened(gy), g, gW32); })) return;
   if (small_maps(x.size(0), x.size(1), g, x.dtype())) {
     Tensor out = gW.reshape({1, gW.size(0), -1});
     batched_gemm(output_rows(gy), true, window_rows(x, g), false, 1.0, 0.0, out);

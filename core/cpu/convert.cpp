@@ -28,3 +28,21 @@ void narrow_half(const float* src, float16* dst, int64_t n) {
 }
 
 }  // namespace chainer::cpu::CHAINER_ISA
+
+namespace chainer::cpu::CHAINER_ISA {
+
+// bfloat16 is float32's top half: widening is a shift, which the compiler vectorizes in every
+// family; narrowing rounds to nearest even with core/tensor/float16.h's integer formula.
+void widen_half(const bfloat16* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = half_bits::float_of(uint32_t(src[i].bits) << 16);
+}
+
+void narrow_half(const float* src, bfloat16* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i].bits = half_bits::bfloat16_from_float(src[i]);
+}
+
+Tensor widened(const Tensor& t) { return t.defined() && is_half(t.dtype()) ? t.astype(DType::Float32) : t; }
+
+Tensor float32_like(const Tensor& t) { return Tensor::empty(t.shape(), DType::Float32, t.device()); }
+
+}  // namespace chainer::cpu::CHAINER_ISA

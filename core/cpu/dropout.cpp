@@ -8,6 +8,7 @@
 namespace chainer::cpu::CHAINER_ISA {
 
 void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
+  if (through_float32(mask, [&](Tensor& mask32) { dropout_mask(ratio, gen, mask32); })) return;
   const uint64_t key = gen.next_u64();  // one draw per mask; the elements come from Philox
   CHAINER_DISPATCH_FLOATING(mask.dtype(), "dropout", [&] {
     using T = scalar_t;
@@ -25,6 +26,7 @@ void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
 }
 
 void random_normal(double mean, double stddev, Generator& gen, Tensor& out) {
+  if (through_float32(out, [&](Tensor& out32) { random_normal(mean, stddev, gen, out32); })) return;
   const uint64_t key = gen.next_u64();  // one draw per tensor, as dropout_mask
   CHAINER_DISPATCH_FLOATING(out.dtype(), "random_normal", [&] {
     using T = scalar_t;

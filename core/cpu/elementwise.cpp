@@ -13,16 +13,54 @@ namespace {
 template <class T>
 constexpr bool is_16bit = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
 
-// D[i] = S[i] for N elements; between float32 and a 16-bit type by the vectorized loops of
-// core/tensor/float16.h.
+// D[i] = S[i] for N elements; between float32 and a 16-bit type by this family's vector loops
+// (convert.cpp).
 template <class D, class S>
 void convert_dense(const S* s, D* d, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = D(s[i]);
 }
-void convert_dense(const float* s, float16* d, int64_t n) { narrow(s, d, n); }
-void convert_dense(const float* s, bfloat16* d, int64_t n) { narrow(s, d, n); }
-void convert_dense(const float16* s, float* d, int64_t n) { widen(s, d, n); }
-void convert_dense(const bfloat16* s, float* d, int64_t n) { widen(s, d, n); }
+void convert_dense(const float* s, float16* d, int64_t n) { narrow_half(s, d, n); }
+void convert_dense(const float* s, bfloat16* d, int64_t n) { narrow_half(s, d, n); }
+void convert_dense(const float16* s, float* d, int64_t n) { widen_half(s, d, n); }
+void convert_dense(const bfloat16* s, float* d, int64_t n) { widen_half(s, d, n); }
+
+// Half elements are computed in chunks: a chunk of each operand widened to float32 in a buffer on
+// the stack, the float32 loop of the formula, the results narrowed back. So a half kernel reads
+// and writes half (no float32 tensor is made) and keeps the vectorized loop of float32.
+constexpr int64_t kChunk = 256;
+
+// The N elements of T at P as compute_t<T>: P itself, or BUFFER holding them widened.
+template <class T>
+const compute_t<T>* load_chunk(const T* p, int64_t n, compute_t<T>* buffer) {
+  if constexpr (is_16bit<T>) {
+    convert_dense(p, buffer, n);
+    return buffer;
+  } else {
+    return p;
+  }
+}
+
+// OUT[i] = F(A[i], B[i]) for I in [S, E): dense operands of T, OUT of O; F on compute_t<T>.
+template <class T, class O, class F>
+void dense_binary(const T* pa, const T* pb, O* po, int64_t s, int64_t e, const F& f) {
+  const F fn = f;  // a local copy: a parameter of F read through a reference might alias PO
+  if constexpr (!is_16bit<T> && !is_16bit<O>) {
+    for (int64_t i = s; i < e; ++i) po[i] = fn(pa[i], pb[i]);  // and would keep the loop scalar
+  } else {
+    using C = compute_t<T>;
+    using R = compute_t<O>;
+    alignas(64) C ba[kChunk], bb[kChunk];
+    alignas(64) R br[kChunk];
+    for (int64_t c0 = s; c0 < e; c0 += kChunk) {
+      const int64_t len = std::min(kChunk, e - c0);
+      const C* xa = load_chunk(pa + c0, len, ba);
+      const C* xb = load_chunk(pb + c0, len, bb);
+      R* r = is_16bit<O> ? br : reinterpret_cast<R*>(po + c0);
+      for (int64_t i = 0; i < len; ++i) r[i] = fn(xa[i], xb[i]);
+      if constexpr (is_16bit<O>) convert_dense(br, po + c0, len);
+    }
+  }
+}
 
 // Strides of A seen through the broadcast to OUT's shape (0 on broadcast axes).
 std::vector<int64_t> broadcast_strides(const Tensor& a, const Shape& out) {
@@ -32,18 +70,17 @@ std::vector<int64_t> broadcast_strides(const Tensor& a, const Shape& out) {
   return s;
 }
 
-// OUT (of element type O) = F(A, B) with A and B (of T) broadcast to OUT's shape.
+// OUT (of element type O) = F(A, B) with A and B (of T) broadcast to OUT's shape; F computes in
+// compute_t<T> (float for the half types).
 template <class T, class O = T, class F>
 void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
+  using C = compute_t<T>;
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   O* po = out.data<O>();
   const int64_t n = out.numel();
   if (a.shape() == out.shape() && b.shape() == out.shape() && a.is_contiguous() && b.is_contiguous()) {
-    parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
-      const F fn = f;  // a local copy: a parameter of F read through a reference might alias PO
-      for (int64_t i = s; i < e; ++i) po[i] = fn(pa[i], pb[i]);  // and would keep the loop scalar
-    });
+    parallel_for(n, kGrain, [&](int64_t s, int64_t e) { dense_binary(pa, pb, po, s, e, f); });
     return;
   }
   // A row broadcast (b is the last axes of out, contiguous), the hot case of bias addition.
@@ -56,9 +93,7 @@ void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
       }()) {
     const int64_t m = b.numel(), rows = n / m;
     parallel_for(rows, std::max<int64_t>(1, kGrain / m), [&](int64_t s, int64_t e) {
-      const F fn = f;
-      for (int64_t r = s; r < e; ++r)
-        for (int64_t j = 0; j < m; ++j) po[r * m + j] = fn(pa[r * m + j], pb[j]);
+      for (int64_t r = s; r < e; ++r) dense_binary(pa + r * m, pb, po + r * m, 0, m, f);
     });
     return;
   }
@@ -68,7 +103,7 @@ void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   std::vector<int64_t> idx(size_t(nd), 0);
   int64_t oa = 0, ob = 0;
   for (int64_t k = 0; k < n; ++k) {
-    po[k] = f(pa[oa], pb[ob]);
+    po[k] = O(f(C(pa[oa]), C(pb[ob])));
     for (int64_t d = nd - 1; d >= 0; --d) {
       if (++idx[size_t(d)] < shape[size_t(d)]) {
         oa += sa[size_t(d)];
@@ -82,6 +117,7 @@ void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   }
 }
 
+// OUT = F(A) elementwise, F on compute_t<T>.
 template <class T, class F>
 void map_kernel(const Tensor& a, Tensor& out, F f) {
   Tensor ac = a.contiguous();
@@ -89,7 +125,17 @@ void map_kernel(const Tensor& a, Tensor& out, F f) {
   T* po = out.data<T>();
   parallel_for(out.numel(), kGrain, [&](int64_t s, int64_t e) {
     const F fn = f;  // as in binary_kernel: a local copy lets the loop vectorize
-    for (int64_t i = s; i < e; ++i) po[i] = fn(pa[i]);
+    if constexpr (!is_16bit<T>) {
+      for (int64_t i = s; i < e; ++i) po[i] = fn(pa[i]);
+    } else {
+      alignas(64) float ba[kChunk], br[kChunk];
+      for (int64_t c0 = s; c0 < e; c0 += kChunk) {
+        const int64_t len = std::min(kChunk, e - c0);
+        convert_dense(pa + c0, ba, len);
+        for (int64_t i = 0; i < len; ++i) br[i] = fn(ba[i]);
+        convert_dense(br, po + c0, len);
+      }
+    }
   });
 }
 
@@ -156,7 +202,7 @@ void accumulate(Tensor& acc, const Tensor& value) {
 }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  CHAINER_DISPATCH_ALL(out.dtype(), "binary", [&] {
+  CHAINER_DISPATCH_ALL_AND_16BIT(out.dtype(), "binary", [&] {
     using T = scalar_t;
     switch (op) {
       case BinaryOp::Add: return binary_kernel<T>(a, b, out, formulas::Binary<BinaryOp::Add>{});
@@ -170,7 +216,7 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
 }
 
 void broadcast_copy(const Tensor& a, Tensor& out) {
-  CHAINER_DISPATCH_ALL(out.dtype(), "broadcast_to", [&] {
+  CHAINER_DISPATCH_ALL_AND_16BIT(out.dtype(), "broadcast_to", [&] {
     using T = scalar_t;
     const T* pa = a.data<T>();
     T* po = out.data<T>();
@@ -180,7 +226,7 @@ void broadcast_copy(const Tensor& a, Tensor& out) {
 }
 
 void unary(UnaryOp op, const Tensor& a, Tensor& out) {
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "unary", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_HALF(out.dtype(), "unary", [&] {
     using T = scalar_t;
     switch (op) {
       case UnaryOp::Neg: return map_kernel<T>(a, out, formulas::Unary<UnaryOp::Neg>{});
@@ -200,15 +246,15 @@ void unary(UnaryOp op, const Tensor& a, Tensor& out) {
 }
 
 void affine(const Tensor& a, double mul, double add, Tensor& out) {
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "affine", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_HALF(out.dtype(), "affine", [&] {
     using T = scalar_t;
-    const T m = T(mul), c = T(add);
-    map_kernel<T>(a, out, formulas::Affine<T>{m, c});
+    using C = compute_t<T>;
+    map_kernel<T>(a, out, formulas::Affine<C>{C(mul), C(add)});
   });
 }
 
 void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) {
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "activation_grad", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_HALF(out.dtype(), "activation_grad", [&] {
     using T = scalar_t;
     switch (op) {
       case GradOp::Relu: return binary_kernel<T>(y, gy, out, formulas::ActivationGrad<GradOp::Relu>{});
@@ -219,49 +265,49 @@ void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) 
 }
 
 void parametric_activation(ParametricOp op, const Tensor& x, double p, Tensor& out) {
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "parametric_activation", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_HALF(out.dtype(), "parametric_activation", [&] {
     using T = scalar_t;
-    const T c = T(p), inv = T(1 / p);
+    using C = compute_t<T>;
+    const C c = C(p), inv = C(1 / p);
     switch (op) {
       case ParametricOp::LeakyRelu:
-        return map_kernel<T>(x, out, formulas::Parametric<ParametricOp::LeakyRelu, T>{c, inv});
-      case ParametricOp::Elu: return map_kernel<T>(x, out, formulas::Parametric<ParametricOp::Elu, T>{c, inv});
+        return map_kernel<T>(x, out, formulas::Parametric<ParametricOp::LeakyRelu, C>{c, inv});
+      case ParametricOp::Elu: return map_kernel<T>(x, out, formulas::Parametric<ParametricOp::Elu, C>{c, inv});
       case ParametricOp::Softplus:
-        return map_kernel<T>(x, out, formulas::Parametric<ParametricOp::Softplus, T>{c, inv});
+        return map_kernel<T>(x, out, formulas::Parametric<ParametricOp::Softplus, C>{c, inv});
     }
   });
 }
 
 void parametric_activation_grad(ParametricOp op, const Tensor& x, const Tensor& gy, double p, Tensor& gx) {
-  CHAINER_DISPATCH_FLOATING(gx.dtype(), "parametric_activation_grad", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_HALF(gx.dtype(), "parametric_activation_grad", [&] {
     using T = scalar_t;
-    const T c = T(p);
+    using C = compute_t<T>;
+    const C c = C(p);
     switch (op) {
       case ParametricOp::LeakyRelu:
-        return binary_kernel<T>(x, gy, gx, formulas::ParametricGrad<ParametricOp::LeakyRelu, T>{c});
-      case ParametricOp::Elu: return binary_kernel<T>(x, gy, gx, formulas::ParametricGrad<ParametricOp::Elu, T>{c});
+        return binary_kernel<T>(x, gy, gx, formulas::ParametricGrad<ParametricOp::LeakyRelu, C>{c});
+      case ParametricOp::Elu: return binary_kernel<T>(x, gy, gx, formulas::ParametricGrad<ParametricOp::Elu, C>{c});
       case ParametricOp::Softplus:
-        return binary_kernel<T>(x, gy, gx, formulas::ParametricGrad<ParametricOp::Softplus, T>{c});
+        return binary_kernel<T>(x, gy, gx, formulas::ParametricGrad<ParametricOp::Softplus, C>{c});
     }
   });
 }
 
 void axpy(Tensor& y, double alpha, const Tensor& x) {
-  CHAINER_DISPATCH_FLOATING(y.dtype(), "axpy", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_HALF(y.dtype(), "axpy", [&] {
     using T = scalar_t;
+    using C = compute_t<T>;
     Tensor xc = x.contiguous();
     const T* px = xc.data<T>();
     T* py = y.data<T>();
-    const T a = T(alpha);
-    parallel_for(y.numel(), kGrain, [&](int64_t s, int64_t e) {
-      const formulas::Axpy<T> f{a};
-      for (int64_t i = s; i < e; ++i) py[i] = f(py[i], px[i]);
-    });
+    const formulas::Axpy<C> f{C(alpha)};
+    parallel_for(y.numel(), kGrain, [&](int64_t s, int64_t e) { dense_binary(py, px, py, s, e, f); });
   });
 }
 
 void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  CHAINER_DISPATCH_ALL(a.dtype(), "compare", [&] {
+  CHAINER_DISPATCH_ALL_AND_16BIT(a.dtype(), "compare", [&] {
     using T = scalar_t;
     switch (op) {
       case CompareOp::Equal: return binary_kernel<T, uint8_t>(a, b, out, formulas::Compare<CompareOp::Equal>{});
@@ -276,7 +322,7 @@ void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
 }
 
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
-  CHAINER_DISPATCH_ALL(out.dtype(), "where", [&] {
+  CHAINER_DISPATCH_ALL_AND_16BIT(out.dtype(), "where", [&] {
     using T = scalar_t;
     const uint8_t* pc = cond.data<uint8_t>();
     const T* pa = a.data<T>();
@@ -312,34 +358,65 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
 }
 
 void clip(const Tensor& a, double lo, double hi, Tensor& out) {
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "clip", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_HALF(out.dtype(), "clip", [&] {
     using T = scalar_t;
-    const T l = T(lo), h = T(hi);
-    map_kernel<T>(a, out, formulas::Clip<T>{l, h});
+    using C = compute_t<T>;
+    map_kernel<T>(a, out, formulas::Clip<C>{C(lo), C(hi)});
   });
 }
 
+namespace {
+// ROW (LEN elements, at column J0 of the output) += the bias PB (null: none), then ReLU.
+template <class C>
+void bias_epilogue(C* row, const C* pb, bool relu, int64_t j0, int64_t len) {
+  if (pb && relu) {
+    for (int64_t j = 0; j < len; ++j) row[j] = std::max(row[j] + pb[j0 + j], C(0));
+  } else if (pb) {
+    for (int64_t j = 0; j < len; ++j) row[j] += pb[j0 + j];
+  } else if (relu) {
+    for (int64_t j = 0; j < len; ++j) row[j] = std::max(row[j], C(0));
+  }
+}
+
+template <class T>
+void add_bias_rows(Tensor& y, const Tensor& b, bool relu) {
+  using C = compute_t<T>;
+  T* py = y.data<T>();
+  const int64_t rows = y.size(0), cols = y.size(1);
+  const Tensor bc = b.defined() ? b.contiguous() : Tensor();
+  std::vector<C> bias;  // the half types' bias, widened once
+  const C* pb = nullptr;
+  if (bc.defined()) {
+    if constexpr (is_16bit<T>) {
+      bias.resize(size_t(cols));
+      convert_dense(bc.data<T>(), bias.data(), cols);
+      pb = bias.data();
+    } else {
+      pb = bc.data<T>();
+    }
+  }
+  parallel_for(rows, row_grain(cols), [&](int64_t s, int64_t e) {
+    for (int64_t r = s; r < e; ++r) {
+      T* row = py + r * cols;
+      if constexpr (is_16bit<T>) {
+        alignas(64) float buffer[kChunk];
+        for (int64_t j0 = 0; j0 < cols; j0 += kChunk) {
+          const int64_t len = std::min(kChunk, cols - j0);
+          convert_dense(row + j0, buffer, len);
+          bias_epilogue(buffer, pb, relu, j0, len);
+          convert_dense(buffer, row + j0, len);
+        }
+      } else {
+        bias_epilogue(row, pb, relu, 0, cols);
+      }
+    }
+  });
+}
+}  // namespace
+
 // The linear layer's epilogue: the bias added to every row, then ReLU when asked.
 void add_bias(Tensor& y, const Tensor& b, bool relu) {
-  CHAINER_DISPATCH_FLOATING(y.dtype(), "add_bias", [&] {
-    using T = scalar_t;
-    T* py = y.data<T>();
-    const int64_t rows = y.size(0), cols = y.size(1);
-    const Tensor bc = b.defined() ? b.contiguous() : Tensor();
-    const T* pb = bc.defined() ? bc.data<T>() : nullptr;
-    parallel_for(rows, row_grain(cols), [&](int64_t s, int64_t e) {
-      for (int64_t r = s; r < e; ++r) {
-        T* row = py + r * cols;
-        if (pb && relu) {
-          for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j] + pb[j], T(0));
-        } else if (pb) {
-          for (int64_t j = 0; j < cols; ++j) row[j] += pb[j];
-        } else if (relu) {
-          for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j], T(0));
-        }
-      }
-    });
-  });
+  CHAINER_DISPATCH_FLOATING_AND_HALF(y.dtype(), "add_bias", [&] { add_bias_rows<scalar_t>(y, b, relu); });
 }
 
 }  // namespace chainer::cpu::CHAINER_ISA

@@ -380,6 +380,12 @@ const char* gemm_backend() {
 }
 
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c) {
+  if (is_half(c.dtype())) {  // float32 products of the widened operands, rounded once
+    Tensor c32 = beta != 0 ? widened(c) : float32_like(c);
+    gemm(widened(a), trans_a, widened(b), trans_b, alpha, beta, c32);
+    copy(c32, c);
+    return;
+  }
 #if defined(CHAINER_ISA_PACKED)
   if (c.dtype() == DType::Float32 && gemm_backend()[0] == 'p') {
     const int64_t m = c.size(0), n = c.size(1), k = trans_a ? a.size(0) : a.size(1);
@@ -409,6 +415,12 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
 // not depend on the thread count.
 void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta,
                   Tensor& c) {
+  if (is_half(c.dtype())) {
+    Tensor c32 = beta != 0 ? widened(c) : float32_like(c);
+    batched_gemm(widened(a), trans_a, widened(b), trans_b, alpha, beta, c32);
+    copy(c32, c);
+    return;
+  }
   const int64_t batch = std::max(a.size(0), b.size(0)), groups = c.size(0);
   auto group = [&](int64_t g) {
     Tensor cg = c[g];

@@ -12,6 +12,7 @@
 #pragma once
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/cpu/family.h"
@@ -90,6 +91,30 @@ void implicit_convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, cons
 // N float16 at SRC to floats at DST, and N floats at SRC rounded to float16 at DST (convert.cpp).
 void widen_half(const float16* src, float* dst, int64_t n);
 void narrow_half(const float* src, float16* dst, int64_t n);
+// The same for bfloat16, and both as overloads beside float's copy, for loops over a type T:
+// the elementwise kernels' chunks of half elements, converted in vectors.
+void widen_half(const bfloat16* src, float* dst, int64_t n);
+void narrow_half(const float* src, bfloat16* dst, int64_t n);
+// The type a kernel on elements of T computes in: float for the half types (their arithmetic is
+// float32's, rounded once when stored), T itself otherwise.
+template <class T>
+using compute_t = std::conditional_t<std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>, float, T>;
+// The half calls of the kernels that run through their float32 code (convolutions, pooling,
+// sums, random numbers; the list is in docs/mixed_precision.md): T widened to float32 (a tensor
+// of another dtype, or undefined, is returned as it is), and a float32 tensor of T's shape.
+Tensor widened(const Tensor& t);
+Tensor float32_like(const Tensor& t);
+// For a call whose output OUT is half: RUN(out32) computes into a float32 tensor of OUT's shape
+// (from its inputs widened), which is then rounded into OUT; returns whether it ran (false for
+// the other dtypes, which the caller computes itself).
+template <class Run>
+bool through_float32(Tensor& out, Run&& run) {
+  if (!is_half(out.dtype())) return false;
+  Tensor out32 = float32_like(out);
+  run(out32);
+  copy(out32, out);
+  return true;
+}
 // This family (kernel_table.cpp).
 const KernelFamily& kernel_family();
 

@@ -81,6 +81,7 @@ __attribute__((target("prefer-vector-width=256"))) void max_pool_row(const T* pl
 }  // namespace
 
 void max_pooling_2d(const Tensor& x, const Window2D& w, Tensor& out, Tensor& indexes) {
+  if (through_float32(out, [&](Tensor& out32) { max_pooling_2d(widened(x), w, out32, indexes); })) return;
   CHAINER_DISPATCH_FLOATING(x.dtype(), "max_pooling_2d", [&] {
     using T = scalar_t;
     const Tensor xc = x.contiguous();
@@ -101,7 +102,8 @@ void max_pooling_2d(const Tensor& x, const Window2D& w, Tensor& out, Tensor& ind
   });
 }
 
-void max_pooling_2d_grad(const Tensor& gy, const Tensor& indexes, const Window2D&, Tensor& gx) {
+void max_pooling_2d_grad(const Tensor& gy, const Tensor& indexes, const Window2D& w, Tensor& gx) {
+  if (through_float32(gx, [&](Tensor& gx32) { max_pooling_2d_grad(widened(gy), indexes, w, gx32); })) return;
   CHAINER_DISPATCH_FLOATING(gx.dtype(), "max_pooling_2d_grad", [&] {
     using T = scalar_t;
     const Tensor gc = gy.contiguous();
@@ -152,6 +154,7 @@ void sum_over_spans(const T* src, int64_t sh, int64_t sw, T* dst, int64_t dh, in
 }
 
 void window_sum_2d(const Tensor& x, const Window2D& w, double scale, Tensor& out) {
+  if (through_float32(out, [&](Tensor& out32) { window_sum_2d(widened(x), w, scale, out32); })) return;
   CHAINER_DISPATCH_FLOATING(x.dtype(), "window_sum_2d", [&] {
     using T = scalar_t;
     const Tensor xc = x.contiguous();
@@ -163,6 +166,7 @@ void window_sum_2d(const Tensor& x, const Window2D& w, double scale, Tensor& out
 }
 
 void window_spread_2d(const Tensor& y, const Window2D& w, double scale, Tensor& out) {
+  if (through_float32(out, [&](Tensor& out32) { window_spread_2d(widened(y), w, scale, out32); })) return;
   CHAINER_DISPATCH_FLOATING(y.dtype(), "window_spread_2d", [&] {
     using T = scalar_t;
     const Tensor yc = y.contiguous();

@@ -9,6 +9,7 @@ namespace chainer::cpu::CHAINER_ISA {
 // Sums A over the axes marked in REDUCE into OUT (the kept axes, in order); double
 // accumulators keep float32 sums accurate.
 void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
+  if (through_float32(out, [&](Tensor& out32) { sum_axes(widened(a), reduce, out32); })) return;
   CHAINER_DISPATCH_ALL(a.dtype(), "sum", [&] {
     using T = scalar_t;
     const Tensor ac = a.contiguous();
@@ -92,6 +93,12 @@ namespace {
 // element 0 and is replaced only on a strict improvement, so ties keep the first.
 template <bool IS_MAX>
 void extreme_axis(const char* op, const Tensor& a, int64_t axis, Tensor& out, Tensor* index) {
+  if (is_half(a.dtype())) {  // exact in float32, then exactly back
+    Tensor out32 = out.defined() ? float32_like(out) : Tensor();
+    extreme_axis<IS_MAX>(op, widened(a), axis, out32, index);
+    if (out.defined()) copy(out32, out);
+    return;
+  }
   CHAINER_DISPATCH_ALL(a.dtype(), op, [&] {
     using T = scalar_t;
     const Tensor ac = a.contiguous();

@@ -32,8 +32,17 @@ void require_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
 }
 
 void require_floating(const char* op, const Tensor& a) {
-  if (!is_floating(a.dtype()) || is_storage_only(a.dtype()))
+  if (is_half(a.dtype()))
+    throw Error(str(op, ": dtype ", dtype_name(a.dtype()), " is not supported (expected float32 or float64: ", op,
+                    " computes in full precision; convert with astype(DType::Float32))"));
+  if (!is_floating(a.dtype()))
     throw Error(str(op, ": dtype ", dtype_name(a.dtype()), " is not supported (expected float32 or float64)"));
+}
+
+void require_floating_or_half(const char* op, const Tensor& a) {
+  if (!is_floating(a.dtype()))
+    throw Error(str(op, ": dtype ", dtype_name(a.dtype()),
+                    " is not supported (expected a floating dtype: float32, float64, float16 or bfloat16)"));
 }
 }  // namespace detail
 

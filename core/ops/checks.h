@@ -14,7 +14,9 @@ void require_defined(const char* op, const Tensor& t);
 Device require_same_device(const char* op, std::initializer_list<const Tensor*> ts);
 // A and B have one dtype.
 void require_same_dtype(const char* op, const Tensor& a, const Tensor& b);
-// float32 or float64: the storage types (float16, bfloat16) have no kernels (core/tensor/dtype.h).
+// float32 or float64: for the ops that do not compute in half precision (core/tensor/dtype.h).
 void require_floating(const char* op, const Tensor& a);
+// float32, float64, float16 or bfloat16: for the ops that also compute in half precision.
+void require_floating_or_half(const char* op, const Tensor& a);
 
 }  // namespace chainer::ops::detail

@@ -12,7 +12,7 @@ namespace chainer::ops {
 
 using detail::require_same_device;
 using detail::require_same_dtype;
-using detail::require_floating;
+using detail::require_floating_or_half;
 
 // Python's floor division: the numerator of an output size may be negative.
 namespace {
@@ -43,7 +43,7 @@ void check_conv_params(const char* op, const Conv2dParams& p) {
 // dtype, one device) and of PARAMS; returns the device.
 Device check_conv_arrays(const char* op, const Tensor& a, const Tensor& b, const Conv2dParams& params) {
   const Device device = require_same_device(op, {&a, &b});
-  require_floating(op, a);
+  require_floating_or_half(op, a);
   require_same_dtype(op, a, b);
   check_conv_params(op, params);
   return device;

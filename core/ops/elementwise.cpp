@@ -12,19 +12,12 @@ namespace chainer::ops {
 using detail::require_same_device;
 using detail::require_same_dtype;
 using detail::require_floating;
+using detail::require_floating_or_half;
 
 namespace {
-// Any dtype but the storage types (core/tensor/dtype.h).
-void require_computing(const char* op, const Tensor& a) {
-  if (is_storage_only(a.dtype()))
-    throw Error(str(op, ": dtype ", dtype_name(a.dtype()), " is not supported (float16 and bfloat16 are storage types: "
-                    "convert with astype(DType::Float32) first)"));
-}
-
 Tensor binary(BinaryOp kind, const char* op, const Tensor& a, const Tensor& b) {
   const Device device = require_same_device(op, {&a, &b});
   require_same_dtype(op, a, b);
-  require_computing(op, a);
   Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op), a.dtype(), device);
   kernels_for(device).binary(kind, a, b, out);
   return out;
@@ -32,7 +25,7 @@ Tensor binary(BinaryOp kind, const char* op, const Tensor& a, const Tensor& b) {
 
 Tensor unary(UnaryOp kind, const char* op, const Tensor& a) {
   const Device device = require_same_device(op, {&a});
-  require_floating(op, a);
+  require_floating_or_half(op, a);
   Tensor out = Tensor::empty(a.shape(), a.dtype(), device);
   kernels_for(device).unary(kind, a, out);
   return out;
@@ -57,7 +50,7 @@ Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, "div
 namespace {
 Tensor affine(const char* op, const Tensor& a, double mul, double add) {
   const Device device = require_same_device(op, {&a});
-  require_floating(op, a);
+  require_floating_or_half(op, a);
   Tensor out = Tensor::empty(a.shape(), a.dtype(), device);
   kernels_for(device).affine(a, mul, add, out);
   return out;
@@ -80,7 +73,7 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minim
 
 Tensor clip(const Tensor& a, double lo, double hi) {
   const Device device = require_same_device("clip", {&a});
-  require_floating("clip", a);
+  require_floating_or_half("clip", a);
   if (!(lo <= hi)) throw Error(str("clip: the lower bound ", lo, " is above the upper bound ", hi));
   Tensor out = Tensor::empty(a.shape(), a.dtype(), device);
   kernels_for(device).clip(a, lo, hi, out);
@@ -91,7 +84,6 @@ namespace {
 Tensor compare(CompareOp kind, const char* op, const Tensor& a, const Tensor& b) {
   const Device device = require_same_device(op, {&a, &b});
   require_same_dtype(op, a, b);
-  require_computing(op, a);
   Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op), DType::UInt8, device);
   kernels_for(device).compare(kind, a, b, out);
   return out;
@@ -112,7 +104,6 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     throw Error(str("where: the condition has dtype ", dtype_name(cond.dtype()),
                     " (expected uint8, the boolean dtype of the comparison ops)"));
   require_same_dtype("where", a, b);
-  require_computing("where", a);
   const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = Tensor::empty(shape, a.dtype(), device);
   kernels_for(device).where(cond, a, b, out);
@@ -121,7 +112,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 namespace {
 Tensor parametric(ParametricOp kind, const char* op, const Tensor& x, double p) {
   const Device device = require_same_device(op, {&x});
-  require_floating(op, x);
+  require_floating_or_half(op, x);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
   if (out.numel() > 0) kernels_for(device).parametric_activation(kind, x, p, out);
   return out;
@@ -129,7 +120,7 @@ Tensor parametric(ParametricOp kind, const char* op, const Tensor& x, double p) 
 
 Tensor parametric_grad(ParametricOp kind, const char* op, const Tensor& x, const Tensor& gy, double p) {
   const Device device = require_same_device(op, {&x, &gy});
-  require_floating(op, x);
+  require_floating_or_half(op, x);
   require_same_dtype(op, x, gy);
   if (x.shape() != gy.shape())
     throw Error(
@@ -170,7 +161,7 @@ Tensor tanh_grad(const Tensor& y, const Tensor& gy) { return activation_grad(Gra
 void axpy_(Tensor& y, double alpha, const Tensor& x) {
   const Device device = require_same_device("axpy", {&y, &x});
   require_same_dtype("axpy", y, x);
-  require_floating("axpy", y);
+  require_floating_or_half("axpy", y);
   if (y.shape() != x.shape())
     throw Error(str("axpy: shapes ", shape_str(y.shape()), " and ", shape_str(x.shape()), " differ"));
   if (!y.is_contiguous()) throw Error("axpy: the destination must be contiguous");
@@ -179,7 +170,7 @@ void axpy_(Tensor& y, double alpha, const Tensor& x) {
 
 void scale_(Tensor& y, double alpha) {
   const Device device = require_same_device("scale", {&y});
-  require_floating("scale", y);
+  require_floating_or_half("scale", y);
   if (!y.is_contiguous()) throw Error("scale: the destination must be contiguous");
   kernels_for(device).affine(y, alpha, 0.0, y);
 }
@@ -187,7 +178,7 @@ void scale_(Tensor& y, double alpha) {
 void scale_to_(Tensor& out, const Tensor& a, double alpha) {
   const Device device = require_same_device("scale_to", {&out, &a});
   require_same_dtype("scale_to", out, a);
-  require_floating("scale_to", a);
+  require_floating_or_half("scale_to", a);
   if (out.shape() != a.shape())
     throw Error(str("scale_to: shapes ", shape_str(out.shape()), " and ", shape_str(a.shape()), " differ"));
   if (!out.is_contiguous()) throw Error("scale_to: the destination must be contiguous");
@@ -199,7 +190,7 @@ void accumulate_(Tensor& acc, const Tensor& value) {
   if (acc.dtype() != DType::Float64 || acc.numel() != 1)
     throw Error(str("accumulate: the accumulator must be one float64 element, got ", dtype_name(acc.dtype()), " ",
                     shape_str(acc.shape())));
-  require_floating("accumulate", value);
+  require_floating_or_half("accumulate", value);
   if (value.numel() != 1)
     throw Error(str("accumulate: the value must have one element, got shape ", shape_str(value.shape())));
   kernels_for(device).accumulate(acc, value);
@@ -207,7 +198,7 @@ void accumulate_(Tensor& acc, const Tensor& value) {
 
 void add_bias_(Tensor& y, const Tensor& b, bool relu) {
   const Device device = require_same_device("add_bias", {&y});
-  require_floating("add_bias", y);
+  require_floating_or_half("add_bias", y);
   if (y.ndim() != 2 || !y.is_contiguous())
     throw Error(str("add_bias: expected a contiguous 2-D output, got shape ", shape_str(y.shape())));
   if (b.defined()) {

@@ -11,11 +11,11 @@ namespace chainer::ops {
 
 using detail::require_same_device;
 using detail::require_same_dtype;
-using detail::require_floating;
+using detail::require_floating_or_half;
 
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c) {
   const Device device = require_same_device("matmul", {&a, &b, &c});
-  require_floating("matmul", a);
+  require_floating_or_half("matmul", a);
   require_same_dtype("matmul", a, b);
   require_same_dtype("matmul", a, c);
   if (a.ndim() != 2 || b.ndim() != 2)
@@ -41,7 +41,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
 
 Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   const Device device = require_same_device("matmul", {&a, &b});
-  require_floating("matmul", a);
+  require_floating_or_half("matmul", a);
   require_same_dtype("matmul", a, b);
   if (a.ndim() != 3 || b.ndim() != 3)
     throw Error(str("matmul: expected 3-D arrays, got shapes ", shape_str(a.shape()), " and ", shape_str(b.shape())));

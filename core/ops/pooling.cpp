@@ -11,7 +11,7 @@
 namespace chainer::ops {
 
 using detail::require_same_device;
-using detail::require_floating;
+using detail::require_floating_or_half;
 
 void check_window_2d(const char* op, const Window2D& w) {
   if (w.kh < 1 || w.kw < 1) throw Error(str(op, ": ksize (", w.kh, ", ", w.kw, ") must be at least 1"));
@@ -36,7 +36,7 @@ Shape pooling_2d_output_shape(const char* op, const Shape& x_shape, const Window
 MaxPooling2DResult max_pooling_2d(const Tensor& x, const Window2D& window, bool cover_all) {
   const char* op = "max_pooling_2d";
   const Device device = require_same_device(op, {&x});
-  require_floating(op, x);
+  require_floating_or_half(op, x);
   const Shape out_shape = pooling_2d_output_shape(op, x.shape(), window, cover_all);
   if (x.size(2) * x.size(3) > std::numeric_limits<int32_t>::max())
     throw Error(str(op, ": planes of ", x.size(2), "x", x.size(3), " are too large (the indexes are int32)"));
@@ -48,7 +48,7 @@ MaxPooling2DResult max_pooling_2d(const Tensor& x, const Window2D& window, bool 
 Tensor max_pooling_2d_grad(const Tensor& gy, const Tensor& indexes, const Window2D& window, const Shape& x_shape) {
   const char* op = "max_pooling_2d_grad";
   const Device device = require_same_device(op, {&gy, &indexes});
-  require_floating(op, gy);
+  require_floating_or_half(op, gy);
   if (indexes.dtype() != DType::Int32 || indexes.shape() != gy.shape() || !indexes.is_contiguous())
     throw Error(str(op, ": indexes must be contiguous int32 of the gradient's shape ", shape_str(gy.shape()), ", got ",
                     dtype_name(indexes.dtype()), " ", shape_str(indexes.shape())));
@@ -63,7 +63,7 @@ Tensor max_pooling_2d_grad(const Tensor& gy, const Tensor& indexes, const Window
 Tensor window_sum_2d(const Tensor& x, const Window2D& window, bool cover_all, double scale) {
   const char* op = "window_sum_2d";
   const Device device = require_same_device(op, {&x});
-  require_floating(op, x);
+  require_floating_or_half(op, x);
   Tensor out = Tensor::empty(pooling_2d_output_shape(op, x.shape(), window, cover_all), x.dtype(), device);
   kernels_for(device).window_sum_2d(x, window, scale, out);
   return out;
@@ -72,7 +72,7 @@ Tensor window_sum_2d(const Tensor& x, const Window2D& window, bool cover_all, do
 Tensor window_spread_2d(const Tensor& y, const Window2D& window, int64_t h, int64_t w, bool cover_all, double scale) {
   const char* op = "window_spread_2d";
   const Device device = require_same_device(op, {&y});
-  require_floating(op, y);
+  require_floating_or_half(op, y);
   if (y.ndim() != 4) throw Error(str(op, ": y has shape ", shape_str(y.shape()), "; expected (N, C, out_h, out_w)"));
   const Shape out_shape{y.size(0), y.size(1), h, w};
   const Shape pooled = pooling_2d_output_shape(op, out_shape, window, cover_all);

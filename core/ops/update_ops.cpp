@@ -15,7 +15,7 @@ Device check_params(const char* op, UpdateRule rule, const std::vector<ParamTens
   for (const ParamTensors& t : params) {
     if (!t.param.defined()) throw Error(str(op, ": a parameter is undefined"));
     if (!t.param.is_contiguous()) throw Error(str(op, ": the parameter must be contiguous"));
-    if (!is_floating(t.param.dtype()) || is_storage_only(t.param.dtype()))
+    if (!is_floating(t.param.dtype()) || is_half(t.param.dtype()))
       throw Error(str(op, ": dtype ", dtype_name(t.param.dtype()), " is not supported (expected float32 or float64)"));
     if (t.param.device() != device)
       throw Error(str(op, ": parameters are on different devices (", device.str(), " and ", t.param.device().str(), ")"));

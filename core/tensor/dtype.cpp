@@ -31,9 +31,9 @@ const char* dtype_name(DType dtype) {
   return "unknown";
 }
 
-bool is_floating(DType dtype) { return dtype == DType::Float32 || dtype == DType::Float64 || is_storage_only(dtype); }
+bool is_floating(DType dtype) { return dtype == DType::Float32 || dtype == DType::Float64 || is_half(dtype); }
 
-bool is_storage_only(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
+bool is_half(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
 
 // float16's: the CPU kernel family's, with F16C where the CPU has it (core/cpu/convert.cpp).
 void widen(const float16* src, float* dst, int64_t n) { cpu::kernel_family().widen_half(src, dst, n); }

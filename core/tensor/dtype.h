@@ -2,11 +2,14 @@
 /// Element types. An enum (not a template parameter) so that tensors of any type share one
 /// class and kernels dispatch at run time.
 ///
-/// Float16 and BFloat16 are storage types (core/tensor/float16.h): their tensors are made, filled,
-/// copied, converted (astype, copy_, across devices), saved (float16) and sent and summed by the
-/// communicators, but no other op computes in them: those throw "OP: dtype float16 is not
-/// supported", from the ops' argument checks (core/ops/) or from CHAINER_DISPATCH_ALL. Their codes
-/// follow UInt8, so the codes that travel in messages and files keep their meaning.
+/// Float16 and BFloat16 are the half-precision types (core/tensor/float16.h). Besides being made,
+/// converted, saved and summed by the communicators, they are computed in by the ops of mixed
+/// precision: the elementwise ops and activations, matrix products, convolutions, pooling,
+/// dropout and the sums, which read and write half and compute in float32 (PyTorch's autocast
+/// policy: docs/mixed_precision.md lists the ops). The others (softmax, the losses, the
+/// normalizations, the optimizer updates) take float32 or float64 only; the functions of
+/// nn/functions widen half inputs for them. Their codes follow UInt8, so the codes that travel in
+/// messages and files keep their meaning.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +27,7 @@ constexpr int kDTypeCount = 7;
 size_t dtype_size(DType dtype);       ///< bytes per element
 const char* dtype_name(DType dtype);  ///< numpy's names: "float32", "int32", ..., "float16", "bfloat16"
 bool is_floating(DType dtype);        ///< true for float16, bfloat16, float32, float64
-bool is_storage_only(DType dtype);    ///< true for float16, bfloat16: no kernel computes in them
+bool is_half(DType dtype);            ///< true for float16 and bfloat16, the half-precision types
 
 /// The DType of C++ element type T.
 template <class T> constexpr DType dtype_of();
@@ -38,7 +41,7 @@ template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }  //
 
 }  // namespace chainer
 
-/// Runs BODY with `scalar_t` bound to the C++ type of DTYPE (floating types only).
+/// Runs BODY with `scalar_t` bound to the C++ type of DTYPE (float32 and float64 only).
 #define CHAINER_DISPATCH_FLOATING(DTYPE, OPNAME, ...)                                        \
   [&] {                                                                                      \
     switch (DTYPE) {                                                                         \
@@ -50,9 +53,23 @@ template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }  //
     }                                                                                        \
   }()
 
-/// Runs BODY with `scalar_t` bound to the C++ type of DTYPE: every dtype with arithmetic. The
-/// storage types (float16, bfloat16) throw naming OPNAME; the memory kernels that only move and
-/// convert elements take them too through CHAINER_DISPATCH_ALL_AND_16BIT.
+/// Every floating dtype, with `scalar_t` bound to HALF_T for float16 and BFLOAT16_T for bfloat16:
+/// the kernels that compute in half precision.
+#define CHAINER_DISPATCH_FLOATING_AND(DTYPE, OPNAME, HALF_T, BFLOAT16_T, ...)                \
+  [&] {                                                                                      \
+    switch (DTYPE) {                                                                         \
+      case ::chainer::DType::Float16: { using scalar_t [[maybe_unused]] = HALF_T; return __VA_ARGS__(); }     \
+      case ::chainer::DType::BFloat16: { using scalar_t [[maybe_unused]] = BFLOAT16_T; return __VA_ARGS__(); } \
+      default: return CHAINER_DISPATCH_FLOATING(DTYPE, OPNAME, __VA_ARGS__);                 \
+    }                                                                                        \
+  }()
+/// CHAINER_DISPATCH_FLOATING_AND with the host types chainer::float16 and chainer::bfloat16.
+#define CHAINER_DISPATCH_FLOATING_AND_HALF(DTYPE, OPNAME, ...) \
+  CHAINER_DISPATCH_FLOATING_AND(DTYPE, OPNAME, ::chainer::float16, ::chainer::bfloat16, __VA_ARGS__)
+
+/// Runs BODY with `scalar_t` bound to the C++ type of DTYPE: every dtype but the half-precision
+/// ones, which throw naming OPNAME; the kernels that take them too dispatch through
+/// CHAINER_DISPATCH_ALL_AND_16BIT or CHAINER_DISPATCH_FLOATING_AND_HALF.
 #define CHAINER_DISPATCH_ALL(DTYPE, OPNAME, ...)                                             \
   [&] {                                                                                      \
     switch (DTYPE) {                                                                         \
@@ -65,7 +82,7 @@ template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }  //
       case ::chainer::DType::BFloat16: break;                                                \
     }                                                                                        \
     throw ::chainer::Error(::chainer::str(OPNAME, ": dtype ", ::chainer::dtype_name(DTYPE),  \
-                                          " is not supported (float16 and bfloat16 are storage types: " \
+                                          " is not supported (this op computes in float32 or float64: " \
                                           "convert with astype(DType::Float32) first)"));    \
   }()
 
@@ -79,6 +96,6 @@ template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }  //
       default: return CHAINER_DISPATCH_ALL(DTYPE, OPNAME, __VA_ARGS__);                      \
     }                                                                                        \
   }()
-/// Every dtype, with `scalar_t` bound to chainer::float16 and chainer::bfloat16 for the storage types.
+/// Every dtype, with `scalar_t` bound to chainer::float16 and chainer::bfloat16 for the half types.
 #define CHAINER_DISPATCH_ALL_AND_16BIT(DTYPE, OPNAME, ...) \
   CHAINER_DISPATCH_ALL_AND(DTYPE, OPNAME, ::chainer::float16, ::chainer::bfloat16, __VA_ARGS__)

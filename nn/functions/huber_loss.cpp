@@ -43,7 +43,7 @@ Variable huber_loss(const Variable& x, const Variable& t, double delta, const st
     throw Error(str("huber_loss: reduce must be \"sum_along_second_axis\" or \"no\", got \"", reduce, "\""));
   if (!x.defined() || !t.defined()) throw Error("huber_loss: x and t must be defined");
   if (!(delta > 0) || std::isinf(delta)) throw Error(str("huber_loss: delta must be positive and finite, got ", delta));
-  if (!is_floating(x.dtype()) || is_storage_only(x.dtype()))
+  if (!is_floating(x.dtype()) || is_half(x.dtype()))
     throw Error(str("huber_loss: dtype ", dtype_name(x.dtype()), " is not supported (expected float32 or float64)"));
   if (x.dtype() != t.dtype())
     throw Error(str("huber_loss: x has dtype ", dtype_name(x.dtype()), " but t has dtype ", dtype_name(t.dtype())));

@@ -34,7 +34,7 @@ std::string Axes::str() const {
 namespace {
 void require_float(const char* op, const Variable& x) {
   if (!x.defined()) throw Error(str(op, ": the input is undefined"));
-  if (!is_floating(x.dtype()) || is_storage_only(x.dtype()))
+  if (!is_floating(x.dtype()) || is_half(x.dtype()))
     throw Error(str(op, ": dtype ", dtype_name(x.dtype()), " is not supported (expected float32 or float64)"));
 }
 

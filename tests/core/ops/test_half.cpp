@@ -1,0 +1,250 @@
+// The ops that compute in float16 and bfloat16 (core/tensor/dtype.h): they read and write half
+// and compute in float32, so each result is the float32 op on the widened inputs rounded once to
+// the half type. The elementwise ops are checked against exactly that (a result may differ by one
+// half ulp where the float32 loop and the float32 reference round their last bit differently);
+// the products and convolutions against float64 references with the bound of float32
+// accumulation plus the output's rounding; the full-precision ops refuse half by name.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "core/ops/ops.h"
+#include "core/ops/update_ops.h"
+#include "tests/function_inputs.h"
+
+using namespace chainer;
+using namespace chainer::testing;
+
+namespace {
+const DType kHalfTypes[] = {DType::Float16, DType::BFloat16};
+
+// The half type's unit roundoff: half an ulp of 1.
+double unit_roundoff(DType dtype) { return dtype == DType::Float16 ? 0x1p-11 : 0x1p-8; }
+
+// Values of DTYPE (uniform in [LO, HI), rounded to it).
+Tensor half_uniform(const Shape& shape, uint64_t seed, DType dtype, double lo = -2.0, double hi = 2.0) {
+  return uniform(shape, seed, lo, hi).astype(dtype);
+}
+
+// GOT (half) equals EXPECTED (the float32 result rounded to half), except for at most one ulp
+// where the two float32 computations rounded differently; most elements are bit-equal.
+void check_rounded_once(const Tensor& got, const Tensor& expected32) {
+  REQUIRE(got.shape() == expected32.shape());
+  const DType dtype = got.dtype();
+  const std::vector<double> g = values(got), e = values(expected32.astype(dtype)), wide = values(expected32);
+  int64_t exact = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << " of " << g.size() << ": got " << g[i] << ", expected " << e[i]);
+    if (std::isnan(e[i])) {
+      CHECK(std::isnan(g[i]));
+      ++exact;
+      continue;
+    }
+    exact += g[i] == e[i];
+    CHECK(std::fabs(g[i] - e[i]) <= 2 * unit_roundoff(dtype) * std::fabs(wide[i]) + 1e-30);
+  }
+  CHECK(double(exact) >= 0.99 * double(g.size()));
+}
+
+// The unary op F on half X against F on float32.
+void check_unary(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
+  INFO(dtype_name(x.dtype()));
+  const Tensor y = f(x);
+  CHECK(y.dtype() == x.dtype());
+  check_rounded_once(y, f(x.astype(DType::Float32)));
+}
+
+void check_binary(const std::function<Tensor(const Tensor&, const Tensor&)>& f, const Tensor& a, const Tensor& b) {
+  INFO(dtype_name(a.dtype()) << " " << shape_str(a.shape()) << " and " << shape_str(b.shape()));
+  const Tensor y = f(a, b);
+  CHECK(y.dtype() == a.dtype());
+  check_rounded_once(y, f(a.astype(DType::Float32), b.astype(DType::Float32)));
+}
+
+// |GOT - REF| <= the float32 accumulation of K products (K u32 times the sum of |terms|, BOUND)
+// plus the rounding of the result to the half type.
+void check_product(const Tensor& got, const Tensor& ref, const Tensor& bound, int64_t k) {
+  REQUIRE(got.shape() == ref.shape());
+  const std::vector<double> g = values(got), r = values(ref), b = values(bound);
+  const double u = unit_roundoff(got.dtype());
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": got " << g[i] << ", float64 " << r[i]);
+    CHECK(std::fabs(g[i] - r[i]) <= u * std::fabs(r[i]) + double(k) * 0x1p-23 * b[i] + 1e-30);
+  }
+}
+
+Tensor f64_of(const Tensor& t) { return t.astype(DType::Float64); }
+}  // namespace
+
+TEST_CASE("half: elementwise ops and activations compute in float32 and round once", "[ops][half]") {
+  for (DType dtype : kHalfTypes) {
+    // 1000 elements: several chunks of the CPU kernels and a tail; shapes that take the dense,
+    // the row-broadcast and the general paths.
+    const Tensor a = half_uniform({10, 100}, 1, dtype), b = half_uniform({10, 100}, 2, dtype);
+    const Tensor row = half_uniform({100}, 3, dtype), column = half_uniform({10, 1}, 4, dtype);
+    const Tensor positive = half_uniform({10, 100}, 5, dtype, 0.1, 4.0);
+    for (const Tensor& other : {b, row, column, b.transpose().contiguous().transpose()}) {
+      check_binary(ops::add, a, other);
+      check_binary(ops::sub, a, other);
+      check_binary(ops::mul, a, other);
+      check_binary(ops::div, a, other);
+      check_binary(ops::maximum, a, other);
+      check_binary(ops::minimum, a, other);
+    }
+    check_unary(ops::neg, a);
+    check_unary(ops::exp, a);
+    check_unary(ops::log, positive);
+    check_unary(ops::sqrt, positive);
+    check_unary(ops::square, a);
+    check_unary(ops::relu, a);
+    check_unary(ops::sigmoid, a);
+    check_unary(ops::tanh, a);
+    check_unary(ops::abs, a);
+    check_unary(ops::sign, a);
+    check_unary(ops::relu, a.transpose());  // a non-contiguous input
+    check_unary([](const Tensor& x) { return ops::mul_scalar(x, 0.3); }, a);
+    check_unary([](const Tensor& x) { return ops::add_scalar(x, -1.7); }, a);
+    check_unary([](const Tensor& x) { return ops::clip(x, -0.5, 0.25); }, a);
+    check_unary([](const Tensor& x) { return ops::leaky_relu(x, 0.2); }, a);
+    check_unary([](const Tensor& x) { return ops::elu(x, 1.0); }, a);
+    check_unary([](const Tensor& x) { return ops::softplus(x, 2.0); }, a);
+    check_binary(ops::relu_grad, ops::relu(a), b);
+    check_binary(ops::sigmoid_grad, ops::sigmoid(a), b);
+    check_binary(ops::tanh_grad, ops::tanh(a), b);
+    check_binary([](const Tensor& x, const Tensor& g) { return ops::leaky_relu_grad(x, g, 0.2); }, a, b);
+    check_binary([](const Tensor& x, const Tensor& g) { return ops::elu_grad(x, g, 1.0); }, a, b);
+    check_binary([](const Tensor& x, const Tensor& g) { return ops::softplus_grad(x, g, 2.0); }, a, b);
+    // Comparisons and where: exact.
+    CHECK(values(ops::less(a, row)) == values(ops::less(a.astype(DType::Float32), row.astype(DType::Float32))));
+    const Tensor w = ops::where(ops::greater(a, b), a, row);
+    CHECK(w.dtype() == dtype);
+    CHECK(values(w) == values(ops::where(ops::greater(a, b), a.astype(DType::Float32), row.astype(DType::Float32))));
+  }
+}
+
+TEST_CASE("half: in-place updates and the linear epilogue round once", "[ops][half]") {
+  for (DType dtype : kHalfTypes) {
+    INFO(dtype_name(dtype));
+    const Tensor x = half_uniform({7, 300}, 6, dtype), bias = half_uniform({300}, 7, dtype);
+    // axpy: y + 0.375 x.
+    Tensor y = half_uniform({7, 300}, 8, dtype), y32 = y.astype(DType::Float32);
+    ops::axpy_(y, 0.375, x);
+    ops::axpy_(y32, 0.375, x.astype(DType::Float32));
+    check_rounded_once(y, y32);
+    Tensor s = x.clone(), s32 = x.astype(DType::Float32);
+    ops::scale_(s, -3.0);
+    ops::scale_(s32, -3.0);
+    check_rounded_once(s, s32);
+    for (bool relu : {false, true}) {
+      for (const Tensor& b : {bias, Tensor()}) {
+        Tensor out = x.clone(), out32 = x.astype(DType::Float32);
+        ops::add_bias_(out, b, relu);
+        ops::add_bias_(out32, b.defined() ? b.astype(DType::Float32) : Tensor(), relu);
+        check_rounded_once(out, out32);
+      }
+    }
+  }
+}
+
+TEST_CASE("half: matrix products accumulate in float32", "[ops][half]") {
+  for (DType dtype : kHalfTypes) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        INFO(dtype_name(dtype) << " trans_a " << ta << " trans_b " << tb);
+        const int64_t m = 37, k = 161, n = 45;
+        const Tensor a = half_uniform(ta ? Shape{k, m} : Shape{m, k}, 9, dtype);
+        const Tensor b = half_uniform(tb ? Shape{n, k} : Shape{k, n}, 10, dtype);
+        const Tensor c = ops::matmul(a, b, ta, tb);
+        CHECK(c.dtype() == dtype);
+        check_product(c, ops::matmul(f64_of(a), f64_of(b), ta, tb),
+                      ops::matmul(ops::abs(f64_of(a)), ops::abs(f64_of(b)), ta, tb), k);
+      }
+    }
+    // C = 0.5 A B + 2 C, and batches.
+    const Tensor a = half_uniform({20, 30}, 11, dtype), b = half_uniform({30, 25}, 12, dtype);
+    Tensor c = half_uniform({20, 25}, 13, dtype);
+    const Tensor ref = ops::add(ops::mul_scalar(ops::matmul(f64_of(a), f64_of(b)), 0.5), ops::mul_scalar(f64_of(c), 2));
+    const Tensor bound = ops::add(ops::mul_scalar(ops::matmul(ops::abs(f64_of(a)), ops::abs(f64_of(b))), 0.5),
+                                  ops::mul_scalar(ops::abs(f64_of(c)), 2));
+    ops::gemm(a, false, b, false, 0.5, 2.0, c);
+    check_product(c, ref, bound, 31);
+    const Tensor ba = half_uniform({3, 8, 40}, 14, dtype), bb = half_uniform({3, 40, 6}, 15, dtype);
+    const Tensor bc = ops::batched_matmul(ba, bb);
+    CHECK(bc.dtype() == dtype);
+    check_product(bc, ops::batched_matmul(f64_of(ba), f64_of(bb)),
+                  ops::batched_matmul(ops::abs(f64_of(ba)), ops::abs(f64_of(bb))), 40);
+  }
+}
+
+TEST_CASE("half: convolutions and their gradients accumulate in float32", "[ops][half]") {
+  for (DType dtype : kHalfTypes) {
+    for (int64_t groups : {1, 2}) {
+      INFO(dtype_name(dtype) << " groups " << groups);
+      ops::Conv2dParams p;
+      p.ph = p.pw = 1;
+      p.groups = groups;
+      const Tensor x = half_uniform({2, 4, 7, 6}, 16, dtype), W = half_uniform({6, 4 / groups, 3, 3}, 17, dtype);
+      const Tensor bias = half_uniform({6}, 18, dtype);
+      const int64_t k = 4 / groups * 9;
+      const Tensor y = ops::convolution_2d(x, W, bias, p);
+      CHECK(y.dtype() == dtype);
+      const Tensor ones = Tensor::ones({6}, DType::Float64);
+      check_product(y, ops::convolution_2d(f64_of(x), f64_of(W), f64_of(bias), p),
+                    ops::convolution_2d(ops::abs(f64_of(x)), ops::abs(f64_of(W)), ops::abs(f64_of(bias)), p), k + 1);
+      const Tensor gy = half_uniform(y.shape(), 19, dtype);
+      const Tensor gx = ops::convolution_2d_grad_data(gy, W, 7, 6, p);
+      CHECK(gx.dtype() == dtype);
+      check_product(gx, ops::convolution_2d_grad_data(f64_of(gy), f64_of(W), 7, 6, p),
+                    ops::convolution_2d_grad_data(ops::abs(f64_of(gy)), ops::abs(f64_of(W)), 7, 6, p), 6 * 9);
+      const Tensor gW = ops::convolution_2d_grad_filter(x, gy, 3, 3, p);
+      CHECK(gW.dtype() == dtype);
+      check_product(gW, ops::convolution_2d_grad_filter(f64_of(x), f64_of(gy), 3, 3, p),
+                    ops::convolution_2d_grad_filter(ops::abs(f64_of(x)), ops::abs(f64_of(gy)), 3, 3, p), 2 * 7 * 6);
+    }
+  }
+}
+
+TEST_CASE("half: pooling, sums, extremes and dropout masks", "[ops][half]") {
+  for (DType dtype : kHalfTypes) {
+    INFO(dtype_name(dtype));
+    const Tensor x = half_uniform({2, 3, 6, 5}, 20, dtype);
+    const Tensor x32 = x.astype(DType::Float32);
+    const Window2D window{2, 2, 2, 2, 0, 0};
+    // Maxima and their gradients are exact.
+    const auto pooled = ops::max_pooling_2d(x, window, false), pooled32 = ops::max_pooling_2d(x32, window, false);
+    CHECK(pooled.y.dtype() == dtype);
+    CHECK(values(pooled.y) == values(pooled32.y));
+    CHECK(values(pooled.indexes) == values(pooled32.indexes));
+    const Tensor gy = half_uniform(pooled.y.shape(), 21, dtype);
+    CHECK(values(ops::max_pooling_2d_grad(gy, pooled.indexes, window, x.shape())) ==
+          values(ops::max_pooling_2d_grad(gy.astype(DType::Float32), pooled32.indexes, window, x.shape())));
+    check_rounded_once(ops::window_sum_2d(x, window, false, 0.25), ops::window_sum_2d(x32, window, false, 0.25));
+    check_rounded_once(ops::window_spread_2d(gy, window, 6, 5, false, 0.25),
+                       ops::window_spread_2d(gy.astype(DType::Float32), window, 6, 5, false, 0.25));
+    // Sums accumulate in float32 or better: within the rounding of the result.
+    check_product(ops::sum(x, {0, 2, 3}), ops::sum(f64_of(x), {0, 2, 3}), ops::sum(ops::abs(f64_of(x)), {0, 2, 3}), 0);
+    check_product(ops::sum(x), ops::sum(f64_of(x)), ops::sum(ops::abs(f64_of(x))), 0);
+    CHECK(values(ops::max(x, 1)) == values(ops::max(x32, 1)));
+    CHECK(values(ops::argmin(x, 3)) == values(ops::argmin(x32, 3)));
+    // A dropout mask of ratio 0.2 holds 0 and 1.25 (exact in both types), where float32's does.
+    Generator g1(5), g2(5);
+    const Tensor m = ops::dropout_mask({4000}, 0.2, dtype, Device{}, g1);
+    CHECK(m.dtype() == dtype);
+    CHECK(values(m) == values(ops::dropout_mask({4000}, 0.2, DType::Float32, Device{}, g2)));
+  }
+}
+
+TEST_CASE("half: the full-precision ops refuse float16 and bfloat16, naming the op and the cure", "[ops][half]") {
+  for (DType dtype : kHalfTypes) {
+    const std::string name = dtype_name(dtype);
+    const Tensor x = Tensor::ones({2, 2}, dtype);
+    CHECK_THROWS_WITH(ops::softmax(x), Catch::Contains("softmax: dtype " + name + " is not supported") &&
+                                           Catch::Contains("convert with astype(DType::Float32)"));
+    Tensor p = Tensor::ones({2}, dtype), g = Tensor::ones({2}, dtype), v = Tensor::zeros({2}, dtype);
+    CHECK_THROWS_WITH(ops::momentum_sgd_update_(p, g, v, 0.1, 0.9),
+                      Catch::Contains("momentum_sgd: dtype " + name + " is not supported"));
+    CHECK_THROWS_WITH(ops::add(x, Tensor::ones({2, 2})), Catch::Contains("add: dtypes differ (" + name + " and float32)"));
+  }
+}
