@@ -25,6 +25,7 @@
 #include "core/tensor/tensor.h"
 #include "core/ops/update_ops.h"
 #include "datasets/datasets.h"
+#include "nn/autocast.h"
 #include "nn/functions.h"
 #include "nn/initializers.h"
 #include "nn/link.h"

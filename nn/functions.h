@@ -12,6 +12,7 @@
 #include "nn/functions/arithmetic.h"
 #include "nn/functions/array.h"
 #include "nn/functions/batch_normalization.h"
+#include "nn/functions/cast.h"
 #include "nn/functions/convolution_2d.h"
 #include "nn/functions/deconvolution_2d.h"
 #include "nn/functions/dropout.h"

@@ -25,8 +25,16 @@ Variable& Link::add_param(const std::string& name, Tensor initial) {
   if (name.empty() || name.find('/') != std::string::npos)
     throw Error(str("add_param: '", name, "' is not a valid parameter name (non-empty, no '/')"));
   if (params_.count(name) || persistents_.count(name)) throw Error(str("add_param: '", name, "' is already registered"));
-  if (initial.defined()) initial = initial.to(device_);
+  if (initial.defined()) initial = initial_value(std::move(initial));
   return params_.emplace(name, Variable(std::move(initial), true, name)).first->second;
+}
+
+Tensor Link::initial_value(Tensor values) const {
+  // Only a config that asks for another parameter dtype converts: under float32 and the mixed
+  // modes, values a link or its user chose (a float64 BatchNormalization) keep their dtype.
+  if (param_dtype_ != DType::Float32 && is_floating(values.dtype()) && values.dtype() != param_dtype_)
+    values = values.astype(param_dtype_);
+  return values.to(device_);
 }
 
 void Link::add_persistent(const std::string& name, Tensor value) {

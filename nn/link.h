@@ -18,6 +18,7 @@
 
 #include "autograd/variable.h"
 #include "core/io/serializer.h"
+#include "nn/autocast.h"
 
 namespace chainer {
 
@@ -72,8 +73,16 @@ class Link {
   Link& to_cpu() { return to_device(Device::cpu()); }
 
   /// Registers parameter NAME and returns it. Parameters may be created uninitialized (an
-  /// undefined tensor) and filled at the first call when the input size becomes known.
+  /// undefined tensor) and filled at the first call when the input size becomes known. Under a
+  /// config::dtype of float64, float16 or bfloat16, floating values are converted to param_dtype().
   Variable& add_param(const std::string& name, Tensor initial = {});
+  /// The dtype of this link's floating parameters: chainer::param_dtype() when the link was made
+  /// (float32 unless config::dtype was float64, float16 or bfloat16; nn/autocast.h).
+  DType param_dtype() const { return param_dtype_; }
+  /// VALUES, a parameter's first values, on this link's device and, when config::dtype asked for
+  /// float64, float16 or bfloat16 parameters, in param_dtype(): what a link sets a parameter
+  /// created at its first call to.
+  Tensor initial_value(Tensor values) const;
   /// Registers persistent value NAME: saved and loaded with the link, but not a parameter.
   void add_persistent(const std::string& name, Tensor value);
   /// This link's own parameter NAME.
@@ -97,6 +106,7 @@ class Link {
   std::map<std::string, Variable> params_;
   std::map<std::string, Tensor> persistents_;
   Device device_;
+  DType param_dtype_ = chainer::param_dtype();
 };
 
 /// A link with named child links (Chainer's `chainer.Chain`).

@@ -2,6 +2,7 @@
 /// Thread-local configuration, as chainer.config: `train` (dropout and friends behave as in
 /// training) is switched off by evaluators through a scoped guard.
 #pragma once
+#include <string>
 
 namespace chainer::config {
 
@@ -38,6 +39,37 @@ void set_autotune(bool autotune);
 bool cudnn_deterministic();
 /// Sets this thread's cudnn_deterministic.
 void set_cudnn_deterministic(bool deterministic);
+
+/// chainer.config.dtype: the dtype links create their parameters in and the models compute in.
+/// Float32 by default. Float16 and BFloat16 make half parameters (step them with
+/// Optimizer::use_fp32_update) and compute in half; Mixed16 and MixedBf16 (Chainer's mixed16)
+/// keep float32 parameters and compute in half: the functions of the half list (linear,
+/// convolutions, matmul) cast their inputs to it and the full-precision ones (softmax, the losses,
+/// normalizations) to float32, as PyTorch's autocast (nn/autocast.h; docs/mixed_precision.md).
+enum class Dtype { Float32, Float64, Float16, BFloat16, Mixed16, MixedBf16 };
+/// This thread's config.dtype.
+Dtype dtype();
+/// Sets this thread's config.dtype.
+void set_dtype(Dtype dtype);
+/// Its name as the apps' --dtype spells it: "float32", "float64", "float16", "bfloat16",
+/// "mixed16", "mixed_bf16".
+const char* dtype_name(Dtype dtype);
+/// The Dtype named NAME (as dtype_name gives it); a chainer::Error listing the names otherwise.
+Dtype parse_dtype(const std::string& name);
+
+/// Sets config.dtype for the lifetime of the guard, then restores the previous value (as
+/// `with chainer.using_config('dtype', chainer.mixed16)`).
+class DtypeScope {
+ public:
+  /// Sets config.dtype to DTYPE until the guard is destroyed.
+  explicit DtypeScope(Dtype dtype);
+  ~DtypeScope();
+  DtypeScope(const DtypeScope&) = delete;
+  DtypeScope& operator=(const DtypeScope&) = delete;
+
+ private:
+  Dtype previous_;
+};
 
 /// A yes/no setting from environment variable NAME: FALLBACK when unset or empty; true for 1,
 /// true, yes or on, false for 0, false, no or off (any case); anything else is a chainer::Error

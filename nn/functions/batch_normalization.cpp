@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include "nn/autocast.h"
+#include "nn/functions/cast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -238,8 +240,10 @@ class FixedBatchNormalizationNode : public FunctionNode {
 };
 }  // namespace
 
-Variable batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
-                             const BatchNormalizationOptions& options) {
+namespace {
+// The normalizations compute in float32 or float64; the public functions below widen half.
+Variable batch_normalization_full(const Variable& x, const Variable& gamma, const Variable& beta,
+                                  const BatchNormalizationOptions& options) {
   ForwardHooks hooks("BatchNormalization", x, gamma, beta);
   const char* op = "batch_normalization";
   check_x(op, x, gamma, options.axis);
@@ -292,8 +296,8 @@ Variable batch_normalization(const Variable& x, const Variable& gamma, const Var
   return record(node, {x, gamma, beta}, {y})[0];
 }
 
-Variable fixed_batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
-                                   const Variable& mean, const Variable& var, double eps, const Axes& axis) {
+Variable fixed_batch_normalization_full(const Variable& x, const Variable& gamma, const Variable& beta,
+                                        const Variable& mean, const Variable& var, double eps, const Axes& axis) {
   ForwardHooks hooks("FixedBatchNormalization", x, gamma, beta, mean, var);
   const char* op = "fixed_batch_normalization";
   check_x(op, x, gamma, axis);
@@ -318,6 +322,25 @@ Variable fixed_batch_normalization(const Variable& x, const Variable& gamma, con
   if (!needs_recording(inputs)) return Variable(y);
   auto node = std::make_shared<FixedBatchNormalizationNode>(xv, layout, xd.shape(), gamma.data(), m, inv_std);
   return record(node, inputs, {y})[0];
+}
+
+}  // namespace
+
+// Mixed precision: a function of the full-precision list (nn/autocast.h) that returns x's dtype,
+// so the activations of a mixed model stay in half.
+Variable batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
+                             const BatchNormalizationOptions& options) {
+  using autocast::for_float32;
+  if (!x.defined() || !is_half(x.dtype())) return batch_normalization_full(x, for_float32(gamma), for_float32(beta), options);
+  return cast(batch_normalization_full(for_float32(x), for_float32(gamma), for_float32(beta), options), x.dtype());
+}
+
+Variable fixed_batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
+                                   const Variable& mean, const Variable& var, double eps, const Axes& axis) {
+  using autocast::for_float32;
+  const Variable y = fixed_batch_normalization_full(for_float32(x), for_float32(gamma), for_float32(beta),
+                                                    for_float32(mean), for_float32(var), eps, axis);
+  return x.defined() && is_half(x.dtype()) ? cast(y, x.dtype()) : y;
 }
 
 }  // namespace chainer::functions

@@ -1,5 +1,6 @@
 #include "nn/functions/convolution_2d.h"
 
+#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -34,8 +35,10 @@ class Convolution2DNode : public FunctionNode {
 };
 }  // namespace
 
-Variable convolution_2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad, bool cover_all,
-                        Pair dilate, int64_t groups) {
+Variable convolution_2d(const Variable& x_in, const Variable& W_in, const Variable& b_in, Pair stride, Pair pad,
+                        bool cover_all, Pair dilate, int64_t groups) {
+  // Mixed precision: a function of the half list (nn/autocast.h).
+  const Variable x = autocast::for_half(x_in), W = autocast::for_half(W_in), b = autocast::for_half(b_in);
   ForwardHooks hooks("Convolution2D", x, W, b);
   if (!x.defined() || !W.defined()) throw Error("convolution_2d: x and W must be defined");
   const ops::Conv2dParams params{.sy = stride.y, .sx = stride.x, .ph = pad.y, .pw = pad.x, .dy = dilate.y,
@@ -48,7 +51,10 @@ Variable convolution_2d(const Variable& x, const Variable& W, const Variable& b,
   return record(node, inputs, {y})[0];
 }
 
-Variable depthwise_convolution_2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad) {
+Variable depthwise_convolution_2d(const Variable& x_in, const Variable& W_in, const Variable& b_in, Pair stride,
+                                  Pair pad) {
+  // Mixed precision: a function of the half list (nn/autocast.h).
+  const Variable x = autocast::for_half(x_in), W = autocast::for_half(W_in), b = autocast::for_half(b_in);
   if (!x.defined() || !W.defined()) throw Error("depthwise_convolution_2d: x and W must be defined");
   if (W.ndim() != 4)
     throw Error(str("depthwise_convolution_2d: W must be 4-D (channel_multiplier, in_channels, kh, kw), got shape ",

@@ -1,5 +1,6 @@
 #include "nn/functions/deconvolution_2d.h"
 
+#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -36,8 +37,10 @@ class Deconvolution2DNode : public FunctionNode {
 };
 }  // namespace
 
-Variable deconvolution_2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad,
+Variable deconvolution_2d(const Variable& x_in, const Variable& W_in, const Variable& b_in, Pair stride, Pair pad,
                           std::optional<Pair> outsize, Pair dilate, int64_t groups) {
+  // Mixed precision: a function of the half list (nn/autocast.h).
+  const Variable x = autocast::for_half(x_in), W = autocast::for_half(W_in), b = autocast::for_half(b_in);
   ForwardHooks hooks("Deconvolution2D", x, W, b);
   const char* op = "deconvolution_2d";
   if (!x.defined() || !W.defined()) throw Error(str(op, ": x and W must be defined"));

@@ -19,9 +19,12 @@ class EmbedIDNode : public FunctionNode {
     std::vector<Tensor> g(2);
     if (!input_requires_grad(1)) return g;
     const Tensor& gy = grads[0];
-    Tensor gW = Tensor::zeros(w_shape_, gy.dtype(), gy.device());
-    ops::scatter_add_(gW, ids_, 0, keep_.defined() ? ops::mul(gy, keep_) : gy.contiguous());
-    g[1] = gW;
+    // Repeated ids sum in float32 for half W (scatter_add computes in full precision), then round.
+    const DType sum_dtype = is_half(gy.dtype()) ? DType::Float32 : gy.dtype();
+    Tensor gW = Tensor::zeros(w_shape_, sum_dtype, gy.device());
+    const Tensor rows = keep_.defined() ? ops::mul(gy, keep_) : gy.contiguous();
+    ops::scatter_add_(gW, ids_, 0, sum_dtype == gy.dtype() ? rows : rows.astype(sum_dtype));
+    g[1] = sum_dtype == gy.dtype() ? gW : gW.astype(gy.dtype());
     return g;
   }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -36,14 +37,16 @@ class HuberLossNode : public FunctionNode {
 };
 }  // namespace
 
-Variable huber_loss(const Variable& x, const Variable& t, double delta, const std::string& reduce) {
+Variable huber_loss(const Variable& x_in, const Variable& t_in, double delta, const std::string& reduce) {
+  // Mixed precision: a function of the full-precision list (nn/autocast.h).
+  const Variable x = autocast::for_float32(x_in), t = autocast::for_float32(t_in);
   ForwardHooks hooks("HuberLoss", x, t);
   const bool summed = reduce == "sum_along_second_axis";
   if (!summed && reduce != "no")
     throw Error(str("huber_loss: reduce must be \"sum_along_second_axis\" or \"no\", got \"", reduce, "\""));
   if (!x.defined() || !t.defined()) throw Error("huber_loss: x and t must be defined");
   if (!(delta > 0) || std::isinf(delta)) throw Error(str("huber_loss: delta must be positive and finite, got ", delta));
-  if (!is_floating(x.dtype()) || is_half(x.dtype()))
+  if (!is_floating(x.dtype()))
     throw Error(str("huber_loss: dtype ", dtype_name(x.dtype()), " is not supported (expected float32 or float64)"));
   if (x.dtype() != t.dtype())
     throw Error(str("huber_loss: x has dtype ", dtype_name(x.dtype()), " but t has dtype ", dtype_name(t.dtype())));

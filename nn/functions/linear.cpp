@@ -1,5 +1,6 @@
 #include "nn/functions/linear.h"
 
+#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -35,7 +36,9 @@ class LinearNode : public FunctionNode {
   Tensor y_;
 };
 
-Variable apply(const Variable& x, const Variable& W, const Variable& b, bool relu) {
+Variable apply(const Variable& x_in, const Variable& W_in, const Variable& b_in, bool relu) {
+  // Mixed precision: a function of the half list (nn/autocast.h).
+  const Variable x = autocast::for_half(x_in), W = autocast::for_half(W_in), b = autocast::for_half(b_in);
   ForwardHooks hooks(relu ? "LinearReLU" : "Linear", x, W, b);
   const char* op = relu ? "linear_relu" : "linear";
   if (!x.defined() || !W.defined()) throw Error(str(op, ": x and W must be defined"));

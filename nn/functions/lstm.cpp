@@ -1,5 +1,6 @@
 #include "nn/functions/lstm.h"
 
+#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -36,7 +37,9 @@ std::pair<Variable, Variable> cell(const Variable& c_prev, const Variable& x) {
 }
 }  // namespace
 
-std::pair<Variable, Variable> lstm(const Variable& c_prev, const Variable& x) {
+std::pair<Variable, Variable> lstm(const Variable& c_prev_in, const Variable& x_in) {
+  // Mixed precision: a function of the full-precision list (nn/autocast.h).
+  const Variable c_prev = autocast::for_float32(c_prev_in), x = autocast::for_float32(x_in);
   if (!c_prev.defined() || !x.defined()) throw Error("lstm: an operand is undefined");
   const Shape& cs = c_prev.shape();
   const Shape& xs = x.shape();

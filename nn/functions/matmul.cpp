@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -76,7 +77,9 @@ std::string shapes(const Variable& a, const Variable& b) {
 }
 }  // namespace
 
-Variable matmul(const Variable& a, const Variable& b, bool transa, bool transb) {
+Variable matmul(const Variable& a_in, const Variable& b_in, bool transa, bool transb) {
+  // Mixed precision: a function of the half list (nn/autocast.h).
+  const Variable a = autocast::for_half(a_in), b = autocast::for_half(b_in);
   if (!a.defined() || !b.defined()) throw Error("matmul: an operand is undefined");
   if (a.ndim() == 0 || b.ndim() == 0) throw Error(str("matmul: 0-dimensional operand (shapes ", shapes(a, b), ")"));
   if (a.ndim() == 2 && b.ndim() == 2) return matmul_2d(a, b, transa, transb);
@@ -110,7 +113,9 @@ Variable matmul(const Variable& a, const Variable& b, bool transa, bool transb) 
   return reshape(y, out);
 }
 
-Variable batch_matmul(const Variable& a, const Variable& b, bool transa, bool transb) {
+Variable batch_matmul(const Variable& a_in, const Variable& b_in, bool transa, bool transb) {
+  // Mixed precision: a function of the half list (nn/autocast.h).
+  const Variable a = autocast::for_half(a_in), b = autocast::for_half(b_in);
   if (!a.defined() || !b.defined()) throw Error("batch_matmul: an operand is undefined");
   if (a.ndim() < 2 || b.ndim() < 2)
     throw Error(str("batch_matmul: expected batches of at least 2 axes, got shapes ", shapes(a, b)));

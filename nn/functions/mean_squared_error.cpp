@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -28,7 +29,9 @@ class MeanSquaredErrorNode : public FunctionNode {
 };
 }  // namespace
 
-Variable mean_squared_error(const Variable& x0, const Variable& x1) {
+Variable mean_squared_error(const Variable& x0_in, const Variable& x1_in) {
+  // Mixed precision: a function of the full-precision list (nn/autocast.h).
+  const Variable x0 = autocast::for_float32(x0_in), x1 = autocast::for_float32(x1_in);
   ForwardHooks hooks("MeanSquaredError", x0, x1);
   if (!x0.defined() || !x1.defined()) throw Error("mean_squared_error: x0 and x1 must be defined");
   if (x0.shape() != x1.shape())

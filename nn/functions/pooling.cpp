@@ -7,12 +7,12 @@
 namespace chainer::functions {
 
 namespace {
-// X defined, float32 or float64, 4-D (N, C, H, W).
+// X defined, floating (half included), 4-D (N, C, H, W).
 void check_x(const char* op, const Variable& x) {
   if (!x.defined()) throw Error(str(op, ": x must be defined"));
   const DType dtype = x.data().dtype();
-  if (dtype != DType::Float32 && dtype != DType::Float64)
-    throw Error(str(op, ": x has dtype ", dtype_name(dtype), "; expected float32 or float64"));
+  if (!is_floating(dtype))
+    throw Error(str(op, ": x has dtype ", dtype_name(dtype), "; expected float32, float64, float16 or bfloat16"));
   if (x.ndim() != 4)
     throw Error(str(op, ": x has shape ", shape_str(x.shape()), "; expected 4 dimensions (N, C, H, W)"));
 }

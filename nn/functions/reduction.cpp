@@ -34,8 +34,9 @@ std::string Axes::str() const {
 namespace {
 void require_float(const char* op, const Variable& x) {
   if (!x.defined()) throw Error(str(op, ": the input is undefined"));
-  if (!is_floating(x.dtype()) || is_half(x.dtype()))
-    throw Error(str(op, ": dtype ", dtype_name(x.dtype()), " is not supported (expected float32 or float64)"));
+  if (!is_floating(x.dtype()))
+    throw Error(str(op, ": dtype ", dtype_name(x.dtype()),
+                    " is not supported (expected a floating dtype: float32, float64, float16 or bfloat16)"));
 }
 
 // The shape after reducing AXES (sorted) of SHAPE: with extent 1 (KEEPDIMS) or dropped.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -28,7 +29,9 @@ class SigmoidCrossEntropyNode : public FunctionNode {
 };
 }  // namespace
 
-Variable sigmoid_cross_entropy(const Variable& x, const Variable& t, bool normalize, const std::string& reduce) {
+Variable sigmoid_cross_entropy(const Variable& x_in, const Variable& t, bool normalize, const std::string& reduce) {
+  // Mixed precision: a function of the full-precision list (nn/autocast.h).
+  const Variable x = autocast::for_float32(x_in);
   ForwardHooks hooks("SigmoidCrossEntropy", x, t);
   if (reduce != "mean" && reduce != "no")
     throw Error(str("sigmoid_cross_entropy: reduce must be \"mean\" or \"no\", got \"", reduce, "\""));

@@ -1,5 +1,6 @@
 #include "nn/functions/softmax.h"
 
+#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -24,7 +25,9 @@ class SoftmaxNode : public FunctionNode {
   bool log_;
 };
 
-Variable apply(const Variable& x, int64_t axis, bool log) {
+Variable apply(const Variable& x_in, int64_t axis, bool log) {
+  // Mixed precision: a function of the full-precision list (nn/autocast.h).
+  const Variable x = autocast::for_float32(x_in);
   ForwardHooks hooks(log ? "LogSoftmax" : "Softmax", x);
   Tensor y = log ? ops::log_softmax(x.data(), axis) : ops::softmax(x.data(), axis);
   if (!needs_recording({x})) return Variable(std::move(y));

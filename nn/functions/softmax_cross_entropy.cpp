@@ -1,5 +1,6 @@
 #include "nn/functions/softmax_cross_entropy.h"
 
+#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
@@ -26,8 +27,10 @@ class SoftmaxCrossEntropyNode : public FunctionNode {
 };
 }  // namespace
 
-Variable softmax_cross_entropy(const Variable& x, const Variable& t, bool normalize, int64_t ignore_label,
+Variable softmax_cross_entropy(const Variable& x_in, const Variable& t, bool normalize, int64_t ignore_label,
                                const std::string& reduce) {
+  // Mixed precision: a function of the full-precision list (nn/autocast.h).
+  const Variable x = autocast::for_float32(x_in);
   ForwardHooks hooks("SoftmaxCrossEntropy", x, t);
   if (reduce != "mean" && reduce != "no")
     throw Error(str("softmax_cross_entropy: reduce must be \"mean\" or \"no\", got \"", reduce, "\""));

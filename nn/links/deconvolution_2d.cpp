@@ -35,8 +35,8 @@ void Deconvolution2D::initialize(int64_t in_channels) {
     throw Error(str("Deconvolution2D: groups ", groups_, " does not divide in_channels ", in_channels));
   const Shape shape{in_channels, out_channels_ / groups_, ksize_.y, ksize_.x};
   // Drawn on the host, so a model initialized on a GPU starts from the same weights as on the CPU.
-  W().set_data((initialW_ ? initialW_(shape, "Deconvolution2D: initialW") : initializers::lecun_normal(shape))
-                   .to(device()));
+  W().set_data(
+      initial_value(initialW_ ? initialW_(shape, "Deconvolution2D: initialW") : initializers::lecun_normal(shape)));
   in_channels_ = in_channels;
 }
 

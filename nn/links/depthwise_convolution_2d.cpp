@@ -26,13 +26,12 @@ DepthwiseConvolution2D::DepthwiseConvolution2D(std::optional<int64_t> in_channel
 void DepthwiseConvolution2D::initialize(int64_t in_channels) {
   const Shape shape{channel_multiplier_, in_channels, ksize_.y, ksize_.x};
   // Chainer's HeNormal(scale = 1 / sqrt(2)): sqrt(2 / fan_in) / sqrt(2) = LeCunNormal's sqrt(1 / fan_in).
-  W().set_data((initialW_ ? initialW_(shape, "DepthwiseConvolution2D: initialW") : initializers::lecun_normal(shape))
-                   .to(device()));
+  W().set_data(initial_value(initialW_ ? initialW_(shape, "DepthwiseConvolution2D: initialW")
+                                         : initializers::lecun_normal(shape)));
   if (!nobias_) {
     const Shape b_shape{channel_multiplier_ * in_channels};
-    b()->set_data((initial_bias_ ? initial_bias_(b_shape, "DepthwiseConvolution2D: initial_bias")
-                                 : Tensor::zeros(b_shape))
-                      .to(device()));
+    b()->set_data(initial_value(initial_bias_ ? initial_bias_(b_shape, "DepthwiseConvolution2D: initial_bias")
+                                              : Tensor::zeros(b_shape)));
   }
   in_channels_ = in_channels;
 }

@@ -24,7 +24,7 @@ void Linear::initialize(int64_t in_size) {
   in_size_ = in_size;
   // Drawn on the host, so a model initialized on a GPU starts from the same weights as on the CPU.
   const Shape shape{out_size_, in_size};
-  W().set_data((initialW_ ? initialW_(shape, "Linear: initialW") : initializers::lecun_normal(shape)).to(device()));
+  W().set_data(initial_value(initialW_ ? initialW_(shape, "Linear: initialW") : initializers::lecun_normal(shape)));
 }
 
 void Linear::ensure_initialized(const Variable& x) {

@@ -22,18 +22,17 @@ LSTMBase::LSTMBase(std::optional<int64_t> in_size, int64_t out_size, initializer
   if (out_size <= 0) throw Error(str("LSTM: out_size must be positive, got ", out_size));
   upward = add_link("upward", std::make_shared<Linear>(in_size, 4 * out_size));
   lateral = add_link("lateral", std::make_shared<Linear>(out_size, 4 * out_size, /*nobias=*/true));
-  lateral->W().set_data(block_weight(out_size, out_size, lateral_init, "LSTM: lateral_init"));
+  lateral->W().set_data(lateral->initial_value(block_weight(out_size, out_size, lateral_init, "LSTM: lateral_init")));
   if (in_size) initialize_upward();
   // The gate biases, interleaved: a, i and o from bias_init (0), f from forget_bias_init (1).
   const Tensor rest = bias_init ? bias_init({out_size}, "LSTM: bias_init") : Tensor::zeros({out_size});
   const Tensor forget = forget_bias_init ? forget_bias_init({out_size}, "LSTM: forget_bias_init")
                                          : Tensor::ones({out_size});
-  upward->b()->set_data(ops::stack({rest, rest, forget, rest}, 1).reshape({4 * out_size}));
+  upward->b()->set_data(upward->initial_value(ops::stack({rest, rest, forget, rest}, 1).reshape({4 * out_size})));
 }
 
 void LSTMBase::initialize_upward() {
-  upward->W().set_data(block_weight(state_size_, upward->in_size(), upward_init_, "LSTM: upward_init")
-                           .to(upward->W().data().defined() ? upward->W().data().device() : device()));
+  upward->W().set_data(upward->initial_value(block_weight(state_size_, upward->in_size(), upward_init_, "LSTM: upward_init")));
 }
 
 Variable LSTMBase::gates(const Variable& x, const Variable& h) {

@@ -56,7 +56,7 @@ TEST_CASE("exp, log, sqrt, square, absolute: values, the gradient of abs at 0, e
   CHECK(F::abs(Variable(x.data(), true)).creator()->name() == "Absolute");
 
   const Variable i(Tensor::zeros({2}, DType::Int32));
-  REQUIRE_THROWS_WITH(F::exp(i), Catch::Contains("exp: dtype int32 is not supported (expected float32 or float64)"));
+  REQUIRE_THROWS_WITH(F::exp(i), Catch::Contains("exp: dtype int32 is not supported (expected a floating dtype"));
   REQUIRE_THROWS_WITH(F::log(i), Catch::Contains("log: dtype int32 is not supported"));
   REQUIRE_THROWS_WITH(F::absolute(i), Catch::Contains("abs: dtype int32 is not supported"));
   REQUIRE_THROWS_WITH(F::sqrt(Variable()), Catch::Contains("sqrt: the input is undefined"));

@@ -208,7 +208,7 @@ TEST_CASE("argmax, argmin: int32 indices, flat without an axis, first on ties, n
 
   REQUIRE_THROWS_WITH(F::argmax(x, 2), Catch::Contains("argmax: axis 2 is out of range for an array of 2 dimensions"));
   REQUIRE_THROWS_WITH(F::argmin(Variable(Tensor::zeros({3}, DType::Int32))),
-                      Catch::Contains("argmin: dtype int32 is not supported (expected float32 or float64)"));
+                      Catch::Contains("argmin: dtype int32 is not supported (expected a floating dtype"));
   REQUIRE_THROWS_WITH(F::argmax(Variable(Tensor::zeros({0}))),
                       Catch::Contains("argmax: cannot reduce axis 0 of extent 0 (shape (0,))"));
 }
@@ -243,7 +243,7 @@ TEST_CASE("max, min: errors name the op and the values", "[functions][reduction]
   REQUIRE_THROWS_WITH(F::min(x, -3), Catch::Contains("min: axis -3 is out of range for an array of 2 dimensions"));
   REQUIRE_THROWS_WITH(F::max(x, {1, -1}), Catch::Contains("max: axes (1, -1) name axis 1 twice"));
   REQUIRE_THROWS_WITH(F::max(Variable(Tensor::zeros({2}, DType::Int32))),
-                      Catch::Contains("max: dtype int32 is not supported (expected float32 or float64)"));
+                      Catch::Contains("max: dtype int32 is not supported (expected a floating dtype"));
   REQUIRE_THROWS_WITH(F::min(Variable(Tensor::zeros({2, 0})), 1),
                       Catch::Contains("min: cannot reduce axis 1 of extent 0 (shape (2, 0))"));
 }
