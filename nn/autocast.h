@@ -22,6 +22,8 @@ namespace chainer {
 /// full-precision region in a mixed model). Scopes nest; each restores what it replaced.
 class AutocastScope {
  public:
+  /// Casts the half list to DTYPE (float16 or bfloat16; a chainer::Error otherwise) until the
+  /// guard is destroyed; with ENABLED false, casts nothing until then.
   explicit AutocastScope(DType dtype, bool enabled = true);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;

@@ -132,6 +132,12 @@ std::vector<FunctionCase> make_function_cases() {
       {{"accuracy"}, "default arguments", [](const Vars& v) { return F::accuracy(v[0], v[1]); },
        {input({7, 5}, 57), labels({0, 4, -1, 2, 2, 1, 3})}, {}, false},
       {{"exp"}, "default arguments", [](const Vars& v) { return F::exp(v[0]); }, {input({5, 7}, 200, -2, 2)}},
+      // Through float32 into float64: |x| <= 0.5 keeps float32's rounding of x +- eps (3e-8) far
+      // below the finite differences' tolerance (half types: tests/nn/functions/test_cast.cpp).
+      // (Doubled: in the float32 run both casts are the identity and the result needs a creator.)
+      {{"cast"}, "through float32",
+       [](const Vars& v) { return F::mul(F::cast(F::cast(v[0], DType::Float32), v[0].dtype()), 2.0); },
+       {input({5, 7}, 201, -0.5, 0.5)}},
       {{"log"}, "default arguments", [](const Vars& v) { return F::log(v[0]); }, {input({5, 7}, 201, 0.2, 3)}},
       {{"sqrt"}, "default arguments", [](const Vars& v) { return F::sqrt(v[0]); }, {input({3, 1, 4}, 202, 0.2, 3)}},
       {{"square"}, "default arguments", [](const Vars& v) { return F::square(v[0]); }, {input({5, 7}, 203)}},
