@@ -10,7 +10,10 @@
 // the workspace is a block of the caching allocator, taken for the call and given back at once
 // (the allocator reuses blocks in stream order), so a captured step allocates from its graph's
 // pool and nothing here calls cudaMalloc. The handle is the calling thread's for its current
-// device (core/cuda/blas_handles.h), bound to the compute stream.
+// device (core/cuda/blas_handles.h), bound to the compute stream. Float16 and bfloat16 arrays are
+// convolved with FP32 compute on the tensor cores (the types: conv_types in
+// core/cuda/cudnn_algorithms.h); the bias is then added to the rounded output, which rounds the
+// sum to the half type again (the CPU rounds once: the GPU's forward may differ by one half ulp).
 //
 // cuDNN makes out = (H + 2 pad - dilated kernel) / stride + 1, rounded down; cover_all's one
 // more output row (or column) reads zeros past the image, so the image is then copied into a
@@ -142,14 +145,24 @@ Tensor pad_after(const Tensor& x, std::pair<int64_t, int64_t> extra) {
   return padded;
 }
 
-// The constants 1 and 0 as cuDNN's scaling factors for an array of DTYPE (float for float32,
-// double for float64).
+cudnnDataType_t to_cudnn(ConvDataType t) {
+  switch (t) {
+    case ConvDataType::Float: return CUDNN_DATA_FLOAT;
+    case ConvDataType::Double: return CUDNN_DATA_DOUBLE;
+    case ConvDataType::Half: return CUDNN_DATA_HALF;
+    case ConvDataType::BFloat16: return CUDNN_DATA_BFLOAT16;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+// The constants 1 and 0 as cuDNN's scaling factors for arrays of DTYPE (double for float64, float
+// for the others: float32 and the half types).
 struct Scale {
   float f1 = 1, f0 = 0;
   double d1 = 1, d0 = 0;
   DType dtype;
-  const void* one() const { return dtype == DType::Float32 ? static_cast<const void*>(&f1) : &d1; }
-  const void* zero() const { return dtype == DType::Float32 ? static_cast<const void*>(&f0) : &d0; }
+  const void* one() const { return dtype == DType::Float64 ? static_cast<const void*>(&d1) : &f1; }
+  const void* zero() const { return dtype == DType::Float64 ? static_cast<const void*>(&d0) : &f0; }
 };
 
 // One convolution described to cuDNN: X (the image as cuDNN sees it, padded for cover_all), W
@@ -159,19 +172,21 @@ class Convolution {
   Convolution(ConvDirection direction, const Shape& x, const Shape& w, const Shape& y, const Conv2dGeometry& g,
               DType dtype, const char* what)
       : dtype_(dtype), what_(what) {
-    const cudnnDataType_t t = dtype == DType::Float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
+    const ConvTypes types = conv_types(what, dtype, allow_tf32());
+    const cudnnDataType_t t = to_cudnn(types.data);
+    x_type_ = t;
     CHAINER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, t, int(x[0]), int(x[1]), int(x[2]), int(x[3])));
     CHAINER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, t, int(y[0]), int(y[1]), int(y[2]), int(y[3])));
     CHAINER_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_, t, CUDNN_TENSOR_NCHW, int(w[0]), int(w[1]), int(w[2]), int(w[3])));
     CHAINER_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, int(g.ph), int(g.pw), int(g.sy), int(g.sx), int(g.dy),
-                                                        int(g.dx), CUDNN_CROSS_CORRELATION, t));
+                                                        int(g.dx), CUDNN_CROSS_CORRELATION, to_cudnn(types.compute)));
     CHAINER_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_, int(g.groups)));
     key_.device = current_device_index();
     key_.direction = direction;
     key_.dtype = int(dtype);
     key_.x = dims(x), key_.w = dims(w), key_.y = dims(y);
     key_.geometry = {g.kh, g.kw, g.sy, g.sx, g.ph, g.pw, g.dy, g.dx, g.groups};
-    key_.math = dtype == DType::Float32 && !allow_tf32() ? ConvMath::Fma : ConvMath::Default;
+    key_.math = types.math;
     key_.deterministic = config::cudnn_deterministic();
     // The heuristic and the benchmark see the math type asked for; the chosen one is set below.
     CHAINER_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, to_cudnn(key_.math)));
@@ -195,7 +210,7 @@ class Convolution {
             }};
     const ConvAlgorithmCache::Mode mode{.benchmark = config::autotune(), .capturing = capturing()};
     const std::string what = str(what_, " on cuDNN (x ", shape_text(key_.x), ", W ", shape_text(key_.w), ", y ",
-                                 shape_text(key_.y), ", ", dtype_ == DType::Float32 ? "float32" : "float64", ")");
+                                 shape_text(key_.y), ", ", dtype_name(dtype_), ")");
     chosen_ = cache.choose(key_, mode, proposals, what);
     CHAINER_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, to_cudnn(chosen_.math)));
   }
@@ -207,6 +222,7 @@ class Convolution {
 
   DType dtype_;
   const char* what_;
+  cudnnDataType_t x_type_ = CUDNN_DATA_FLOAT;  // the arrays' type
   TensorDescriptor x_, y_;
   FilterDescriptor w_;
   ConvDescriptor conv_;
@@ -262,11 +278,13 @@ void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Con
   CHAINER_CUDNN_CHECK(cudnnConvolutionForward(h, c.scale_.one(), c.x_, xs.raw_data(), c.w_, W.raw_data(), c.conv_,
                                               algo, workspace.get(), bytes, c.scale_.zero(), c.y_, y.raw_data()));
   count_library_launch();
-  if (b.defined()) {
+  if (b.defined() && is_half(y.dtype())) {
+    // Our add kernel (float arithmetic, rounded once): cuDNN documents cudnnAddTensor for half
+    // but not for bfloat16.
+    binary(BinaryOp::Add, y, b.reshape({1, y.size(1), 1, 1}), y);
+  } else if (b.defined()) {
     TensorDescriptor bias;
-    CHAINER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW,
-                                                   x.dtype() == DType::Float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE,
-                                                   1, int(y.size(1)), 1, 1));
+    CHAINER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, c.x_type_, 1, int(y.size(1)), 1, 1));
     CHAINER_CUDNN_CHECK(cudnnAddTensor(h, c.scale_.one(), bias, b.raw_data(), c.scale_.one(), c.y_, y.raw_data()));
     count_library_launch();
   }

@@ -4,6 +4,18 @@
 
 namespace chainer::cuda {
 
+ConvTypes conv_types(const char* op, DType dtype, bool allow_tf32) {
+  switch (dtype) {
+    case DType::Float32:
+      return {ConvDataType::Float, ConvDataType::Float, allow_tf32 ? ConvMath::Default : ConvMath::Fma};
+    case DType::Float64: return {ConvDataType::Double, ConvDataType::Double, ConvMath::Default};
+    case DType::Float16: return {ConvDataType::Half, ConvDataType::Float, ConvMath::TensorOp};
+    case DType::BFloat16: return {ConvDataType::BFloat16, ConvDataType::Float, ConvMath::TensorOp};
+    default: break;
+  }
+  throw Error(str(op, ": cuDNN's convolutions take float32, float64, float16 or bfloat16, not ", dtype_name(dtype)));
+}
+
 const ConvAlgorithm* ConvAlgorithmCache::first_usable(const ConvKey& key,
                                                       const std::vector<ConvAlgorithm>& candidates) const {
   for (const ConvAlgorithm& c : candidates)

@@ -19,6 +19,12 @@
 // - FP32 without TF32 (ConvMath::Fma) keeps FMA math whatever an algorithm proposes, as PyTorch
 //   does, so results match the CPU to float32 accuracy.
 // Thread-safe.
+//
+// What a convolution of one dtype is described to cuDNN with (conv_types), as PyTorch's
+// setConvolutionParams: float16 and bfloat16 data compute in FP32 (cuDNN's PSEUDO_HALF and
+// PSEUDO_BFLOAT16 configurations: the CPU too computes them in float32, rounding each output
+// once) on the tensor cores (CUDNN_TENSOR_OP_MATH); float32 in FMA math unless TF32 is allowed;
+// float64 in float64.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -29,11 +35,27 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor/dtype.h"
+
 namespace chainer::cuda {
 
 enum class ConvDirection { Forward, BackwardData, BackwardFilter };
 // CUDNN_FMA_MATH (float32 without TF32), CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH.
 enum class ConvMath { Fma, Default, TensorOp };
+// cuDNN's data types (cudnnDataType_t) that the convolutions use.
+enum class ConvDataType { Float, Double, Half, BFloat16 };
+
+// The descriptors' types for a convolution on arrays of DTYPE: the arrays' (tensors and filters),
+// the convolution's compute type, and the math type asked of cuDNN's heuristic. The scaling
+// factors (alpha, beta) are double for Double data and float for the others, as cuDNN requires.
+struct ConvTypes {
+  ConvDataType data = ConvDataType::Float;
+  ConvDataType compute = ConvDataType::Float;
+  ConvMath math = ConvMath::Fma;
+  auto operator<=>(const ConvTypes&) const = default;
+};
+// Throws chainer::Error naming OP for a dtype cuDNN's convolutions do not take (the integers).
+ConvTypes conv_types(const char* op, DType dtype, bool allow_tf32);
 
 // What a choice is cached by. Shapes are NCHW (W: C_out, C / groups, kh, kw); GEOMETRY: kh, kw,
 // sy, sx, ph, pw, dy, dx, groups.

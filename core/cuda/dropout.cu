@@ -1,7 +1,10 @@
 // Random tensors on CUDA from Philox (core/util/philox.h): dropout masks, the CPU's bit for bit,
 // and normal samples, the CPU's up to the last bits of log, sin and cos; for any launch
-// configuration. The key is read on the device.
+// configuration. The key is read on the device. Float16 and bfloat16 tensors get the float32
+// values rounded once (core/cuda/half.cuh), as the CPU's: the same masks, and the samples up to
+// the float32 sample's last bits.
 #include "core/cuda/common.cuh"
+#include "core/cuda/half.cuh"
 #include "core/cuda/kernels.h"
 #include "core/util/philox.h"
 #include "core/util/random.h"
@@ -13,15 +16,16 @@ namespace {
 // ---- dropout_mask ----
 
 // A thread per Philox block of 4 elements; the key is read on the device (a graph replay
-// uploads a fresh one before it runs).
+// uploads a fresh one before it runs). SCALE is the float32 scale for the half types.
 template <class T>
-__global__ void dropout_kernel(const uint64_t* key, double ratio, T scale, T* mask, int64_t n) {
+__global__ void dropout_kernel(const uint64_t* key, double ratio, compute_t<T> scale_value, T* mask, int64_t n) {
+  const T scale = convert<T>(scale_value), zero = convert<T>(compute_t<T>(0));
   const uint64_t k = *key;
   const int64_t blocks = (n + 3) / 4;
   CHAINER_GRID_STRIDE_LOOP(b, blocks) {
     const philox::Block r = philox::block(k, uint64_t(b));
     for (int64_t e = 0; e < 4 && 4 * b + e < n; ++e)
-      mask[4 * b + e] = double(r.v[e]) * (1.0 / 4294967296.0) >= ratio ? scale : T(0);
+      mask[4 * b + e] = double(r.v[e]) * (1.0 / 4294967296.0) >= ratio ? scale : zero;
   }
 }
 
@@ -34,7 +38,8 @@ __global__ void normal_kernel(const uint64_t* key, double mean, double stddev, T
   CHAINER_GRID_STRIDE_LOOP(b, blocks) {
     double z[4];
     philox::normal4(k, uint64_t(b), z);
-    for (int64_t e = 0; e < 4 && 4 * b + e < n; ++e) out[4 * b + e] = T(mean + stddev * z[e]);
+    for (int64_t e = 0; e < 4 && 4 * b + e < n; ++e)
+      out[4 * b + e] = convert<T>(compute_t<T>(mean + stddev * z[e]));  // via float for the half types
   }
 }
 
@@ -45,9 +50,10 @@ void random_normal(double mean, double stddev, Generator& gen, Tensor& out) {
       step_scalars(sizeof(uint64_t), [&gen](void* host) { *static_cast<uint64_t*>(host) = gen.next_u64(); }));
   const int64_t n = out.numel();
   if (n == 0) return;
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "random_normal", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(out.dtype(), "random_normal", [&] {
     using T = scalar_t;
-    normal_kernel<T><<<blocks_for((n + 3) / 4), kThreads, 0, compute_stream()>>>(key, mean, stddev, out.data<T>(), n);
+    normal_kernel<T><<<blocks_for((n + 3) / 4), kThreads, 0, compute_stream()>>>(key, mean, stddev, elements<T>(out),
+                                                                                 n);
     CHAINER_CUDA_CHECK_LAUNCH(normal_kernel);
   });
 }
@@ -58,10 +64,10 @@ void dropout_mask(double ratio, Generator& gen, Tensor& mask) {
       step_scalars(sizeof(uint64_t), [&gen](void* host) { *static_cast<uint64_t*>(host) = gen.next_u64(); }));
   const int64_t n = mask.numel();
   if (n == 0) return;
-  CHAINER_DISPATCH_FLOATING(mask.dtype(), "dropout", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(mask.dtype(), "dropout", [&] {
     using T = scalar_t;
-    dropout_kernel<T><<<blocks_for((n + 3) / 4), kThreads, 0, compute_stream()>>>(key, ratio, T(1.0 / (1.0 - ratio)),
-                                                                                  mask.data<T>(), n);
+    dropout_kernel<T><<<blocks_for((n + 3) / 4), kThreads, 0, compute_stream()>>>(
+        key, ratio, compute_t<T>(1.0 / (1.0 - ratio)), elements<T>(mask), n);
     CHAINER_CUDA_CHECK_LAUNCH(dropout_kernel);
   });
 }

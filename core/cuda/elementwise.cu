@@ -2,22 +2,19 @@
 // index i of OUT, instantiated per functor and per way of reading an operand (an accessor).
 // Dense and Tiled operands index with one load; only Strided pays for Layout::offset's integer
 // divisions, so the shapes of a training step (same-shape operands, a bias row over a batch)
-// never take it. Results follow core/cpu/elementwise.cpp formula for formula.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+// never take it. Results follow core/cpu/elementwise.cpp formula for formula; in float16 and
+// bfloat16 the formulas run on float and each result is rounded once (core/cuda/half.cuh).
 #include <algorithm>
 #include <type_traits>
 
 #include "core/cuda/common.cuh"
+#include "core/cuda/half.cuh"
 #include "core/cuda/kernels.h"
 #include "core/ops/elementwise_formulas.h"
 
-// The memory kernels (fill, copy, take_rows) also take the storage types float16 and bfloat16
-// (core/tensor/dtype.h), as CUDA's __half and __nv_bfloat16, converted by CUDA's round-to-nearest-even
-// intrinsics: the same results as the host conversions of core/tensor/float16.h.
-#define CHAINER_DISPATCH_MEMORY(DTYPE, OPNAME, ...) \
-  CHAINER_DISPATCH_ALL_AND(DTYPE, OPNAME, __half, __nv_bfloat16, __VA_ARGS__)
+// The kernels that take every dtype (the memory kernels fill, copy, take_rows and broadcast_to;
+// binary, compare and where) take the half types as CUDA's __half and __nv_bfloat16.
+#define CHAINER_DISPATCH_MEMORY(DTYPE, OPNAME, ...) CHAINER_DISPATCH_ALL_AND_CUDA_HALF(DTYPE, OPNAME, __VA_ARGS__)
 
 namespace chainer::cuda {
 
@@ -99,13 +96,33 @@ void launch_map(int64_t n, F f, Out out, In... in) {
   CHAINER_CUDA_CHECK_LAUNCH(map_kernel);
 }
 
-// OUT (contiguous, of element type O) = F(A, B) with A and B broadcast to OUT's shape.
+// F on half operands: each operand loaded as a float, F computed in float, its result rounded
+// once to O. The CPU's half kernels compute the same way (core/cpu/elementwise.cpp).
+template <class O, class F>
+struct InCompute {
+  F f;
+  template <class... A>
+  __device__ O operator()(A... a) const {
+    return convert<O>(f(load(a)...));
+  }
+};
+// F as the map kernel calls it for operands of T and an output of O: InCompute for the half
+// types, F itself for the others.
+template <class T, class O, class F>
+auto computing(F f) {
+  if constexpr (is_16bit<T> || is_16bit<O>) return InCompute<O, F>{f};
+  else return f;
+}
+
+// OUT (contiguous, of element type O) = F(A, B) with A and B broadcast to OUT's shape; F computes
+// in compute_t<T>.
 template <class T, class O = T, class F>
-void map2(F f, const Tensor& a, const Tensor& b, Tensor& out) {
+void map2(F formula, const Tensor& a, const Tensor& b, Tensor& out) {
+  const auto f = computing<T, O>(formula);
   const Shape& shape = out.shape();
-  const Dense<O> o{out.data<O>()};
-  const T* pa = a.data<T>();
-  const T* pb = b.data<T>();
+  const Dense<O> o{elements<O>(out)};
+  const T* pa = elements<T>(a);
+  const T* pb = elements<T>(b);
   const int64_t n = out.numel();
   if (dense_as(a, shape) && dense_as(b, shape)) return launch_map(n, f, o, Dense<const T>{pa}, Dense<const T>{pb});
   if (dense_as(a, shape) && tiles(b, shape))
@@ -113,12 +130,13 @@ void map2(F f, const Tensor& a, const Tensor& b, Tensor& out) {
   launch_map(n, f, o, Strided<const T>{pa, broadcast_layout(a, shape)}, Strided<const T>{pb, broadcast_layout(b, shape)});
 }
 
-// OUT (contiguous) = F(A), A of OUT's shape.
+// OUT (contiguous) = F(A), A of OUT's shape; F computes in compute_t<T>.
 template <class T, class F>
-void map1(F f, const Tensor& a, Tensor& out) {
-  const Dense<T> o{out.data<T>()};
-  if (a.is_contiguous()) return launch_map(out.numel(), f, o, Dense<const T>{a.data<T>()});
-  launch_map(out.numel(), f, o, Strided<const T>{a.data<T>(), layout_of(a)});
+void map1(F formula, const Tensor& a, Tensor& out) {
+  const auto f = computing<T, T>(formula);
+  const Dense<T> o{elements<T>(out)};
+  if (a.is_contiguous()) return launch_map(out.numel(), f, o, Dense<const T>{elements<T>(a)});
+  launch_map(out.numel(), f, o, Strided<const T>{elements<T>(a), layout_of(a)});
 }
 
 // ---- Functors ----
@@ -128,29 +146,6 @@ struct Constant {
   T value;
   __device__ T operator()() const { return value; }
 };
-
-template <class T>
-constexpr bool is_16bit = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-
-__device__ inline float widen(__half x) { return __half2float(x); }
-__device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-// X as a D. The 16-bit types go through float (exact) or come from float or double, rounded
-// once; any other pair is the plain C++ conversion, as it always was.
-template <class D, class S>
-__device__ D convert(S x) {
-  if constexpr (std::is_same_v<D, S>) return x;
-  else if constexpr (is_16bit<S>) return convert<D>(widen(x));
-  else if constexpr (std::is_same_v<D, __half>) {
-    if constexpr (std::is_same_v<S, float>) return __float2half_rn(x);
-    else return __double2half(double(x));
-  } else if constexpr (std::is_same_v<D, __nv_bfloat16>) {
-    if constexpr (std::is_same_v<S, float>) return __float2bfloat16_rn(x);
-    else return __double2bfloat16(double(x));
-  } else {
-    return D(x);
-  }
-}
 
 template <class D>
 struct Convert {
@@ -167,16 +162,6 @@ T host_value(double value) {
   else return T(value);
 }
 
-// T's elements of a tensor of the matching dtype (Tensor::data has no CUDA types).
-template <class T>
-T* elements(Tensor& t) {
-  return static_cast<T*>(t.raw_data());
-}
-template <class T>
-const T* elements(const Tensor& t) {
-  return static_cast<const T*>(t.raw_data());
-}
-
 struct Select {
   template <class T>
   __device__ T operator()(uint8_t c, T x, T y) const { return c ? x : y; }
@@ -184,18 +169,19 @@ struct Select {
 
 struct AddAsDouble {
   template <class T>
-  __device__ double operator()(double acc, T v) const { return acc + double(v); }
+  __device__ double operator()(double acc, T v) const { return acc + double(load(v)); }
 };
 
-// The linear layer's epilogue: the bias added to every row, then ReLU when asked.
-
+// The linear layer's epilogue: the bias added to every row, then ReLU when asked (in float for
+// the half types, rounded once).
 template <class T>
 __global__ void add_bias_kernel(T* y, const T* b, int64_t n, int64_t cols, bool relu) {
+  using C = compute_t<T>;
   CHAINER_GRID_STRIDE_LOOP(i, n) {
-    T v = y[i];
-    if (b) v += b[i % cols];
-    if (relu && v < T(0)) v = T(0);  // std::max(v, 0) as the CPU: NaN stays NaN
-    y[i] = v;
+    C v = load(y[i]);
+    if (b) v += load(b[i % cols]);
+    if (relu && v < C(0)) v = C(0);  // std::max(v, 0) as the CPU: NaN stays NaN
+    y[i] = convert<T>(v);
   }
 }
 
@@ -253,7 +239,7 @@ void take_rows(const Tensor& src, const std::vector<int64_t>& rows, Tensor& out)
 // ---- Elementwise ----
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  CHAINER_DISPATCH_ALL(out.dtype(), "binary", [&] {
+  CHAINER_DISPATCH_MEMORY(out.dtype(), "binary", [&] {
     using T = scalar_t;
     switch (op) {
       case BinaryOp::Add: return map2<T>(formulas::Binary<BinaryOp::Add>{}, a, b, out);
@@ -267,7 +253,7 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
 }
 
 void unary(UnaryOp op, const Tensor& a, Tensor& out) {
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "unary", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(out.dtype(), "unary", [&] {
     using T = scalar_t;
     switch (op) {
       case UnaryOp::Neg: return map1<T>(formulas::Unary<UnaryOp::Neg>{}, a, out);
@@ -285,23 +271,25 @@ void unary(UnaryOp op, const Tensor& a, Tensor& out) {
 }
 
 void broadcast_copy(const Tensor& a, Tensor& out) {
-  CHAINER_DISPATCH_ALL(out.dtype(), "broadcast_to", [&] {
+  CHAINER_DISPATCH_MEMORY(out.dtype(), "broadcast_to", [&] {
     using T = scalar_t;
-    const Dense<T> o{out.data<T>()};
-    if (tiles(a, out.shape())) return launch_map(out.numel(), Convert<T>{}, o, Tiled<const T>{a.data<T>(), a.numel()});
-    launch_map(out.numel(), Convert<T>{}, o, Strided<const T>{a.data<T>(), broadcast_layout(a, out.shape())});
+    const Dense<T> o{elements<T>(out)};
+    if (tiles(a, out.shape()))
+      return launch_map(out.numel(), Convert<T>{}, o, Tiled<const T>{elements<T>(a), a.numel()});
+    launch_map(out.numel(), Convert<T>{}, o, Strided<const T>{elements<T>(a), broadcast_layout(a, out.shape())});
   });
 }
 
 void affine(const Tensor& a, double mul, double add, Tensor& out) {
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "affine", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(out.dtype(), "affine", [&] {
     using T = scalar_t;
-    map1<T>(formulas::Affine<T>{T(mul), T(add)}, a, out);
+    using C = compute_t<T>;
+    map1<T>(formulas::Affine<C>{C(mul), C(add)}, a, out);
   });
 }
 
 void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) {
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "activation_grad", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(out.dtype(), "activation_grad", [&] {
     using T = scalar_t;
     switch (op) {
       case GradOp::Relu: return map2<T>(formulas::ActivationGrad<GradOp::Relu>{}, y, gy, out);
@@ -312,50 +300,53 @@ void activation_grad(GradOp op, const Tensor& y, const Tensor& gy, Tensor& out) 
 }
 
 void parametric_activation(ParametricOp op, const Tensor& x, double p, Tensor& out) {
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "parametric_activation", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(out.dtype(), "parametric_activation", [&] {
     using T = scalar_t;
+    using C = compute_t<T>;
+    const C c = C(p), inv = C(1 / p);
     switch (op) {
       case ParametricOp::LeakyRelu:
-        return map1<T>(formulas::Parametric<ParametricOp::LeakyRelu, T>{T(p), T(1 / p)}, x, out);
-      case ParametricOp::Elu: return map1<T>(formulas::Parametric<ParametricOp::Elu, T>{T(p), T(1 / p)}, x, out);
-      case ParametricOp::Softplus:
-        return map1<T>(formulas::Parametric<ParametricOp::Softplus, T>{T(p), T(1 / p)}, x, out);
+        return map1<T>(formulas::Parametric<ParametricOp::LeakyRelu, C>{c, inv}, x, out);
+      case ParametricOp::Elu: return map1<T>(formulas::Parametric<ParametricOp::Elu, C>{c, inv}, x, out);
+      case ParametricOp::Softplus: return map1<T>(formulas::Parametric<ParametricOp::Softplus, C>{c, inv}, x, out);
     }
   });
 }
 
 void parametric_activation_grad(ParametricOp op, const Tensor& x, const Tensor& gy, double p, Tensor& gx) {
-  CHAINER_DISPATCH_FLOATING(gx.dtype(), "parametric_activation_grad", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(gx.dtype(), "parametric_activation_grad", [&] {
     using T = scalar_t;
+    using C = compute_t<T>;
     switch (op) {
       case ParametricOp::LeakyRelu:
-        return map2<T>(formulas::ParametricGrad<ParametricOp::LeakyRelu, T>{T(p)}, x, gy, gx);
-      case ParametricOp::Elu: return map2<T>(formulas::ParametricGrad<ParametricOp::Elu, T>{T(p)}, x, gy, gx);
-      case ParametricOp::Softplus: return map2<T>(formulas::ParametricGrad<ParametricOp::Softplus, T>{T(p)}, x, gy, gx);
+        return map2<T>(formulas::ParametricGrad<ParametricOp::LeakyRelu, C>{C(p)}, x, gy, gx);
+      case ParametricOp::Elu: return map2<T>(formulas::ParametricGrad<ParametricOp::Elu, C>{C(p)}, x, gy, gx);
+      case ParametricOp::Softplus: return map2<T>(formulas::ParametricGrad<ParametricOp::Softplus, C>{C(p)}, x, gy, gx);
     }
   });
 }
 
 void axpy(Tensor& y, double alpha, const Tensor& x) {
-  CHAINER_DISPATCH_FLOATING(y.dtype(), "axpy", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(y.dtype(), "axpy", [&] {
     using T = scalar_t;
-    const Dense<T> py{y.data<T>()};
-    const formulas::Axpy<T> f{T(alpha)};
-    if (x.is_contiguous()) return launch_map(y.numel(), f, py, py, Dense<const T>{x.data<T>()});
-    launch_map(y.numel(), f, py, py, Strided<const T>{x.data<T>(), layout_of(x)});
+    using C = compute_t<T>;
+    const Dense<T> py{elements<T>(y)};
+    const auto f = computing<T, T>(formulas::Axpy<C>{C(alpha)});
+    if (x.is_contiguous()) return launch_map(y.numel(), f, py, py, Dense<const T>{elements<T>(x)});
+    launch_map(y.numel(), f, py, py, Strided<const T>{elements<T>(x), layout_of(x)});
   });
 }
 
 void accumulate(Tensor& acc, const Tensor& value) {
-  CHAINER_DISPATCH_FLOATING(value.dtype(), "accumulate", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(value.dtype(), "accumulate", [&] {
     using T = scalar_t;
     const Dense<double> a{acc.data<double>()};
-    launch_map(1, AddAsDouble{}, a, a, Dense<const T>{value.data<T>()});
+    launch_map(1, AddAsDouble{}, a, a, Dense<const T>{elements<T>(value)});
   });
 }
 
 void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  CHAINER_DISPATCH_ALL(a.dtype(), "compare", [&] {
+  CHAINER_DISPATCH_MEMORY(a.dtype(), "compare", [&] {
     using T = scalar_t;
     switch (op) {
       case CompareOp::Equal: return map2<T, uint8_t>(formulas::Compare<CompareOp::Equal>{}, a, b, out);
@@ -369,13 +360,13 @@ void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
 }
 
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
-  CHAINER_DISPATCH_ALL(out.dtype(), "where", [&] {
+  CHAINER_DISPATCH_MEMORY(out.dtype(), "where", [&] {
     using T = scalar_t;
     const Shape& shape = out.shape();
-    const Dense<T> o{out.data<T>()};
+    const Dense<T> o{elements<T>(out)};
     const uint8_t* pc = cond.data<uint8_t>();
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
+    const T* pa = elements<T>(a);
+    const T* pb = elements<T>(b);
     if (dense_as(cond, shape) && dense_as(a, shape) && dense_as(b, shape))
       return launch_map(out.numel(), Select{}, o, Dense<const uint8_t>{pc}, Dense<const T>{pa}, Dense<const T>{pb});
     launch_map(out.numel(), Select{}, o, Strided<const uint8_t>{pc, broadcast_layout(cond, shape)},
@@ -384,9 +375,10 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
 }
 
 void clip(const Tensor& a, double lo, double hi, Tensor& out) {
-  CHAINER_DISPATCH_FLOATING(out.dtype(), "clip", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(out.dtype(), "clip", [&] {
     using T = scalar_t;
-    map1<T>(formulas::Clip<T>{T(lo), T(hi)}, a, out);
+    using C = compute_t<T>;
+    map1<T>(formulas::Clip<C>{C(lo), C(hi)}, a, out);
   });
 }
 
@@ -394,10 +386,10 @@ void add_bias(Tensor& y, const Tensor& b, bool relu) {
   const int64_t n = y.numel();
   if (n == 0 || (!b.defined() && !relu)) return;
   const Tensor bc = b.defined() ? b.contiguous() : Tensor();
-  CHAINER_DISPATCH_FLOATING(y.dtype(), "add_bias", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_CUDA_HALF(y.dtype(), "add_bias", [&] {
     using T = scalar_t;
     add_bias_kernel<T><<<blocks_for(n), kThreads, 0, compute_stream()>>>(
-        y.data<T>(), bc.defined() ? bc.data<T>() : nullptr, n, y.size(1), relu);
+        elements<T>(y), bc.defined() ? elements<T>(bc) : nullptr, n, y.size(1), relu);
     CHAINER_CUDA_CHECK_LAUNCH(add_bias_kernel);
   });
 }

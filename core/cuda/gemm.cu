@@ -1,8 +1,12 @@
 // Matrix products through cuBLAS, on the calling thread's handle for its current device (the
 // policy: core/cuda/blas_handles.h), bound to the device's compute stream with a workspace from
 // the caching allocator. FP32 products compute in FP32 unless TF32 is allowed (core/device/cuda.h,
-// set_allow_tf32).
+// set_allow_tf32). Float16 and bfloat16 products (cublasGemmEx) read and write half and compute
+// in FP32 on the tensor cores, each output rounded once, as the CPU's (core/cpu/gemm.cpp): the
+// handles forbid cuBLAS's reduced-precision reductions, which would add split-K partial sums in
+// the half output type.
 #include <cublas_v2.h>
+#include <library_types.h>
 
 #include "core/device/cuda.h"
 #include "core/cuda/blas_handles.h"
@@ -43,11 +47,19 @@ BlasHandlePool::CaptureMode from_cuda(cudaStreamCaptureMode mode) {
 }
 
 // The pool's calls, forwarded to cuBLAS, the CUDA runtime and the caching allocator.
+// The math mode of a handle: FP32 or TF32 for float32 products, and for half ones always FP32
+// accumulation to the end (no split-K reduction in the output's precision).
+cublasMath_t math_mode(bool tf32) {
+  return cublasMath_t((tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) |
+                      CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+}
+
 class Cublas final : public BlasHandlePool::Native {
  public:
   BlasHandlePool::Handle create() override {
     cublasHandle_t handle = nullptr;
     CHAINER_CUBLAS_CHECK(cublasCreate(&handle));
+    CHAINER_CUBLAS_CHECK(cublasSetMathMode(handle, math_mode(false)));  // the pool's "FP32" state of a new handle
     return handle;
   }
   void set_stream(BlasHandlePool::Handle handle, BlasHandlePool::Stream stream) override {
@@ -57,8 +69,7 @@ class Cublas final : public BlasHandlePool::Native {
     CHAINER_CUBLAS_CHECK(cublasSetWorkspace(as_cublas(handle), workspace, bytes));
   }
   void set_tf32(BlasHandlePool::Handle handle, bool tf32) override {
-    CHAINER_CUBLAS_CHECK(
-        cublasSetMathMode(as_cublas(handle), tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    CHAINER_CUBLAS_CHECK(cublasSetMathMode(as_cublas(handle), math_mode(tf32)));
   }
   BlasHandlePool::CaptureMode exchange_capture_mode(BlasHandlePool::CaptureMode mode) override {
     cudaStreamCaptureMode m = to_cuda(mode);
@@ -78,6 +89,9 @@ cublasHandle_t handle() {
   return as_cublas(pool->get(current_device_index(), compute_stream(), allow_tf32()));
 }
 
+// cuBLAS's type of the half dtypes.
+cudaDataType_t half_type(DType dtype) { return dtype == DType::Float16 ? CUDA_R_16F : CUDA_R_16BF; }
+
 }  // namespace
 
 void prepare_blas_handle() { handle(); }
@@ -95,7 +109,13 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
   }
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int64_t lda = std::max<int64_t>(a.size(1), 1), ldb = std::max<int64_t>(b.size(1), 1);
-  if (c.dtype() == DType::Float32) {
+  if (is_half(c.dtype())) {  // alpha and beta are float for the FP32 compute type
+    const float al = float(alpha), be = float(beta);
+    const cudaDataType_t t = half_type(c.dtype());
+    CHAINER_CUBLAS_CHECK(cublasGemmEx_64(handle(), op_b, op_a, n, m, k, &al, b.raw_data(), t, ldb, a.raw_data(), t,
+                                         lda, &be, c.raw_data(), t, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    count_library_launch();
+  } else if (c.dtype() == DType::Float32) {
     const float al = float(alpha), be = float(beta);
     CHAINER_CUBLAS_CHECK(cublasSgemm_64(handle(), op_b, op_a, n, m, k, &al, b.data<float>(), ldb, a.data<float>(), lda,
                                         &be, c.data<float>(), n));
@@ -127,7 +147,14 @@ void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, 
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int64_t lda = std::max<int64_t>(a.size(2), 1), ldb = std::max<int64_t>(b.size(2), 1);
   const int64_t stride_a = a.size(0) == 1 ? 0 : a.strides()[0], stride_b = b.size(0) == 1 ? 0 : b.strides()[0];
-  if (c.dtype() == DType::Float32) {
+  if (is_half(c.dtype())) {
+    const float al = float(alpha), be = float(beta);
+    const cudaDataType_t t = half_type(c.dtype());
+    CHAINER_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(handle(), op_b, op_a, n, m, k, &al, b.raw_data(), t, ldb,
+                                                       stride_b, a.raw_data(), t, lda, stride_a, &be, c.raw_data(), t,
+                                                       n, c.strides()[0], batch, CUBLAS_COMPUTE_32F,
+                                                       CUBLAS_GEMM_DEFAULT));
+  } else if (c.dtype() == DType::Float32) {
     const float al = float(alpha), be = float(beta);
     CHAINER_CUBLAS_CHECK(cublasSgemmStridedBatched_64(handle(), op_b, op_a, n, m, k, &al, b.data<float>(), ldb,
                                                       stride_b, a.data<float>(), lda, stride_a, &be, c.data<float>(),

@@ -2,14 +2,18 @@
 // and the sum of squares of a list of tensors. All are deterministic: each output is reduced by a
 // fixed set of threads in a fixed tree (shuffles, then shared memory in index order), never with
 // atomics, so a result depends only on the inputs and their shapes. Sums accumulate in double, as
-// the CPU. A sum with few outputs over many elements (a full sum, the column sums of a tall
-// matrix) is split over many blocks in two passes, the partition fixed by the shape alone.
+// the CPU; a float16 or bfloat16 sum is rounded to float and then to the half type, as the CPU
+// computes it (a float32 sum, rounded). The extremes of half elements are found among their
+// float values (exact) and stored back exactly. A sum with few outputs over many elements (a full
+// sum, the column sums of a tall matrix) is split over many blocks in two passes, the partition
+// fixed by the shape alone.
 #include <algorithm>
 #include <type_traits>
 
 #include "core/cuda/common.cuh"
-#include "core/cuda/reduce.cuh"
+#include "core/cuda/half.cuh"
 #include "core/cuda/kernels.h"
+#include "core/cuda/reduce.cuh"
 
 namespace chainer::cuda {
 
@@ -63,11 +67,11 @@ __global__ void sum_rows_kernel(const T* a, R* out, int64_t outputs, int64_t cou
     double s = 0;
     if (o < outputs) {
       const T* p = a + offset_in(kept, o);
-      for (int64_t r = begin + rank; r < end; r += 32 * W) s += double(p[offset_in(red, r)]);
+      for (int64_t r = begin + rank; r < end; r += 32 * W) s += double(load(p[offset_in(red, r)]));
     }
     if constexpr (W == 1) s = warp_sum(s);
     else s = block_sum(s);  // BASE is uniform over the block, so every thread gets here
-    if (rank == 0 && o < outputs) out[o * gridDim.y + blockIdx.y] = R(s);
+    if (rank == 0 && o < outputs) out[o * gridDim.y + blockIdx.y] = from_double<R>(s);
   }
 }
 
@@ -78,7 +82,7 @@ __global__ void sum_partials_kernel(const double* partials, int64_t outputs, int
   for (int64_t o = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; o < outputs;
        o += int64_t(gridDim.x) * blockDim.x / 32) {
     const double s = warp_sum_of(partials + o * chunks, chunks);
-    if (threadIdx.x % 32 == 0) out[o] = T(s);
+    if (threadIdx.x % 32 == 0) out[o] = from_double<T>(s);
   }
 }
 
@@ -99,14 +103,14 @@ __global__ void sum_columns_kernel(const T* a, R* out, int64_t outputs, int64_t 
     double s = 0;
     if (o < outputs) {
       const T* p = a + offset_in(kept, o);
-      for (int64_t r = begin + threadIdx.y; r < end; r += kSlices) s += double(p[offset_in(red, r)]);
+      for (int64_t r = begin + threadIdx.y; r < end; r += kSlices) s += double(load(p[offset_in(red, r)]));
     }
     slice_sums[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
     if (threadIdx.y == 0 && o < outputs) {
       double total = 0;
       for (int y = 0; y < kSlices; ++y) total += slice_sums[y][threadIdx.x];
-      out[o * gridDim.y + blockIdx.y] = R(total);
+      out[o * gridDim.y + blockIdx.y] = from_double<R>(total);
     }
     __syncthreads();  // slice_sums is rewritten by the next round
   }
@@ -144,19 +148,21 @@ __device__ Candidate<T> first_extreme(const Candidate<T>& x, const Candidate<T>&
 }
 
 // L threads per output of an (outer, len, inner) view: a warp when inner == 1 (a row is
-// contiguous), else one thread (consecutive threads read consecutive addresses).
+// contiguous), else one thread (consecutive threads read consecutive addresses). Candidates hold
+// compute_t<T> values (a half element as its float).
 template <bool IS_MAX, class T, int L>
 __global__ void extreme_kernel(const T* a, int64_t outputs, int64_t len, int64_t inner, T* out, int32_t* argmax) {
+  using C = compute_t<T>;
   const int lane = int(threadIdx.x) % L;
   for (int64_t q = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / L; q < outputs;
        q += int64_t(gridDim.x) * blockDim.x / L) {
     const T* p = a + (q / inner) * len * inner + q % inner;
-    Candidate<T> best{T(0), -1};
-    for (int64_t k = lane; k < len; k += L) best = first_extreme<IS_MAX>(best, Candidate<T>{p[k * inner], k});
+    Candidate<C> best{C(0), -1};
+    for (int64_t k = lane; k < len; k += L) best = first_extreme<IS_MAX>(best, Candidate<C>{load(p[k * inner]), k});
     for (int m = L / 2; m > 0; m /= 2)
-      best = first_extreme<IS_MAX>(best, Candidate<T>{shfl_xor(best.v, m), shfl_xor(best.at, m)});
+      best = first_extreme<IS_MAX>(best, Candidate<C>{shfl_xor(best.v, m), shfl_xor(best.at, m)});
     if (lane == 0) {
-      if (out) out[q] = best.v;
+      if (out) out[q] = convert<T>(best.v);
       if (argmax) argmax[q] = int32_t(best.at);
     }
   }
@@ -235,10 +241,10 @@ void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
   const int64_t chunk = (count + chunks - 1) / chunks;
   Tensor partials;
   if (chunks > 1) partials = Tensor::empty({outputs * chunks}, DType::Float64, Device::cuda(current_device_index()));
-  CHAINER_DISPATCH_ALL(a.dtype(), "sum", [&] {
+  CHAINER_DISPATCH_ALL_AND_CUDA_HALF(a.dtype(), "sum", [&] {
     using T = scalar_t;
-    const T* pa = ac.data<T>();
-    T* po = out.data<T>();
+    const T* pa = elements<T>(ac);
+    T* po = elements<T>(out);
     // The one pass of an unsplit sum, writing the result, or pass 1 of a split one, the partials.
     auto launch = [&](auto* dst) {
       using R = std::remove_pointer_t<decltype(dst)>;
@@ -277,10 +283,10 @@ void extreme_axis(const char* op, const Tensor& a, int64_t axis, Tensor& out, Te
   const int64_t outputs = outer * inner;
   if (outputs == 0) return;
   const Tensor ac = a.contiguous();
-  CHAINER_DISPATCH_ALL(a.dtype(), op, [&] {
+  CHAINER_DISPATCH_ALL_AND_CUDA_HALF(a.dtype(), op, [&] {
     using T = scalar_t;
-    const T* pa = ac.data<T>();
-    T* po = out.defined() ? out.data<T>() : nullptr;
+    const T* pa = elements<T>(ac);
+    T* po = out.defined() ? elements<T>(out) : nullptr;
     int32_t* pi = index ? index->data<int32_t>() : nullptr;
     if (inner == 1) {
       extreme_kernel<IS_MAX, T, 32><<<blocks_for(outputs, kWarps), kThreads, 0, compute_stream()>>>(pa, outputs, len,

@@ -24,6 +24,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "autograd/gradient_check.h"
@@ -1745,7 +1746,8 @@ TEST_CASE("cuda tensor: float16 and bfloat16 conversions round as the CPU's: tie
     }
 }
 
-TEST_CASE("cuda tensor: float16 and bfloat16 fill_, copy_ into views, take_rows; other ops throw", "[cuda][tensor]") {
+TEST_CASE("cuda tensor: float16 and bfloat16 fill_, copy_ into views, take_rows; full-precision ops throw",
+          "[cuda][tensor]") {
   Generator gen(34);
   for (DType dtype : kStorageTypes)
     for (DType other : {kF32, kF64, DType::Int32, DType::Float16, DType::BFloat16}) {
@@ -1771,18 +1773,416 @@ TEST_CASE("cuda tensor: float16 and bfloat16 fill_, copy_ into views, take_rows;
     Pair x = make_pair({13, 7}, dtype, Layout::Transposed, gen, 0, 100);
     INFO(describe("take_rows {3, 0, 3, 12}", {x.cpu}, Layout::Transposed));
     run_case([&] { expect_same_bits(ops::take_rows(x.cpu, {3, 0, 3, 12}), ops::take_rows(x.gpu, {3, 0, 3, 12})); });
+    // The ops that compute in half are the rows below ("cuda half"); the full-precision ones
+    // refuse half on the GPU as on the CPU.
     const Tensor g = Tensor::ones({2, 2}, dtype, kGpu);
     const std::string name = dtype_name(dtype);
-    CHECK_THAT(error_of([&] { ops::add(g, g); }), Catch::Contains("add: dtype " + name + " is not supported"));
-    CHECK_THAT(error_of([&] { ops::exp(g); }), Catch::Contains("exp: dtype " + name + " is not supported"));
-    CHECK_THAT(error_of([&] { ops::sum(g); }), Catch::Contains("sum: dtype " + name + " is not supported"));
-    CHECK_THAT(error_of([&] { ops::matmul(g, g); }), Catch::Contains("matmul: dtype " + name + " is not supported"));
-    CHECK_THAT(error_of([&] { ops::broadcast_to(g[0], {2, 2}); }),
-               Catch::Contains("broadcast_to: dtype " + name + " is not supported"));
+    CHECK_THAT(error_of([&] { ops::softmax(g); }), Catch::Contains("softmax: dtype " + name + " is not supported"));
     Tensor p = g.clone(), v = g.clone();
     CHECK_THAT(error_of([&] { ops::momentum_sgd_update_(p, g, v, 0.1, 0.9); }),
                Catch::Contains("momentum_sgd: dtype " + name + " is not supported"));
   }
+}
+
+// ---- float16 and bfloat16 computed in: the half ops against the CPU's ----
+
+// The ops that take the half types (core/tensor/dtype.h) read and write half and compute in float32
+// on both devices, each result rounded once (core/cuda/half.cuh, tests/core/ops/test_half.cpp). So
+// the GPU's half result is the CPU's wherever their float32 results round to the same half value.
+// Their float32 results may differ in the last bits (CUDA's transcendentals, nvcc's FMA
+// contraction, another order of a product's or a sum's float32 terms), so:
+// - elementwise ops, the linear epilogue, pooling sums, sums and normal samples: one half ulp
+//   (at most 2u |cpu|, u the half type's unit roundoff, or smallest_step's floor near 0),
+//   and at least 99 % of all elements of a test bit for bit: a float32 difference of a few ulps
+//   moves a half rounding once in 2^13 (float16) or 2^16 (bfloat16) times;
+// - comparisons, where, broadcast_to, maxima, their indexes and gradients, dropout masks and
+//   accumulate_: exact (no rounding, or the same one on both);
+// - products (matmul, gemm, convolutions): each device is within u |exact| + K 2^-23 sum |terms|
+//   of the exact result (test_half.cpp's bound: float32 accumulation of K terms, with twice
+//   float32's unit roundoff per term, since the tensor cores may truncate their additions, then
+//   one rounding), so the two are within twice that; with slack for the second-order terms,
+//   2.5 times. The GPU's convolution adds the bias to the rounded product and rounds again: one
+//   more u sum |terms| there.
+namespace {
+
+double unit_roundoff(DType dtype) { return dtype == DType::Float16 ? 0x1p-11 : 0x1p-8; }
+// The absolute floor near zero: float16's subnormal step; for bfloat16 its smallest normal
+// value, below which the CPU's kernels may have flushed a float32 result to zero (they run with
+// flush-to-zero) where the GPU's is a subnormal.
+double smallest_step(DType dtype) { return dtype == DType::Float16 ? 0x1p-24 : 0x1p-126; }
+
+// Elements of a test compared as "one half ulp", and how many of them were bit for bit equal.
+struct ExactCount {
+  int64_t exact = 0, total = 0;
+  void check() const {
+    INFO(exact << " of " << total << " half elements bit for bit the CPU's");
+    CHECK(double(exact) >= 0.99 * double(total));
+  }
+};
+
+// The GPU's half GOT against the CPU's WANT, element by element: NaN and infinities at the same
+// places, the others within SLACK_U times u |want| plus ALLOWED[i] (none: one ulp, SLACK_U 2) plus
+// the smallest step; counted into COUNT when given.
+void expect_half_close(const Tensor& want, const Tensor& got, ExactCount* count, double slack_u = 2,
+                       const std::vector<double>& allowed = {}) {
+  CHECK(got.device().str() == kGpu.str());
+  CHECK(shape_str(got.shape()) == shape_str(want.shape()));
+  CHECK(std::string(dtype_name(got.dtype())) == dtype_name(want.dtype()));
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) return;
+  const DType dtype = want.dtype();
+  const std::vector<double> w = want.to_vector<double>(), g = got.to_vector<double>();
+  const double u = unit_roundoff(dtype), step = smallest_step(dtype);
+  size_t special = 0, off = 0, first = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (!std::isfinite(w[i]) || !std::isfinite(g[i])) {
+      const bool same = std::isnan(w[i]) ? std::isnan(g[i]) : w[i] == g[i];
+      if (!same && special++ == 0 && off == 0) first = i;
+      continue;
+    }
+    if (count) count->exact += g[i] == w[i], ++count->total;
+    const double limit = slack_u * u * std::abs(w[i]) + (allowed.empty() ? 0.0 : allowed[i]) + step;
+    if (!(std::abs(g[i] - w[i]) <= limit) && off++ == 0 && special == 0) first = i;
+  }
+  INFO(special << " NaN/inf and " << off << " values of " << w.size() << " elements differ"
+               << (special + off ? str("; the first at flat index ", first, ": cpu ", fmt(w[first]), ", gpu ",
+                                       fmt(g[first]))
+                                 : ""));
+  CHECK(special + off == 0);
+}
+
+// The allowance of a product of K terms per output beside the CPU's: 2.5 (K 2^-23 + EXTRA_U u)
+// times TERMS (the float64 sums of the terms' magnitudes, on the CPU), times 100 where cuDNN may
+// run any convolution algorithm (for_convolution says why).
+std::vector<double> product_allowance(const Tensor& terms, int64_t k, DType dtype, double extra_u = 0,
+                                      bool convolution = false) {
+  std::vector<double> a = terms.to_vector<double>();
+  const double per = 2.5 * (double(k) * 0x1p-23 + extra_u * unit_roundoff(dtype)) *
+                     (convolution && any_conv_algorithm() ? 100.0 : 1.0);
+  for (double& x : a) x *= per;
+  return a;
+}
+
+Tensor abs64(const Tensor& t) { return ops::abs(t.astype(kF64)); }
+
+// Shapes of the half elementwise rows: 0-d, one element, empty, odd and 4-D, and one of 90300
+// elements (many blocks of the map kernel).
+const std::vector<Shape> kHalfShapes = {{}, {1}, {0}, {7}, {5, 7}, {3, 5, 7}, {2, 3, 5, 7}, {300, 301}};
+
+}  // namespace
+
+TEST_CASE("cuda half: elementwise ops and activations in float16 and bfloat16 equal the CPU's",
+          "[cuda][ops][half]") {
+  Generator gen(41);
+  ExactCount count;
+  for (const ElementwiseCase& c : elementwise_cases()) {
+    if (c.axis) continue;  // softmax and log_softmax compute in full precision only
+    for (const Shape& shape : kHalfShapes)
+      for (DType dtype : kStorageTypes)
+        for (Layout layout : kLayouts) {
+          std::vector<Tensor> cpu, gpu;
+          for (const auto& d : c.domains) {
+            Pair p = make_pair(shape, dtype, layout, gen, d.first, d.second);
+            cpu.push_back(p.cpu);
+            gpu.push_back(p.gpu);
+          }
+          INFO(describe(c.name, cpu, layout));
+          run_case([&] {
+            const Tensor want = c.run(cpu), got = c.run(gpu);
+            if (is_half(want.dtype())) expect_half_close(want, got, &count);
+            else expect_close(want, got, tol_for(want.dtype()));  // the uint8 masks: exact
+          });
+        }
+  }
+  // The parametric activations and their gradients, and the in-place epilogue and scale.
+  using V = std::vector<Tensor>;
+  const std::vector<std::pair<const char*, OpFn>> more = {
+      {"leaky_relu(x, 0.2)", [](const V& x) { return ops::leaky_relu(x[0], 0.2); }},
+      {"elu(x, 1.0)", [](const V& x) { return ops::elu(x[0], 1.0); }},
+      {"softplus(x, 2.0)", [](const V& x) { return ops::softplus(x[0], 2.0); }},
+      {"leaky_relu_grad(x, gy, 0.2)", [](const V& x) { return ops::leaky_relu_grad(x[0], x[1], 0.2); }},
+      {"elu_grad(x, gy, 1.0)", [](const V& x) { return ops::elu_grad(x[0], x[1], 1.0); }},
+      {"softplus_grad(x, gy, 2.0)", [](const V& x) { return ops::softplus_grad(x[0], x[1], 2.0); }},
+      {"scale_(y, -3) on a packed copy", [](const V& x) {
+         Tensor y = x[0].clone();
+         ops::scale_(y, -3.0);
+         return y;
+       }},
+  };
+  for (const auto& m : more)
+    for (DType dtype : kStorageTypes)
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
+        Pair x = make_pair({37, 41}, dtype, layout, gen, -3, 3), gy = make_pair({37, 41}, dtype, layout, gen);
+        INFO(describe(m.first, {x.cpu, gy.cpu}, layout));
+        run_case([&] { expect_half_close(m.second({x.cpu, gy.cpu}), m.second({x.gpu, gy.gpu}), &count); });
+      }
+  for (DType dtype : kStorageTypes)
+    for (int bias = 0; bias < 3; ++bias)  // none, packed, a narrowed view
+      for (bool relu : {false, true}) {
+        const Tensor y = random_tensor({300, 37}, dtype, gen);
+        Tensor yc = y.clone(), yg = y.to(kGpu);
+        Pair b = make_pair({37}, dtype, bias == 2 ? Layout::Narrowed : Layout::Contiguous, gen);
+        INFO("add_bias_ of (300, 37) " << dtype_name(dtype) << ", bias "
+                                       << (bias == 0 ? "undefined" : bias == 1 ? "packed" : "narrowed (offset 2)")
+                                       << (relu ? ", relu" : ""));
+        run_case([&] {
+          ops::add_bias_(yc, bias ? b.cpu : Tensor(), relu);
+          ops::add_bias_(yg, bias ? b.gpu : Tensor(), relu);
+          expect_half_close(yc, yg, &count);
+        });
+      }
+  count.check();
+}
+
+TEST_CASE("cuda half: binary ops, comparisons, where and broadcast_to with broadcasting; NaN and infinities",
+          "[cuda][ops][half]") {
+  Generator gen(42);
+  ExactCount count;
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{5, 7}, {7}},   {{7}, {5, 7}},  {{5, 1}, {1, 7}},
+                                                       {{}, {5, 7}},    {{0, 7}, {7}},  {{2, 3, 5, 7}, {3, 1, 7}},
+                                                       {{300, 1}, {1, 301}}};
+  using V = std::vector<Tensor>;
+  const std::vector<std::pair<const char*, OpFn>> binary = {
+      {"add", [](const V& x) { return ops::add(x[0], x[1]); }},
+      {"sub", [](const V& x) { return ops::sub(x[0], x[1]); }},
+      {"mul", [](const V& x) { return ops::mul(x[0], x[1]); }},
+      {"div", [](const V& x) { return ops::div(x[0], x[1]); }},
+      {"maximum", [](const V& x) { return ops::maximum(x[0], x[1]); }},
+      {"minimum", [](const V& x) { return ops::minimum(x[0], x[1]); }},
+      {"equal", [](const V& x) { return ops::equal(x[0], x[1]); }},
+      {"less", [](const V& x) { return ops::less(x[0], x[1]); }},
+      {"greater_equal", [](const V& x) { return ops::greater_equal(x[0], x[1]); }},
+      {"where(less(a, b), a, b)", [](const V& x) { return ops::where(ops::less(x[0], x[1]), x[0], x[1]); }},
+      {"broadcast_to(b, a + b's shape)",
+       [](const V& x) { return ops::broadcast_to(x[1], ops::broadcast_shapes(x[0].shape(), x[1].shape(), "test")); }},
+  };
+  auto check = [&](const Tensor& want, const Tensor& got) {
+    if (is_half(want.dtype())) expect_half_close(want, got, &count);
+    else expect_close(want, got, tol_for(want.dtype()));
+  };
+  for (const auto& op : binary)
+    for (const auto& s : shapes)
+      for (DType dtype : kStorageTypes)
+        for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Narrowed}) {
+          // Integers in [-3, 3] as values for half of the cases: ties for the comparisons. Divisors
+          // in [0.5, 2.5].
+          const bool ties = s.first.size() % 2 == 0, div = std::string(op.first) == "div";
+          Pair a = make_pair(s.first, dtype, layout, gen, -3, 3, ties),
+               b = make_pair(s.second, dtype, layout, gen, div ? 0.5 : -3, div ? 2.5 : 3, ties && !div);
+          INFO(describe(op.first, {a.cpu, b.cpu}, layout));
+          run_case([&] { check(op.second({a.cpu, b.cpu}), op.second({a.gpu, b.gpu})); });
+        }
+  // Every pair of the specials: NaN, infinities, signed zeros, float16's largest value (whose
+  // square overflows there, not in bfloat16).
+  const std::vector<double> specials = {kNaN, kInf, -kInf, 0.0, -0.0, 65504, -100, 0.5, -2, 1, -1};
+  const int64_t n = int64_t(specials.size());
+  for (DType dtype : kStorageTypes) {
+    const Tensor x = Tensor::from_vector(specials).astype(dtype), a = x.reshape({n, 1});
+    for (const auto& op : binary) {
+      INFO(op.first << " over every pair of the specials, " << dtype_name(dtype));
+      run_case([&] { check(op.second({a, x}), op.second({a.to(kGpu), x.to(kGpu)})); });
+    }
+    for (const ElementwiseCase& c : elementwise_cases()) {
+      if (c.axis || c.domains.size() != 1) continue;
+      INFO(c.name << " of the specials, " << dtype_name(dtype));
+      run_case([&] { check(c.run({x}), c.run({x.to(kGpu)})); });
+    }
+  }
+  count.check();
+}
+
+TEST_CASE("cuda half: matmul, gemm and batched matmul accumulate in float32 as the CPU's", "[cuda][ops][half]") {
+  struct Mnk {
+    int64_t m, n, k;
+  };
+  const std::vector<Mnk> sizes = {{5, 7, 11}, {13, 1, 7}, {1, 1, 1}, {64, 33, 300}, {100, 10, 784},
+                                  {37, 45, 161}, {5, 7, 0}, {0, 7, 11}};
+  Generator gen(43);
+  for (DType dtype : kStorageTypes)
+    for (const Mnk& s : sizes)
+      for (int mode = 0; mode < 4; ++mode) {
+        const bool ta = mode & 1, tb = mode & 2;
+        const Layout layout = mode == 3 ? Layout::Transposed : Layout::Contiguous;
+        Pair a = make_pair(ta ? Shape{s.k, s.m} : Shape{s.m, s.k}, dtype, layout, gen);
+        Pair b = make_pair(tb ? Shape{s.n, s.k} : Shape{s.k, s.n}, dtype, layout, gen);
+        INFO(describe(str("matmul (m, n, k) = (", s.m, ", ", s.n, ", ", s.k, ")", ta ? " a^T" : "", tb ? " b^T" : ""),
+                      {a.cpu, b.cpu}, layout));
+        run_case([&] {
+          const Tensor terms = ops::matmul(abs64(a.cpu), abs64(b.cpu), ta, tb);
+          expect_half_close(ops::matmul(a.cpu, b.cpu, ta, tb), ops::matmul(a.gpu, b.gpu, ta, tb), nullptr, 2.5,
+                            product_allowance(terms, s.k, dtype));
+        });
+      }
+  // C = alpha op(A) op(B) + beta C, read and rounded once; with beta 0, C's NaN must not come through.
+  for (DType dtype : kStorageTypes)
+    for (const Mnk& s : {Mnk{20, 25, 30}, Mnk{64, 33, 300}, Mnk{5, 7, 0}})
+      for (const auto& coefficients : {std::tuple{0.5, 2.0, false}, std::tuple{-1.5, 0.0, true}}) {
+        const double alpha = std::get<0>(coefficients), beta = std::get<1>(coefficients);
+        const bool nan_c = std::get<2>(coefficients);
+        Pair a = make_pair({s.m, s.k}, dtype, Layout::Contiguous, gen);
+        Pair b = make_pair({s.n, s.k}, dtype, Layout::Contiguous, gen);
+        const Tensor c0 = nan_c ? Tensor::full({s.m, s.n}, kNaN, dtype) : random_tensor({s.m, s.n}, dtype, gen);
+        Tensor cc = c0.clone(), cg = c0.to(kGpu);
+        INFO(str("gemm alpha ", alpha, " beta ", beta, nan_c ? " (C holds NaN)" : "", " (m, n, k) = (", s.m, ", ", s.n,
+                 ", ", s.k, ") b^T ", dtype_name(dtype)));
+        run_case([&] {
+          const Tensor c_terms = nan_c ? Tensor::zeros({s.m, s.n}, kF64) : abs64(c0);
+          const Tensor ab_terms = ops::matmul(abs64(a.cpu), abs64(b.cpu), false, true);
+          const Tensor terms =
+              ops::add(ops::mul_scalar(ab_terms, std::abs(alpha)), ops::mul_scalar(c_terms, std::abs(beta)));
+          ops::gemm(a.cpu, false, b.cpu, true, alpha, beta, cc);
+          ops::gemm(a.gpu, false, b.gpu, true, alpha, beta, cg);
+          expect_half_close(cc, cg, nullptr, 2.5, product_allowance(terms, s.k + 1, dtype));
+        });
+      }
+  // Batches: one strided-batched call; a batch of 1 broadcast (a stride of 0).
+  for (DType dtype : kStorageTypes)
+    for (const auto& [sa, sb] :
+         {std::pair{Shape{3, 8, 40}, Shape{3, 40, 6}}, std::pair{Shape{1, 8, 40}, Shape{4, 40, 6}}}) {
+      const Tensor a = random_tensor(sa, dtype, gen), b = random_tensor(sb, dtype, gen);
+      INFO("batched_matmul " << shape_str(sa) << " " << shape_str(sb) << " " << dtype_name(dtype));
+      run_case([&] {
+        const Tensor terms = ops::batched_matmul(abs64(a), abs64(b));
+        expect_half_close(ops::batched_matmul(a, b), ops::batched_matmul(a.to(kGpu), b.to(kGpu)), nullptr, 2.5,
+                          product_allowance(terms, 40, dtype));
+      });
+    }
+}
+
+TEST_CASE("cuda half: convolution_2d and its gradients on cuDNN in float16 and bfloat16 equal the CPU's",
+          "[cuda][ops][half]") {
+  struct Conv {
+    std::string name;
+    Shape x, W;
+    ops::Conv2dParams p;
+  };
+  const std::vector<Conv> convs = {
+      {"3x3 pad 1", {2, 3, 7, 6}, {4, 3, 3, 3}, {.ph = 1, .pw = 1}},
+      {"8 channels, 3x3 pad 1 (the tensor cores' shapes)", {4, 8, 12, 12}, {16, 8, 3, 3}, {.ph = 1, .pw = 1}},
+      {"stride 2, pad (1, 0), dilate (1, 2)", {3, 2, 9, 8}, {5, 2, 3, 2}, {.sy = 2, .sx = 2, .ph = 1, .dx = 2}},
+      {"groups 3 (depthwise)", {2, 3, 5, 5}, {6, 1, 3, 3}, {.ph = 1, .pw = 1, .groups = 3}},
+      {"1x1", {2, 8, 4, 5}, {3, 8, 1, 1}, {}},
+      {"cover_all, stride 3", {1, 2, 7, 8}, {2, 2, 2, 3}, {.sy = 3, .sx = 3, .cover_all = true}},
+      {"empty batch", {0, 3, 5, 5}, {4, 3, 3, 3}, {.ph = 1, .pw = 1}},
+  };
+  Generator gen(44);
+  for (DType dtype : kStorageTypes)
+    for (const Conv& c : convs) {
+      INFO("convolution_2d " << c.name << " x " << shape_str(c.x) << " W " << shape_str(c.W) << " "
+                             << dtype_name(dtype));
+      const Tensor x = random_tensor(c.x, dtype, gen, -1, 1), W = random_tensor(c.W, dtype, gen, -1, 1);
+      const Tensor b = random_tensor({c.W[0]}, dtype, gen, -1, 1);
+      run_case([&] {
+        const Tensor y = ops::convolution_2d(x, W, b, c.p);
+        const Tensor gy = random_tensor(y.shape(), dtype, gen, -1, 1);
+        const int64_t depth = c.W[1] * c.W[2] * c.W[3];
+        // The GPU rounds the product before adding the bias: one more u per term magnitude.
+        expect_half_close(y, ops::convolution_2d(x.to(kGpu), W.to(kGpu), b.to(kGpu), c.p), nullptr, 2.5,
+                          product_allowance(ops::convolution_2d(abs64(x), abs64(W), abs64(b), c.p), depth + 1, dtype,
+                                            1.0, true));
+        expect_half_close(ops::convolution_2d_grad_data(gy, W, c.x[2], c.x[3], c.p),
+                          ops::convolution_2d_grad_data(gy.to(kGpu), W.to(kGpu), c.x[2], c.x[3], c.p), nullptr, 2.5,
+                          product_allowance(ops::convolution_2d_grad_data(abs64(gy), abs64(W), c.x[2], c.x[3], c.p),
+                                            c.W[0] * c.W[2] * c.W[3], dtype, 0, true));
+        expect_half_close(ops::convolution_2d_grad_filter(x, gy, c.W[2], c.W[3], c.p),
+                          ops::convolution_2d_grad_filter(x.to(kGpu), gy.to(kGpu), c.W[2], c.W[3], c.p), nullptr, 2.5,
+                          product_allowance(ops::convolution_2d_grad_filter(abs64(x), abs64(gy), c.W[2], c.W[3], c.p),
+                                            std::max<int64_t>(1, y.numel() / std::max<int64_t>(1, y.size(1))), dtype,
+                                            0, true));
+      });
+    }
+}
+
+TEST_CASE("cuda half: pooling, sums, extremes, dropout masks, normal samples and accumulate_ equal the CPU's",
+          "[cuda][ops][half]") {
+  Generator gen(45);
+  ExactCount count;
+  const std::vector<std::pair<Window2D, bool>> windows = {{{2, 2, 2, 2, 0, 0}, false},
+                                                          {{3, 3, 2, 2, 1, 1}, false},
+                                                          {{3, 2, 2, 3, 0, 1}, true}};
+  for (DType dtype : kStorageTypes)
+    for (const auto& window : windows) {
+      const Window2D w = window.first;
+      const bool cover_all = window.second;
+      Pair x = make_pair({2, 3, 7, 6}, dtype, Layout::Transposed, gen, -3, 3, true);  // ties: the first wins
+      INFO("pooling " << w.kh << "x" << w.kw << " stride " << w.sy << "x" << w.sx << " pad " << w.ph << "x" << w.pw
+                      << (cover_all ? " cover_all" : "") << " of (2, 3, 7, 6) " << dtype_name(dtype) << ", transposed");
+      run_case([&] {
+        const auto pc = ops::max_pooling_2d(x.cpu, w, cover_all), pg = ops::max_pooling_2d(x.gpu, w, cover_all);
+        expect_same_bits(pc.y, pg.y);
+        expect_same_bits(pc.indexes, pg.indexes);
+        const Tensor gy = random_tensor(pc.y.shape(), dtype, gen);
+        // Exact: each input element's gradient is one of the window's or a sum of at most 4 of
+        // them, in the same order on both devices, rounded once.
+        expect_same_bits(ops::max_pooling_2d_grad(gy, pc.indexes, w, x.cpu.shape()),
+                         ops::max_pooling_2d_grad(gy.to(kGpu), pg.indexes, w, x.cpu.shape()));
+        expect_half_close(ops::window_sum_2d(x.cpu, w, cover_all, 1.0 / 6),
+                          ops::window_sum_2d(x.gpu, w, cover_all, 1.0 / 6), &count);
+        expect_half_close(ops::window_spread_2d(gy, w, 7, 6, cover_all, 0.25),
+                          ops::window_spread_2d(gy.to(kGpu), w, 7, 6, cover_all, 0.25), &count);
+      });
+    }
+  // Sums: the row kernels (short and long rows), the column kernel, and both split in two passes.
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> sums = {
+      {{5, 7, 11}, {}},   {{5, 7, 11}, {2}},     {{5, 7, 11}, {0, 2}}, {{5, 7, 11}, {1}},
+      {{3, 5, 1100}, {2}}, {{4000, 3}, {0}},     {{2, 20000}, {1}},    {{0, 7}, {0}}};
+  for (DType dtype : kStorageTypes)
+    for (const auto& shape_axes : sums) {
+      const std::vector<int64_t>& axes = shape_axes.second;
+      Pair x = make_pair(shape_axes.first, dtype, Layout::Contiguous, gen);
+      INFO(describe(str("sum over axes ", shape_str(axes)), {x.cpu}, Layout::Contiguous));
+      run_case([&] { expect_half_close(ops::sum(x.cpu, axes), ops::sum(x.gpu, axes), &count); });
+    }
+  // Maxima and minima are exact, ties to the first.
+  for (DType dtype : kStorageTypes)
+    for (const Shape& shape : {Shape{5, 7, 11}, Shape{3, 1000}})
+      for (int64_t axis = 0; axis < int64_t(shape.size()); ++axis) {
+        Pair x = make_pair(shape, dtype, Layout::Transposed, gen, -2, 3, true);
+        INFO(describe(str("max, argmax, min and argmin along axis ", axis), {x.cpu}, Layout::Transposed));
+        run_case([&] {
+          expect_same_bits(ops::max(x.cpu, axis), ops::max(x.gpu, axis));
+          expect_same_bits(ops::argmax(x.cpu, axis), ops::argmax(x.gpu, axis));
+          expect_same_bits(ops::min(x.cpu, axis), ops::min(x.gpu, axis));
+          expect_same_bits(ops::argmin(x.cpu, axis), ops::argmin(x.gpu, axis));
+          expect_same_bits(ops::amax(x.cpu, {}), ops::amax(x.gpu, {}));
+        });
+      }
+  // Dropout masks bit for bit (1 / (1 - ratio) rounded to float32, then to the half type), and
+  // normal samples within a half ulp.
+  uint64_t seed = 500;
+  for (DType dtype : kStorageTypes)
+    for (const Shape& shape : {Shape{}, Shape{0}, Shape{5, 7}, Shape{300, 301}}) {
+      for (double ratio : {0.0, 0.3, 0.9}) {
+        INFO("dropout_mask " << shape_str(shape) << " ratio " << ratio << " " << dtype_name(dtype) << " seed " << seed);
+        run_case([&] {
+          Generator a(seed), b(seed);
+          expect_same_bits(ops::dropout_mask(shape, ratio, dtype, kCpu, a),
+                           ops::dropout_mask(shape, ratio, dtype, kGpu, b));
+          CHECK(a.next_u64() == b.next_u64());
+        });
+        ++seed;
+      }
+      INFO("random_normal " << shape_str(shape) << " " << dtype_name(dtype) << " seed " << seed);
+      run_case([&] {
+        Generator a(seed), b(seed);
+        expect_half_close(ops::random_normal(shape, 0.5, 2.0, dtype, kCpu, a),
+                          ops::random_normal(shape, 0.5, 2.0, dtype, kGpu, b), &count);
+        CHECK(a.next_u64() == b.next_u64());
+      });
+      ++seed;
+    }
+  // accumulate_ of half values: each widened exactly and added in double.
+  Tensor acc_c = Tensor::zeros({}, kF64), acc_g = Tensor::zeros({}, kF64, kGpu);
+  for (int i = 0; i < 20; ++i) {
+    const DType dtype = kStorageTypes[size_t(i % 2)];
+    const Tensor base = random_tensor({5}, dtype, gen, -1000, 1000), value = base.narrow(0, i % 5, 1);
+    INFO("accumulate_ step " << i << " " << dtype_name(dtype));
+    run_case([&] {
+      ops::accumulate_(acc_c, value);
+      ops::accumulate_(acc_g, base.to(kGpu).narrow(0, i % 5, 1));
+    });
+  }
+  expect_same_bits(acc_c, acc_g);
+  count.check();
 }
 
 // ---- The recurrent stacks on cuDNN ----

@@ -2,8 +2,8 @@
 // their handles (core/cuda/blas_handles.h, made with no workspace), on the host: cuDNN's two
 // ways of proposing algorithms are scripted lists, each call counted, so the cache, the
 // deterministic filter, benchmark mode, the capture rule and the workspace limit are checked
-// without a GPU. The switches behind the mode (config::autotune, config::cudnn_deterministic)
-// are checked at the end.
+// without a GPU, as are the descriptors' types for each dtype. The switches behind the mode
+// (config::autotune, config::cudnn_deterministic) are checked at the end.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -192,6 +192,39 @@ TEST_CASE("cudnn algorithms: float32 without TF32 keeps FMA math whatever cuDNN 
   CHECK(cache.choose(k, kHeuristic, s.proposals(), "conv").math == ConvMath::Fma);
   k.math = ConvMath::Default;  // TF32 allowed (or float64): cuDNN's math type stands
   CHECK(cache.choose(k, kHeuristic, s.proposals(), "conv").math == ConvMath::TensorOp);
+}
+
+TEST_CASE("cudnn types: half data computes in FP32 on the tensor cores; float32 in FMA unless TF32", "[cudnn]") {
+  using chainer::cuda::conv_types;
+  using chainer::cuda::ConvDataType;
+  using chainer::cuda::ConvTypes;
+  using chainer::DType;
+  for (bool tf32 : {false, true}) {
+    INFO("allow_tf32 " << tf32);
+    // cuDNN's PSEUDO_HALF and PSEUDO_BFLOAT16 configurations: the CPU computes them in float32 too.
+    CHECK(conv_types("conv", DType::Float16, tf32) ==
+          ConvTypes{ConvDataType::Half, ConvDataType::Float, ConvMath::TensorOp});
+    CHECK(conv_types("conv", DType::BFloat16, tf32) ==
+          ConvTypes{ConvDataType::BFloat16, ConvDataType::Float, ConvMath::TensorOp});
+    CHECK(conv_types("conv", DType::Float64, tf32) ==
+          ConvTypes{ConvDataType::Double, ConvDataType::Double, ConvMath::Default});
+  }
+  CHECK(conv_types("conv", DType::Float32, false) ==
+        ConvTypes{ConvDataType::Float, ConvDataType::Float, ConvMath::Fma});
+  CHECK(conv_types("conv", DType::Float32, true) ==
+        ConvTypes{ConvDataType::Float, ConvDataType::Float, ConvMath::Default});
+  CHECK_THROWS_WITH(conv_types("convolution_2d", DType::Int32, false),
+                    Catch::Contains("convolution_2d: cuDNN's convolutions take float32, float64, float16 or "
+                                    "bfloat16, not int32"));
+  // Half math is asked as TensorOp, and whatever cuDNN's chosen algorithm says stands (only FMA
+  // is forced).
+  ConvAlgorithmCache cache(kLimit);
+  Script s;
+  s.heuristic = {algo(1, 0, true, true, ConvMath::Default)};
+  ConvKey k = fashion2();
+  k.dtype = int(DType::Float16);
+  k.math = conv_types("conv", DType::Float16, false).math;
+  CHECK(cache.choose(k, kHeuristic, s.proposals(), "conv").math == ConvMath::Default);
 }
 
 TEST_CASE("cudnn algorithms: threads choosing at once agree and the cache stays whole", "[cudnn]") {
