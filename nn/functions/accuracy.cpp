@@ -1,8 +1,8 @@
 #include "nn/functions/accuracy.h"
 
-#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "core/ops/ops.h"
+#include "nn/autocast.h"
 
 namespace chainer::functions {
 

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
-#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
+#include "nn/autocast.h"
 
 namespace chainer::functions {
 

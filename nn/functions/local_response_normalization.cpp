@@ -1,10 +1,10 @@
 #include "nn/functions/local_response_normalization.h"
 
-#include "nn/autocast.h"
-#include "nn/functions/cast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
+#include "nn/autocast.h"
+#include "nn/functions/cast.h"
 
 namespace chainer::functions {
 

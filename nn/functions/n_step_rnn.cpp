@@ -4,6 +4,7 @@
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
 #include "core/util/config.h"
+#include "nn/autocast.h"
 #include "nn/functions/activation.h"
 #include "nn/functions/arithmetic.h"
 #include "nn/functions/array.h"
@@ -236,9 +237,9 @@ NStepLSTMResult n_step_fused(Cell cell, int64_t directions, int64_t n_layers, co
 }
 
 // hy, cy (LSTMs) and ys of the stack.
-NStepLSTMResult n_step(const char* op, Cell cell, int64_t directions, int64_t n_layers, double dropout_ratio,
-                       const Variable& hx, const Variable& cx, const std::vector<std::vector<Variable>>& ws,
-                       const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
+NStepLSTMResult n_step_full(const char* op, Cell cell, int64_t directions, int64_t n_layers, double dropout_ratio,
+                            const Variable& hx, const Variable& cx, const std::vector<std::vector<Variable>>& ws,
+                            const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
   if (n_layers <= 0) throw Error(str(op, ": n_layers must be positive, got ", n_layers));
   const size_t count = size_t(n_layers * directions), n = size_t(weights_of(cell));
   if (ws.size() != count || bs.size() != count)
@@ -286,6 +287,25 @@ NStepLSTMResult n_step(const char* op, Cell cell, int64_t directions, int64_t n_
     for (size_t t = 0; t < next.size(); ++t) next[t] = concat({forward.hs[t], backward.hs[t]}, 1);
   }
   return {stack(hy, 0), cell == Cell::Lstm ? stack(cy, 0) : Variable(), next};
+}
+
+// Mixed precision: the stacks are of the full-precision list (nn/autocast.h): half states,
+// weights and steps are widened to float32, and the results are float32.
+NStepLSTMResult n_step(const char* op, Cell cell, int64_t directions, int64_t n_layers, double dropout_ratio,
+                       const Variable& hx, const Variable& cx, const std::vector<std::vector<Variable>>& ws,
+                       const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
+  using autocast::for_float32;
+  auto widen = [](const std::vector<Variable>& vs) {
+    std::vector<Variable> out;
+    out.reserve(vs.size());
+    for (const Variable& v : vs) out.push_back(for_float32(v));
+    return out;
+  };
+  std::vector<std::vector<Variable>> ws32, bs32;
+  for (const auto& w : ws) ws32.push_back(widen(w));
+  for (const auto& b : bs) bs32.push_back(widen(b));
+  return n_step_full(op, cell, directions, n_layers, dropout_ratio, for_float32(hx), for_float32(cx), ws32, bs32,
+                     widen(xs));
 }
 
 Cell activation_cell(const char* op, const std::string& activation) {

@@ -1,9 +1,9 @@
 #include "nn/functions/softmax_cross_entropy.h"
 
-#include "nn/autocast.h"
 #include "autograd/function_hook.h"
 #include "autograd/function_node.h"
 #include "core/ops/ops.h"
+#include "nn/autocast.h"
 
 namespace chainer::functions {
 

@@ -11,7 +11,9 @@
 #include "nn/functions.h"
 #include "nn/links/batch_normalization.h"
 #include "nn/links/convolution_2d.h"
+#include "nn/links/embed_id.h"
 #include "nn/links/linear.h"
+#include "nn/links/n_step_rnn.h"
 #include "tests/function_inputs.h"
 
 namespace F = chainer::functions;
@@ -137,5 +139,28 @@ TEST_CASE("autocast: a mixed model's loss and gradients match float32's to half 
       const double scale = ops::amax(ops::abs(g32[i]), {}, false).item_double();
       CHECK(ops::amax(ops::abs(ops::sub(g[i], g32[i])), {}, false).item_double() <= 32 * u * scale);
     }
+  }
+}
+
+TEST_CASE("autocast: recurrent stacks and embeddings run under every config, in float32", "[autocast]") {
+  for (Dtype mode : {Dtype::Float16, Dtype::BFloat16, Dtype::Mixed16, Dtype::MixedBf16}) {
+    INFO(config::dtype_name(mode));
+    config::DtypeScope scope(mode);
+    L::EmbedID embed(7, 4);
+    L::NStepLSTM lstm(1, 4, 5, 0.0);
+    CHECK(embed.W().dtype() == param_dtype());
+    const std::vector<Variable> xs{embed(Variable(Tensor::from_vector<int32_t>({1, 2, 3}))),
+                                   embed(Variable(Tensor::from_vector<int32_t>({4, 5})))};
+    const auto r = lstm.forward(Variable(), Variable(), xs);
+    REQUIRE(r.ys.size() == 2);
+    CHECK(r.ys[0].dtype() == DType::Float32);
+    F::sum(F::concat(r.ys, 0)).backward();
+    for (auto& [name, p] : lstm.namedparams()) {
+      INFO(name);
+      REQUIRE(p.grad().defined());
+      CHECK(p.grad().dtype() == param_dtype());  // the gradient of a half parameter is half
+    }
+    REQUIRE(embed.W().grad().defined());
+    CHECK(embed.W().grad().dtype() == param_dtype());
   }
 }
