@@ -175,6 +175,7 @@ void channel_affine_impl(const ChannelAffine& args, const ChannelView& view, Ten
 }  // namespace
 
 void channel_sums(const Tensor& a, const Tensor& b, const Tensor& center, const ChannelView& view, Tensor& sums) {
+  if (is_half(a.dtype())) return channel_sums(widened(a), widened(b), widened(center), view, sums);
   CHAINER_DISPATCH_FLOATING(a.dtype(), "channel_sums", [&] {
     using T = scalar_t;
     const T* pc = center.defined() ? center.data<T>() : nullptr;
@@ -184,6 +185,12 @@ void channel_sums(const Tensor& a, const Tensor& b, const Tensor& center, const 
 }
 
 void channel_affine(const ChannelAffine& args, const ChannelView& view, Tensor& out) {
+  const auto in_float32 = [&](Tensor& out32) {
+    channel_affine({widened(args.u), widened(args.s), widened(args.v), widened(args.t), widened(args.m),
+                    widened(args.d)},
+                   view, out32);
+  };
+  if (through_float32(out, in_float32)) return;
   CHAINER_DISPATCH_FLOATING(out.dtype(), "channel_affine", [&] {
     using T = scalar_t;
     const bool has_u = args.u.defined(), has_v = args.v.defined();

@@ -115,8 +115,14 @@ const T* data_or_null(const Tensor& t) {
 
 }  // namespace
 
+namespace {
+// Half arrays (and their float32 or half coefficients) run the float32 kernels on float32 copies.
+Tensor widened(const Tensor& t) { return t.defined() && is_half(t.dtype()) ? t.astype(DType::Float32) : t; }
+}  // namespace
+
 void channel_sums(const Tensor& a, const Tensor& b, const Tensor& center, const ChannelView& view, Tensor& sums) {
   if (view.outer * view.channels * view.inner == 0) return;  // SUMS stays zero
+  if (is_half(a.dtype())) return channel_sums(widened(a), widened(b), widened(center), view, sums);
   const ChannelSplit split = channel_split(view);
   const int64_t pieces = split.pieces(), outputs = 2 * view.channels;
   Tensor partials;
@@ -139,6 +145,13 @@ void channel_sums(const Tensor& a, const Tensor& b, const Tensor& center, const 
 void channel_affine(const ChannelAffine& args, const ChannelView& view, Tensor& out) {
   const int64_t total = out.numel();
   if (total == 0) return;
+  if (is_half(out.dtype())) {
+    Tensor out32 = Tensor::empty(out.shape(), DType::Float32, out.device());
+    channel_affine({widened(args.u), widened(args.s), widened(args.v), widened(args.t), widened(args.m), widened(args.d)},
+                   view, out32);
+    out.copy_(out32);
+    return;
+  }
   CHAINER_DISPATCH_FLOATING(out.dtype(), "channel_affine", [&] {
     using T = scalar_t;
     channel_affine_kernel<T><<<blocks_for(total), kThreads, 0, compute_stream()>>>(

@@ -10,6 +10,7 @@ namespace chainer::ops {
 using detail::require_same_device;
 using detail::require_same_dtype;
 using detail::require_floating;
+using detail::require_floating_or_half;
 
 namespace {
 void check_local_response_normalization(const char* op, const Tensor& x, int64_t n) {
@@ -48,10 +49,12 @@ Tensor local_response_normalization_grad(const Tensor& x, const Tensor& y, const
 
 namespace {
 // T as the kernels take it: contiguous, NUMEL elements, LIKE's device and dtype (or undefined).
-Tensor channel_operand(const char* op, const char* name, const Tensor& t, const Tensor& like, int64_t numel) {
+// A per-channel COEFFICIENT of half arrays may be float32 instead.
+Tensor channel_operand(const char* op, const char* name, const Tensor& t, const Tensor& like, int64_t numel,
+                       bool coefficient = false) {
   if (!t.defined()) return t;
   require_same_device(op, {&like, &t});
-  require_same_dtype(op, like, t);
+  if (!(coefficient && is_half(like.dtype()) && t.dtype() == DType::Float32)) require_same_dtype(op, like, t);
   if (t.numel() != numel)
     throw Error(str(op, ": ", name, " has shape ", shape_str(t.shape()), " (", t.numel(), " elements; expected ",
                     numel, ")"));
@@ -62,11 +65,11 @@ Tensor channel_operand(const char* op, const char* name, const Tensor& t, const 
 Tensor channel_sums(const Tensor& a, const Tensor& b, const Tensor& center, const ChannelView& view) {
   const char* op = "channel_sums";
   const Device device = require_same_device(op, {&a});
-  require_floating(op, a);
+  require_floating_or_half(op, a);
   const int64_t n = view.outer * view.channels * view.inner;
   const Tensor ac = channel_operand(op, "a", a, a, n);
   const Tensor bc = channel_operand(op, "b", b, a, n);
-  const Tensor cc = channel_operand(op, "center", center, a, view.channels);
+  const Tensor cc = channel_operand(op, "center", center, a, view.channels, true);
   Tensor sums = Tensor::zeros({2 * view.channels}, DType::Float64, device);
   if (n > 0) kernels_for(device).channel_sums(ac, bc, cc, view, sums);
   return sums;
@@ -77,11 +80,11 @@ Tensor channel_affine(const ChannelAffine& args, const ChannelView& view) {
   const Tensor& like = args.u.defined() ? args.u : args.v;
   if (!like.defined()) throw Error(str(op, ": u and v are both undefined"));
   const Device device = require_same_device(op, {&like});
-  require_floating(op, like);
+  require_floating_or_half(op, like);
   const int64_t n = view.outer * view.channels * view.inner, c = view.channels;
-  ChannelAffine k{channel_operand(op, "u", args.u, like, n), channel_operand(op, "s", args.s, like, c),
-                  channel_operand(op, "v", args.v, like, n), channel_operand(op, "t", args.t, like, c),
-                  channel_operand(op, "m", args.m, like, c), channel_operand(op, "d", args.d, like, c)};
+  ChannelAffine k{channel_operand(op, "u", args.u, like, n), channel_operand(op, "s", args.s, like, c, true),
+                  channel_operand(op, "v", args.v, like, n), channel_operand(op, "t", args.t, like, c, true),
+                  channel_operand(op, "m", args.m, like, c, true), channel_operand(op, "d", args.d, like, c, true)};
   if (k.u.defined() != k.s.defined() || k.v.defined() != k.t.defined() || k.v.defined() != k.m.defined() ||
       !k.d.defined())
     throw Error(str(op, ": each array needs its coefficients (u: s; v: t and m) and d is required"));

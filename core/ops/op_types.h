@@ -35,7 +35,8 @@ struct ChannelView {
 /// The operands of the `channel_affine` kernel: `out = s[c] u + t[c] (v - m[c]) + d[c]` for the
 /// channel c of each element. U and V are contiguous arrays of OUT's shape; either may be
 /// undefined, dropping its term (S with U; T and M with V). S, T, M and D: contiguous (C,) of
-/// OUT's dtype, D always defined.
+/// OUT's dtype, or float32 when OUT is half (batch normalization keeps its statistics in
+/// float32 for half activations), D always defined.
 struct ChannelAffine {
   Tensor u = {};  ///< the first array (batch normalization's output gradient), or undefined
   Tensor s = {};  ///< its per-channel factor

@@ -312,7 +312,7 @@ Tensor local_response_normalization_grad(const Tensor& x, const Tensor& y, const
 
 /// Per-channel float64 sums of A seen as VIEW (outer, channels, inner): (2C,) holding
 /// [sum of A, sum of A (B - CENTER[c])], where an undefined B means A itself and an undefined
-/// CENTER ((C,) of A's dtype) means 0. With A alone, [sum x, sum x^2]: the batch statistics;
+/// CENTER ((C,) of A's dtype, or float32 when A is half) means 0. With A alone, [sum x, sum x^2]: the batch statistics;
 /// with A = gy, B = x and CENTER the mean: batch normalization's gradient sums.
 Tensor channel_sums(const Tensor& a, const Tensor& b, const Tensor& center, const ChannelView& view);
 /// `s[c] u + t[c] (v - m[c]) + d[c]` over VIEW in one pass (see ChannelAffine): batch

@@ -15,6 +15,11 @@ constexpr DType kF64 = DType::Float64;
 
 Tensor as_dtype(const Tensor& t, DType dtype) { return t.dtype() == dtype ? t : t.astype(dtype); }
 
+// The dtype of the per-channel values (gamma, beta, the statistics) for x of DTYPE: x's own, or
+// float32 for half x, whose statistics half precision would not hold (a mean far from 0 rounded
+// to bfloat16 would move every centred value by 2^-9 of it).
+DType coefficient_dtype(DType dtype) { return is_half(dtype) ? DType::Float32 : dtype; }
+
 // How x is seen by the per-channel kernels: (outer, channels, inner) over its own layout when the
 // channel axes are consecutive, else over a copy transposed to (reduced axes..., channel axes...).
 struct ChannelLayout {
@@ -94,8 +99,8 @@ Tensor sum_over(const SumOverProcesses& sum_over_processes, const Tensor& local,
 void check_x(const char* op, const Variable& x, const Variable& gamma, const Axes& axis) {
   if (!x.defined()) throw Error(str(op, ": x must be defined"));
   const Tensor& xd = x.data();
-  if (xd.dtype() != DType::Float32 && xd.dtype() != kF64)
-    throw Error(str(op, ": x has dtype ", dtype_name(xd.dtype()), "; expected float32 or float64"));
+  if (!is_floating(xd.dtype()))
+    throw Error(str(op, ": x has dtype ", dtype_name(xd.dtype()), "; expected float32, float64, float16 or bfloat16"));
   if (!gamma.defined()) throw Error(str(op, ": gamma must be defined"));
   if (axis.all() && xd.ndim() < gamma.ndim() + 1)
     throw Error(str(op, ": x has shape ", shape_str(xd.shape()), "; expected (N, C) or (N, C, ...), a batch axis and ",
@@ -110,13 +115,14 @@ void check_channel_shape(const char* op, const char* name, const Tensor& t, cons
                     shape_str(l.key_shape)));
 }
 
-// An input such as gamma: one value per channel, of x's dtype.
+// An input such as gamma: one value per channel, of x's dtype (float32 for half x).
 void check_per_channel(const char* op, const char* name, const Variable& v, const Tensor& x, const ChannelLayout& l) {
   if (!v.defined()) throw Error(str(op, ": ", name, " must be defined"));
   const Tensor& t = v.data();
   check_channel_shape(op, name, t, x, l);
-  if (t.dtype() != x.dtype())
-    throw Error(str(op, ": ", name, " has dtype ", dtype_name(t.dtype()), " but x has dtype ", dtype_name(x.dtype())));
+  if (t.dtype() != coefficient_dtype(x.dtype()))
+    throw Error(str(op, ": ", name, " has dtype ", dtype_name(t.dtype()), " but x has dtype ", dtype_name(x.dtype()),
+                    is_half(x.dtype()) ? " (expected float32 for half x)" : ""));
 }
 
 // A running statistic, updated in place: one value per channel, float, contiguous, on x's device.
@@ -138,7 +144,7 @@ void update_running(Tensor running, const Tensor& batch, double weight, double d
 
 class BatchNormalizationNode : public FunctionNode {
  public:
-  // X: the input as the kernels see it; MEAN (x's dtype), INV_STD (float64): (C,). COUNT is the
+  // X: the input as the kernels see it; MEAN (coefficient_dtype), INV_STD (float64): (C,). COUNT is the
   // number of values per channel over the whole batch (every process).
   BatchNormalizationNode(Tensor x, ChannelLayout layout, Shape x_shape, Tensor gamma, Tensor mean, Tensor inv_std,
                          double count, SumOverProcesses sum_over_processes)
@@ -149,7 +155,7 @@ class BatchNormalizationNode : public FunctionNode {
 
   std::vector<Tensor> backward(const std::vector<Tensor>& grads) override {
     const int64_t C = layout_.view.channels;
-    const DType dtype = x_.dtype();
+    const DType dtype = coefficient_dtype(x_.dtype());
     const Tensor gy = to_view(grads[0], layout_);
     // [sum gy, sum gy (x - mean)] per channel over this process's batch, then [sum gy, sum gy x_hat].
     const Tensor raw = ops::channel_sums(gy, x_, mean_, layout_.view);
@@ -254,7 +260,7 @@ Variable batch_normalization_full(const Variable& x, const Variable& gamma, cons
   check_running(op, "running_mean", options.running_mean, xd, layout);
   check_running(op, "running_var", options.running_var, xd, layout);
   const int64_t C = layout.view.channels;
-  const DType dtype = xd.dtype();
+  const DType dtype = coefficient_dtype(xd.dtype());  // the statistics' and the coefficients'
   const Device device = xd.device();
   const Tensor xv = to_view(xd, layout);
 
@@ -326,13 +332,13 @@ Variable fixed_batch_normalization_full(const Variable& x, const Variable& gamma
 
 }  // namespace
 
-// Mixed precision: a function of the full-precision list (nn/autocast.h) that returns x's dtype,
-// so the activations of a mixed model stay in half.
+// Mixed precision (nn/autocast.h): half x is normalized as it is, read and written in half, with
+// the statistics, gamma and beta in float32 (half gamma and beta widened), so a mixed model's
+// activations and what backward keeps of them stay in half; fixed_batch_normalization (no
+// statistics to gather, nothing kept) widens x and casts the result back.
 Variable batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
                              const BatchNormalizationOptions& options) {
-  using autocast::for_float32;
-  if (!x.defined() || !is_half(x.dtype())) return batch_normalization_full(x, for_float32(gamma), for_float32(beta), options);
-  return cast(batch_normalization_full(for_float32(x), for_float32(gamma), for_float32(beta), options), x.dtype());
+  return batch_normalization_full(x, autocast::for_float32(gamma), autocast::for_float32(beta), options);
 }
 
 Variable fixed_batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,

@@ -164,3 +164,36 @@ TEST_CASE("autocast: recurrent stacks and embeddings run under every config, in 
     CHECK(embed.W().grad().dtype() == param_dtype());
   }
 }
+
+// Batch normalization reads and writes half and keeps its statistics, gamma and beta in float32:
+// its output is float32's on the same (half) input rounded once, give or take the rounding of
+// the float32 computations, and what backward keeps of x is half.
+TEST_CASE("autocast: batch normalization of half activations stays in half", "[autocast]") {
+  for (DType half : {DType::Float16, DType::BFloat16}) {
+    INFO(dtype_name(half));
+    const double u = half == DType::Float16 ? 0x1p-11 : 0x1p-8;
+    // A mean far from 0 against the spread: a float32 mean keeps the centred values exact.
+    const Tensor x16 = ops::add_scalar(uniform({8, 3, 4, 5}, 21, -1, 1, DType::Float32), 20.0).astype(half);
+    Variable x(x16, true), x32(x16.astype(DType::Float32), true);
+    Variable gamma(uniform({3}, 22, 0.5, 1.5, DType::Float32), true), beta(uniform({3}, 23, -1, 1, DType::Float32), true);
+    const Variable y = F::batch_normalization(x, gamma, beta);
+    CHECK(y.dtype() == half);
+    const Variable y32 = F::batch_normalization(x32, gamma, beta);
+    const std::vector<double> got = values(y), want = values(y32);
+    for (size_t i = 0; i < got.size(); ++i) CHECK(std::fabs(got[i] - want[i]) <= 2 * u * std::fabs(want[i]) + 1e-3);
+    const Tensor gy = uniform({8, 3, 4, 5}, 24, -1, 1, DType::Float32);
+    F::sum(F::mul(y, Variable(gy.astype(half)))).backward();
+    const std::vector<Tensor> g{x.grad(), gamma.grad(), beta.grad()};
+    gamma.cleargrad(), beta.cleargrad();
+    F::sum(F::mul(y32, Variable(gy.astype(half).astype(DType::Float32)))).backward();
+    const std::vector<Tensor> g32{x32.grad(), gamma.grad(), beta.grad()};
+    CHECK(g[0].dtype() == half);
+    CHECK(g[1].dtype() == DType::Float32);
+    for (size_t k = 0; k < g.size(); ++k) {
+      INFO("gradient " << k);
+      const Tensor diff = ops::sub(g[k].astype(DType::Float64), g32[k].astype(DType::Float64));
+      const double scale = ops::amax(ops::abs(g32[k].astype(DType::Float64)), {}, false).item_double();
+      CHECK(ops::amax(ops::abs(diff), {}, false).item_double() <= 8 * u * scale);
+    }
+  }
+}
