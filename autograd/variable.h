@@ -31,6 +31,11 @@ struct VariableNode {
 /// Options of Variable::backward.
 struct BackwardOptions {
   bool retain_graph = false;  ///< keep saved tensors so backward can run through the graph again
+  /// Loss scaling (Chainer's backward(loss_scale=...)): the initial gradient is LOSS_SCALE instead
+  /// of 1, and when the variable's grad is set, that gradient times LOSS_SCALE. Every gradient of
+  /// the graph is then LOSS_SCALE times the true one, which keeps small float16 gradients from
+  /// flushing to zero; the optimizer divides it out (Optimizer::loss_scaling).
+  double loss_scale = 1.0;
 };
 
 /// A node of the computational graph holding a tensor and its gradient (chainer.Variable).
@@ -84,7 +89,8 @@ class Variable {
   bool is_leaf() const { return node()->creator == nullptr; }
 
   /// Runs backpropagation from this variable. Its grad is the initial gradient; when unset the
-  /// variable must hold one element and the initial gradient is 1.
+  /// variable must hold one element and the initial gradient is 1 (both times
+  /// OPTIONS.loss_scale).
   void backward(const BackwardOptions& options = {}) const;
   /// Cuts the link to the creator: this variable becomes a leaf.
   void unchain() const;
