@@ -149,3 +149,36 @@ TEST_CASE("loss scaling: double buffering takes a static scale, and refuses a dy
   auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(kLr), world, o);
   CHECK_THROWS_WITH(opt->loss_scaling(), Catch::Contains("double buffering") && Catch::Contains("static scale"));
 }
+
+TEST_CASE("loss scaling: float16 and bfloat16 gradients are averaged in their own dtype and step float32 masters") {
+  // Every value on the way has at most 8 significant bits, so bfloat16 holds them all: the
+  // gradients times the number of ranks and the scale, each rank's share of the mean (scaled by
+  // 1/size in float32, rounded once), their sums, the means and the parameters (multiples of 1/128).
+  auto world = mn::create_communicator("naive");
+  const int size = world->size(), rank = world->rank();
+  for (const DType half : {DType::Float16, DType::BFloat16}) {
+    for (const Variant& v : kVariants) {
+      CAPTURE(dtype_name(half), v.name);
+      mn::MultiNodeOptimizerOptions o;
+      o.reduction = v.reduction;
+      o.reducer.shared_memory = v.shared_memory;
+      o.shard_update = v.shard_update;
+      auto link = std::make_shared<Param>();
+      link->param("w").set_data(link->param("w").data().astype(half));
+      auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(kLr), mn::create_communicator(v.comm), o);
+      opt->setup(link);
+      opt->use_fp32_update();
+      opt->loss_scaling({.init_scale = 64, .growth_interval = 1000});
+      for (int u = 1; u <= 3; ++u) {
+        link->param("w").set_grad(gradient(rank, size, u, opt->loss_scale(), u == 2 && rank == 0).astype(half));
+        opt->update();
+      }
+      CHECK(opt->skipped_updates() == 1);  // update 2: rank 0's inf
+      CHECK(opt->loss_scale() == 32);
+      CHECK(link->param("w").dtype() == half);
+      const std::vector<double> expected = closed_form(size, {3});
+      CHECK(opt->fp32_param("/w").astype(DType::Float64).to_vector<double>() == expected);
+      CHECK(link->param("w").data().astype(DType::Float64).to_vector<double>() == expected);
+    }
+  }
+}
