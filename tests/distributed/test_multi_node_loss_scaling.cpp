@@ -163,12 +163,16 @@ TEST_CASE("loss scaling: float16 and bfloat16 gradients are averaged in their ow
       o.reduction = v.reduction;
       o.reducer.shared_memory = v.shared_memory;
       o.shard_update = v.shard_update;
-      auto link = std::make_shared<Param>();
-      link->param("w").set_data(link->param("w").data().astype(half));
-      auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(kLr), mn::create_communicator(v.comm), o);
-      opt->setup(link);
-      opt->use_fp32_update();
-      opt->loss_scaling({.init_scale = 64, .growth_interval = 1000});
+      auto make = [&] {
+        auto link = std::make_shared<Param>();
+        link->param("w").set_data(link->param("w").data().astype(half));
+        auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(kLr), mn::create_communicator(v.comm), o);
+        opt->setup(link);
+        opt->use_fp32_update();
+        opt->loss_scaling({.init_scale = 64, .growth_interval = 1000});
+        return std::pair{link, opt};
+      };
+      auto [link, opt] = make();
       for (int u = 1; u <= 3; ++u) {
         link->param("w").set_grad(gradient(rank, size, u, opt->loss_scale(), u == 2 && rank == 0).astype(half));
         opt->update();
@@ -179,6 +183,24 @@ TEST_CASE("loss scaling: float16 and bfloat16 gradients are averaged in their ow
       const std::vector<double> expected = closed_form(size, {3});
       CHECK(opt->fp32_param("/w").astype(DType::Float64).to_vector<double>() == expected);
       CHECK(link->param("w").data().astype(DType::Float64).to_vector<double>() == expected);
+      // A resumed run (model and optimizer from a snapshot) continues exactly as this one.
+      Serializer w = Serializer::writer();
+      link->serialize(w);
+      opt->serialize(w);
+      auto [resumed_link, resumed] = make();
+      Serializer r = Serializer::reader(w.entries());
+      resumed_link->serialize(r);
+      resumed->serialize(r);
+      for (int u = 4; u <= 5; ++u)
+        for (auto& [l, o2] : {std::pair{link, opt}, std::pair{resumed_link, resumed}}) {
+          l->param("w").set_grad(gradient(rank, size, u, o2->loss_scale()).astype(half));
+          o2->update();
+        }
+      CHECK(resumed->t() == opt->t());
+      CHECK(resumed->loss_scale() == opt->loss_scale());
+      CHECK(resumed->fp32_param("/w").to_vector<float>() == opt->fp32_param("/w").to_vector<float>());
+      CHECK(resumed_link->param("w").data().astype(DType::Float64).to_vector<double>() ==
+            closed_form(size, {3, 4, 5}));
     }
   }
 }
