@@ -1,6 +1,5 @@
 #include "distributed/communicators/naive_communicator.h"
 
-#include "core/ops/ops.h"
 #include "distributed/communicators/packing.h"
 
 namespace chainermn {
@@ -21,7 +20,7 @@ void NaiveCommunicator::mean_grads(const GradList& grads) const {
       continue;
     }
     mpi_allreduce_sum(g, c);
-    chainer::ops::scale_(g, scale);
+    packing::scale(g, scale);
   }
 }
 

@@ -51,6 +51,11 @@ void unpack(const Tensor& src, const std::vector<Tensor>& dsts, double factor) {
   }
 }
 
+void scale(Tensor& t, double factor) {
+  if (is_16bit(t.dtype())) t.copy_(scaled(t, factor));
+  else chainer::ops::scale_(t, factor);
+}
+
 void zero(Tensor& dst, int64_t offset, int64_t n) {
   Tensor part = dst.narrow(0, offset, n);
   part.fill_(0.0);

@@ -24,6 +24,8 @@ void pack(const std::vector<Tensor>& srcs, Tensor& dst, double factor = 1.0);
 // dtypes the part is converted and then scaled in the destination's dtype; a float16 or bfloat16
 // destination receives the part scaled in float32, rounded once.
 void unpack(const Tensor& src, const std::vector<Tensor>& dsts, double factor = 1.0);
+// T *= FACTOR, in place; a float16 or bfloat16 T is scaled in float32 and rounded once.
+void scale(Tensor& t, double factor);
 // DST[offset : offset + n] = 0.
 void zero(Tensor& dst, int64_t offset, int64_t n);
 // The packed reduction of the flat-buffer communicators. GRADS are grouped by the dtype they

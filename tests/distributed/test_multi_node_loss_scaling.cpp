@@ -68,7 +68,8 @@ const std::vector<Variant> kVariants = {
     {"shared update", "naive", mn::Reduction::Bucketed, true, true},
     {"bucketed, shared memory", "naive", mn::Reduction::Bucketed, true, false},
     {"bucketed, MPI messages", "flat", mn::Reduction::Bucketed, false, false},
-    {"communicator reduction", "flat", mn::Reduction::Communicator, false, false},
+    {"communicator reduction, packed", "flat", mn::Reduction::Communicator, false, false},
+    {"communicator reduction, per parameter", "naive", mn::Reduction::Communicator, false, false},
 };
 
 }  // namespace
