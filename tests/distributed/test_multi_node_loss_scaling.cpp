@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,7 @@ struct Variant {
   mn::Reduction reduction;
   bool shared_memory;  // the reducer's shared segment on one host
   bool shard_update;   // the shared update (every rank steps a share)
+  std::optional<DType> wire = std::nullopt;  // CommunicatorOptions::allreduce_grad_dtype
 };
 const std::vector<Variant> kVariants = {
     {"shared update", "naive", mn::Reduction::Bucketed, true, true},
@@ -70,7 +72,12 @@ const std::vector<Variant> kVariants = {
     {"bucketed, MPI messages", "flat", mn::Reduction::Bucketed, false, false},
     {"communicator reduction, packed", "flat", mn::Reduction::Communicator, false, false},
     {"communicator reduction, per parameter", "naive", mn::Reduction::Communicator, false, false},
+    {"bucketed, MPI messages in float32", "flat", mn::Reduction::Bucketed, false, false, DType::Float32},
 };
+
+std::shared_ptr<mn::Communicator> communicator(const Variant& v) {
+  return mn::create_communicator(v.comm, MPI_COMM_WORLD, {.allreduce_grad_dtype = v.wire});
+}
 
 }  // namespace
 
@@ -84,7 +91,7 @@ TEST_CASE("loss scaling: one rank's inf makes every rank skip and back off; the 
     o.reducer.shared_memory = v.shared_memory;
     o.shard_update = v.shard_update;
     auto link = std::make_shared<Param>();
-    auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(kLr), mn::create_communicator(v.comm), o);
+    auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(kLr), communicator(v), o);
     opt->setup(link);
     opt->loss_scaling({.init_scale = 1024, .growth_interval = 2});
     std::vector<double> before_skip;
@@ -155,6 +162,7 @@ TEST_CASE("loss scaling: float16 and bfloat16 gradients are averaged in their ow
   // Every value on the way has at most 8 significant bits, so bfloat16 holds them all: the
   // gradients times the number of ranks and the scale, each rank's share of the mean (scaled by
   // 1/size in float32, rounded once), their sums, the means and the parameters (multiples of 1/128).
+  // They travel in their own dtype, or in float32 where the communicator says so.
   auto world = mn::create_communicator("naive");
   const int size = world->size(), rank = world->rank();
   for (const DType half : {DType::Float16, DType::BFloat16}) {
@@ -167,7 +175,7 @@ TEST_CASE("loss scaling: float16 and bfloat16 gradients are averaged in their ow
       auto make = [&] {
         auto link = std::make_shared<Param>();
         link->param("w").set_data(link->param("w").data().astype(half));
-        auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(kLr), mn::create_communicator(v.comm), o);
+        auto opt = mn::create_multi_node_optimizer(std::make_shared<optimizers::SGD>(kLr), communicator(v), o);
         opt->setup(link);
         opt->use_fp32_update();
         opt->loss_scaling({.init_scale = 64, .growth_interval = 1000});
