@@ -109,7 +109,8 @@ void Optimizer::update() {
                       "use_fp32_update() on the optimizer to step a float32 master copy of it"));
     if (partition_) throw InternalError("Optimizer.update: a partitioned update holds a half parameter");
     Tensor& master = masters_[name];
-    if (!master.defined()) master = p.data().astype(DType::Float32);
+    // Made at the first update, and again for a parameter replaced by one of another shape.
+    if (!master.defined() || master.shape() != p.shape()) master = p.data().astype(DType::Float32);
     swap.add(p, master, p.grad().astype(DType::Float32));
   }
   // Unscaled gradients, before anything reads them: out of place, as they may be views that
