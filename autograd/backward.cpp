@@ -70,8 +70,6 @@ void Variable::backward(const BackwardOptions& options) const {
   }
   if (!(options.loss_scale > 0) || !std::isfinite(options.loss_scale))
     throw Error(str("backward: loss_scale must be a positive finite number, got ", options.loss_scale));
-  // A scaled copy: the variable's own grad stays what the caller set.
-  if (options.loss_scale != 1.0 && root->grad.defined()) root_grad = ops::mul_scalar(root_grad, options.loss_scale);
   if (!root->creator) return;  // a leaf: its grad already is the answer (unscaled, as Chainer's)
 
   // Pass 1: dependency counts of functions and of leaves (for hook timing).

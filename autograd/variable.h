@@ -31,10 +31,11 @@ struct VariableNode {
 /// Options of Variable::backward.
 struct BackwardOptions {
   bool retain_graph = false;  ///< keep saved tensors so backward can run through the graph again
-  /// Loss scaling (Chainer's backward(loss_scale=...)): the initial gradient is LOSS_SCALE instead
-  /// of 1, and when the variable's grad is set, that gradient times LOSS_SCALE. Every gradient of
-  /// the graph is then LOSS_SCALE times the true one, which keeps small float16 gradients from
-  /// flushing to zero; the optimizer divides it out (Optimizer::loss_scaling).
+  /// Loss scaling (Chainer's backward(loss_scale=...)): the initial gradient of a variable whose
+  /// grad is unset is LOSS_SCALE instead of 1, so every gradient of the graph is LOSS_SCALE times
+  /// the true one, which keeps small float16 gradients from flushing to zero; the optimizer divides
+  /// it out (Optimizer::loss_scaling). A grad set by the caller is used as it is, as in Chainer:
+  /// whoever sets it scales it.
   double loss_scale = 1.0;
 };
 
@@ -89,8 +90,7 @@ class Variable {
   bool is_leaf() const { return node()->creator == nullptr; }
 
   /// Runs backpropagation from this variable. Its grad is the initial gradient; when unset the
-  /// variable must hold one element and the initial gradient is 1 (both times
-  /// OPTIONS.loss_scale).
+  /// variable must hold one element and the initial gradient is 1 (times OPTIONS.loss_scale).
   void backward(const BackwardOptions& options = {}) const;
   /// Cuts the link to the creator: this variable becomes a leaf.
   void unchain() const;

@@ -132,10 +132,10 @@ void StandardUpdater::accumulate(Optimizer& opt, int64_t n,
       loss = loss_of(i, start, count);
     }
     // d(loss * w)/dx = w * d(loss)/dx: the weight enters as the initial gradient, no extra node;
-    // so does the optimizer's loss scale (Optimizer::loss_scaling), as update(lossfun)'s.
-    loss.set_grad(Tensor::full(loss.shape(), weights.back(), loss.dtype(), loss.data().device()));
+    // so does the optimizer's loss scale (Optimizer::loss_scaling), as in update(lossfun).
+    loss.set_grad(Tensor::full(loss.shape(), weights.back() * opt.loss_scale(), loss.dtype(), loss.data().device()));
     if (i + 1 == parts.size()) local.reset();
-    loss.backward({.loss_scale = opt.loss_scale()});
+    loss.backward();
   }
   if (reporter) report(weighted_mean(reported, weights));
   opt.update();
