@@ -9,9 +9,9 @@
 /// Mixed precision, as Chainer's GradientMethod: with loss_scaling() on, update(lossfun)
 /// backpropagates loss * loss_scale(), and update() first divides every gradient by the scale
 /// (out of place: the parameters' gradients become new tensors), so the hooks and the step see
-/// the true gradients (Chainer reaches the same values by unscaling in each update rule and
-/// letting WeightDecay and GradientClipping multiply their rates by the scale; PyTorch's
-/// GradScaler.unscale_ is the same order as here). With a dynamic scale, an update whose
+/// the true gradients, in the order PyTorch's GradScaler.unscale_ documents for clipping (Chainer
+/// unscales in each update rule, after the hooks: its WeightDecay multiplies its rate by the
+/// scale, its GradientClipping clips the scaled norm). With a dynamic scale, an update whose
 /// gradients hold an inf or a NaN is skipped: no hook runs and neither the parameters, their
 /// state nor their own step counts change; t() still counts it, as Chainer's (its update()
 /// increments t before asking is_safe_to_update()). With use_fp32_update(), a float16 or bfloat16
