@@ -1,5 +1,6 @@
 #include "distributed/communicators/naive_communicator.h"
 
+#include "core/ops/ops.h"
 #include "distributed/communicators/packing.h"
 
 namespace chainermn {
@@ -20,7 +21,7 @@ void NaiveCommunicator::mean_grads(const GradList& grads) const {
       continue;
     }
     mpi_allreduce_sum(g, c);
-    packing::scale(g, scale);
+    chainer::ops::scale_(g, scale);
   }
 }
 

@@ -5,23 +5,13 @@
 
 namespace chainermn::packing {
 
-namespace {
-bool is_16bit(chainer::DType dtype) { return dtype == chainer::DType::Float16 || dtype == chainer::DType::BFloat16; }
-
-// T * FACTOR; a float16 or bfloat16 T (storage types, no arithmetic) is scaled in float32, and
-// the result is float32 too (the copy into a 16-bit buffer rounds it once).
-Tensor scaled(const Tensor& t, double factor) {
-  return chainer::ops::mul_scalar(is_16bit(t.dtype()) ? t.astype(chainer::DType::Float32) : t, factor);
-}
-}  // namespace
-
 void pack_one(const Tensor& src, Tensor& dst, int64_t offset, double factor) {
   const int64_t n = src.numel();
   Tensor part = dst.narrow(0, offset, n);
   const Tensor flat = src.reshape({n});
   if (factor == 1.0) part.copy_(flat);  // converts the dtype
-  else if (src.dtype() == dst.dtype() && !is_16bit(src.dtype())) chainer::ops::scale_to_(part, flat, factor);
-  else part.copy_(scaled(flat, factor));
+  else if (src.dtype() == dst.dtype()) chainer::ops::scale_to_(part, flat, factor);
+  else part.copy_(chainer::ops::mul_scalar(flat, factor));
 }
 
 void pack(const std::vector<Tensor>& srcs, Tensor& dst, double factor) {
@@ -39,8 +29,6 @@ void unpack(const Tensor& src, const std::vector<Tensor>& dsts, double factor) {
     const Tensor part = src.narrow(0, offset, n).reshape(d.shape());
     if (factor == 1.0) {
       d.copy_(part);  // converts the dtype
-    } else if (is_16bit(d.dtype())) {
-      d.copy_(scaled(part, factor));  // rounded once
     } else if (part.dtype() == d.dtype()) {
       chainer::ops::scale_to_(d, part, factor);
     } else {
@@ -49,11 +37,6 @@ void unpack(const Tensor& src, const std::vector<Tensor>& dsts, double factor) {
     }
     offset += n;
   }
-}
-
-void scale(Tensor& t, double factor) {
-  if (is_16bit(t.dtype())) t.copy_(scaled(t, factor));
-  else chainer::ops::scale_(t, factor);
 }
 
 void zero(Tensor& dst, int64_t offset, int64_t n) {

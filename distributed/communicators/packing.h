@@ -15,17 +15,13 @@ using chainer::Tensor;
 
 // DST[offset : offset + n] = SRC (n elements, any shape; converted to DST's dtype) * FACTOR.
 // DST is flat and contiguous. Across dtypes SRC is scaled in its own dtype and then converted
-// (DST may be float16 or bfloat16, which have no arithmetic); a float16 or bfloat16 SRC is scaled
-// in float32 and rounded once.
+// (DST may be float16 or bfloat16, which have no arithmetic).
 void pack_one(const Tensor& src, Tensor& dst, int64_t offset, double factor = 1.0);
 // SRCS one after another from the start of DST.
 void pack(const std::vector<Tensor>& srcs, Tensor& dst, double factor = 1.0);
 // Each of DSTS (contiguous) = its part of SRC, in order, * FACTOR: the reverse of pack. Across
-// dtypes the part is converted and then scaled in the destination's dtype; a float16 or bfloat16
-// destination receives the part scaled in float32, rounded once.
+// dtypes the part is converted and then scaled in the destination's dtype.
 void unpack(const Tensor& src, const std::vector<Tensor>& dsts, double factor = 1.0);
-// T *= FACTOR, in place; a float16 or bfloat16 T is scaled in float32 and rounded once.
-void scale(Tensor& t, double factor);
 // DST[offset : offset + n] = 0.
 void zero(Tensor& dst, int64_t offset, int64_t n);
 // The packed reduction of the flat-buffer communicators. GRADS are grouped by the dtype they
