@@ -9,7 +9,10 @@
 #include <memory>
 #include <vector>
 
+#include "core/util/config.h"
+#include "core/util/random.h"
 #include "nn/functions.h"
+#include "nn/links/linear.h"
 #include "nn/optimizer_hooks.h"
 #include "nn/optimizers/adam.h"
 #include "nn/optimizers/sgd.h"
@@ -320,4 +323,34 @@ TEST_CASE("fp32 update: the masters are saved in snapshots and a restart continu
   REQUIRE(values(a->fp32_param("/w")) == values(b->fp32_param("/w")));
   REQUIRE(values(la->param("w").data()) == values(lb->param("w").data()));
   REQUIRE(a->loss_scale() == b->loss_scale());
+}
+
+TEST_CASE("fp32 update: a float16 model (config::dtype float16) trains with Chainer's dynamic loss scaling") {
+  config::DtypeScope float16(config::Dtype::Float16);
+  random::seed(3);
+  auto model = std::make_shared<links::Linear>(3, 1);
+  REQUIRE(model->W().dtype() == DType::Float16);
+  std::vector<float> xs, ts;
+  for (int i = 0; i < 32; ++i) {
+    const float a = float(i % 5) / 5 - 0.4f, b = float(i % 7) / 7 - 0.4f, c = float(i % 3) / 3 - 0.3f;
+    xs.insert(xs.end(), {a, b, c});
+    ts.push_back(a - 2 * b + 0.5f * c);
+  }
+  const Variable x(Tensor::from_vector(xs, {32, 3})), t(Tensor::from_vector(ts, {32, 1}));
+  optimizers::Adam adam(0.01);
+  adam.setup(model);
+  adam.use_fp32_update();
+  adam.loss_scaling();  // from 1, doubling every step until the half gradients overflow
+  // 64 times the mean squared error: the same minimum, and gradients large enough that a scale
+  // climbing towards 65504 overflows float16 on the way.
+  auto loss = [&] { return F::mean_squared_error((*model)(x), t) * 64.0; };
+  const double first = loss().item();
+  for (int i = 0; i < 200; ++i) adam.update(loss);
+  // The scale climbed until float16 overflowed (then those steps were skipped and it backed off).
+  CHECK(adam.skipped_updates() > 0);
+  CHECK(adam.loss_scale() > 1);
+  CHECK(adam.step_counts().params.at("/W") == 200 - adam.skipped_updates());
+  CHECK(model->W().dtype() == DType::Float16);
+  CHECK(values(model->W().data()) == values(adam.fp32_param("/W").astype(DType::Float16)));
+  CHECK(loss().item() < first / 20);
 }
