@@ -3,6 +3,7 @@
 // order PyTorch uses), summing gradients per variable before its creator runs. Leaf gradients
 // are accumulated the moment they are final, and their hooks fire then, so a distributed
 // reducer can start communicating while the rest of backward is still running.
+#include <cmath>
 #include <queue>
 #include <unordered_map>
 
@@ -56,7 +57,7 @@ void Variable::backward(const BackwardOptions& options) const {
     if (root->data.numel() != 1)
       throw Error(str("backward: the variable has shape ", shape_str(root->data.shape()),
                       "; backward from a non-scalar needs an initial gradient (set grad first)"));
-    root_grad = Tensor::ones(root->data.shape(), root->data.dtype(), root->data.device());
+    root_grad = Tensor::full(root->data.shape(), options.loss_scale, root->data.dtype(), root->data.device());
   } else if (root_grad.shape() != root->data.shape()) {
     throw Error(str("backward: the initial gradient has shape ", shape_str(root_grad.shape()),
                     " but the variable has shape ", shape_str(root->data.shape())));
@@ -67,7 +68,9 @@ void Variable::backward(const BackwardOptions& options) const {
     throw Error(str("backward: the initial gradient is on ", root_grad.device().str(), " but the variable is on ",
                     root->data.device().str()));
   }
-  if (!root->creator) return;  // a leaf: its grad already is the answer
+  if (!(options.loss_scale > 0) || !std::isfinite(options.loss_scale))
+    throw Error(str("backward: loss_scale must be a positive finite number, got ", options.loss_scale));
+  if (!root->creator) return;  // a leaf: its grad already is the answer (unscaled, as Chainer's)
 
   // Pass 1: dependency counts of functions and of leaves (for hook timing).
   std::unordered_map<FunctionNode*, int> deps;

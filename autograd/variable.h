@@ -31,6 +31,12 @@ struct VariableNode {
 /// Options of Variable::backward.
 struct BackwardOptions {
   bool retain_graph = false;  ///< keep saved tensors so backward can run through the graph again
+  /// Loss scaling (Chainer's backward(loss_scale=...)): the initial gradient of a variable whose
+  /// grad is unset is LOSS_SCALE instead of 1, so every gradient of the graph is LOSS_SCALE times
+  /// the true one, which keeps small float16 gradients from flushing to zero; the optimizer divides
+  /// it out (Optimizer::loss_scaling). A grad set by the caller is used as it is, as in Chainer:
+  /// whoever sets it scales it.
+  double loss_scale = 1.0;
 };
 
 /// A node of the computational graph holding a tensor and its gradient (chainer.Variable).
@@ -84,7 +90,7 @@ class Variable {
   bool is_leaf() const { return node()->creator == nullptr; }
 
   /// Runs backpropagation from this variable. Its grad is the initial gradient; when unset the
-  /// variable must hold one element and the initial gradient is 1.
+  /// variable must hold one element and the initial gradient is 1 (times OPTIONS.loss_scale).
   void backward(const BackwardOptions& options = {}) const;
   /// Cuts the link to the creator: this variable becomes a leaf.
   void unchain() const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/ops/ops.h"
 #include "core/ops/update_ops.h"
 
 namespace chainer {
@@ -14,6 +15,9 @@ void Optimizer::setup(std::shared_ptr<Link> target) {
   epoch_ = 0;
   states_.clear();
   param_steps_.clear();
+  masters_.clear();
+  last_skipped_ = false;
+  skipped_ = 0;
 }
 
 void Optimizer::require_target(const char* what) const {
@@ -44,11 +48,93 @@ void Optimizer::update_one(Variable&, TensorMap&) {
   throw Error("Optimizer: this optimizer defines neither update_rule() nor update_one()");
 }
 
+namespace {
+// While it lives, half parameters hold their float32 master copies and widened gradients (what the
+// hooks and the step see); commit() rounds the masters into the half data. Either way the half
+// data and gradient tensors are put back, the gradient as it was (Chainer keeps it too).
+class MasterSwap {
+ public:
+  void add(Variable p, const Tensor& master, Tensor grad) {
+    swapped_.push_back({p, p.data(), p.grad()});
+    p.set_data(master);
+    p.set_grad(std::move(grad));
+  }
+  void commit() {
+    for (Swapped& s : swapped_) s.half_data.copy_(s.param.data());  // rounds to nearest even
+  }
+  ~MasterSwap() {
+    for (Swapped& s : swapped_) {
+      s.param.set_data(s.half_data);
+      s.param.set_grad(s.half_grad);
+    }
+  }
+
+ private:
+  struct Swapped {
+    Variable param;
+    Tensor half_data, half_grad;
+  };
+  std::vector<Swapped> swapped_;
+};
+}  // namespace
+
+void Optimizer::loss_scaling(int64_t interval, std::optional<double> scale) {
+  scaler_ = scale ? LossScaler::fixed(*scale) : LossScaler::chainer_dynamic(interval);
+}
+
+void Optimizer::loss_scaling(const LossScalingOptions& options) { scaler_ = LossScaler::dynamic(options); }
+
+void Optimizer::use_fp32_update(bool flag) {
+  fp32_update_ = flag;
+  if (!flag) masters_.clear();
+}
+
+Tensor Optimizer::fp32_param(const std::string& name) const {
+  auto it = masters_.find(name);
+  return it == masters_.end() ? Tensor() : it->second;
+}
+
 void Optimizer::update() {
   require_target("update");
   auto params = target_->unique_namedparams();
   for (auto& [name, p] : params)
     if (p.data().defined() && !p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.data().device()));
+  // Half parameters step their float32 masters (the update rules compute in float32 or float64).
+  MasterSwap swap;
+  for (auto& [name, p] : params) {
+    if (!p.data().defined() || !is_half(p.dtype())) continue;
+    if (!fp32_update_)
+      throw Error(str("Optimizer.update: parameter ", name, " is ", dtype_name(p.dtype()),
+                      ", which the update rules cannot step (they compute in float32 or float64); call "
+                      "use_fp32_update() on the optimizer to step a float32 master copy of it"));
+    if (partition_) throw InternalError("Optimizer.update: a partitioned update holds a half parameter");
+    Tensor& master = masters_[name];
+    // Made at the first update, and again for a parameter replaced by one of another shape.
+    if (!master.defined() || master.shape() != p.shape()) master = p.data().astype(DType::Float32);
+    swap.add(p, master, p.grad().astype(DType::Float32));
+  }
+  // Unscaled gradients, before anything reads them: out of place, as they may be views that
+  // other processes read (a gradient reducer's buffers).
+  const double scale = loss_scale();
+  if (scale != 1.0)
+    for (auto& [name, p] : params)
+      if (p.data().defined())
+        p.set_grad(ops::div(p.grad(), Tensor::full({}, scale, p.grad().dtype(), p.grad().device())));
+  last_skipped_ = false;
+  if (scaler_ && scaler_->is_dynamic()) {
+    std::vector<Tensor> grads;
+    for (auto& [name, p] : params)
+      if (p.data().defined()) grads.push_back(p.grad());
+    bool overflow = !all_finite(grads);
+    if (agree_) overflow = agree_(overflow);
+    last_skipped_ = overflow;
+    if (overflow) {
+      ++t_;  // as Chainer's: t counts the skipped update, the parameters' own counts do not
+      ++skipped_;
+      scaler_->step_done(true);
+      return;  // the swap puts the half data and gradients back
+    }
+  }
   for (auto& hook : hooks_) (*hook)(*this);
   ++t_;
   if (partition_) partition_->before_steps(!hooks_.empty());
@@ -99,11 +185,13 @@ void Optimizer::update() {
     part.set_grad(share(p.grad()));
     update_one(part, part_state);
   }
-  if (fused.empty()) return;
   // The scalars are read from the optimizer when the step runs (and at every graph replay).
-  ops::update_(*rule, fused, [this, names = std::move(fused_names)](size_t i) {
-    return update_scalars(param_steps_.at(names[i]));
-  });
+  if (!fused.empty())
+    ops::update_(*rule, fused, [this, names = std::move(fused_names)](size_t i) {
+      return update_scalars(param_steps_.at(names[i]));
+    });
+  swap.commit();
+  if (scaler_) scaler_->step_done(false);
 }
 
 void Optimizer::count_replayed_step() {
@@ -152,7 +240,7 @@ void Optimizer::update(const std::function<Variable()>& lossfun, bool retain_gra
       ~Marker() { backpropagating = previous; }
     } marker{backpropagating};
     backpropagating = target_.get();
-    loss.backward({.retain_graph = retain_graph});
+    loss.backward({.retain_graph = retain_graph, .loss_scale = loss_scale()});
   }
   update();
 }
@@ -204,7 +292,7 @@ void Optimizer::require_known_state(const Serializer& sub) const {
   const std::string& prefix = sub.prefix();
   for (auto it = sub.entries().lower_bound(prefix); it != sub.entries().end() && it->first.starts_with(prefix); ++it) {
     const std::string key = it->first.substr(prefix.size());
-    if (key == "t" || key.find('/') != std::string::npos) continue;
+    if (key == "t" || key == "fp32_param" || key.find('/') != std::string::npos) continue;
     if (std::find(names.begin(), names.end(), key) == names.end()) {
       std::string kept;
       for (const std::string& n : names) kept += (kept.empty() ? "" : ", ") + n;
@@ -237,11 +325,30 @@ void Optimizer::serialize(Serializer& s) {
         }
       if (sub.contains("t")) sub.value("t", param_steps_[name]);
       else if (states_.count(name)) param_steps_[name] = t_;  // a snapshot with the global count only
-    } else if (auto it = states_.find(name); it != states_.end()) {
-      for (auto& [key, t] : it->second) sub.tensor(key, t);
-      sub.value("t", param_steps_[name]);
+      // The master copy continues bit for bit; without one it is made from the parameter again.
+      masters_.erase(name);
+      if (sub.contains("fp32_param")) {
+        Tensor master;
+        sub.tensor("fp32_param", master);
+        if (master.dtype() != DType::Float32 || (p.data().defined() && master.shape() != p.data().shape()))
+          throw Error(str("deserialize: the float32 master copy '", sub.prefix(), "fp32_param' is ",
+                          dtype_name(master.dtype()), " of shape ", shape_str(master.shape()),
+                          "; expected float32 of its parameter's shape ", p.data().defined() ? shape_str(p.shape()) : "?"));
+        if (p.data().defined()) master = master.to(p.data().device());
+        masters_[name] = master;
+      }
+    } else {
+      if (auto it = states_.find(name); it != states_.end()) {
+        for (auto& [key, t] : it->second) sub.tensor(key, t);
+        sub.value("t", param_steps_[name]);
+      }
+      if (auto it = masters_.find(name); it != masters_.end()) sub.tensor("fp32_param", it->second);
     }
   }
+  // The loss scale and its dynamic state; a snapshot without them leaves this optimizer's as set.
+  Serializer scaling = s["loss_scaling"];
+  if (!s.is_reader() && scaler_) scaler_->serialize(scaling);
+  else if (s.is_reader() && scaler_ && scaling.contains("scale")) scaler_->serialize(scaling);
 }
 
 }  // namespace chainer

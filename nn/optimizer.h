@@ -5,6 +5,20 @@
 /// step count ("t") are created lazily at a parameter's first update and saved in snapshots under
 /// its name, as Chainer's update rules. A parameter tied under several names (nn/link.h) is
 /// stepped once per update and keeps its state under its first name (Link::unique_namedparams).
+///
+/// Mixed precision, as Chainer's GradientMethod: with loss_scaling() on, update(lossfun)
+/// backpropagates loss * loss_scale(), and update() first divides every gradient by the scale
+/// (out of place: the parameters' gradients become new tensors), so the hooks and the step see
+/// the true gradients, in the order PyTorch's GradScaler.unscale_ documents for clipping (Chainer
+/// unscales in each update rule, after the hooks: its WeightDecay multiplies its rate by the
+/// scale, its GradientClipping clips the scaled norm). With a dynamic scale, an update whose
+/// gradients hold an inf or a NaN is skipped: no hook runs and neither the parameters, their
+/// state nor their own step counts change; t() still counts it, as Chainer's (its update()
+/// increments t before asking is_safe_to_update()). With use_fp32_update(), a float16 or bfloat16
+/// parameter is stepped as a float32 master copy (made from it at its first update, kept in
+/// snapshots as "<parameter>/fp32_param"), the gradient widened to float32, and the master is then
+/// written back rounded; hooks see the master and the widened gradient, as Chainer's update-rule
+/// hooks see its fp32_param.
 #pragma once
 #include <functional>
 #include <map>
@@ -16,6 +30,7 @@
 
 #include "core/ops/op_types.h"
 #include "nn/link.h"
+#include "nn/loss_scaler.h"
 
 namespace chainer {
 
@@ -96,6 +111,40 @@ class Optimizer {
   /// Saves/loads t, epoch and every parameter's state and step count under its name.
   virtual void serialize(Serializer& s);
 
+  // ---- Mixed precision (Chainer's loss_scaling and use_fp32_update; see the file comment) ----
+  /// Chainer's loss_scaling(interval=1000, scale=None): with SCALE, static scaling by it (checked:
+  /// positive and finite); without, Chainer's dynamic scaling (LossScaler::chainer_dynamic: from 1,
+  /// doubling after every step until the first skip, then doubling over INTERVAL good steps,
+  /// halving at a skip, within [1, 65504]). Replaces any earlier setting.
+  virtual void loss_scaling(int64_t interval = 1000, std::optional<double> scale = std::nullopt);
+  /// Dynamic loss scaling with PyTorch GradScaler's knobs (init_scale 2^16, growth_factor 2,
+  /// backoff_factor 0.5, growth_interval 2000). Replaces any earlier setting.
+  virtual void loss_scaling(const LossScalingOptions& options);
+  /// Chainer's set_loss_scale: static scaling by SCALE.
+  void set_loss_scale(double scale) { loss_scaling(1000, scale); }
+  /// The loss scaling in force, or none (nullopt: update(lossfun) backpropagates the loss as it is).
+  virtual const std::optional<LossScaler>& loss_scaler() const { return scaler_; }
+  /// The current loss scale: what update(lossfun) multiplies the loss by (1 without loss scaling).
+  double loss_scale() const { return loss_scaler() ? loss_scaler()->scale() : 1.0; }
+  /// Whether the last update() was skipped for an inf or NaN gradient (dynamic scaling only).
+  virtual bool last_update_skipped() const { return last_skipped_; }
+  /// How many updates were skipped since setup() (not saved in snapshots).
+  virtual int64_t skipped_updates() const { return skipped_; }
+  /// Chainer's use_fp32_update(flag=True): float16 and bfloat16 parameters are stepped as float32
+  /// master copies (see the file comment). Without it such a parameter makes update() throw. FLAG
+  /// false drops the master copies.
+  virtual void use_fp32_update(bool flag = true);
+  /// Whether use_fp32_update() is on.
+  virtual bool fp32_update() const { return fp32_update_; }
+  /// The float32 master copy of parameter NAME ("/l1/W"); undefined before its first update, or
+  /// when it is not a half parameter stepped with use_fp32_update().
+  virtual Tensor fp32_param(const std::string& name) const;
+  /// Installs AGREE, which update() calls with whether THIS process found a gradient that is not
+  /// finite and which returns whether ANY process did (null: this process decides alone). The
+  /// multi-node optimizer installs an all-reduce on its actual optimizer, so that every rank skips
+  /// the same steps and backs off alike.
+  void set_overflow_agreement(std::function<bool(bool)> agree) { agree_ = std::move(agree); }
+
   // ---- Gradient accumulation (PyTorch DDP's no_sync) ----
   /// Backward passes always add their gradients to those the parameters hold, until cleargrads;
   /// an update after several passes steps with their sum. While a NoSync guard from no_sync()
@@ -124,8 +173,10 @@ class Optimizer {
 
   // ---- Steps replayed from a CUDA graph (training/cuda_graph_step.h) ----
   /// Whether update() only queues device work, so that a whole step can be captured; false for
-  /// an optimizer that synchronizes with other processes on the host (the multi-node optimizer).
-  virtual bool capturable() const { return true; }
+  /// an optimizer that synchronizes with other processes on the host (the multi-node optimizer),
+  /// and with loss scaling or float32 master copies (the scale changes and a dynamic one is
+  /// decided on the host).
+  virtual bool capturable() const { return !loss_scaler() && !fp32_update(); }
   /// The host-side part of an update() whose device work a graph replayed: t() and every
   /// initialized parameter's step count advance.
   virtual void count_replayed_step();
@@ -219,6 +270,12 @@ class Optimizer {
   int64_t param_t_ = 0;                          // param_steps_ of the parameter being updated
   std::shared_ptr<UpdatePartition> partition_;
   int no_sync_depth_ = 0;  // live NoSync guards
+  std::optional<LossScaler> scaler_;
+  bool last_skipped_ = false;
+  int64_t skipped_ = 0;
+  std::function<bool(bool)> agree_;  // see set_overflow_agreement
+  bool fp32_update_ = false;
+  std::map<std::string, Tensor> masters_;  // float32 master copies of half parameters, by name
 };
 
 }  // namespace chainer

@@ -103,7 +103,8 @@ Observation CudaGraphStep::reporting_apart(const std::function<void()>& body) {
 void CudaGraphStep::run(Optimizer& optimizer, Device device, const std::vector<Tensor>& inputs, const Step& step) {
   if (!enabled_ || !device.is_cuda()) return eager(device, inputs, step);
   if (!optimizer.capturable()) {
-    disable("the optimizer synchronizes with other processes on the host (a multi-node optimizer)");
+    disable("the optimizer's step needs the host: a multi-node optimizer synchronizes with other processes there, and "
+            "loss scaling and float32 master weights are decided there");
     return eager(device, inputs, step);
   }
   Params params = optimizer.target().unique_namedparams();

@@ -131,8 +131,9 @@ void StandardUpdater::accumulate(Optimizer& opt, int64_t n,
       if (reporter) scope.emplace(*reporter, reported[i]);
       loss = loss_of(i, start, count);
     }
-    // d(loss * w)/dx = w * d(loss)/dx: the scale enters as the initial gradient, no extra node.
-    loss.set_grad(Tensor::full(loss.shape(), weights.back(), loss.dtype(), loss.data().device()));
+    // d(loss * w)/dx = w * d(loss)/dx: the weight enters as the initial gradient, no extra node;
+    // so does the optimizer's loss scale (Optimizer::loss_scaling), as in update(lossfun).
+    loss.set_grad(Tensor::full(loss.shape(), weights.back() * opt.loss_scale(), loss.dtype(), loss.data().device()));
     if (i + 1 == parts.size()) local.reset();
     loss.backward();
   }

@@ -517,7 +517,7 @@ void Communicator::multi_node_mean_grad(chainer::Link& model, bool zero_fill) co
                         " but the parameter has shape ", chainer::shape_str(data.shape())));
       if (!chainer::is_floating(g.dtype()))
         throw Error(str("multi_node_mean_grad: the gradient of ", n, " is ", chainer::dtype_name(g.dtype()),
-                        "; only float32 and float64 gradients can be averaged"));
+                        "; only float16, bfloat16, float32 and float64 gradients can be averaged"));
       if (!g.is_contiguous()) v.set_grad(g.contiguous());
     }
     grads.emplace_back(n, v);

@@ -1,8 +1,7 @@
 #include "distributed/communicators/packing.h"
 
-#include <cmath>
-
 #include "core/ops/ops.h"
+#include "nn/loss_scaler.h"
 
 namespace chainermn::packing {
 
@@ -70,10 +69,6 @@ void reduce_packed(const std::vector<Tensor>& grads, std::map<chainer::DType, Te
   }
 }
 
-bool all_finite(const Tensor& t) {
-  // 0 * x is 0 for every finite x and NaN for NaN and infinities, so the sum is NaN exactly when
-  // some element is not finite (the sum of zeros cannot overflow).
-  return std::isfinite(chainer::ops::sum(chainer::ops::mul_scalar(t, 0.0)).item_double());
-}
+bool all_finite(const Tensor& t) { return chainer::all_finite(t); }
 
 }  // namespace chainermn::packing

@@ -1,6 +1,7 @@
 #include "distributed/optimizers/multi_node_optimizer.h"
 
 #include "core/util/config.h"
+#include "distributed/runtime/mpi_check.h"
 
 namespace chainermn {
 
@@ -44,6 +45,32 @@ MultiNodeOptimizer::MultiNodeOptimizer(std::shared_ptr<chainer::Optimizer> actua
   if (options_.reduction == Reduction::Bucketed && comm_->averages_gradients())
     reducer_ = std::make_unique<GradientReducer>(comm_, options_.reducer);
   if (actual_->target_ptr()) chainer::Optimizer::setup(actual_->target_ptr());
+  check_loss_scaling();
+  if (comm_->averages_gradients()) {
+    // Every rank skips when any rank saw an inf or a NaN (see the header).
+    actual_->set_overflow_agreement([comm = comm_](bool overflow) {
+      int local = overflow ? 1 : 0, any = 0;
+      CHAINERMN_MPI_CHECK(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm->mpi_comm()));
+      return any != 0;
+    });
+  }
+}
+
+void MultiNodeOptimizer::check_loss_scaling() const {
+  if (options_.double_buffering && actual_->loss_scaler() && actual_->loss_scaler()->is_dynamic())
+    throw Error("multi-node optimizer: dynamic loss scaling does not work with double buffering, whose step applies "
+                "the previous update's gradients, scaled by the previous scale; use a static scale "
+                "(loss_scaling(interval, scale)) or turn double buffering off");
+}
+
+void MultiNodeOptimizer::loss_scaling(int64_t interval, std::optional<double> scale) {
+  actual_->loss_scaling(interval, scale);
+  check_loss_scaling();
+}
+
+void MultiNodeOptimizer::loss_scaling(const chainer::LossScalingOptions& options) {
+  actual_->loss_scaling(options);
+  check_loss_scaling();
 }
 
 namespace {
@@ -55,7 +82,10 @@ bool on_host(const chainer::Link& link) {
 }
 }  // namespace
 
-MultiNodeOptimizer::~MultiNodeOptimizer() { unshare_update(); }
+MultiNodeOptimizer::~MultiNodeOptimizer() {
+  unshare_update();
+  actual_->set_overflow_agreement(nullptr);
+}
 
 void MultiNodeOptimizer::unshare_update() {
   if (shared_) actual_->set_update_partition(nullptr);  // copies what it held into private memory
@@ -95,6 +125,7 @@ MultiNodeOptimizer::Signature MultiNodeOptimizer::signature_of(const chainer::Li
 
 void MultiNodeOptimizer::update() {
   require_target("update");
+  check_loss_scaling();  // the actual optimizer may have been configured directly
   chainer::Link& link = target();
   Signature sig = signature_of(link);
   if (restored_) {
@@ -131,8 +162,8 @@ void MultiNodeOptimizer::update() {
     // comparing what each rank has before they complete is safe and names the culprit.
     if (comm_->debug()) comm_->check_grads_consistent(link, options_.reducer.zero_fill, "multi-node optimizer");
     // With a shared update and nothing reading other ranks' shares of the gradients before the
-    // steps (hooks, the debug check), each rank steps its share as soon as it has summed it, and
-    // the update's closing barrier is the step's only one.
+    // steps (hooks, the debug check, loss scaling's unscaling and check), each rank steps its
+    // share as soon as it has summed it, and the update's closing barrier is the step's only one.
     if (options_.double_buffering) {
       // ChainerMN: the update after a broadcast only starts averaging its gradients.
       if (!reducer_->finalize_lagged()) return;
@@ -141,7 +172,7 @@ void MultiNodeOptimizer::update() {
       // shared memory ended with a barrier after every rank had packed.)
       if (shared_ && !reducer_->uses_shared_memory()) shared_->barrier();
     } else {
-      reducer_->finalize(!(shared_ && !actual_->has_hooks() && !comm_->debug()));
+      reducer_->finalize(!(shared_ && !actual_->has_hooks() && !comm_->debug() && !actual_->loss_scaler()));
     }
     if (comm_->debug()) Communicator::check_grads_finite(link, "multi-node optimizer");
   } else {

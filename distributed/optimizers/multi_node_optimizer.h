@@ -70,6 +70,18 @@
 /// continues exactly as an uninterrupted one. A snapshot without them (written without double
 /// buffering) resumes with an update that only starts averaging.
 ///
+/// Mixed precision (loss_scaling, use_fp32_update) is the actual optimizer's, configured through
+/// either. The gradients are averaged while still scaled, then unscaled and checked by the actual
+/// optimizer. With dynamic loss scaling, whether a step is skipped is agreed by one all-reduce of
+/// a flag per update (MPI_MAX over the communicator's MPI communicator): the averaged gradients
+/// are the same on every rank in value, but MPI does not promise bitwise identical sums on every
+/// rank, and an inf must not let one replica step while another skips. Every rank therefore
+/// skips the same steps and backs off alike, and the replicas never diverge. With a shared update
+/// and loss scaling, every rank waits for the whole means before the steps (as with hooks),
+/// since unscaling and checking read every share. Double buffering steps with the previous
+/// update's means, which were scaled by the previous scale, so it takes a static scale only;
+/// dynamic scaling with it throws chainer::Error.
+///
 /// serialize() delegates to the actual optimizer, so snapshots have the single-process layout
 /// (with a shared update, every rank sees the whole state, so any rank's snapshot is complete).
 /// state(name) is the actual optimizer's.
@@ -147,6 +159,18 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   void set_hyperparam(const std::string& name, double value) override { actual_->set_hyperparam(name, value); }
   /// The actual optimizer's state of parameter NAME.
   const chainer::TensorMap& state(const std::string& name) const override { return actual_->state(name); }
+  /// Configures the actual optimizer's loss scaling (see above).
+  void loss_scaling(int64_t interval = 1000, std::optional<double> scale = std::nullopt) override;
+  /// Configures the actual optimizer's dynamic loss scaling (see above).
+  void loss_scaling(const chainer::LossScalingOptions& options) override;
+  /// The actual optimizer's loss scaling.
+  const std::optional<chainer::LossScaler>& loss_scaler() const override { return actual_->loss_scaler(); }
+  bool last_update_skipped() const override { return actual_->last_update_skipped(); }  ///< The actual optimizer's.
+  int64_t skipped_updates() const override { return actual_->skipped_updates(); }  ///< The actual optimizer's.
+  void use_fp32_update(bool flag = true) override { actual_->use_fp32_update(flag); }  ///< The actual optimizer's.
+  bool fp32_update() const override { return actual_->fp32_update(); }  ///< The actual optimizer's.
+  /// The actual optimizer's float32 master copy of NAME.
+  chainer::Tensor fp32_param(const std::string& name) const override { return actual_->fp32_param(name); }
   /// Delegates, so snapshots look like the single-process ones (with double buffering, plus the
   /// means still to be applied). Restoring one marks the
   /// parameters as consistent across ranks (every rank loads its snapshot of the same
@@ -191,6 +215,8 @@ class MultiNodeOptimizer : public chainer::Optimizer {
   // Plans the shared update over LINK when it applies (collective), after dropping the old plan.
   void share_update(chainer::Link& link);
   void unshare_update();
+  // Throws when the actual optimizer's loss scaling cannot work with these options.
+  void check_loss_scaling() const;
 
   std::shared_ptr<chainer::Optimizer> actual_;
   std::shared_ptr<Communicator> comm_;

@@ -444,9 +444,9 @@ void GradientReducer::attach(const chainer::Link& link) {
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     const auto& [name, p] = *it;
     if (!p.data().defined()) continue;  // not initialized yet: not part of this plan
-    if (p.dtype() != DType::Float32 && p.dtype() != DType::Float64)
+    if (!chainer::is_floating(p.dtype()))
       throw Error(chainer::str("GradientReducer: parameter ", name, " has dtype ", chainer::dtype_name(p.dtype()),
-                               "; only float32 and float64 parameters can be reduced"));
+                               "; only float16, bfloat16, float32 and float64 parameters can be reduced"));
     Impl::Slot slot;
     slot.node = p.node_ptr();
     slot.name = name;

@@ -1,8 +1,10 @@
 #include "distributed/reducer/shared_memory_transport.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
+#include "core/tensor/float16.h"
 #include "core/util/parallel.h"
 #include "distributed/runtime/mpi_check.h"
 #include "distributed/runtime/mpi_wait.h"
@@ -39,6 +41,27 @@ void fenced(const std::function<void()>& mpi_call) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   mpi_call();
   std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+// The same for float16 and bfloat16 (storage types, no arithmetic): each block is widened,
+// summed in float32 over the ranks in order and rounded once.
+template <class T>
+void sum_16bit_into_regions(char* base, size_t stride, int regions, int64_t lo, int64_t hi) {
+  constexpr int64_t kBlock = 512;
+  auto at = [&](int j) { return reinterpret_cast<T*>(base + size_t(j) * stride); };
+  chainer::parallel_for(hi - lo, 4 * kBlock, [&](int64_t begin, int64_t end) {
+    float sum[kBlock], x[kBlock];
+    for (int64_t b0 = lo + begin; b0 < lo + end; b0 += kBlock) {
+      const int64_t m = std::min(lo + end, b0 + kBlock) - b0;
+      chainer::widen(at(0) + b0, sum, m);
+      for (int j = 1; j < regions; ++j) {
+        chainer::widen(at(j) + b0, x, m);
+        for (int64_t i = 0; i < m; ++i) sum[i] += x[i];
+      }
+      chainer::narrow(sum, at(0) + b0, m);
+      for (int j = 1; j < regions; ++j) std::memcpy(at(j) + b0, at(0) + b0, size_t(m) * sizeof(T));
+    }
+  });
 }
 
 class SharedMemoryTransport final : public BucketTransport {
@@ -112,10 +135,18 @@ class SharedMemoryTransport final : public BucketTransport {
       const size_t item = chainer::dtype_size(b.layout.dtype);
       for (const auto& [offset, numel] : b.layout.parts) {
         const auto [lo, hi] = share_of(numel, item, rank_, size_);
-        if (b.layout.dtype == DType::Float32)
-          sum_into_regions<float>(region(b, 0), b.stride, size_, offset + lo, offset + hi);
-        else
-          sum_into_regions<double>(region(b, 0), b.stride, size_, offset + lo, offset + hi);
+        switch (b.layout.dtype) {
+          case DType::Float32: sum_into_regions<float>(region(b, 0), b.stride, size_, offset + lo, offset + hi); break;
+          case DType::Float64: sum_into_regions<double>(region(b, 0), b.stride, size_, offset + lo, offset + hi); break;
+          case DType::Float16:
+            sum_16bit_into_regions<chainer::float16>(region(b, 0), b.stride, size_, offset + lo, offset + hi);
+            break;
+          case DType::BFloat16:
+            sum_16bit_into_regions<chainer::bfloat16>(region(b, 0), b.stride, size_, offset + lo, offset + hi);
+            break;
+          default:
+            throw chainer::InternalError(chainer::str("SharedMemoryTransport: cannot sum ", chainer::dtype_name(b.layout.dtype)));
+        }
       }
       b.means = b.mine;
     }
