@@ -36,8 +36,11 @@ const Tensor* Serializer::find(const std::string& key) const {
 void Serializer::tensor(const std::string& key, Tensor& value) {
   if (!is_reader()) {
     if (!value.defined()) throw Error(str("serialize: the entry '", prefix_ + key, "' is undefined"));
-    // Entries live on the host, so snapshots and NPZ files do not depend on the device.
-    (*entries_)[prefix_ + key] = value.device().is_cpu() ? value.clone() : value.to(Device::cpu());
+    // Entries live on the host, so snapshots and NPZ files do not depend on the device. bfloat16
+    // is kept as float32 (exactly: numpy, and so NPZ, has no bfloat16); reading converts it back
+    // into the bfloat16 value it is loaded into.
+    if (value.dtype() == DType::BFloat16) (*entries_)[prefix_ + key] = value.astype(DType::Float32).to(Device::cpu());
+    else (*entries_)[prefix_ + key] = value.device().is_cpu() ? value.clone() : value.to(Device::cpu());
     return;
   }
   const Tensor* found = find(key);

@@ -38,8 +38,9 @@ class Serializer {
   /// The path of this level, ending in "/" (empty at the top).
   const std::string& prefix() const { return prefix_; }
 
-  /// Writers store VALUE; readers overwrite it (in place when a defined tensor of the same shape
-  /// is given, so views and parameters keep their storage).
+  /// Writers store VALUE (bfloat16 as float32, exactly: NPZ has no bfloat16); readers overwrite
+  /// it (in place when a defined tensor of the same shape is given, so views and parameters keep
+  /// their storage, converting to its dtype).
   void tensor(const std::string& key, Tensor& value);
   void value(const std::string& key, int64_t& value);  ///< stores or loads an integer (an int64 scalar)
   void value(const std::string& key, double& value);   ///< stores or loads a float (a float64 scalar)

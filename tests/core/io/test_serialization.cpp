@@ -184,3 +184,24 @@ TEST_CASE("serializer: a reader from a path, strict or not") {
   lenient.value("missing_v", ints);
   REQUIRE((i == 3 && d == 0.5 && f && text == "kept" && ints == std::vector<int64_t>{1}));
 }
+
+TEST_CASE("serializer: bfloat16 values are stored as float32 and read back into bfloat16 exactly") {
+  const std::string path = (std::filesystem::temp_directory_path() / "chainer_test_bfloat16_entries.npz").string();
+  Generator gen(3);
+  Tensor w = random::uniform({5, 4}, -3.0, 3.0, DType::Float32, &gen).astype(DType::BFloat16);
+  Tensor h = random::uniform({3}, -3.0, 3.0, DType::Float32, &gen).astype(DType::Float16);
+  Serializer writer = Serializer::writer();
+  writer.tensor("w", w);
+  writer.tensor("h", h);
+  CHECK(writer.entries().at("w").dtype() == DType::Float32);
+  CHECK(writer.entries().at("h").dtype() == DType::Float16);  // numpy's '<f2'
+  save_npz(path, writer.entries());
+  Tensor w2 = Tensor::zeros({5, 4}, DType::BFloat16), h2 = Tensor::zeros({3}, DType::Float16);
+  Serializer reader = Serializer::reader(load_npz(path));
+  reader.tensor("w", w2);
+  reader.tensor("h", h2);
+  CHECK(w2.dtype() == DType::BFloat16);
+  CHECK(w2.to_vector<float>() == w.to_vector<float>());
+  CHECK(h2.to_vector<float>() == h.to_vector<float>());
+  std::remove(path.c_str());
+}
