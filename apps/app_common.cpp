@@ -71,6 +71,18 @@ bool Args::value_follows() const { return inline_value_ || (at_ < words_.size() 
 
 void Args::unknown() const { throw Error(str("unknown option '", option_, "' (see --help)")); }
 
+bool read_dtype_option(Args& args, chainer::config::Dtype& dtype) {
+  if (!args.is(nullptr, "--dtype")) return false;
+  const std::string name = args.value();
+  if (name == "float64") throw Error("--dtype float64 is not supported by the apps (their data are float32)");
+  try {
+    dtype = chainer::config::parse_dtype(name);
+  } catch (const Error& e) {
+    throw Error(str("--dtype: ", e.what()));
+  }
+  return true;
+}
+
 bool read_common_option(Args& args, CommonOptions& o) {
   if (args.is("-b", "--batchsize")) o.batchsize = args.integer(1);
   else if (args.is("-e", "--epoch")) o.epoch = args.integer(1);
@@ -92,11 +104,20 @@ bool read_common_option(Args& args, CommonOptions& o) {
   else if (args.is(nullptr, "--train-size")) o.train_size = args.integer(1);
   else if (args.is(nullptr, "--test-size")) o.test_size = args.integer(1);
   else if (args.is(nullptr, "--timing")) o.timing = true;
+  else if (read_dtype_option(args, o.dtype)) return true;
   else if (args.is(nullptr, "--checkpoint-interval")) o.checkpoint_interval = args.integer(1);
   else if (args.is(nullptr, "--plot")) o.plot = true;
   else if (args.is(nullptr, "--no-plot")) o.plot = false;
   else return false;
   return true;
+}
+
+void set_dtype(const CommonOptions& o) { chainer::config::set_dtype(o.dtype); }
+
+void set_precision(chainer::Optimizer& optimizer, const CommonOptions& o, bool scale_loss) {
+  using chainer::config::Dtype;
+  if (o.dtype == Dtype::Float16 || o.dtype == Dtype::BFloat16) optimizer.use_fp32_update();
+  if (scale_loss && (o.dtype == Dtype::Float16 || o.dtype == Dtype::Mixed16)) optimizer.loss_scaling();
 }
 
 void set_threads(const CommonOptions& o) {
@@ -152,6 +173,10 @@ std::string common_usage(const CommonOptions& d, const std::vector<std::string>&
       --seed N        random seed for initialization and shuffling (default 0)
       --threads N     compute threads per process (default: cores / processes on this node;
                       at most 8 per core it may run on)
+      --dtype D       float32 (default), mixed16, mixed_bf16, float16 or bfloat16: the dtype the
+                      model computes in (mixed: float32 parameters, half activations, as
+                      Chainer's mixed16 and PyTorch's autocast; float16 and mixed16 scale the
+                      loss dynamically; docs/mixed_precision.md)
       --timing        also log each epoch's training seconds (train_time) and the peak RSS
       --no-plot       draw no loss.png and accuracy.png (default: draw them, where this build
                       has cairo; --plot asks for them, and warns without it)

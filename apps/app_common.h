@@ -65,6 +65,8 @@ struct CommonOptions {
   Data data_set = Data::MNIST;
   int64_t train_size = 0, test_size = 0;  // --train-size, --test-size: the first N examples; 0: all
   bool timing = false;  // --timing: log each epoch's training seconds and the peak RSS
+  // --dtype: config::dtype while the app builds and trains its model (nn/autocast.h).
+  chainer::config::Dtype dtype = chainer::config::Dtype::Float32;
   // --plot, --no-plot: loss.png and accuracy.png; unset: whenever PlotReport::available()
   std::optional<bool> plot;
   bool observe_lr = false;  // set by an app: report the optimizer's lr (observe_lr) and print its column
@@ -78,6 +80,16 @@ struct CommonOptions {
 // Sizes the CPU math team: --threads, else CHAINER_NUM_THREADS (throws naming a bad value,
 // before any data is read), else the default (core/util/parallel.h).
 void set_threads(const CommonOptions& o);
+// Sets config::dtype to O.dtype: called before the app makes its model.
+void set_dtype(const CommonOptions& o);
+// Readies OPTIMIZER for O.dtype: float32 master copies of half parameters (use_fp32_update)
+// under float16 and bfloat16, and, with SCALE_LOSS, dynamic loss scaling under float16 and
+// mixed16, whose gradients would otherwise underflow (bfloat16 has float32's range and needs
+// none). The model-parallel apps pass SCALE_LOSS false: their loss lives on one rank.
+void set_precision(chainer::Optimizer& optimizer, const CommonOptions& o, bool scale_loss = true);
+// Reads --dtype into DTYPE when it is the current option (a chainer::Error for a bad name or
+// float64); false otherwise. Part of read_common_option, for the apps with their own parsing.
+bool read_dtype_option(Args& args, chainer::config::Dtype& dtype);
 // Reads the current option into O when it is one of CommonOptions'; false otherwise.
 bool read_common_option(Args& args, CommonOptions& o);
 // Their lines of the usage text, with the defaults and the data set of DEFAULTS (and -u only

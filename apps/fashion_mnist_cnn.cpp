@@ -95,6 +95,7 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::set_dtype(o);
   apps::check_network_memory(o, cnn_cost, device, *comm);  // -b, before any data is read
 
   // Rank 0 reads the data; every worker gets its share.
@@ -131,6 +132,7 @@ int run(int argc, char** argv) {
   model->to_device(device);
   auto optimizer = chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(1e-3), comm);
   optimizer->setup(model);
+  apps::set_precision(*optimizer, o);
 
   auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true,
                                                                          uint64_t(o.seed) + uint64_t(comm->rank()));

@@ -45,6 +45,7 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::set_dtype(o);
   // -u and -b against the memory this process has, before any data is read: its stage's layers.
   apps::check_network_memory(
       o, [first = data_axis == 0](int64_t u) { return first ? apps::dense_cost({{784, u}}) : apps::dense_cost({{u, u}, {u, 10}}); },
@@ -87,6 +88,7 @@ int run(int argc, char** argv) {
   auto optimizer = chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(), data_comm);
   // [end]
   optimizer->setup(model);
+  apps::set_precision(*optimizer, o, /*scale_loss=*/false);  // the loss lives on one rank of each pair
 
   // Both stages of a pipeline take their batches in the same order (the same seed).
   auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true,

@@ -53,6 +53,7 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::set_dtype(o);
   // -u and -b against the memory this process has, before any data is read.
   apps::check_network_memory(o, [](int64_t u) { return apps::dense_cost({{784, u}, {u, u}, {u, 10}}); }, device, *comm);
 
@@ -82,6 +83,7 @@ int run(int argc, char** argv) {
   model->to_device(device);
   auto optimizer = std::make_shared<chainer::optimizers::Adam>();
   optimizer->setup(model);
+  apps::set_precision(*optimizer, o, /*scale_loss=*/false);  // the loss lives on one rank, or hooks reduce
 
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer, nullptr, apps::kEagerSteps);
   apps::train(updater, std::make_shared<E::Evaluator>(test_iter, model), o, *comm, false, {},

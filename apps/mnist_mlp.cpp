@@ -61,6 +61,7 @@ int run(int argc, char** argv) {
   // take one device each, in intra_rank order.
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::set_dtype(o);
   // -u and -b against the memory this process has, before any data is read.
   apps::check_network_memory(o, [](int64_t u) { return apps::dense_cost({{784, u}, {u, u}, {u, 10}}); }, device, *comm);
 
@@ -105,6 +106,7 @@ int run(int argc, char** argv) {
   auto optimizer =
       chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(), comm, multi_node);
   optimizer->setup(model);
+  apps::set_precision(*optimizer, o);
 
   auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true,
                                                                          uint64_t(o.seed) + uint64_t(comm->rank()));

@@ -32,6 +32,7 @@ int run(int argc, char** argv) {
   const bool first = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::set_dtype(o);
   // -u and -b against the memory this process has, before any data is read: its stage's layers.
   apps::check_network_memory(
       o, [first](int64_t u) { return first ? apps::dense_cost({{784, u}}) : apps::dense_cost({{u, u}, {u, 10}}); },
@@ -67,6 +68,7 @@ int run(int argc, char** argv) {
   model->to_device(device);
   auto optimizer = std::make_shared<chainer::optimizers::Adam>();
   optimizer->setup(model);
+  apps::set_precision(*optimizer, o, /*scale_loss=*/false);  // the loss lives on one rank, or hooks reduce
 
   // [model-parallel-iterator]
   auto train_iter = chainermn::create_synchronized_iterator(

@@ -80,6 +80,7 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::set_dtype(o);
   apps::check_network_memory(o, [&](int64_t) { return apps::vgg_cost(n_class, channels, side); }, device, *comm);
 
   chainer::datasets::DatasetPtr train, test;
@@ -128,6 +129,7 @@ int run(int argc, char** argv) {
 
   auto optimizer = std::make_shared<chainer::optimizers::MomentumSGD>(o.learnrate);
   optimizer->setup(model);
+  apps::set_precision(*optimizer, o, /*scale_loss=*/false);  // the loss lives on one rank, or hooks reduce
   optimizer->add_hook(std::make_shared<ParallelGradients>(comm, replicated, slices));
   optimizer->add_hook(std::make_shared<chainer::optimizer_hooks::WeightDecay>(5e-4));
 

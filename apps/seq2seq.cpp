@@ -30,6 +30,7 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::set_dtype(o);
 
   // Rank 0 reads the data; the vocabularies go to every rank, the pairs are scattered.
   apps::set_stage("reading the data");
@@ -61,6 +62,7 @@ int run(int argc, char** argv) {
   model->to_device(device);
   auto optimizer = chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(), comm);
   optimizer->setup(model);
+  apps::set_precision(*optimizer, o);
 
   auto train_iter = std::make_shared<chainer::iterators::SerialIterator>(train, o.batchsize, true, true,
                                                                          uint64_t(o.seed) + uint64_t(comm->rank()));

@@ -34,6 +34,7 @@ int run(int argc, char** argv) {
   const bool encoder_rank = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::set_dtype(o);
 
   apps::set_stage("reading the data");
   chainer::datasets::SequencePairData data;
@@ -60,6 +61,7 @@ int run(int argc, char** argv) {
   model->to_device(device);
   auto optimizer = std::make_shared<chainer::optimizers::Adam>();
   optimizer->setup(model);
+  apps::set_precision(*optimizer, o, /*scale_loss=*/false);  // the loss lives on one rank, or hooks reduce
 
   // Both ranks draw the same batches: the encoder's sources and the decoder's targets pair up.
   auto train_iter = chainermn::create_synchronized_iterator(

@@ -48,6 +48,7 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::set_dtype(o);
   apps::check_network_memory(o, [&](int64_t) { return apps::vgg_cost(n_class, channels, side); }, device, *comm);
 
   // Rank 0 reads the data; every process gets its share.
@@ -81,6 +82,7 @@ int run(int argc, char** argv) {
   auto optimizer =
       chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::MomentumSGD>(o.learnrate), comm);
   optimizer->setup(model);
+  apps::set_precision(*optimizer, o);
   optimizer->add_hook(std::make_shared<chainer::optimizer_hooks::WeightDecay>(5e-4));
 
   // As the example: the scattered share was shuffled once; each process walks it in order.

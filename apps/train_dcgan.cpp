@@ -250,6 +250,8 @@ Fashion-MNIST (padded to 32x32) or CIFAR-10, each with its own multi-node Adam (
       --seed N        random seed for initialization, noise and shuffling, and of the preview's
                       noise (default 0)
       --threads N     compute threads per process (default: cores / processes on this node)
+      --dtype D       float32 (default), mixed16, mixed_bf16, float16 or bfloat16: the dtype the
+                      networks compute in (docs/mixed_precision.md)
       --no-plot       draw no loss.png (default: draw it, where this build has cairo; --plot
                       asks for it, and warns without it)
   -h, --help          show this help
@@ -280,6 +282,7 @@ Options parse(int argc, char** argv) {
       o.threads = int(args.integer(1));
       apps::check_threads("--threads", o.threads, "compute threads");
     }
+    else if (apps::read_dtype_option(args, o.dtype)) continue;
     else if (args.is(nullptr, "--plot")) o.plot = true;
     else if (args.is(nullptr, "--no-plot")) o.plot = false;
     else args.unknown();
@@ -295,6 +298,7 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
   apps::set_threads(o);
+  apps::set_dtype(o);
 
   // [dcgan-training]
   // Rank 0 reads the images (pixels in [0, 1], as the example's x / 255), padding Fashion-MNIST's
@@ -337,6 +341,7 @@ int run(int argc, char** argv) {
     auto optimizer =
         chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::Adam>(2e-4, 0.5), comm);
     optimizer->setup(model);
+    apps::set_precision(*optimizer, o);
     optimizer->add_hook(std::make_shared<chainer::optimizer_hooks::WeightDecay>(0.0001));
     return optimizer;
   };

@@ -56,6 +56,8 @@ mpiexec: every process decodes its share of the images).
       --seed N         random seed for initialization, shuffling and crops (default 0)
       --threads N      compute threads per process (default: cores / processes on this node;
                        at most 8 per core it may run on)
+      --dtype D        float32 (default), mixed16, mixed_bf16, float16 or bfloat16: the dtype the
+                       model computes in (docs/mixed_precision.md)
       --timing         also log each epoch's training seconds, the part of them spent
                        waiting for batches, and the peak RSS
       --no-plot        draw no loss.png and accuracy.png (default: draw them, where this
@@ -96,6 +98,7 @@ Options parse(int argc, char** argv) {
     }
     else if (args.is(nullptr, "--timing")) o.common.timing = true;
     else if (args.is(nullptr, "--checkpoint-interval")) o.common.checkpoint_interval = args.integer(1);
+    else if (apps::read_dtype_option(args, o.common.dtype)) continue;
     else if (args.is(nullptr, "--plot")) o.common.plot = true;
     else if (args.is(nullptr, "--no-plot")) o.common.plot = false;
     else if (!args.option().empty() && args.option()[0] != '-') positional.push_back(args.option());
@@ -146,6 +149,7 @@ int run(int argc, char** argv) {
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.common.gpu, *comm);
   apps::set_threads(o.common);
+  apps::set_dtype(o.common);
   if (root)
     std::cout << "==========================================\nNum process (COMM_WORLD): " << comm->size()
               << "\nUsing " << comm->name() << " communicator\nUsing " << o.arch
@@ -197,6 +201,7 @@ int run(int argc, char** argv) {
   auto optimizer = chainermn::create_multi_node_optimizer(std::make_shared<chainer::optimizers::MomentumSGD>(0.01, 0.9),
                                                           comm);
   optimizer->setup(model);
+  apps::set_precision(*optimizer, o.common);
   auto updater = std::make_shared<chainer::training::StandardUpdater>(train_iter, optimizer);  // on the model's device
   auto evaluator =
       chainermn::create_multi_node_evaluator(std::make_shared<TestModeEvaluator>(val_iter, model), comm);

@@ -71,6 +71,13 @@ if job "train_cifar, CIFAR-100, 2 processes" 2 "$train_cifar" "${ck[@]}" -e 1; t
   fi
 fi
 
+# Mixed precision: train_cifar's VGG under mixed_bf16 and parallel_convolution's under float16
+# (2 processes each) run their epoch.
+job "train_cifar --dtype mixed_bf16, 2 processes" 2 "$train_cifar" "${small[@]}" --data "$cifar" -e 1 --dtype mixed_bf16 \
+  -o rdt && check_app_log "train_cifar --dtype mixed_bf16" rdt 1 0
+job "parallel_convolution --dtype float16, 2 processes" 2 "$parallel_convolution" "${small[@]}" --data "$cifar" -e 1 \
+  --dtype float16 -o pdt && check_app_log "parallel_convolution --dtype float16" pdt 1 0
+
 # parallel_convolution: 2 processes log the losses of 1 (the same model drawn, its gradients the
 # single network's: without ParallelGradients the second and third steps' losses differ).
 if job "parallel_convolution, 1 process" 1 "$parallel_convolution" "${small[@]}" -e 1 -f 100 -o p1 &&

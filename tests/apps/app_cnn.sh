@@ -56,6 +56,22 @@ if job "2 processes" 2 "$app" "${subset[@]}" --data "$data" -e 1 -o r2 --timing;
   for r in 0 1; do [ -f "r2/snapshot_iter_15.rank$r-of-2" ] || fail "no r2/snapshot_iter_15.rank$r-of-2: $(ls r2)"; done
 fi
 
+# Mixed precision (--dtype, docs/mixed_precision.md): each dtype trains the CNN well above chance;
+# mixed16 and float16 scale the loss dynamically, agreed over 2 processes.
+expect_app_error "an unknown dtype" "--dtype: dtype must be float32, float64, float16, bfloat16, mixed16 or mixed_bf16, not 'half'" \
+  --dtype half
+for dtype in mixed_bf16 bfloat16; do
+  if "$app" "${subset[@]}" --data "$data" -e 1 --dtype $dtype --no-plot -o "d_$dtype" >"$tmp/out" 2>"$tmp/err"; then
+    check_log "--dtype $dtype" "d_$dtype" 1
+  else
+    fail "--dtype $dtype: exited with $?: $(tail -c 400 "$tmp/err")"
+  fi
+done
+for dtype in mixed16 float16; do
+  job "--dtype $dtype, 2 processes" 2 "$app" "${subset[@]}" --data "$data" -e 1 --dtype $dtype --no-plot -o "d_$dtype" &&
+    check_log "--dtype $dtype, 2 processes" "d_$dtype" 1
+done
+
 # Restarts with another process count: 2 processes checkpoint epoch 1 (6 iterations of 1200
 # examples), 1 process goes on from them to epoch 2 (12 iterations), 2 processes from its
 # checkpoints to epoch 3. Every rank's checkpoint holds the running statistics averaged over the

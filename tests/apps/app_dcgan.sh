@@ -113,6 +113,10 @@ if job "2 processes" 2 "$app" "${small[@]}" --iteration 4 -o r2; then
   fi
 fi
 
+# Mixed precision: the GAN's two optimizers under mixed16 (each its own loss scale).
+job "2 processes, --dtype mixed16" 2 "$app" "${small[@]}" --iteration 4 --dtype mixed16 -o rm &&
+  check_run "2 processes, --dtype mixed16" rm 4
+
 # Two processes resume exactly too: r2's 4 + 2 iterations against 6 in one go. (The ranks share
 # one copy of the parameters on this host; the resumed one binds them into it before its first
 # forward, so that the generator's backward sees the discriminator's step, as uninterrupted.)

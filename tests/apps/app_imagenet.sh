@@ -76,6 +76,13 @@ if job "nin, 2 processes" 2 "$app" "${nin[@]}" -E 1 -j 2 -o r2; then
   check_app_log "nin, 2 processes" r2 1 0
 fi
 
+# Mixed precision: nin under mixed_bf16 (one process), one epoch.
+if "$app" "${nin[@]}" -E 1 -o rb --communicator naive --dtype mixed_bf16 >"$tmp/out" 2>"$tmp/err"; then
+  check_app_log "nin --dtype mixed_bf16" rb 1 0
+else
+  fail "nin --dtype mixed_bf16: exited with $?: $(tail -c 400 "$tmp/err")"
+fi
+
 # resnet50 with checkpoints: 2 processes train epoch 1 (2 iterations of 16 per process), 1 process
 # goes on from their checkpoints to epoch 2 (4 iterations), 2 processes from its to epoch 3. Each
 # rank's batch normalization gathers running statistics from its own images; the checkpoints hold

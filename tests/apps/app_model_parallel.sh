@@ -64,6 +64,11 @@ if job "mnist_model_parallel, checkpoints every 20 iterations" 2 "$model_paralle
 fi
 job "mnist_dual_parallel, 4 processes" 4 "$dual_parallel" -e 1 -u 100 -o dual && accuracy dual
 job "mnist_ensemble, 2 processes" 2 "$ensemble" -e 1 -u 100 -o ensemble && accuracy ensemble
+# Mixed precision across the stages (half activations sent between the ranks).
+job "mnist_model_parallel --dtype mixed_bf16" 2 "$model_parallel" -e 1 -u 100 --dtype mixed_bf16 -o mp_bf16 &&
+  accuracy mp_bf16
+job "mnist_dual_parallel --dtype float16, 4 processes" 4 "$dual_parallel" -e 1 -u 100 --dtype float16 -o dual16 &&
+  accuracy dual16
 for n in 2 4; do
   job "docs/model_parallel/steps, $n processes" "$n" "$steps" && grep -q "loss of the first stages" "$tmp/out" ||
     fail "steps on $n processes printed no loss"

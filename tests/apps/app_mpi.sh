@@ -88,6 +88,12 @@ if job "mnist_mlp, 3 processes, flat communicator reduction" 3 "$app" "${common[
   grep -q "Using flat communicator, communicator reduction" "$tmp/text" || fail "3 processes: the header does not say flat/communicator"
   check_log "mnist_mlp, 3 processes" r3 1
 fi
+# Mixed precision: mixed16 on 2 processes (dynamic loss scaling, agreed over the ranks) and
+# bfloat16 (half parameters stepped through float32 masters) learn as float32 does.
+job "mnist_mlp --dtype mixed16, 2 processes" 2 "$app" "${common[@]}" -e 1 --dtype mixed16 --no-plot -o mixed16 &&
+  check_log "mnist_mlp --dtype mixed16, 2 processes" mixed16 1
+job "mnist_mlp --dtype bfloat16, 1 process" 1 "$app" "${common[@]}" -e 1 --dtype bfloat16 --no-plot -o bf16 &&
+  check_log "mnist_mlp --dtype bfloat16, 1 process" bf16 1
 # A watchdog limit shorter than rank 0's reading of MNIST ends the job; the message names that
 # cause (a peer busy on its own), not only an unreachable peer.
 refused "mnist_mlp, 2 processes, CHAINERMN_TIMEOUT=0.05 while rank 0 reads the data" 2 \

@@ -98,6 +98,12 @@ if ALL_RANKS_PRINT=1 job "seq2seq_mp1, 2 processes" 2 "$mp1" "${small[@]}" -e 2 
   check_log "seq2seq_mp1, 2 processes" r3 2 validation/main/per
   grep -q '^\[1\] .*validation/main/bleu' "$tmp/out" || fail "seq2seq_mp1: rank 1 printed no report"
 fi
+# Mixed precision: the data-parallel example under mixed16 (loss scaling over 2 processes) and
+# the model-parallel one with bfloat16 parameters.
+job "seq2seq --dtype mixed16, 2 processes" 2 "$app" "${small[@]}" -e 2 --dtype mixed16 -o rm &&
+  check_log "seq2seq --dtype mixed16" rm 2 validation/main/per
+ALL_RANKS_PRINT=1 job "seq2seq_mp1 --dtype bfloat16, 2 processes" 2 "$mp1" "${small[@]}" -e 2 --dtype bfloat16 -o rmb &&
+  check_log "seq2seq_mp1 --dtype bfloat16" rmb 2 validation/main/per
 if "$mp1" "${small[@]}" -e 1 >"$tmp/out" 2>&1; then fail "seq2seq_mp1 alone exited 0"; fi
 timeout -k 5 60 "$mpiexec" -n 3 "$mp1" "${small[@]}" -e 1 -o r4 >"$tmp/out" 2>&1 &&
   fail "seq2seq_mp1 at 3 processes exited 0"
