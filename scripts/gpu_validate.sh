@@ -4,10 +4,10 @@
 # each under its own budget, and a step whose budget no longer fits before the deadline is
 # skipped. Correctness first (stage A), then speed and the apps (stage B), then extras that run
 # only if time remains. docs/gpu-validation.md says what each step proves.
-#   bash .gpurun/validate.sh                                  # deadline 420 s
+#   bash .gpurun/validate.sh                                  # deadline 480 s
 #   bash .gpurun/validate.sh --continue .gpurun/state.txt     # only what an earlier call did not pass
 #   bash .gpurun/validate.sh --rehearse                       # here, without a GPU: the plumbing
-# Options: --deadline S (default 420), --scale F (multiply every budget, e.g. 2 on a rerun of
+# Options: --deadline S (default 480), --scale F (multiply every budget, e.g. 2 on a rerun of
 # steps that ran out of time), --only NAME,NAME, --continue STATE (a state.txt an earlier call
 # wrote; its passed steps are not run again), --list (print the table and exit).
 #
@@ -40,6 +40,8 @@ torch_eager           B  40  peer
 torch_graphs          B  30  peer
 cnn_gpu               B  15  gpu
 torch_cnn             B  30  peer
+mixed16_gpu           B  12  gpu
+torch_amp             B  35  peer
 mlp_pure_nccl         B  10  gpu
 mlp_np2_flat          B  10  gpu
 model_parallel        B  10  gpu
@@ -147,6 +149,17 @@ torch_compile() { peer "$U/peers/torch_gpu.py" --mode compile --epochs 3 --data 
 # Fashion-MNIST's layout: the same shapes, so the same times, as Fashion-MNIST.
 cnn_gpu() { "$(B fashion_mnist_cnn)" --gpu -e 1 --timing --no-plot -o "$R/cnn" --data "$data"; }
 torch_cnn() { peer "$U/peers/fashion_mnist_cnn.py" --device cuda --epochs 1 --data "$data"; }
+# Mixed precision (--dtype mixed16: float16 tensor-core products, dynamic loss scaling) beside
+# PyTorch's torch.autocast(float16) + GradScaler on the same models: the tutorial MLP and the CNN,
+# one epoch each (cnn_gpu and torch_cnn are their float32 rows).
+mixed16_gpu() {
+  "$(B mnist_mlp)" --gpu --dtype mixed16 -e 1 --timing --no-plot -o "$R/mlp_mixed16" --data "$data" &&
+    "$(B fashion_mnist_cnn)" --gpu --dtype mixed16 -e 1 --timing --no-plot -o "$R/cnn_mixed16" --data "$data"
+}
+torch_amp() {
+  peer "$U/peers/fashion_mnist_cnn.py" --device cuda --model mlp --amp float16 --epochs 1 --data "$data" &&
+    peer "$U/peers/fashion_mnist_cnn.py" --device cuda --amp float16 --epochs 1 --data "$data"
+}
 # The apps train with the multi-node optimizer, which is not captured into CUDA graphs (its
 # all-reduce is between backward and the update): their steps are eager; bench_epoch measures graphs.
 mlp_pure_nccl() { mpiexec -n 1 "$(B mnist_mlp)" --gpu --communicator pure_nccl -e 1 --no-plot -o "$R/mlp_nccl" --data "$data"; }
@@ -242,7 +255,7 @@ if [[ ${1:-} == --run-step ]]; then
 fi
 
 # ---- Options
-deadline=420 scale=1 only="" continue_from="" rehearse=0 list=0
+deadline=480 scale=1 only="" continue_from="" rehearse=0 list=0
 while (($#)); do
   case $1 in
     --deadline) deadline=${2:?}; shift 2 ;;

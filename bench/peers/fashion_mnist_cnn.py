@@ -14,7 +14,12 @@ statistics decay 0.9 (Chainer's defaults; PyTorch's momentum 0.1). max_pool(2) i
 max_pooling_2d(2) (stride 2; cover_all adds nothing on 28 and 14).
 
 usage: bench/peers/run-cnn-peer fashion_mnist_cnn --epochs 3 [--data DIR] [--threads 2]
-       [--batchsize 100] [--seed 0] [--no-flush-denormal] [--device cuda]
+       [--batchsize 100] [--seed 0] [--no-flush-denormal] [--device cuda] [--amp float16|bfloat16]
+       [--model cnn|mlp]
+--amp trains under torch.autocast in that dtype (with a GradScaler for float16, PyTorch's recipe;
+the CPU's autocast takes bfloat16): the peer of the apps' --dtype mixed16 and mixed_bf16.
+--model mlp trains the ChainerMN tutorial's MLP instead (784-1000-1000-10, ReLU, LeCunNormal
+weights, Adam's defaults), the peer of apps/mnist_mlp (give it MNIST's directory).
 On the GPU machine (PyTorch there, cuDNN with its defaults: benchmark off), --device cuda keeps
 the model, the optimizer and both data sets on the GPU, as fashion_mnist_cnn --gpu does.
 Prints one line per epoch
@@ -22,6 +27,7 @@ Prints one line per epoch
 then a JSON line (with peak RSS, ru_maxrss).
 """
 import argparse
+import contextlib
 import gzip
 import json
 import math
@@ -42,6 +48,8 @@ def parse_args():
     p.add_argument('--batchsize', type=int, default=100)
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
+    p.add_argument('--amp', choices=['float16', 'bfloat16'], help='torch.autocast in this dtype')
+    p.add_argument('--model', choices=['cnn', 'mlp'], default='cnn')
     p.add_argument('--no-flush-denormal', action='store_true',
                    help='leave FTZ/DAZ off (the peers set it: torch.set_flush_denormal(True))')
     return p.parse_args()
@@ -108,10 +116,34 @@ class CNN(nn.Module):
         return self.fc(x.flatten(1))
 
 
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(784, 1000), nn.Linear(1000, 1000), nn.Linear(1000, 10)])
+        for layer in self.layers:
+            nn.init.normal_(layer.weight, 0.0, math.sqrt(1.0 / layer.weight.shape[1]))
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, x):
+        x = x.flatten(1)
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < 2:
+                x = F.relu(x)
+        return x
+
+
+def autocast(device):
+    """torch.autocast in --amp's dtype, or nothing."""
+    if not args.amp:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=getattr(torch, args.amp))
+
+
 def evaluate(model, x, y, bs):
     loss_sum = acc_sum = 0.0
     nb = 0
-    with torch.no_grad():
+    with torch.no_grad(), autocast(x.device):
         for i in range(0, x.shape[0], bs):
             out = model(x[i:i + bs])
             loss_sum += F.cross_entropy(out, y[i:i + bs]).item()
@@ -128,8 +160,10 @@ def main():
     device = torch.device(args.device)
     xtr, ytr, xte, yte = (t.to(device) for t in load_fashion_mnist(args.data))
     n, bs = xtr.shape[0], args.batchsize
-    model = CNN().to(device)
+    model = (MLP() if args.model == 'mlp' else CNN()).to(device)
+    # The tutorial's Adam() is Chainer's default alpha 1e-3, as the CNN app's Adam(1e-3).
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
+    scaler = torch.cuda.amp.GradScaler() if args.amp == 'float16' and device.type == 'cuda' else None
     gen = torch.Generator().manual_seed(args.seed + 1)
     log = []
     for epoch in range(1, args.epochs + 1):
@@ -142,11 +176,17 @@ def main():
         for i in range(0, n, bs):
             idx = perm[i:i + bs].to(device)
             xb, yb = xtr.index_select(0, idx), ytr.index_select(0, idx)
-            out = model(xb)
-            loss = F.cross_entropy(out, yb)
+            with autocast(device):
+                out = model(xb)
+                loss = F.cross_entropy(out, yb)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            if scaler:
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            else:
+                loss.backward()
+                opt.step()
             with torch.no_grad():
                 loss_sum += loss.detach()
                 acc_sum += (out.argmax(1) == yb).float().mean()
@@ -164,7 +204,7 @@ def main():
     train_s = [r['train_s'] for r in log]
     eval_s = [r['eval_s'] for r in log]
     print(json.dumps({
-        'peer': 'pytorch-python-fashion-cnn', 'epochs': len(log), 'batchsize': bs,
+        'peer': 'pytorch-python-fashion-' + args.model, 'amp': args.amp, 'epochs': len(log), 'batchsize': bs,
         'threads': torch.get_num_threads(), 'flush_denormal': not args.no_flush_denormal,
         'final_train_loss': log[-1]['train_loss'], 'final_train_acc': log[-1]['train_acc'],
         'final_test_loss': log[-1]['test_loss'], 'final_test_acc': log[-1]['test_acc'],
