@@ -229,26 +229,43 @@ constexpr std::array<MicroKernel, MR> make_kernels(std::index_sequence<R...>) {
 // kMicroKernels[rows - 1] computes a tile of ROWS rows.
 constexpr std::array<MicroKernel, MR> kMicroKernels = make_kernels(std::make_index_sequence<MR>());
 
+// C (R x COLS, rows LDC apart, half) = SUMS (rows LDS apart, alpha * A B in float32) + BETA * C,
+// rounded once.
+template <class TC>
+void round_tile(const float* sums, int64_t lds, TC* c, int64_t ldc, int64_t rows, int64_t cols, float beta) {
+  for (int64_t r = 0; r < rows; ++r) {
+    if (beta == 0.f) {
+      narrow_half(sums + r * lds, c + r * ldc, cols);
+      continue;
+    }
+    float row[NR];
+    widen_half(c + r * ldc, row, cols);
+    for (int64_t j = 0; j < cols; ++j) row[j] = std::fma(beta, row[j], sums[r * lds + j]);
+    narrow_half(row, c + r * ldc, cols);
+  }
+}
+
 // Few columns with B transposed (n <= 16; the forward of a Linear layer with few outputs):
 // both operands run along k, so every element of C is a dot product of two contiguous rows.
 // The packed path pads such a product to a panel's columns and, having one chunk of columns,
 // runs it on one thread; here the rows of C are split over the team. J columns at a time, one
 // vector accumulator per column, summed across lanes at the end: a fixed order per element,
 // whatever the thread count.
-template <int J>
-void dot_columns(int64_t k, const float* a, const float* b, int64_t ldb, float alpha, float beta, float* c) {
+//
+// Half operands (T) are widened as they are loaded; their C is rounded once per element.
+template <int J, class T>
+void dot_columns(int64_t k, const T* a, const T* b, int64_t ldb, float alpha, float beta, float* c) {
   const int64_t kfull = k / kLanes * kLanes;
   const Mask tail = mask(lanes(0, k - kfull));
   Vec acc[J];
   for (int j = 0; j < J; ++j) acc[j] = zero();
   for (int64_t p = 0; p < kfull; p += kLanes) {
-    const Vec av = load(a + p);
-    for (int j = 0; j < J; ++j) acc[j] = fmadd(av, load(b + j * ldb + p), acc[j]);
+    const Vec av = load_elems(a + p);
+    for (int j = 0; j < J; ++j) acc[j] = fmadd(av, load_elems(b + j * ldb + p), acc[j]);
   }
   if (k > kfull) {
-    const Vec av = load_masked(tail, reinterpret_cast<uintptr_t>(a + kfull));
-    for (int j = 0; j < J; ++j)
-      acc[j] = fmadd(av, load_masked(tail, reinterpret_cast<uintptr_t>(b + j * ldb + kfull)), acc[j]);
+    const Vec av = load_elems_masked(tail, k - kfull, a + kfull);
+    for (int j = 0; j < J; ++j) acc[j] = fmadd(av, load_elems_masked(tail, k - kfull, b + j * ldb + kfull), acc[j]);
   }
   for (int j = 0; j < J; ++j) {
     const float v = alpha * lane_sum(acc[j]);
@@ -256,21 +273,31 @@ void dot_columns(int64_t k, const float* a, const float* b, int64_t ldb, float a
   }
 }
 
-using DotColumns = void (*)(int64_t, const float*, const float*, int64_t, float, float, float*);
+template <class T>
+using DotColumns = void (*)(int64_t, const T*, const T*, int64_t, float, float, float*);
 constexpr int kDotColumns = 8;  // accumulators per pass: 8 + the A vector, loads stay near 1 per FMA
-template <size_t... J>
-constexpr std::array<DotColumns, kDotColumns> make_dot_columns(std::index_sequence<J...>) {
-  return {&dot_columns<int(J) + 1>...};
+template <class T, size_t... J>
+constexpr std::array<DotColumns<T>, kDotColumns> make_dot_columns(std::index_sequence<J...>) {
+  return {&dot_columns<int(J) + 1, T>...};
 }
 
-void small_n_sgemm_nt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-                      float alpha, float beta, float* c, int64_t ldc) {
-  static constexpr auto kernels = make_dot_columns(std::make_index_sequence<kDotColumns>());
+// C (m x n, rows LDC apart; float, or T's half type) = alpha * A B^T + beta * C by dot_columns.
+template <class T, class TC>
+void small_n_gemm_nt(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, float alpha,
+                     float beta, TC* c, int64_t ldc) {
+  static constexpr auto kernels = make_dot_columns<T>(std::make_index_sequence<kDotColumns>());
   parallel_for(m, std::max<int64_t>(1, 16384 / (n * k)), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
-      for (int64_t j = 0; j < n; j += kDotColumns)
-        kernels[std::min<int64_t>(kDotColumns, n - j) - 1](k, a + i * lda, b + j * ldb, ldb, alpha, beta,
-                                                             c + i * ldc + j);
+      for (int64_t j = 0; j < n; j += kDotColumns) {
+        const int64_t cols = std::min<int64_t>(kDotColumns, n - j);
+        if constexpr (std::is_same_v<TC, float>) {
+          kernels[cols - 1](k, a + i * lda, b + j * ldb, ldb, alpha, beta, c + i * ldc + j);
+        } else {
+          float sums[kDotColumns];
+          kernels[cols - 1](k, a + i * lda, b + j * ldb, ldb, alpha, 0.f, sums);
+          round_tile(sums, kDotColumns, c + i * ldc + j, ldc, 1, cols, beta);
+        }
+      }
   });
 }
 
@@ -304,22 +331,6 @@ struct FloatPanels {
   }
   static MicroKernel kernel(int64_t rows) { return kMicroKernels[rows - 1]; }
 };
-
-// C (R x COLS, rows LDC apart, half) = SUMS (rows LDS apart, alpha * A B in float32) + BETA * C,
-// rounded once.
-template <class TC>
-void round_tile(const float* sums, int64_t lds, TC* c, int64_t ldc, int64_t rows, int64_t cols, float beta) {
-  for (int64_t r = 0; r < rows; ++r) {
-    if (beta == 0.f) {
-      narrow_half(sums + r * lds, c + r * ldc, cols);
-      continue;
-    }
-    float row[NR];
-    widen_half(c + r * ldc, row, cols);
-    for (int64_t j = 0; j < cols; ++j) row[j] = std::fma(beta, row[j], sums[r * lds + j]);
-    narrow_half(row, c + r * ldc, cols);
-  }
-}
 
 // C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C on the team of num_threads(), with
 // SCHEME's panels and micro-kernels; C of float, or of a half type (TC).
@@ -606,6 +617,10 @@ template <class T>
 void packed_half_gemm(int64_t m, int64_t n, int64_t k, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
                       float alpha, float beta, Tensor& c) {
   const Operand<T> A{a.data<T>(), a.size(1), trans_a}, B{b.data<T>(), b.size(1), trans_b};
+  if (trans_b && !trans_a && n <= 16) {  // as float32's: the rows of C over the team
+    small_n_gemm_nt(m, n, k, A.p, A.ld, B.p, B.ld, alpha, beta, c.data<T>(), n);
+    return;
+  }
 #if defined(CHAINER_ISA_AVX512_BF16)
   if constexpr (std::is_same_v<T, bfloat16>) {
     packed_gemm<Bf16PairPanels>(m, n, k, A, B, alpha, beta, c.data<T>(), n);
@@ -650,7 +665,7 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
     }
     const Operand<float> A{a.data<float>(), a.size(1), trans_a};
     if (trans_b && !trans_a && n <= 16)
-      small_n_sgemm_nt(m, n, k, A.p, A.ld, b.data<float>(), b.size(1), float(alpha), float(beta), c.data<float>(), n);
+      small_n_gemm_nt(m, n, k, A.p, A.ld, b.data<float>(), b.size(1), float(alpha), float(beta), c.data<float>(), n);
     else
       packed_gemm<FloatPanels<float>>(m, n, k, A, {b.data<float>(), b.size(1), trans_b}, float(alpha), float(beta),
                                       c.data<float>(), n);

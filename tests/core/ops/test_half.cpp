@@ -156,7 +156,8 @@ TEST_CASE("half: in-place updates and the linear epilogue round once", "[ops][ha
 // in AVX-512, 6 in AVX2) and a multiple of them, k odd (a pair padded with zero), k = 1, k over
 // several slices (KC 256 here, 64 and 192 in the tensor_gemm_kc runs) with an odd last one,
 // columns in partial panels and over several chunks (CW 128 here), few columns (the forward of a
-// 10-output layer), each with every transpose.
+// 10-output layer: with B transposed, n <= 16 takes the dot-product kernel), each with every
+// transpose.
 //
 // The bound holds for vdpbf16ps too: Intel's pseudocode adds each product of a pair to the
 // float32 accumulator in turn, each addition rounded to nearest even, and a product of two
@@ -169,7 +170,7 @@ TEST_CASE("half: matrix products accumulate in float32", "[ops][half]") {
     int64_t m, k, n;
   };
   const Dims shapes[] = {{37, 161, 45}, {5, 7, 3}, {14, 33, 32}, {6, 1, 17}, {100, 784, 70}, {29, 515, 300},
-                         {100, 200, 10}, {1, 64, 1}};
+                         {100, 200, 10}, {3, 45, 16}, {1, 64, 1}};
   for (DType dtype : kHalfTypes) {
     for (const Dims& d : shapes) {
       for (bool ta : {false, true}) {
@@ -187,7 +188,7 @@ TEST_CASE("half: matrix products accumulate in float32", "[ops][half]") {
     }
     // C = 0.5 op(A) op(B) + 2 C, over one slice and over several (beta rounds into C once, after
     // the last).
-    for (const Dims& d : {Dims{20, 30, 25}, Dims{29, 515, 300}}) {
+    for (const Dims& d : {Dims{20, 30, 25}, Dims{29, 515, 300}, Dims{7, 45, 10}}) {
       for (bool ta : {false, true}) {
         for (bool tb : {false, true}) {
           INFO(dtype_name(dtype) << " beta 2, m " << d.m << " k " << d.k << " n " << d.n << " trans_a " << ta
