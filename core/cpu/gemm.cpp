@@ -6,9 +6,10 @@
 // of the rate on this machine's shapes (see docs/performance.md), so it stays only for float64
 // (gradient checks) and the generic family.
 //
-// float16 and bfloat16 products (half A, B and C) run through the same packed GEMM: the
-// operands are widened to float32 while their panels are packed (F16C's vcvtph2ps for float16,
-// a 16-bit shift for bfloat16), the micro-kernels sum in float32, and C is rounded once. The
+// float16 and bfloat16 products (half A, B and C) run through the same packed GEMM and
+// dot-product kernel: the operands are widened to float32 while their panels are packed, or as
+// they are loaded (F16C's vcvtph2ps for float16, a 16-bit shift for bfloat16), the kernels sum
+// in float32, and C is rounded once. The
 // avx512_bf16 family (this file compiled again with -mavx512bf16; core/cpu/kernels.h) packs
 // bfloat16 as pairs of k instead and multiplies them with vdpbf16ps (Bf16PairPanels). The generic
 // family widens whole operands for Eigen's float32 product.
