@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   if (const char* requested = std::getenv("CHAINER_CPU_ISA"); requested && *requested) {
     const CpuFeatures features = cpu_features();
     bool known = false, here = false;
-    for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512})
+    for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16})
       if (std::string(requested) == isa_name(isa)) {
         known = true;
         for (Isa s : supported_isas(features)) here = here || s == isa;

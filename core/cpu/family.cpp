@@ -9,6 +9,7 @@ const KernelFamily& kernel_family_for(Isa isa) {
     case Isa::Generic: return generic::kernel_family();
     case Isa::Avx2: return avx2::kernel_family();
     case Isa::Avx512: return avx512::kernel_family();
+    case Isa::Avx512Bf16: return avx512_bf16::kernel_family();
   }
   return generic::kernel_family();
 }

@@ -1,6 +1,8 @@
 // The CPU kernel families: every kernel source of core/cpu/ is compiled once per instruction set
 // of core/cpu/isa.h, each copy for its own target and in its own namespace (chainer::cpu::generic,
 // ::avx2, ::avx512; core/meson.build), and each family fills a kernel table of core/ops/kernels.h.
+// The avx512_bf16 family is the avx512 family's kernels but for its own matrix products (gemm.cpp
+// compiled again with AVX512_BF16; core/cpu/kernels.h says how).
 // This is the one place that chooses among them: kernel_table() is the table of the family of
 // isa(), looked up once. No kernel tests the CPU itself.
 #pragma once
@@ -16,8 +18,8 @@ namespace chainer::cpu {
 struct KernelFamily {
   Isa isa;
   const Kernels* kernels;
-  // Which float32 path its gemm takes: "eigen" (the generic family, or CHAINER_GEMM=eigen),
-  // "packed-avx2" or "packed-avx512".
+  // Which path its gemm takes: "eigen" (the generic family, or CHAINER_GEMM=eigen),
+  // "packed-avx2", "packed-avx512" or "packed-avx512_bf16".
   const char* (*gemm_backend)();
   // Its packed GEMM's blocking as text, "KC 256, CW 128" ("Eigen's" where it has none).
   std::string (*gemm_blocking)();
@@ -34,6 +36,9 @@ namespace avx2 {
 const KernelFamily& kernel_family();
 }
 namespace avx512 {
+const KernelFamily& kernel_family();
+}
+namespace avx512_bf16 {
 const KernelFamily& kernel_family();
 }
 

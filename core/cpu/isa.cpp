@@ -51,6 +51,7 @@ const char* isa_name(Isa isa) {
     case Isa::Generic: return "generic";
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
+    case Isa::Avx512Bf16: return "avx512_bf16";
   }
   return "?";
 }
@@ -69,6 +70,8 @@ CpuFeatures cpu_features() {
   const bool avx512 = (b & bit_AVX512F) && (b & bit_AVX512BW) && (b & bit_AVX512VL) && (b & bit_AVX512DQ);
   f.avx2 = avx2 && fma && f16c && ymm_saved;
   f.avx512 = f.avx2 && avx512 && zmm_saved;
+  // Subleaf 1 exists where subleaf 0's EAX (the highest subleaf) is at least 1.
+  if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0) f.avx512_bf16 = f.avx512 && (a & (1u << 5));
   return f;
 }
 
@@ -76,20 +79,22 @@ std::vector<Isa> supported_isas(const CpuFeatures& features) {
   std::vector<Isa> isas{Isa::Generic};
   if (features.avx2) isas.push_back(Isa::Avx2);
   if (features.avx512) isas.push_back(Isa::Avx512);
+  if (features.avx512 && features.avx512_bf16) isas.push_back(Isa::Avx512Bf16);
   return isas;
 }
 
 Isa choose_isa(const char* requested, const CpuFeatures& features) {
   const std::vector<Isa> supported = supported_isas(features);
   if (!requested || !*requested) return supported.back();
-  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16}) {
     if (std::strcmp(requested, isa_name(isa)) != 0) continue;
     for (Isa s : supported)
       if (s == isa) return isa;
     throw Error(str("CHAINER_CPU_ISA is '", requested, "', but ", cpu_name(features), " supports only ",
                     list(supported)));
   }
-  throw Error(str("CHAINER_CPU_ISA must be generic, avx2 or avx512 (or unset: the best this CPU supports), not '",
+  throw Error(str("CHAINER_CPU_ISA must be generic, avx2, avx512 or avx512_bf16 (or unset: the best this CPU supports), "
+                  "not '",
                   requested, "'"));
 }
 

@@ -12,7 +12,11 @@ constexpr Kernels kTable{
 #include "core/ops/kernel_list.def"
 };
 
-#if defined(CHAINER_ISA_AVX512)
+// In the avx512_bf16 family, NAME is avx512's kernel but for gemm and batched_gemm, which the
+// family defines again (core/cpu/kernels.h).
+#if defined(CHAINER_ISA_AVX512_BF16)
+constexpr Isa kIsa = Isa::Avx512Bf16;
+#elif defined(CHAINER_ISA_AVX512)
 constexpr Isa kIsa = Isa::Avx512;
 #elif defined(CHAINER_ISA_AVX2)
 constexpr Isa kIsa = Isa::Avx2;

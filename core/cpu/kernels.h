@@ -8,7 +8,8 @@
 // These sources make one kernel family (core/cpu/family.h) each time they are compiled: meson
 // compiles them once per instruction set with -DCHAINER_ISA=generic, avx2 or avx512 (the
 // namespace they define, chainer::cpu::CHAINER_ISA) and -DCHAINER_ISA_GENERIC, _AVX2 or _AVX512
-// (for #if), each with its own target flags (core/meson.build).
+// (for #if), each with its own target flags (core/meson.build); gemm.cpp and kernel_table.cpp
+// also with -DCHAINER_ISA=avx512_bf16 (below).
 #pragma once
 #include <algorithm>
 #include <string>
@@ -23,12 +24,27 @@
 #if !defined(CHAINER_ISA)
 #error "core/cpu/kernels.h belongs to the sources of a kernel family (compiled with -DCHAINER_ISA=...)"
 #endif
-// The vector families, those with the packed GEMM (core/cpu/simd.h): AVX2 and AVX-512.
+// The vector families, those with the packed GEMM (core/cpu/simd.h): AVX2 and AVX-512 (the
+// avx512_bf16 family's sources are compiled with CHAINER_ISA_AVX512 too).
 #if defined(CHAINER_ISA_AVX2) || defined(CHAINER_ISA_AVX512)
 #define CHAINER_ISA_PACKED 1
 #endif
 
-namespace chainer::cpu::CHAINER_ISA {
+// The avx512_bf16 family is the avx512 family's kernels with its own matrix products: only
+// gemm.cpp and kernel_table.cpp are compiled for it (with -mavx512bf16; core/meson.build), which
+// is a fraction of the build time of the whole kernel sources a third time, and every other
+// kernel would be avx512's code anyway (bfloat16's dot products are the only instructions the
+// level adds). In those two sources this header declares the kernels in chainer::cpu::avx512,
+// and chainer::cpu::avx512_bf16 uses that namespace, declaring only what gemm.cpp defines again:
+// gemm.cpp's calls to the other kernels (affine, copy, the half conversions) and
+// kernel_table.cpp's table then name avx512's kernels but for gemm and batched_gemm.
+#if defined(CHAINER_ISA_AVX512_BF16)
+#define CHAINER_KERNEL_NAMESPACE avx512
+#else
+#define CHAINER_KERNEL_NAMESPACE CHAINER_ISA
+#endif
+
+namespace chainer::cpu::CHAINER_KERNEL_NAMESPACE {
 
 // The kernel functions of core/ops/kernel_list.def, which this file's sources define.
 #define CHAINER_KERNEL(RETURN, NAME, PARAMETERS) RETURN NAME PARAMETERS;
@@ -118,4 +134,16 @@ bool through_float32(Tensor& out, Run&& run) {
 // This family (kernel_table.cpp).
 const KernelFamily& kernel_family();
 
-}  // namespace chainer::cpu::CHAINER_ISA
+}  // namespace chainer::cpu::CHAINER_KERNEL_NAMESPACE
+
+#if defined(CHAINER_ISA_AVX512_BF16)
+namespace chainer::cpu::avx512_bf16 {
+using namespace avx512;
+// Its own: the matrix products (gemm.cpp), and the family's description.
+void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
+void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
+const char* gemm_backend();
+std::string gemm_blocking();
+const KernelFamily& kernel_family();
+}  // namespace chainer::cpu::avx512_bf16
+#endif

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "core/cpu/kernels.h"
 
@@ -95,6 +96,18 @@ inline Vec gather(Mask m, IVec offset, const float* base) {
   return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, offset, base, 4);
 }
 
+// kLanes half elements at P widened to float (exact): float16 with F16C's conversion, bfloat16
+// (float32's top half) by a 16-bit shift. The masked forms read the lanes of M only; COUNT, the
+// number of leading lanes M holds, is what AVX2's forms use.
+inline Vec load_half(const float16* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline Vec load_half(const bfloat16* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+inline Vec load_half_masked(Mask m, int64_t, const float16* p) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+inline Vec load_half_masked(Mask m, int64_t, const bfloat16* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+
 #elif defined(CHAINER_ISA_AVX2)
 inline constexpr int kLanes = 8;
 inline constexpr bool kCheapMasks = false;
@@ -156,6 +169,19 @@ inline Mask in_range(Mask m, IVec v, IVec limit) {
 }
 inline Vec gather(Mask m, IVec offset, const float* base) {
   return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, offset, _mm256_castsi256_ps(m), 4);
+}
+
+inline Vec load_half(const float16* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline Vec load_half(const bfloat16* p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+}
+// AVX2 has no 16-bit masked load: the COUNT leading elements go through a zeroed buffer.
+template <class T>
+inline Vec load_half_masked(Mask, int64_t count, const T* p) {
+  alignas(16) T buffer[kLanes];
+  std::memset(buffer, 0, sizeof buffer);
+  if (count > 0) std::memcpy(buffer, p, size_t(count < kLanes ? count : kLanes) * sizeof(T));
+  return load_half(buffer);
 }
 #endif
 

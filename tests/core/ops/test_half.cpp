@@ -10,6 +10,8 @@
 #include <functional>
 #include <string>
 
+#include "core/cpu/family.h"
+#include "core/cpu/isa.h"
 #include "core/ops/ops.h"
 #include "core/ops/update_ops.h"
 #include "tests/function_inputs.h"
@@ -148,34 +150,99 @@ TEST_CASE("half: in-place updates and the linear epilogue round once", "[ops][ha
   }
 }
 
+// The vector families multiply half operands in their packed GEMM, widening them while packing
+// and rounding C once from float32 sums; the avx512_bf16 family multiplies bfloat16 pairs with
+// vdpbf16ps (core/cpu/gemm.cpp). The shapes reach their edges: m below a micro-tile's rows (14
+// in AVX-512, 6 in AVX2) and a multiple of them, k odd (a pair padded with zero), k = 1, k over
+// several slices (KC 256 here, 64 and 192 in the tensor_gemm_kc runs) with an odd last one,
+// columns in partial panels and over several chunks (CW 128 here), few columns (the forward of a
+// 10-output layer: with B transposed, n <= 16 takes the dot-product kernel), each with every
+// transpose.
+//
+// The bound holds for vdpbf16ps too: Intel's pseudocode adds each product of a pair to the
+// float32 accumulator in turn, each addition rounded to nearest even, and a product of two
+// bfloat16 is exact in float32, so a sum of k products still has k roundings of at most u32
+// each (only their order differs from an FMA loop's). It also treats denormal inputs as zero and
+// flushes denormal results: each such flush moves a sum by less than 2^-126 (the 1e-30 term),
+// and these operands, uniform in [-2, 2), hold no denormals.
 TEST_CASE("half: matrix products accumulate in float32", "[ops][half]") {
+  struct Dims {
+    int64_t m, k, n;
+  };
+  const Dims shapes[] = {{37, 161, 45}, {5, 7, 3}, {14, 33, 32}, {6, 1, 17}, {100, 784, 70}, {29, 515, 300},
+                         {100, 200, 10}, {3, 45, 16}, {1, 64, 1}};
   for (DType dtype : kHalfTypes) {
-    for (bool ta : {false, true}) {
-      for (bool tb : {false, true}) {
-        INFO(dtype_name(dtype) << " trans_a " << ta << " trans_b " << tb);
-        const int64_t m = 37, k = 161, n = 45;
-        const Tensor a = half_uniform(ta ? Shape{k, m} : Shape{m, k}, 9, dtype);
-        const Tensor b = half_uniform(tb ? Shape{n, k} : Shape{k, n}, 10, dtype);
-        const Tensor c = ops::matmul(a, b, ta, tb);
-        CHECK(c.dtype() == dtype);
-        check_product(c, ops::matmul(f64_of(a), f64_of(b), ta, tb),
-                      ops::matmul(ops::abs(f64_of(a)), ops::abs(f64_of(b)), ta, tb), k);
+    for (const Dims& d : shapes) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          INFO(dtype_name(dtype) << " m " << d.m << " k " << d.k << " n " << d.n << " trans_a " << ta << " trans_b "
+                                 << tb);
+          const Tensor a = half_uniform(ta ? Shape{d.k, d.m} : Shape{d.m, d.k}, 9, dtype);
+          const Tensor b = half_uniform(tb ? Shape{d.n, d.k} : Shape{d.k, d.n}, 10, dtype);
+          const Tensor c = ops::matmul(a, b, ta, tb);
+          CHECK(c.dtype() == dtype);
+          check_product(c, ops::matmul(f64_of(a), f64_of(b), ta, tb),
+                        ops::matmul(ops::abs(f64_of(a)), ops::abs(f64_of(b)), ta, tb), d.k);
+        }
       }
     }
-    // C = 0.5 A B + 2 C, and batches.
-    const Tensor a = half_uniform({20, 30}, 11, dtype), b = half_uniform({30, 25}, 12, dtype);
-    Tensor c = half_uniform({20, 25}, 13, dtype);
-    const Tensor ref = ops::add(ops::mul_scalar(ops::matmul(f64_of(a), f64_of(b)), 0.5), ops::mul_scalar(f64_of(c), 2));
-    const Tensor bound = ops::add(ops::mul_scalar(ops::matmul(ops::abs(f64_of(a)), ops::abs(f64_of(b))), 0.5),
-                                  ops::mul_scalar(ops::abs(f64_of(c)), 2));
-    ops::gemm(a, false, b, false, 0.5, 2.0, c);
-    check_product(c, ref, bound, 31);
+    // C = 0.5 op(A) op(B) + 2 C, over one slice and over several (beta rounds into C once, after
+    // the last).
+    for (const Dims& d : {Dims{20, 30, 25}, Dims{29, 515, 300}, Dims{7, 45, 10}}) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          INFO(dtype_name(dtype) << " beta 2, m " << d.m << " k " << d.k << " n " << d.n << " trans_a " << ta
+                                 << " trans_b " << tb);
+          const Tensor a = half_uniform(ta ? Shape{d.k, d.m} : Shape{d.m, d.k}, 11, dtype);
+          const Tensor b = half_uniform(tb ? Shape{d.n, d.k} : Shape{d.k, d.n}, 12, dtype);
+          Tensor c = half_uniform({d.m, d.n}, 13, dtype);
+          const Tensor ref = ops::add(ops::mul_scalar(ops::matmul(f64_of(a), f64_of(b), ta, tb), 0.5),
+                                      ops::mul_scalar(f64_of(c), 2));
+          const Tensor bound = ops::add(
+              ops::mul_scalar(ops::matmul(ops::abs(f64_of(a)), ops::abs(f64_of(b)), ta, tb), 0.5),
+              ops::mul_scalar(ops::abs(f64_of(c)), 2));
+          ops::gemm(a, ta, b, tb, 0.5, 2.0, c);
+          check_product(c, ref, bound, d.k + 1);
+        }
+      }
+    }
+    // Batches: one product per C, and a batch of B broadcast.
     const Tensor ba = half_uniform({3, 8, 40}, 14, dtype), bb = half_uniform({3, 40, 6}, 15, dtype);
     const Tensor bc = ops::batched_matmul(ba, bb);
     CHECK(bc.dtype() == dtype);
     check_product(bc, ops::batched_matmul(f64_of(ba), f64_of(bb)),
                   ops::batched_matmul(ops::abs(f64_of(ba)), ops::abs(f64_of(bb))), 40);
+    const Tensor ta = half_uniform({4, 33, 17}, 16, dtype), tb = half_uniform({1, 50, 33}, 17, dtype);
+    const Tensor tc = ops::batched_matmul(ta, tb, true, true);
+    CHECK(tc.dtype() == dtype);
+    check_product(tc, ops::batched_matmul(f64_of(ta), f64_of(tb), true, true),
+                  ops::batched_matmul(ops::abs(f64_of(ta)), ops::abs(f64_of(tb)), true, true), 33);
   }
+}
+
+// vdpbf16ps adds a pair's odd product before its even one, each addition rounded (Intel's
+// pseudocode; the Zen 5 here does the same), where the FMA micro-kernels add the products in k
+// order: the sums differ where a tie rounds to even differently. The products 1, 2^-23, 2^-24,
+// -2^-24, -1, 0 sum to 2^-22 in k order ((1 + 2^-23) + 2^-24 ties up to 1 + 2^-22, which
+// - 2^-24 ties back to) and to 0 pair by pair ((1 + 2^-23) - 2^-24 ties down to 1, and 1 + 2^-24
+// ties to 1). Both are within the bound above; which one comes out marks whether the
+// avx512_bf16 family multiplies bfloat16 with vdpbf16ps and the other packed families do not.
+// (Denormals tell nothing: the library runs with FTZ and DAZ, as vdpbf16ps does.)
+TEST_CASE("half: the avx512_bf16 family's bfloat16 products add each pair's odd product first", "[ops][half]") {
+  const double terms[] = {1, 0x1p-23, 0x1p-24, -0x1p-24, -1, 0};
+  Tensor a = Tensor::empty({2, 6}, DType::BFloat16), b = Tensor::empty({6, 1}, DType::BFloat16);
+  for (int k = 0; k < 6; ++k) {
+    a.data<bfloat16>()[k] = bfloat16(terms[k]);
+    a.data<bfloat16>()[6 + k] = bfloat16(1.0);
+    b.data<bfloat16>()[k] = bfloat16(1.0);
+  }
+  const std::vector<double> c = values(ops::matmul(a, b));
+  CAPTURE(cpu::isa_description(), cpu::gemm_backend());
+  CHECK(c[1] == 6.0);  // the row of ones: exact in any order
+  const std::string backend = cpu::gemm_backend();
+  if (backend == "packed-avx512_bf16") CHECK(c[0] == 0.0);
+  else if (backend.rfind("packed-", 0) == 0) CHECK(c[0] == 0x1p-22);
+  else CHECK((c[0] == 0.0 || c[0] == 0x1p-22));  // Eigen's order is its own
 }
 
 TEST_CASE("half: convolutions and their gradients accumulate in float32", "[ops][half]") {
