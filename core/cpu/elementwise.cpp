@@ -62,6 +62,27 @@ void dense_binary(const T* pa, const T* pb, O* po, int64_t s, int64_t e, const F
   }
 }
 
+// OUT[i] = F(A[i], B) for I in [S, E): A dense, B one value (compute_t<T>); as dense_binary.
+template <class T, class O, class F>
+void dense_binary_scalar(const T* pa, compute_t<T> b, O* po, int64_t s, int64_t e, const F& f) {
+  const F fn = f;
+  if constexpr (!is_16bit<T> && !is_16bit<O>) {
+    for (int64_t i = s; i < e; ++i) po[i] = fn(pa[i], b);
+  } else {
+    using C = compute_t<T>;
+    using R = compute_t<O>;
+    alignas(64) C ba[kChunk];
+    alignas(64) R br[kChunk];
+    for (int64_t c0 = s; c0 < e; c0 += kChunk) {
+      const int64_t len = std::min(kChunk, e - c0);
+      const C* xa = load_chunk(pa + c0, len, ba);
+      R* r = is_16bit<O> ? br : reinterpret_cast<R*>(po + c0);
+      for (int64_t i = 0; i < len; ++i) r[i] = fn(xa[i], b);
+      if constexpr (is_16bit<O>) convert_dense(br, po + c0, len);
+    }
+  }
+}
+
 // Strides of A seen through the broadcast to OUT's shape (0 on broadcast axes).
 std::vector<int64_t> broadcast_strides(const Tensor& a, const Shape& out) {
   const int64_t nd = int64_t(out.size()), shift = nd - a.ndim();
@@ -81,6 +102,13 @@ void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   const int64_t n = out.numel();
   if (a.shape() == out.shape() && b.shape() == out.shape() && a.is_contiguous() && b.is_contiguous()) {
     parallel_for(n, kGrain, [&](int64_t s, int64_t e) { dense_binary(pa, pb, po, s, e, f); });
+    return;
+  }
+  // B one value (a 0-d scalar: x / scale, x * 2): one pass at the dense rate, where the row
+  // broadcast below would run rows of one element.
+  if (a.shape() == out.shape() && a.is_contiguous() && b.numel() == 1) {
+    const C bv = C(b.contiguous().data<T>()[0]);
+    parallel_for(n, kGrain, [&](int64_t s, int64_t e) { dense_binary_scalar(pa, bv, po, s, e, f); });
     return;
   }
   // A row broadcast (b is the last axes of out, contiguous), the hot case of bias addition.

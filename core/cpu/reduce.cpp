@@ -6,6 +6,9 @@
 
 namespace chainer::cpu::CHAINER_ISA {
 
+// The elements per block of a sum down to one value.
+constexpr int64_t kWholeSumBlock = 1 << 15;
+
 // Sums A over the axes marked in REDUCE into OUT (the kept axes, in order); double
 // accumulators keep float32 sums accurate.
 void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
@@ -26,12 +29,35 @@ void sum_axes(const Tensor& a, const std::vector<bool>& reduce, Tensor& out) {
       int64_t rows = 1, cols = 1;
       for (int64_t d = 0; d < lead; ++d) rows *= shape[size_t(d)];
       for (int64_t d = lead; d < nd; ++d) cols *= shape[size_t(d)];
-      // Columns split over the team (each column still summed row by row, in order: the
-      // result does not depend on the thread count); serial, this was ~1% of a tutorial step.
-      parallel_for(cols, std::max<int64_t>(16, kGrain / std::max<int64_t>(rows, 1)), [&](int64_t j0, int64_t j1) {
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = j0; j < j1; ++j) acc[size_t(j)] += double(pa[r * cols + j]);
-      });
+      if (cols == 1 && rows > kWholeSumBlock) {
+        // One total (the finiteness check of loss scaling sums every gradient): blocks of a
+        // fixed size summed in parallel, each in 8 interleaved lanes (a loop the compiler
+        // vectorizes; one running sum waits on every addition's latency), then the lanes and
+        // the blocks in order. The order depends on the length alone, not on the threads.
+        const int64_t blocks = (rows + kWholeSumBlock - 1) / kWholeSumBlock;
+        std::vector<double> partial(size_t(blocks), 0.0);
+        parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+          for (int64_t blk = b0; blk < b1; ++blk) {
+            const int64_t begin = blk * kWholeSumBlock, end = std::min(rows, begin + kWholeSumBlock);
+            double lane[8] = {};
+            int64_t i = begin;
+            for (; i + 8 <= end; i += 8)
+              for (int l = 0; l < 8; ++l) lane[l] += double(pa[i + l]);
+            double sum = 0;
+            for (; i < end; ++i) sum += double(pa[i]);
+            for (int l = 0; l < 8; ++l) sum += lane[l];
+            partial[size_t(blk)] = sum;
+          }
+        });
+        for (double p : partial) acc[0] += p;
+      } else {
+        // Columns split over the team (each column still summed row by row, in order: the
+        // result does not depend on the thread count); serial, this was ~1% of a tutorial step.
+        parallel_for(cols, std::max<int64_t>(16, kGrain / std::max<int64_t>(rows, 1)), [&](int64_t j0, int64_t j1) {
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = j0; j < j1; ++j) acc[size_t(j)] += double(pa[r * cols + j]);
+        });
+      }
     } else {
       // Adjacent axes of one kind merged into groups (outer to inner); the last group is a
       // contiguous run of WIDTH elements. Per unit (an index into the kept groups but a

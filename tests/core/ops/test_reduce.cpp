@@ -3,8 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/ops/ops.h"
+#include "core/util/parallel.h"
 #include "tests/function_inputs.h"
 
 using namespace chainer;
@@ -43,4 +45,22 @@ TEST_CASE("ops: min, argmin, amax and amin over several axes", "[ops][math][redu
                       Catch::Contains("amax: cannot reduce an axis of extent 0"));
   REQUIRE_THROWS_WITH(ops::argmin(Tensor::zeros({2, 0}), 1),
                       Catch::Contains("argmin: cannot reduce an axis of extent 0"));
+}
+
+TEST_CASE("ops: a sum down to one value is exact on integers and the same for any thread count",
+          "[ops][math][reduction]") {
+  // 200003 elements: several blocks of the parallel whole sum and a tail of lanes.
+  const int64_t n = 200003;
+  CHECK(ops::sum(Tensor::arange(n, DType::Float64)).item_double() == double(n) * double(n - 1) / 2);
+  // float32's sum is the float64 total rounded to float32 once.
+  CHECK(ops::sum(Tensor::arange(n, DType::Float32)).item_double() == double(float(double(n) * double(n - 1) / 2)));
+  const Tensor x = uniform({n}, 7, -1, 1, DType::Float32);
+  const int threads = num_threads();
+  set_num_threads(1);
+  const double one = ops::sum(x).item_double();
+  set_num_threads(2);
+  const double two = ops::sum(x).item_double();
+  set_num_threads(threads);
+  CHECK(one == two);
+  CHECK(float(one) == float(ops::sum(x.astype(DType::Float64)).item_double()));
 }
