@@ -101,7 +101,7 @@ void col2im_plane(const T* col, int64_t h, int64_t w, const Conv2dGeometry& g, T
 }  // namespace
 
 void im2col(const Tensor& x, const Conv2dGeometry& g, Tensor& col) {
-  CHAINER_DISPATCH_FLOATING(x.dtype(), "im2col", [&] {
+  CHAINER_DISPATCH_FLOATING_AND_HALF(x.dtype(), "im2col", [&] {
     using T = scalar_t;
     const int64_t planes = x.size(0) * x.size(1), h = x.size(2), w = x.size(3);
     const T* px = x.data<T>();

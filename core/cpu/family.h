@@ -1,8 +1,9 @@
 // The CPU kernel families: every kernel source of core/cpu/ is compiled once per instruction set
 // of core/cpu/isa.h, each copy for its own target and in its own namespace (chainer::cpu::generic,
 // ::avx2, ::avx512; core/meson.build), and each family fills a kernel table of core/ops/kernels.h.
-// The avx512_bf16 family is the avx512 family's kernels but for its own matrix products (gemm.cpp
-// compiled again with AVX512_BF16; core/cpu/kernels.h says how).
+// The avx512_bf16 family is the avx512 family's kernels but for its own matrix products and
+// bfloat16 convolutions (gemm.cpp and conv_bf16.cpp compiled with AVX512_BF16; core/cpu/kernels.h
+// says how).
 // This is the one place that chooses among them: kernel_table() is the table of the family of
 // isa(), looked up once. No kernel tests the CPU itself.
 #pragma once

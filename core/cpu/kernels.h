@@ -37,7 +37,8 @@
 // level adds). In those two sources this header declares the kernels in chainer::cpu::avx512,
 // and chainer::cpu::avx512_bf16 uses that namespace, declaring only what gemm.cpp defines again:
 // gemm.cpp's calls to the other kernels (affine, copy, the half conversions) and
-// kernel_table.cpp's table then name avx512's kernels but for gemm and batched_gemm.
+// kernel_table.cpp's table then name avx512's kernels but for gemm, batched_gemm and
+// convolution_2d (conv_bf16.cpp: bfloat16 lowered onto those products).
 #if defined(CHAINER_ISA_AVX512_BF16)
 #define CHAINER_KERNEL_NAMESPACE avx512
 #else
@@ -142,6 +143,8 @@ using namespace avx512;
 // Its own: the matrix products (gemm.cpp), and the family's description.
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
 void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
+// bfloat16 convolutions lowered onto those products (conv_bf16.cpp).
+void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y);
 const char* gemm_backend();
 std::string gemm_blocking();
 const KernelFamily& kernel_family();
