@@ -41,8 +41,6 @@ void narrow_half(const float* src, bfloat16* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i].bits = half_bits::bfloat16_from_float(src[i]);
 }
 
-Tensor widened(const Tensor& t) { return t.defined() && is_half(t.dtype()) ? t.astype(DType::Float32) : t; }
-
 Tensor float32_like(const Tensor& t) { return Tensor::empty(t.shape(), DType::Float32, t.device()); }
 
 }  // namespace chainer::cpu::CHAINER_ISA

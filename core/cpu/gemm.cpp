@@ -155,6 +155,27 @@ void pack_b(const Operand<T>& B, int64_t n, int64_t j0, int64_t p0, int64_t kc, 
   else pack_direct(B.p + p0 * B.ld + col, B.ld, cols, NR, kc, d);
 }
 
+// C = alpha * ACC + beta * C on R rows x COLS (at most NR), every row through masks: the
+// micro-kernels' epilogue where masked stores cost nothing (AVX-512). Inlined, so that every index
+// into ACC stays a constant and the accumulators stay in registers.
+template <int R>
+[[gnu::always_inline]] inline void store_tile_masked(const Vec (&acc)[R][2], float* c, int64_t ldc, float alpha,
+                                                     float beta, int64_t cols) {
+  const Vec va = set1(alpha), vb = set1(beta);
+  const Mask m0 = mask(lanes(0, cols)), m1 = mask(lanes(0, cols - kLanes));
+#pragma GCC unroll 14
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + r * ldc;
+    Vec v0 = mul(acc[r][0], va), v1 = mul(acc[r][1], va);
+    if (beta != 0.f) {
+      v0 = fmadd(load_masked(m0, reinterpret_cast<uintptr_t>(cr)), vb, v0);
+      v1 = fmadd(load_masked(m1, reinterpret_cast<uintptr_t>(cr + kLanes)), vb, v1);
+    }
+    store_masked(cr, m0, v0);
+    store_masked(cr + kLanes, m1, v1);
+  }
+}
+
 // acc = a_panel (kc x MR, of which the first R rows are used) ^T * b_panel (kc x NR, rows LDB
 // floats apart: NR when packed, the matrix's own stride when read in place); then
 // C = alpha * acc + beta * C on R rows x COLS. R is a template parameter so that a panel of
@@ -178,7 +199,6 @@ void micro_kernel(int64_t kc, const float* a, const float* b, int64_t ldb, float
       acc[r][1] = fmadd(av, b1, acc[r][1]);
     }
   }
-  const Vec va = set1(alpha), vb = set1(beta);
   // Every index into acc is a constant after unrolling, so the accumulators stay in registers
   // (a loop up to a runtime row count made the compiler keep them on the stack). One path of
   // stores either way: with a second one the compiler kept the row pointers on the stack, and
@@ -186,6 +206,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, int64_t ldb, float
   // masks. AVX2's masked stores are slow on AMD's cores (42 uops on a Zen 3), so there a
   // partial tile (the last columns of C) is computed in a buffer and copied.
   if constexpr (!kCheapMasks) {
+    const Vec va = set1(alpha), vb = set1(beta);
     alignas(64) float buffer[R * NR];
     const bool partial = cols < NR;
     if (partial && beta != 0.f)
@@ -205,18 +226,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, int64_t ldb, float
       for (int r = 0; r < R; ++r) std::memcpy(c + r * ldc, buffer + r * NR, size_t(cols) * sizeof(float));
     return;
   }
-  const Mask m0 = mask(lanes(0, cols)), m1 = mask(lanes(0, cols - kLanes));
-#pragma GCC unroll 14
-  for (int r = 0; r < R; ++r) {
-    float* cr = c + r * ldc;
-    Vec v0 = mul(acc[r][0], va), v1 = mul(acc[r][1], va);
-    if (beta != 0.f) {
-      v0 = fmadd(load_masked(m0, reinterpret_cast<uintptr_t>(cr)), vb, v0);
-      v1 = fmadd(load_masked(m1, reinterpret_cast<uintptr_t>(cr + kLanes)), vb, v1);
-    }
-    store_masked(cr, m0, v0);
-    store_masked(cr + kLanes, m1, v1);
-  }
+  store_tile_masked<R>(acc, c, ldc, alpha, beta, cols);
 }
 
 // A micro-kernel over panels of P (floats, or pairs of bfloat16 in 32 bits).
@@ -497,19 +507,7 @@ void micro_kernel_bf16(int64_t depth, const uint32_t* a, const uint32_t* b, int6
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
     }
   }
-  const Vec va = set1(alpha), vb = set1(beta);
-  const Mask m0 = mask(lanes(0, cols)), m1 = mask(lanes(0, cols - kLanes));
-#pragma GCC unroll 14
-  for (int r = 0; r < R; ++r) {
-    float* cr = c + r * ldc;
-    Vec v0 = mul(acc[r][0], va), v1 = mul(acc[r][1], va);
-    if (beta != 0.f) {
-      v0 = fmadd(load_masked(m0, reinterpret_cast<uintptr_t>(cr)), vb, v0);
-      v1 = fmadd(load_masked(m1, reinterpret_cast<uintptr_t>(cr + kLanes)), vb, v1);
-    }
-    store_masked(cr, m0, v0);
-    store_masked(cr + kLanes, m1, v1);
-  }
+  store_tile_masked<R>(acc, c, ldc, alpha, beta, cols);
 }
 
 template <size_t... R>
@@ -611,6 +609,12 @@ const char* gemm_backend() {
 #endif
 }
 
+namespace {
+// Whether this family's products take the packed GEMM (not Eigen's: the generic family, or
+// CHAINER_GEMM=eigen).
+bool packed_backend() { return gemm_backend()[0] == 'p'; }
+}  // namespace
+
 #if defined(CHAINER_ISA_PACKED)
 namespace {
 // A half product (T: float16 or bfloat16) in the packed GEMM, m, n and k > 0.
@@ -637,7 +641,7 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
 #if defined(CHAINER_ISA_PACKED)
   // Half operands are widened while packed and C rounded once from float32 sums; every shape
   // takes the packed path (the dot-product kernel for few columns is float32's alone).
-  if (is_half(c.dtype()) && gemm_backend()[0] == 'p') {
+  if (is_half(c.dtype()) && packed_backend()) {
     const int64_t m = c.size(0), n = c.size(1), k = trans_a ? a.size(0) : a.size(1);
     if (m == 0 || n == 0) return;
     if (k > 0) {
@@ -649,14 +653,11 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
     }
   }
 #endif
-  if (is_half(c.dtype())) {  // float32 products of the widened operands, rounded once
-    Tensor c32 = beta != 0 ? widened(c) : float32_like(c);
-    gemm(widened(a), trans_a, widened(b), trans_b, alpha, beta, c32);
-    copy(c32, c);
-    return;
-  }
+  // Otherwise float32 products of the widened operands, rounded once.
+  const auto in_float32 = [&](Tensor& c32) { gemm(widened(a), trans_a, widened(b), trans_b, alpha, beta, c32); };
+  if (through_float32(c, in_float32, beta != 0)) return;
 #if defined(CHAINER_ISA_PACKED)
-  if (c.dtype() == DType::Float32 && gemm_backend()[0] == 'p') {
+  if (c.dtype() == DType::Float32 && packed_backend()) {
     const int64_t m = c.size(0), n = c.size(1), k = trans_a ? a.size(0) : a.size(1);
     if (m == 0 || n == 0) return;
     if (k == 0) {
@@ -688,11 +689,11 @@ void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, 
   const int64_t batch = std::max(a.size(0), b.size(0)), groups = c.size(0);
   // Half products go to gemm one per C when the packed GEMM runs; a group of several products
   // (summed into one C) and Eigen's family sum in float32 first, so that C is rounded once.
-  if (is_half(c.dtype()) && (groups < batch || std::strcmp(gemm_backend(), "eigen") == 0)) {
-    Tensor c32 = beta != 0 ? widened(c) : float32_like(c);
-    batched_gemm(widened(a), trans_a, widened(b), trans_b, alpha, beta, c32);
-    copy(c32, c);
-    return;
+  if (groups < batch || !packed_backend()) {
+    const auto in_float32 = [&](Tensor& c32) {
+      batched_gemm(widened(a), trans_a, widened(b), trans_b, alpha, beta, c32);
+    };
+    if (through_float32(c, in_float32, beta != 0)) return;
   }
   auto group = [&](int64_t g) {
     Tensor cg = c[g];

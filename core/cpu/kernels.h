@@ -117,17 +117,17 @@ void narrow_half(const float* src, bfloat16* dst, int64_t n);
 template <class T>
 using compute_t = std::conditional_t<std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>, float, T>;
 // The half calls of the kernels that run through their float32 code (convolutions, pooling,
-// sums, random numbers; the list is in docs/mixed_precision.md): T widened to float32 (a tensor
-// of another dtype, or undefined, is returned as it is), and a float32 tensor of T's shape.
-Tensor widened(const Tensor& t);
+// sums, random numbers; the list is in docs/mixed_precision.md) widen their inputs with
+// chainer::widened (core/ops/kernels.h) and compute into a float32 tensor of T's shape.
 Tensor float32_like(const Tensor& t);
 // For a call whose output OUT is half: RUN(out32) computes into a float32 tensor of OUT's shape
-// (from its inputs widened), which is then rounded into OUT; returns whether it ran (false for
-// the other dtypes, which the caller computes itself).
+// (from its inputs widened; holding OUT's values widened when READS_OUT, for products that add
+// onto C), which is then rounded into OUT; returns whether it ran (false for the other dtypes,
+// which the caller computes itself).
 template <class Run>
-bool through_float32(Tensor& out, Run&& run) {
+bool through_float32(Tensor& out, Run&& run, bool reads_out = false) {
   if (!is_half(out.dtype())) return false;
-  Tensor out32 = float32_like(out);
+  Tensor out32 = reads_out ? widened(out) : float32_like(out);
   run(out32);
   copy(out32, out);
   return true;

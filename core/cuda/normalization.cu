@@ -115,11 +115,8 @@ const T* data_or_null(const Tensor& t) {
 
 }  // namespace
 
-namespace {
-// Half arrays (and their float32 or half coefficients) run the float32 kernels on float32 copies.
-Tensor widened(const Tensor& t) { return t.defined() && is_half(t.dtype()) ? t.astype(DType::Float32) : t; }
-}  // namespace
-
+// Half arrays (and their float32 or half coefficients) run the float32 kernels on float32 copies
+// (chainer::widened).
 void channel_sums(const Tensor& a, const Tensor& b, const Tensor& center, const ChannelView& view, Tensor& sums) {
   if (view.outer * view.channels * view.inner == 0) return;  // SUMS stays zero
   if (is_half(a.dtype())) return channel_sums(widened(a), widened(b), widened(center), view, sums);

@@ -102,6 +102,11 @@ inline const void* kernel_entry(const Kernels& table, size_t index) {
 /// chainer::Error (naming the device) when CUDA is not available in this build or process.
 const Kernels& kernels_for(Device device);
 
+/// T widened to float32 when it is float16 or bfloat16, else T itself (undefined included): how a
+/// kernel of either device runs a half call through its float32 code (core/cpu/kernels.h's
+/// through_float32, the CUDA channel kernels of batch normalization).
+inline Tensor widened(const Tensor& t) { return t.defined() && is_half(t.dtype()) ? t.astype(DType::Float32) : t; }
+
 /// The CPU kernels (core/cpu/).
 namespace cpu {
 /// The CPU's kernel table (kernels_for(Device::cpu()) returns it).
