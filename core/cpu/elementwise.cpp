@@ -62,12 +62,12 @@ void dense_binary(const T* pa, const T* pb, O* po, int64_t s, int64_t e, const F
   }
 }
 
-// OUT[i] = F(A[i], B) for I in [S, E): A dense, B one value (compute_t<T>); as dense_binary.
+// OUT[i] = F(A[i]) for I in [S, E): A dense, of T, OUT of O; F on compute_t<T>; as dense_binary.
 template <class T, class O, class F>
-void dense_binary_scalar(const T* pa, compute_t<T> b, O* po, int64_t s, int64_t e, const F& f) {
-  const F fn = f;
+void dense_unary(const T* pa, O* po, int64_t s, int64_t e, const F& f) {
+  const F fn = f;  // as in dense_binary: a local copy lets the loop vectorize
   if constexpr (!is_16bit<T> && !is_16bit<O>) {
-    for (int64_t i = s; i < e; ++i) po[i] = fn(pa[i], b);
+    for (int64_t i = s; i < e; ++i) po[i] = fn(pa[i]);
   } else {
     using C = compute_t<T>;
     using R = compute_t<O>;
@@ -77,7 +77,7 @@ void dense_binary_scalar(const T* pa, compute_t<T> b, O* po, int64_t s, int64_t 
       const int64_t len = std::min(kChunk, e - c0);
       const C* xa = load_chunk(pa + c0, len, ba);
       R* r = is_16bit<O> ? br : reinterpret_cast<R*>(po + c0);
-      for (int64_t i = 0; i < len; ++i) r[i] = fn(xa[i], b);
+      for (int64_t i = 0; i < len; ++i) r[i] = fn(xa[i]);
       if constexpr (is_16bit<O>) convert_dense(br, po + c0, len);
     }
   }
@@ -108,7 +108,8 @@ void binary_kernel(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   // broadcast below would run rows of one element.
   if (a.shape() == out.shape() && a.is_contiguous() && b.numel() == 1) {
     const C bv = C(b.contiguous().data<T>()[0]);
-    parallel_for(n, kGrain, [&](int64_t s, int64_t e) { dense_binary_scalar(pa, bv, po, s, e, f); });
+    const auto with_b = [f, bv](C x) { return f(x, bv); };
+    parallel_for(n, kGrain, [&](int64_t s, int64_t e) { dense_unary(pa, po, s, e, with_b); });
     return;
   }
   // A row broadcast (b is the last axes of out, contiguous), the hot case of bias addition.
@@ -151,20 +152,7 @@ void map_kernel(const Tensor& a, Tensor& out, F f) {
   Tensor ac = a.contiguous();
   const T* pa = ac.data<T>();
   T* po = out.data<T>();
-  parallel_for(out.numel(), kGrain, [&](int64_t s, int64_t e) {
-    const F fn = f;  // as in binary_kernel: a local copy lets the loop vectorize
-    if constexpr (!is_16bit<T>) {
-      for (int64_t i = s; i < e; ++i) po[i] = fn(pa[i]);
-    } else {
-      alignas(64) float ba[kChunk], br[kChunk];
-      for (int64_t c0 = s; c0 < e; c0 += kChunk) {
-        const int64_t len = std::min(kChunk, e - c0);
-        convert_dense(pa + c0, ba, len);
-        for (int64_t i = 0; i < len; ++i) br[i] = fn(ba[i]);
-        convert_dense(br, po + c0, len);
-      }
-    }
-  });
+  parallel_for(out.numel(), kGrain, [&](int64_t s, int64_t e) { dense_unary(pa, po, s, e, f); });
 }
 
 }  // namespace

@@ -11,7 +11,6 @@ namespace chainer::ops {
 
 using detail::require_same_device;
 using detail::require_same_dtype;
-using detail::require_floating;
 using detail::require_floating_or_half;
 
 namespace {
