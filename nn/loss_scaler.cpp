@@ -71,11 +71,8 @@ void LossScaler::serialize(Serializer& s) {
 
 namespace {
 // 0 * x is 0 for every finite x and NaN for NaN and infinities, so the sum is NaN exactly when
-// some element is not finite (a sum of zeros cannot overflow). Half tensors are widened first
-// (the 16-bit types are storage only).
-Tensor nan_unless_finite(const Tensor& t) {
-  return ops::sum(ops::mul_scalar(is_half(t.dtype()) ? t.astype(DType::Float32) : t, 0.0)).astype(DType::Float64);
-}
+// some element is not finite (a sum of zeros cannot overflow; half tensors are summed as they are).
+Tensor nan_unless_finite(const Tensor& t) { return ops::sum(ops::mul_scalar(t, 0.0)).astype(DType::Float64); }
 }  // namespace
 
 bool all_finite(const Tensor& t) { return std::isfinite(nan_unless_finite(t).item_double()); }

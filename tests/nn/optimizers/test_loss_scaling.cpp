@@ -13,6 +13,7 @@
 #include "core/util/random.h"
 #include "nn/functions.h"
 #include "nn/links/linear.h"
+#include "nn/loss_scaler.h"
 #include "nn/optimizer_hooks.h"
 #include "nn/optimizers/adam.h"
 #include "nn/optimizers/sgd.h"
@@ -353,4 +354,20 @@ TEST_CASE("fp32 update: a float16 model (config::dtype float16) trains with Chai
   CHECK(model->W().dtype() == DType::Float16);
   CHECK(values(model->W().data()) == values(adam.fp32_param("/W").astype(DType::Float16)));
   CHECK(loss().item() < first / 20);
+}
+
+TEST_CASE("all_finite: every floating dtype, the largest finite values included; an inf or a NaN anywhere is not") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (const DType dtype : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
+    CAPTURE(dtype_name(dtype));
+    const double largest = dtype == DType::Float16 ? 65504.0 : dtype == DType::BFloat16 ? 3.3895313892515355e38 : 1e38;
+    const Tensor finite = Tensor::from_vector(std::vector<double>{largest, -largest, 0.5, 0.0}).astype(dtype);
+    CHECK(all_finite(finite));
+    for (const double bad : {inf, -inf, nan}) {
+      const Tensor t = Tensor::from_vector(std::vector<double>{1.0, bad, 2.0}).astype(dtype);
+      CHECK_FALSE(all_finite(t));
+      CHECK_FALSE(all_finite(std::vector<Tensor>{finite, t}));
+    }
+    CHECK(all_finite(std::vector<Tensor>{finite, finite}));
+  }
 }
