@@ -112,17 +112,16 @@ bool read_common_option(Args& args, CommonOptions& o) {
   return true;
 }
 
-void set_dtype(const CommonOptions& o) { chainer::config::set_dtype(o.dtype); }
-
 void set_precision(chainer::Optimizer& optimizer, const CommonOptions& o, bool scale_loss) {
   using chainer::config::Dtype;
   if (o.dtype == Dtype::Float16 || o.dtype == Dtype::BFloat16) optimizer.use_fp32_update();
   if (scale_loss && (o.dtype == Dtype::Float16 || o.dtype == Dtype::Mixed16)) optimizer.loss_scaling();
 }
 
-void set_threads(const CommonOptions& o) {
+void set_compute(const CommonOptions& o) {
   set_stage("starting the compute threads");
   chainer::set_num_threads(o.threads);
+  chainer::config::set_dtype(o.dtype);
 }
 
 namespace {

@@ -77,11 +77,10 @@ struct CommonOptions {
   // Set by a model-parallel app: the rank that holds the loss and so logs, prints and plots.
   int report_rank = 0;
 };
-// Sizes the CPU math team: --threads, else CHAINER_NUM_THREADS (throws naming a bad value,
-// before any data is read), else the default (core/util/parallel.h).
-void set_threads(const CommonOptions& o);
-// Sets config::dtype to O.dtype: called before the app makes its model.
-void set_dtype(const CommonOptions& o);
+// How this process computes, set before the app reads data or makes its model: the CPU math
+// team's size (--threads, else CHAINER_NUM_THREADS (throws naming a bad value), else the default
+// of core/util/parallel.h) and config::dtype (--dtype).
+void set_compute(const CommonOptions& o);
 // Readies OPTIMIZER for O.dtype: float32 master copies of half parameters (use_fp32_update)
 // under float16 and bfloat16, and, with SCALE_LOSS, dynamic loss scaling under float16 and
 // mixed16, whose gradients would otherwise underflow (bfloat16 has float32's range and needs

@@ -94,8 +94,7 @@ int run(int argc, char** argv) {
   auto comm = apps::create_communicator(o.communicator, o.gpu);
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  apps::set_threads(o);
-  apps::set_dtype(o);
+  apps::set_compute(o);
   apps::check_network_memory(o, cnn_cost, device, *comm);  // -b, before any data is read
 
   // Rank 0 reads the data; every worker gets its share.

@@ -44,8 +44,7 @@ int run(int argc, char** argv) {
   // [end]
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  apps::set_threads(o);
-  apps::set_dtype(o);
+  apps::set_compute(o);
   // -u and -b against the memory this process has, before any data is read: its stage's layers.
   apps::check_network_memory(
       o, [first = data_axis == 0](int64_t u) { return first ? apps::dense_cost({{784, u}}) : apps::dense_cost({{u, u}, {u, 10}}); },

@@ -52,8 +52,7 @@ int run(int argc, char** argv) {
   auto comm = chainermn::create_communicator("naive");
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  apps::set_threads(o);
-  apps::set_dtype(o);
+  apps::set_compute(o);
   // -u and -b against the memory this process has, before any data is read.
   apps::check_network_memory(o, [](int64_t u) { return apps::dense_cost({{784, u}, {u, u}, {u, 10}}); }, device, *comm);
 

@@ -60,8 +60,7 @@ int run(int argc, char** argv) {
   // A GPU that cannot be used is an error before any data is read. Several processes on a host
   // take one device each, in intra_rank order.
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  apps::set_threads(o);
-  apps::set_dtype(o);
+  apps::set_compute(o);
   // -u and -b against the memory this process has, before any data is read.
   apps::check_network_memory(o, [](int64_t u) { return apps::dense_cost({{784, u}, {u, u}, {u, 10}}); }, device, *comm);
 

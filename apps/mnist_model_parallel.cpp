@@ -31,8 +31,7 @@ int run(int argc, char** argv) {
     throw Error(chainer::str("this example runs on exactly 2 processes (mpiexec -n 2), got ", comm->size()));
   const bool first = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  apps::set_threads(o);
-  apps::set_dtype(o);
+  apps::set_compute(o);
   // -u and -b against the memory this process has, before any data is read: its stage's layers.
   apps::check_network_memory(
       o, [first](int64_t u) { return first ? apps::dense_cost({{784, u}}) : apps::dense_cost({{u, u}, {u, 10}}); },

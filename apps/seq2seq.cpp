@@ -29,8 +29,7 @@ int run(int argc, char** argv) {
   auto comm = apps::create_communicator(o.communicator, o.gpu);
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  apps::set_threads(o);
-  apps::set_dtype(o);
+  apps::set_compute(o);
 
   // Rank 0 reads the data; the vocabularies go to every rank, the pairs are scattered.
   apps::set_stage("reading the data");

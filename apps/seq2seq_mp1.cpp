@@ -33,8 +33,7 @@ int run(int argc, char** argv) {
                              "decoder on rank 1), got ", comm->size()));
   const bool encoder_rank = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  apps::set_threads(o);
-  apps::set_dtype(o);
+  apps::set_compute(o);
 
   apps::set_stage("reading the data");
   chainer::datasets::SequencePairData data;

@@ -47,8 +47,7 @@ int run(int argc, char** argv) {
   auto comm = apps::create_communicator(o.communicator, o.gpu);
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  apps::set_threads(o);
-  apps::set_dtype(o);
+  apps::set_compute(o);
   apps::check_network_memory(o, [&](int64_t) { return apps::vgg_cost(n_class, channels, side); }, device, *comm);
 
   // Rank 0 reads the data; every process gets its share.

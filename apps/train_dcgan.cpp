@@ -297,8 +297,7 @@ int run(int argc, char** argv) {
   auto comm = apps::create_communicator(o.communicator, o.gpu);
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.gpu, *comm);
-  apps::set_threads(o);
-  apps::set_dtype(o);
+  apps::set_compute(o);
 
   // [dcgan-training]
   // Rank 0 reads the images (pixels in [0, 1], as the example's x / 255), padding Fashion-MNIST's

@@ -148,8 +148,7 @@ int run(int argc, char** argv) {
   auto comm = apps::create_communicator(o.communicator, o.common.gpu);
   const bool root = comm->rank() == 0;
   const chainer::Device device = apps::choose_device(o.common.gpu, *comm);
-  apps::set_threads(o.common);
-  apps::set_dtype(o.common);
+  apps::set_compute(o.common);
   if (root)
     std::cout << "==========================================\nNum process (COMM_WORLD): " << comm->size()
               << "\nUsing " << comm->name() << " communicator\nUsing " << o.arch
