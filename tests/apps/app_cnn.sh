@@ -60,6 +60,7 @@ fi
 # mixed16 and float16 scale the loss dynamically, agreed over 2 processes.
 expect_app_error "an unknown dtype" "--dtype: dtype must be float32, float64, float16, bfloat16, mixed16 or mixed_bf16, not 'half'" \
   --dtype half
+expect_app_error "--dtype float64" "--dtype float64 is not supported by the apps (their data are float32)" --dtype float64
 for dtype in mixed_bf16 bfloat16; do
   if "$app" "${subset[@]}" --data "$data" -e 1 --dtype $dtype --no-plot -o "d_$dtype" >"$tmp/out" 2>"$tmp/err"; then
     check_log "--dtype $dtype" "d_$dtype" 1
