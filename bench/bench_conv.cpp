@@ -1,7 +1,8 @@
 // Convolution rates (ms and GFLOP/s) of ops::convolution_2d and its two gradients on the layer
-// shapes of the Fashion-MNIST CNN and of ResNet-50 (float32, NCHW), plus one depthwise layer,
-// and the convolution time of one Fashion-MNIST training epoch they imply.
+// shapes of the Fashion-MNIST CNN and of ResNet-50 (NCHW), plus one depthwise layer, and the
+// convolution time of one Fashion-MNIST training epoch they imply; float32, or a half type.
 //   build/bench/bench_conv [--threads N] [--seconds S] [--cpu-time] [--only NAME]
+//                          [--dtype float32|float16|bfloat16]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,12 @@ using namespace chainer;
 namespace {
 bool g_cpu_time = false;  // --cpu-time (call_timing.h)
 
+DType parse_dtype(const std::string& text) {
+  for (DType d : {DType::Float32, DType::Float16, DType::BFloat16})
+    if (text == dtype_name(d)) return d;
+  throw Error(str("bench_conv: --dtype ", text, " is not float32, float16 or bfloat16"));
+}
+
 struct Layer {
   const char* name;
   int64_t n, c, c_out, hw, k, stride, pad, groups;
@@ -33,13 +40,17 @@ int run(int argc, char** argv) {
   int threads = 2;
   double min_seconds = 0.5;
   std::string only;
+  DType dtype = DType::Float32;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) min_seconds = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--cpu-time")) g_cpu_time = true;
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!std::strcmp(argv[i], "--dtype") && i + 1 < argc) dtype = parse_dtype(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: bench_conv [--threads N] [--seconds S] [--cpu-time] [--only NAME]\n");
+      std::fprintf(stderr,
+                   "usage: bench_conv [--threads N] [--seconds S] [--cpu-time] [--only NAME] "
+                   "[--dtype float32|float16|bfloat16]\n");
       return 2;
     }
   }
@@ -52,18 +63,18 @@ int run(int argc, char** argv) {
       {"resnet-1x1b", 8, 64, 256, 56, 1, 1, 0, 1, 0},   {"resnet-3x3s2", 8, 128, 128, 56, 3, 2, 1, 1, 0},
       {"depthwise-3x3", 8, 64, 64, 56, 3, 1, 1, 64, 0},
   };
-  std::printf("cpu kernels %s; gemm backend %s, %d threads, float32; ms per call and GFLOP/s (2 * N * C_out * out_h * out_w * "
+  std::printf("cpu kernels %s; gemm backend %s, %d threads, %s; ms per call and GFLOP/s (2 * N * C_out * out_h * out_w * "
               "C / groups * k * k per pass)\n",
-              cpu::isa_description().c_str(), cpu::gemm_backend(), threads);
+              cpu::isa_description().c_str(), cpu::gemm_backend(), threads, dtype_name(dtype));
   std::printf("  %-14s %22s %22s %22s\n", "layer", "forward", "backward data", "backward filter");
   double epoch_seconds = 0;
   for (const Layer& l : layers) {
     if (!only.empty() && only != l.name) continue;
     const ops::Conv2dParams p{.sy = l.stride, .sx = l.stride, .ph = l.pad, .pw = l.pad, .groups = l.groups};
-    const Tensor x = random::normal({l.n, l.c, l.hw, l.hw});
-    const Tensor W = random::normal({l.c_out, l.c / l.groups, l.k, l.k});
+    const Tensor x = random::normal({l.n, l.c, l.hw, l.hw}).astype(dtype);
+    const Tensor W = random::normal({l.c_out, l.c / l.groups, l.k, l.k}).astype(dtype);
     const Tensor y = ops::convolution_2d(x, W, Tensor(), p);
-    const Tensor gy = random::normal(y.shape());
+    const Tensor gy = random::normal(y.shape()).astype(dtype);
     const double flop = 2.0 * double(y.numel()) * double(l.c / l.groups * l.k * l.k);
     const double fwd = time_call([&] { ops::convolution_2d(x, W, Tensor(), p); });
     const double bwd_data = time_call([&] { ops::convolution_2d_grad_data(gy, W, l.hw, l.hw, p); });

@@ -9,28 +9,36 @@
 # training seconds of the kept epochs (evaluation excluded: our log's train_time, the peers'
 # train_s), the test accuracy after the last epoch and the peak RSS (ru_maxrss); then the ratios
 # ours / PyTorch and ours / libtorch per round and their median, and a JSON line of everything.
-#   bash bench/compare_cnn.sh [--epochs 1] [--warmup 1] [--rounds 1] [--data DIR]
+# --dtype mixed_bf16 trains ours under mixed_bf16 and PyTorch under torch.autocast("cpu",
+# dtype=torch.bfloat16) (its CPU autocast has bfloat16 only), without libtorch.
+#   bash bench/compare_cnn.sh [--epochs 1] [--warmup 1] [--rounds 1] [--data DIR] [--dtype float32|mixed_bf16]
 # DIR: a Fashion-MNIST directory (default: Debian's dataset-fashion-mnist, which run-cnn-peer
 # installs on first use). Takes about (WARMUP + EPOCHS) x 35-60 s per engine and round here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=1 epochs=1 warmup=1 data=/usr/share/datasets/fashion-mnist
+rounds=1 epochs=1 warmup=1 data=/usr/share/datasets/fashion-mnist dtype=float32
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --data) data=$2; shift 2 ;;
-    *) echo "usage: compare_cnn.sh [--epochs N] [--warmup N] [--rounds N] [--data DIR]" >&2; exit 2 ;;
+    --dtype) dtype=$2; shift 2 ;;
+    *) echo "usage: compare_cnn.sh [--epochs N] [--warmup N] [--rounds N] [--data DIR] [--dtype float32|mixed_bf16]" >&2; exit 2 ;;
   esac
 done
 ((epochs >= 1 && warmup >= 0 && rounds >= 1)) || { echo "compare_cnn.sh: --epochs and --rounds must be >= 1, --warmup >= 0" >&2; exit 2; }
 [[ -x build/apps/fashion_mnist_cnn ]] || { echo "compare_cnn.sh: build/apps/fashion_mnist_cnn is not built (ninja -C build)" >&2; exit 1; }
+case $dtype in
+  float32) amp=() ;;
+  mixed_bf16) amp=(--amp bfloat16) ;;
+  *) echo "compare_cnn.sh: --dtype $dtype: expected float32 or mixed_bf16 (PyTorch's CPU autocast has bfloat16 only)" >&2; exit 2 ;;
+esac
 total=$((warmup + epochs))
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 echo "# machine: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p'), model $(lscpu | sed -n 's/^Model: *//p')), $(nproc) cores; $(date -u '+%F %H:%M') UTC"
-echo "# $total epoch(s) per engine, the first $warmup dropped; data: $data"
+echo "# $total epoch(s) per engine, the first $warmup dropped; data: $data; dtype: $dtype${amp:+ (PyTorch: ${amp[*]}; no libtorch)}"
 
 # run NAME COMMAND...: COMMAND's stdout into $log/NAME.ROUND; on failure its stderr, and stop.
 run() {
@@ -42,9 +50,9 @@ run() {
 printf "\n%-6s %8s %8s %8s | %7s %7s %7s | %8s %8s %8s | %7s %7s\n" round ours torch libtorch \
   acc_o acc_t acc_l rss_o rss_t rss_l "o/t" "o/l"
 for ((r = 1; r <= rounds; ++r)); do
-  run torch bench/peers/run-cnn-peer fashion_mnist_cnn --epochs "$total" --data "$data" --threads 2
-  run ours build/apps/fashion_mnist_cnn -e "$total" --threads 2 --timing --data "$data" -o "$log/ours.$r.result"
-  run libtorch bench/peers/run-cnn-peer libtorch_cnn --epochs "$total" --data "$data" --threads 2
+  run torch bench/peers/run-cnn-peer fashion_mnist_cnn --epochs "$total" --data "$data" --threads 2 "${amp[@]}"
+  run ours build/apps/fashion_mnist_cnn -e "$total" --threads 2 --timing --data "$data" --dtype "$dtype" -o "$log/ours.$r.result"
+  [[ $dtype != float32 ]] || run libtorch bench/peers/run-cnn-peer libtorch_cnn --epochs "$total" --data "$data" --threads 2
   python3 - "$log" "$r" "$warmup" <<'PY' | tee -a "$log/rows"
 import json, sys
 log, r, warmup = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -61,25 +69,31 @@ def ours():
     return ([e["train_time"] for e in entries[warmup:]], entries[-1]["validation/main/accuracy"],
             entries[-1]["peak_rss_mib"])
 
-res = {"ours": ours(), "torch": peer("torch"), "libtorch": peer("libtorch")}
+import os
+res = {"ours": ours(), "torch": peer("torch")}
+if os.path.exists(f"{log}/libtorch.{r}"):
+    res["libtorch"] = peer("libtorch")
 mean = {k: sum(v[0]) / len(v[0]) for k, v in res.items()}
-print(f"{r:<6} {mean['ours']:8.2f} {mean['torch']:8.2f} {mean['libtorch']:8.2f} |"
-      f" {res['ours'][1]:7.4f} {res['torch'][1]:7.4f} {res['libtorch'][1]:7.4f} |"
-      f" {res['ours'][2]:8.0f} {res['torch'][2]:8.0f} {res['libtorch'][2]:8.0f} |"
-      f" {mean['ours'] / mean['torch']:7.2f} {mean['ours'] / mean['libtorch']:7.2f}")
+def cell(value, width, spec):
+    return f" {value:{width}{spec}}" if value is not None else f" {'-':>{width}}"
+lib = res.get("libtorch")
+print(f"{r:<6} {mean['ours']:8.2f} {mean['torch']:8.2f}" + cell(mean.get('libtorch'), 8, '.2f') + " |"
+      f" {res['ours'][1]:7.4f} {res['torch'][1]:7.4f}" + cell(lib and lib[1], 7, '.4f') + " |"
+      f" {res['ours'][2]:8.0f} {res['torch'][2]:8.0f}" + cell(lib and lib[2], 8, '.0f') + " |"
+      f" {mean['ours'] / mean['torch']:7.2f}" + cell(lib and mean['ours'] / mean['libtorch'], 7, '.2f'))
 with open(f"{log}/json", "a") as f:
     f.write(json.dumps({k: {"train_s": v[0], "test_acc": v[1], "peak_rss_mib": v[2]} for k, v in res.items()}) + "\n")
 PY
 done
-python3 - "$log" "$epochs" "$warmup" <<'PY'
+python3 - "$log" "$epochs" "$warmup" "$dtype" <<'PY'
 import json, statistics, sys
 log, epochs, warmup = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rows = [line.split() for line in open(f"{log}/rows")]
-medians = [statistics.median(float(row[c]) for row in rows) for c in (13, 14)]
+medians = [statistics.median(float(row[c]) for row in rows) if rows[0][c] != "-" else None for c in (13, 14)]
 print(f"{'median':<6} {'':>8} {'':>8} {'':>8} | {'':>7} {'':>7} {'':>7} | {'':>8} {'':>8} {'':>8} |"
-      + "".join(f" {m:7.2f}" for m in medians))
+      + "".join(f" {m:7.2f}" if m is not None else f" {'-':>7}" for m in medians))
 rounds = [json.loads(line) for line in open(f"{log}/json")]
-print(json.dumps({"benchmark": "fashion_mnist_cnn", "epochs": epochs, "warmup": warmup, "threads": 2,
+print(json.dumps({"benchmark": "fashion_mnist_cnn", "dtype": sys.argv[4], "epochs": epochs, "warmup": warmup, "threads": 2,
                   "rounds": rounds, "median_ours_over_torch": medians[0], "median_ours_over_libtorch": medians[1]}))
 PY
 cat <<'TXT'

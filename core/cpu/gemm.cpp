@@ -617,35 +617,43 @@ bool packed_backend() { return gemm_backend()[0] == 'p'; }
 
 #if defined(CHAINER_ISA_PACKED)
 namespace {
-// A half product (T: float16 or bfloat16) in the packed GEMM, m, n and k > 0.
-template <class T>
+// A half product (T: float16 or bfloat16) in the packed GEMM, m, n and k > 0, into C of T
+// (rounded once) or of float (TC: the sums themselves).
+template <class T, class TC>
 void packed_half_gemm(int64_t m, int64_t n, int64_t k, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
                       float alpha, float beta, Tensor& c) {
   const Operand<T> A{a.data<T>(), a.size(1), trans_a}, B{b.data<T>(), b.size(1), trans_b};
   if (trans_b && !trans_a && n <= 16) {  // as float32's: the rows of C over the team
-    small_n_gemm_nt(m, n, k, A.p, A.ld, B.p, B.ld, alpha, beta, c.data<T>(), n);
+    small_n_gemm_nt(m, n, k, A.p, A.ld, B.p, B.ld, alpha, beta, c.data<TC>(), n);
     return;
   }
 #if defined(CHAINER_ISA_AVX512_BF16)
   if constexpr (std::is_same_v<T, bfloat16>) {
-    packed_gemm<Bf16PairPanels>(m, n, k, A, B, alpha, beta, c.data<T>(), n);
+    packed_gemm<Bf16PairPanels>(m, n, k, A, B, alpha, beta, c.data<TC>(), n);
     return;
   }
 #endif
-  packed_gemm<FloatPanels<T>>(m, n, k, A, B, alpha, beta, c.data<T>(), n);
+  packed_gemm<FloatPanels<T>>(m, n, k, A, B, alpha, beta, c.data<TC>(), n);
+}
+
+template <class T>
+void packed_half_gemm(int64_t m, int64_t n, int64_t k, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                      float alpha, float beta, Tensor& c) {
+  if (c.dtype() == DType::Float32) packed_half_gemm<T, float>(m, n, k, a, trans_a, b, trans_b, alpha, beta, c);
+  else packed_half_gemm<T, T>(m, n, k, a, trans_a, b, trans_b, alpha, beta, c);
 }
 }  // namespace
 #endif
 
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c) {
 #if defined(CHAINER_ISA_PACKED)
-  // Half operands are widened while packed and C rounded once from float32 sums; every shape
-  // takes the packed path (the dot-product kernel for few columns is float32's alone).
-  if (is_half(c.dtype()) && packed_backend()) {
+  // Half operands are widened while packed and a half C rounded once from float32 sums (a
+  // float32 C gets the sums); every shape takes the packed path.
+  if (is_half(a.dtype()) && packed_backend()) {
     const int64_t m = c.size(0), n = c.size(1), k = trans_a ? a.size(0) : a.size(1);
     if (m == 0 || n == 0) return;
     if (k > 0) {
-      if (c.dtype() == DType::Float16)
+      if (a.dtype() == DType::Float16)
         packed_half_gemm<float16>(m, n, k, a, trans_a, b, trans_b, float(alpha), float(beta), c);
       else
         packed_half_gemm<bfloat16>(m, n, k, a, trans_a, b, trans_b, float(alpha), float(beta), c);
@@ -656,6 +664,7 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
   // Otherwise float32 products of the widened operands, rounded once.
   const auto in_float32 = [&](Tensor& c32) { gemm(widened(a), trans_a, widened(b), trans_b, alpha, beta, c32); };
   if (through_float32(c, in_float32, beta != 0)) return;
+  if (is_half(a.dtype())) return in_float32(c);  // a float32 C of half operands
 #if defined(CHAINER_ISA_PACKED)
   if (c.dtype() == DType::Float32 && packed_backend()) {
     const int64_t m = c.size(0), n = c.size(1), k = trans_a ? a.size(0) : a.size(1);

@@ -12,8 +12,8 @@ constexpr Kernels kTable{
 #include "core/ops/kernel_list.def"
 };
 
-// In the avx512_bf16 family, NAME is avx512's kernel but for gemm, batched_gemm and
-// convolution_2d, which the family defines again (core/cpu/kernels.h).
+// In the avx512_bf16 family, NAME is avx512's kernel but for gemm, batched_gemm and the
+// convolutions, which the family defines again (core/cpu/kernels.h).
 #if defined(CHAINER_ISA_AVX512_BF16)
 constexpr Isa kIsa = Isa::Avx512Bf16;
 #elif defined(CHAINER_ISA_AVX512)

@@ -9,7 +9,7 @@
 // compiles them once per instruction set with -DCHAINER_ISA=generic, avx2 or avx512 (the
 // namespace they define, chainer::cpu::CHAINER_ISA) and -DCHAINER_ISA_GENERIC, _AVX2 or _AVX512
 // (for #if), each with its own target flags (core/meson.build); gemm.cpp and kernel_table.cpp
-// also with -DCHAINER_ISA=avx512_bf16 (below).
+// also with -DCHAINER_ISA=avx512_bf16, with conv_bf16.cpp (below).
 #pragma once
 #include <algorithm>
 #include <string>
@@ -31,14 +31,14 @@
 #endif
 
 // The avx512_bf16 family is the avx512 family's kernels with its own matrix products: only
-// gemm.cpp and kernel_table.cpp are compiled for it (with -mavx512bf16; core/meson.build), which
+// gemm.cpp, conv_bf16.cpp and kernel_table.cpp are compiled for it (with -mavx512bf16), which
 // is a fraction of the build time of the whole kernel sources a third time, and every other
 // kernel would be avx512's code anyway (bfloat16's dot products are the only instructions the
-// level adds). In those two sources this header declares the kernels in chainer::cpu::avx512,
-// and chainer::cpu::avx512_bf16 uses that namespace, declaring only what gemm.cpp defines again:
+// level adds). In those sources this header declares the kernels in chainer::cpu::avx512,
+// and chainer::cpu::avx512_bf16 uses that namespace, declaring only what it defines again:
 // gemm.cpp's calls to the other kernels (affine, copy, the half conversions) and
-// kernel_table.cpp's table then name avx512's kernels but for gemm, batched_gemm and
-// convolution_2d (conv_bf16.cpp: bfloat16 lowered onto those products).
+// kernel_table.cpp's table then name avx512's kernels but for gemm, batched_gemm and the three
+// convolution entries (conv_bf16.cpp: bfloat16 lowered onto those products).
 #if defined(CHAINER_ISA_AVX512_BF16)
 #define CHAINER_KERNEL_NAMESPACE avx512
 #else
@@ -145,6 +145,8 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
 void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
 // bfloat16 convolutions lowered onto those products (conv_bf16.cpp).
 void convolution_2d(const Tensor& x, const Tensor& W, const Tensor& b, const Conv2dGeometry& g, Tensor& y);
+void convolution_2d_grad_data(const Tensor& gy, const Tensor& W, const Conv2dGeometry& g, Tensor& gx);
+void convolution_2d_grad_filter(const Tensor& x, const Tensor& gy, const Conv2dGeometry& g, Tensor& gW);
 const char* gemm_backend();
 std::string gemm_blocking();
 const KernelFamily& kernel_family();

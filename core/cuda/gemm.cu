@@ -1,10 +1,10 @@
 // Matrix products through cuBLAS, on the calling thread's handle for its current device (the
 // policy: core/cuda/blas_handles.h), bound to the device's compute stream with a workspace from
 // the caching allocator. FP32 products compute in FP32 unless TF32 is allowed (core/device/cuda.h,
-// set_allow_tf32). Float16 and bfloat16 products (cublasGemmEx) read and write half and compute
-// in FP32 on the tensor cores, each output rounded once, as the CPU's (core/cpu/gemm.cpp): the
-// handles forbid cuBLAS's reduced-precision reductions, which would add split-K partial sums in
-// the half output type.
+// set_allow_tf32). Float16 and bfloat16 products (cublasGemmEx) read half, compute in FP32 on
+// the tensor cores and write half, each output rounded once, as the CPU's (core/cpu/gemm.cpp), or
+// float32 (the sums, for a C of float32: core/ops/kernel_list.def): the handles forbid cuBLAS's
+// reduced-precision reductions, which would add split-K partial sums in the half output type.
 #include <cublas_v2.h>
 #include <library_types.h>
 
@@ -91,6 +91,8 @@ cublasHandle_t handle() {
 
 // cuBLAS's type of the half dtypes.
 cudaDataType_t half_type(DType dtype) { return dtype == DType::Float16 ? CUDA_R_16F : CUDA_R_16BF; }
+// C's type for half operands of type T: theirs, or float32 (the sums, kernel_list.def).
+cudaDataType_t c_type(DType c, cudaDataType_t t) { return c == DType::Float32 ? CUDA_R_32F : t; }
 
 }  // namespace
 
@@ -109,11 +111,11 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
   }
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int64_t lda = std::max<int64_t>(a.size(1), 1), ldb = std::max<int64_t>(b.size(1), 1);
-  if (is_half(c.dtype())) {  // alpha and beta are float for the FP32 compute type
+  if (is_half(a.dtype())) {  // alpha and beta are float for the FP32 compute type
     const float al = float(alpha), be = float(beta);
-    const cudaDataType_t t = half_type(c.dtype());
+    const cudaDataType_t t = half_type(a.dtype()), tc = c_type(c.dtype(), t);
     CHAINER_CUBLAS_CHECK(cublasGemmEx_64(handle(), op_b, op_a, n, m, k, &al, b.raw_data(), t, ldb, a.raw_data(), t,
-                                         lda, &be, c.raw_data(), t, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                         lda, &be, c.raw_data(), tc, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     count_library_launch();
   } else if (c.dtype() == DType::Float32) {
     const float al = float(alpha), be = float(beta);
@@ -147,11 +149,11 @@ void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, 
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int64_t lda = std::max<int64_t>(a.size(2), 1), ldb = std::max<int64_t>(b.size(2), 1);
   const int64_t stride_a = a.size(0) == 1 ? 0 : a.strides()[0], stride_b = b.size(0) == 1 ? 0 : b.strides()[0];
-  if (is_half(c.dtype())) {
+  if (is_half(a.dtype())) {
     const float al = float(alpha), be = float(beta);
-    const cudaDataType_t t = half_type(c.dtype());
+    const cudaDataType_t t = half_type(a.dtype()), tc = c_type(c.dtype(), t);
     CHAINER_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(handle(), op_b, op_a, n, m, k, &al, b.raw_data(), t, ldb,
-                                                       stride_b, a.raw_data(), t, lda, stride_a, &be, c.raw_data(), t,
+                                                       stride_b, a.raw_data(), t, lda, stride_a, &be, c.raw_data(), tc,
                                                        n, c.strides()[0], batch, CUBLAS_COMPUTE_32F,
                                                        CUBLAS_GEMM_DEFAULT));
   } else if (c.dtype() == DType::Float32) {

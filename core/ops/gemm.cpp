@@ -17,7 +17,7 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double a
   const Device device = require_same_device("matmul", {&a, &b, &c});
   require_floating_or_half("matmul", a);
   require_same_dtype("matmul", a, b);
-  require_same_dtype("matmul", a, c);
+  if (!(is_half(a.dtype()) && c.dtype() == DType::Float32)) require_same_dtype("matmul", a, c);
   if (a.ndim() != 2 || b.ndim() != 2)
     throw Error(str("matmul: expected 2-D arrays, got shapes ", shape_str(a.shape()), " and ", shape_str(b.shape())));
   const int64_t m = trans_a ? a.size(1) : a.size(0), k = trans_a ? a.size(0) : a.size(1);

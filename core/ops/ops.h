@@ -124,7 +124,8 @@ Tensor amin(const Tensor& a, const std::vector<int64_t>& axes, bool keepdims = f
 
 /// Matrix products of 2-D tensors: op(a) @ op(b), op = transpose when the flag is set.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
-/// c = alpha * op(a) @ op(b) + beta * c, c preallocated with the right shape.
+/// c = alpha * op(a) @ op(b) + beta * c, c preallocated with the right shape: of a's dtype, or
+/// float32 for float16 or bfloat16 a and b (the float32 sums, not rounded to half).
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, double alpha, double beta, Tensor& c);
 /// Matrix products over a batch: A (batch or 1, ., .) and B (batch or 1, ., .), 3-D, give
 /// (batch, m, n) with out[i] = op(a[i or 0]) @ op(b[i or 0]).

@@ -2034,6 +2034,27 @@ TEST_CASE("cuda half: matmul, gemm and batched matmul accumulate in float32 as t
           expect_half_close(cc, cg, nullptr, 2.5, product_allowance(terms, s.k + 1, dtype));
         });
       }
+  // Half operands into a float32 C: the float32 sums, unrounded, on both devices (the CPU's
+  // lowered convolutions keep their partial sums so).
+  for (DType dtype : kStorageTypes)
+    for (const Mnk& s : {Mnk{20, 25, 30}, Mnk{64, 33, 300}}) {
+      Pair a = make_pair({s.m, s.k}, dtype, Layout::Contiguous, gen);
+      Pair b = make_pair({s.k, s.n}, dtype, Layout::Contiguous, gen);
+      const Tensor c0 = random_tensor({s.m, s.n}, DType::Float32, gen);
+      Tensor cc = c0.clone(), cg = c0.to(kGpu);
+      INFO(str("gemm into float32, beta 1 (m, n, k) = (", s.m, ", ", s.n, ", ", s.k, ") ", dtype_name(dtype)));
+      run_case([&] {
+        const std::vector<double> terms = ops::add(ops::matmul(abs64(a.cpu), abs64(b.cpu)), abs64(c0)).to_vector<double>();
+        ops::gemm(a.cpu, false, b.cpu, false, 1.0, 1.0, cc);
+        ops::gemm(a.gpu, false, b.gpu, false, 1.0, 1.0, cg);
+        REQUIRE(cg.dtype() == DType::Float32);
+        const std::vector<double> want = cc.to_vector<double>(), got = cg.to_vector<double>();
+        size_t off = 0;
+        for (size_t i = 0; i < want.size(); ++i)
+          off += !(std::abs(got[i] - want[i]) <= 2.5 * double(s.k + 1) * 0x1p-23 * terms[i] + 1e-30);
+        CHECK(off == 0);
+      });
+    }
   // Batches: one strided-batched call; a batch of 1 broadcast (a stride of 0).
   for (DType dtype : kStorageTypes)
     for (const auto& [sa, sb] :

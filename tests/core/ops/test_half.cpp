@@ -206,6 +206,38 @@ TEST_CASE("half: matrix products accumulate in float32", "[ops][half]") {
         }
       }
     }
+    // A float32 C (beta 1 and 0): the float32 sums themselves, within float32 accumulation of
+    // the exact result and without the half rounding.
+    for (const Dims& d : shapes) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          INFO(dtype_name(dtype) << " into float32, m " << d.m << " k " << d.k << " n " << d.n << " trans_a " << ta
+                                 << " trans_b " << tb);
+          const Tensor a = half_uniform(ta ? Shape{d.k, d.m} : Shape{d.m, d.k}, 18, dtype);
+          const Tensor b = half_uniform(tb ? Shape{d.n, d.k} : Shape{d.k, d.n}, 19, dtype);
+          const Tensor c0 = uniform({d.m, d.n}, 20, -2.0, 2.0).astype(DType::Float32);
+          for (double beta : {1.0, 0.0}) {
+            Tensor c = c0.clone();
+            ops::gemm(a, ta, b, tb, 1.0, beta, c);
+            REQUIRE(c.dtype() == DType::Float32);
+            const Tensor ref = ops::add(ops::matmul(f64_of(a), f64_of(b), ta, tb), ops::mul_scalar(f64_of(c0), beta));
+            const Tensor bound = ops::add(ops::matmul(ops::abs(f64_of(a)), ops::abs(f64_of(b)), ta, tb),
+                                          ops::mul_scalar(ops::abs(f64_of(c0)), beta));
+            const std::vector<double> g = values(c), r = values(ref), bd = values(bound);
+            for (size_t i = 0; i < g.size(); ++i) {
+              INFO("beta " << beta << " element " << i << ": got " << g[i] << ", float64 " << r[i]);
+              CHECK(std::fabs(g[i] - r[i]) <= double(d.k + 1) * 0x1p-23 * bd[i] + 1e-30);
+            }
+          }
+        }
+      }
+    }
+    // Only half operands may have a float32 C; a C of any other dtype is refused.
+    Tensor c64 = Tensor::zeros({2, 2}, DType::Float64), c_half = Tensor::zeros({2, 2}, dtype);
+    CHECK_THROWS_WITH(ops::gemm(half_uniform({2, 3}, 1, dtype), false, half_uniform({3, 2}, 2, dtype), false, 1, 0, c64),
+                      Catch::Contains(std::string("matmul: dtypes differ (") + dtype_name(dtype) + " and float64)"));
+    CHECK_THROWS_WITH(ops::gemm(Tensor::ones({2, 3}), false, Tensor::ones({3, 2}), false, 1, 0, c_half),
+                      Catch::Contains(std::string("matmul: dtypes differ (float32 and ") + dtype_name(dtype) + ")"));
     // Batches: one product per C, and a batch of B broadcast.
     const Tensor ba = half_uniform({3, 8, 40}, 14, dtype), bb = half_uniform({3, 40, 6}, 15, dtype);
     const Tensor bc = ops::batched_matmul(ba, bb);
@@ -245,30 +277,48 @@ TEST_CASE("half: the avx512_bf16 family's bfloat16 products add each pair's odd 
   else CHECK((c[0] == 0.0 || c[0] == 0x1p-22));  // Eigen's order is its own
 }
 
+// Each output is rounded once, after its last term: a second rounding (of a partial sum over
+// images, or of a column before col2im adds it up) would break the bound. The geometries take
+// every path of the lowering (core/ops/conv_lowering.h; the avx512_bf16 family lowers bfloat16,
+// the other families widen): groups, stride 2, a 1x1 product of the images themselves, a first
+// layer's single channel, and a batch whose columns come in several chunks and whose filter
+// gradient sums several partial sums (40 images of 8 x 3 x 3 x 32 x 32 windows: 5.6 MB of
+// bfloat16 columns against chunks of 4 MB).
 TEST_CASE("half: convolutions and their gradients accumulate in float32", "[ops][half]") {
+  struct Geometry {
+    const char* name;
+    Shape x;
+    int64_t c_out, k, stride, pad, groups;
+  };
+  const Geometry geometries[] = {{"3x3 pad 1", {2, 4, 7, 6}, 6, 3, 1, 1, 1},
+                                 {"3x3 pad 1, 2 groups", {2, 4, 7, 6}, 6, 3, 1, 1, 2},
+                                 {"3x3 stride 2", {3, 5, 9, 8}, 4, 3, 2, 1, 1},
+                                 {"1x1", {3, 16, 5, 4}, 8, 1, 1, 0, 1},
+                                 {"one channel", {4, 1, 8, 8}, 8, 3, 1, 1, 1},
+                                 {"chunked batch", {40, 8, 32, 32}, 4, 3, 1, 1, 1}};
   for (DType dtype : kHalfTypes) {
-    for (int64_t groups : {1, 2}) {
-      INFO(dtype_name(dtype) << " groups " << groups);
-      ops::Conv2dParams p;
-      p.ph = p.pw = 1;
-      p.groups = groups;
-      const Tensor x = half_uniform({2, 4, 7, 6}, 16, dtype), W = half_uniform({6, 4 / groups, 3, 3}, 17, dtype);
-      const Tensor bias = half_uniform({6}, 18, dtype);
-      const int64_t k = 4 / groups * 9;
+    for (const Geometry& geo : geometries) {
+      INFO(dtype_name(dtype) << " " << geo.name << " on " << cpu::isa_description());
+      ops::Conv2dParams p{.sy = geo.stride, .sx = geo.stride, .ph = geo.pad, .pw = geo.pad, .groups = geo.groups};
+      const int64_t c = geo.x[1], h = geo.x[2], w = geo.x[3];
+      const Tensor x = half_uniform(geo.x, 16, dtype), W = half_uniform({geo.c_out, c / geo.groups, geo.k, geo.k}, 17, dtype);
+      const Tensor bias = half_uniform({geo.c_out}, 18, dtype);
       const Tensor y = ops::convolution_2d(x, W, bias, p);
       CHECK(y.dtype() == dtype);
-      const Tensor ones = Tensor::ones({6}, DType::Float64);
       check_product(y, ops::convolution_2d(f64_of(x), f64_of(W), f64_of(bias), p),
-                    ops::convolution_2d(ops::abs(f64_of(x)), ops::abs(f64_of(W)), ops::abs(f64_of(bias)), p), k + 1);
+                    ops::convolution_2d(ops::abs(f64_of(x)), ops::abs(f64_of(W)), ops::abs(f64_of(bias)), p),
+                    c / geo.groups * geo.k * geo.k + 1);
       const Tensor gy = half_uniform(y.shape(), 19, dtype);
-      const Tensor gx = ops::convolution_2d_grad_data(gy, W, 7, 6, p);
+      const Tensor gx = ops::convolution_2d_grad_data(gy, W, h, w, p);
       CHECK(gx.dtype() == dtype);
-      check_product(gx, ops::convolution_2d_grad_data(f64_of(gy), f64_of(W), 7, 6, p),
-                    ops::convolution_2d_grad_data(ops::abs(f64_of(gy)), ops::abs(f64_of(W)), 7, 6, p), 6 * 9);
-      const Tensor gW = ops::convolution_2d_grad_filter(x, gy, 3, 3, p);
+      check_product(gx, ops::convolution_2d_grad_data(f64_of(gy), f64_of(W), h, w, p),
+                    ops::convolution_2d_grad_data(ops::abs(f64_of(gy)), ops::abs(f64_of(W)), h, w, p),
+                    geo.c_out / geo.groups * geo.k * geo.k);
+      const Tensor gW = ops::convolution_2d_grad_filter(x, gy, geo.k, geo.k, p);
       CHECK(gW.dtype() == dtype);
-      check_product(gW, ops::convolution_2d_grad_filter(f64_of(x), f64_of(gy), 3, 3, p),
-                    ops::convolution_2d_grad_filter(ops::abs(f64_of(x)), ops::abs(f64_of(gy)), 3, 3, p), 2 * 7 * 6);
+      check_product(gW, ops::convolution_2d_grad_filter(f64_of(x), f64_of(gy), geo.k, geo.k, p),
+                    ops::convolution_2d_grad_filter(ops::abs(f64_of(x)), ops::abs(f64_of(gy)), geo.k, geo.k, p),
+                    y.size(0) * y.size(2) * y.size(3));
     }
   }
 }
