@@ -8,7 +8,10 @@
 // sums those products over the images in a fixed number of partial sums. The data gradient puts
 // the columns back (col2im), or, with stride 1 and 16 or more channels per group, is the
 // convolution of gy with the flipped filters. A 1x1 convolution with stride 1 and no padding
-// multiplies the images themselves; a depthwise one (groups = C) has direct kernels.
+// multiplies the images themselves; a depthwise one (groups = C) has direct kernels. Half data
+// (the avx512_bf16 family's bfloat16) is lowered in its dtype and each output rounded once: the
+// data gradient's columns and the filter gradient's partial sums are the products' float32 sums
+// (gemm into a float32 C), and the data gradient always takes the column path.
 #pragma once
 #include "core/ops/kernels.h"
 
