@@ -703,6 +703,7 @@ void batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, 
       batched_gemm(widened(a), trans_a, widened(b), trans_b, alpha, beta, c32);
     };
     if (through_float32(c, in_float32, beta != 0)) return;
+    if (is_half(a.dtype())) return in_float32(c);  // a float32 C: each operand widened once, not per product
   }
   auto group = [&](int64_t g) {
     Tensor cg = c[g];

@@ -144,8 +144,9 @@ void lowered_convolution_2d_grad_filter(const ConvLoweringKernels& k, const Tens
   const int64_t part_bytes = std::max<int64_t>(1, c_out * depth * int64_t(dtype_size(sums)));
   const int64_t most_parts = std::max<int64_t>(1, kConvLoweredBytes / part_bytes);
   const int64_t parts = std::clamp<int64_t>(std::min<int64_t>(pointwise ? n : chunks.min_chunk(), 16), 1, most_parts);
-  Tensor acc = parts == 1 && !half ? gW.reshape({groups, 1, c_out_g, depth})
-                                   : Tensor::empty({groups, parts, c_out_g, depth}, sums, x.device());
+  Tensor sum = gW.reshape({groups, 1, c_out_g, depth});
+  Tensor total = half ? Tensor::empty(sum.shape(), sums, x.device()) : sum;  // the parts' total
+  Tensor acc = parts == 1 ? total : Tensor::empty({groups, parts, c_out_g, depth}, sums, x.device());
   double beta = 0.0;
   auto products = [&](const Tensor& col, const Tensor& gyb) {
     for (int64_t gi = 0; gi < groups; ++gi) {
@@ -164,14 +165,8 @@ void lowered_convolution_2d_grad_filter(const ConvLoweringKernels& k, const Tens
     });
   }
   const Kernels& kernels = kernels_for(x.device());
-  Tensor sum = gW.reshape({groups, 1, c_out_g, depth});
-  if (half) {
-    Tensor sum32 = parts == 1 ? acc : Tensor::empty(sum.shape(), sums, x.device());
-    if (parts > 1) kernels.sum_axes(acc, {false, true, false, false}, sum32);
-    kernels.copy(sum32, sum);
-  } else if (parts > 1) {
-    kernels.sum_axes(acc, {false, true, false, false}, sum);
-  }
+  if (parts > 1) kernels.sum_axes(acc, {false, true, false, false}, total);
+  if (half) kernels.copy(total, sum);
 }
 
 }  // namespace chainer

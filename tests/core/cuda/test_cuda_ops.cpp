@@ -839,13 +839,17 @@ TEST_CASE("cuda ops: matmul and gemm in every transpose mode, with k = 0 and emp
         }
 }
 
+namespace {
+// A convolution case of the twin tables below: its name, the shapes of x and W, the geometry.
+struct Conv {
+  std::string name;
+  Shape x, W;
+  ops::Conv2dParams p;
+};
+}  // namespace
+
 TEST_CASE("cuda ops: convolution_2d and its data and filter gradients over geometries, groups and chunks",
           "[cuda][ops][convolution]") {
-  struct Conv {
-    std::string name;
-    Shape x, W;
-    ops::Conv2dParams p;
-  };
   // "48 images" takes several chunks of lowered windows on the CPU (kConvLoweredBytes) and
   // several partial sums of the filter gradient; on CUDA each row is one cuDNN call per entry,
   // the cover_all rows through an image padded after its end.
@@ -2071,11 +2075,6 @@ TEST_CASE("cuda half: matmul, gemm and batched matmul accumulate in float32 as t
 
 TEST_CASE("cuda half: convolution_2d and its gradients on cuDNN in float16 and bfloat16 equal the CPU's",
           "[cuda][ops][half]") {
-  struct Conv {
-    std::string name;
-    Shape x, W;
-    ops::Conv2dParams p;
-  };
   const std::vector<Conv> convs = {
       {"3x3 pad 1", {2, 3, 7, 6}, {4, 3, 3, 3}, {.ph = 1, .pw = 1}},
       {"8 channels, 3x3 pad 1 (the tensor cores' shapes)", {4, 8, 12, 12}, {16, 8, 3, 3}, {.ph = 1, .pw = 1}},
